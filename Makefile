@@ -1,0 +1,56 @@
+# kiln: `make` builds everything into build/, `make test` runs all tests (also under sanitizers
+# and the fuzzers briefly), `make demo` runs a model. Each installs what it needs first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz demo clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: test-unit test-asan test-tsan test-fuzz
+	@echo "make test: all test stages passed"
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+# The concurrency tests under ThreadSanitizer.
+test-tsan: deps
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target runtime_tests
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ./bin/runtime_tests --gtest_filter='*Concurren*:*Parallel*:*SharedParams*'
+
+# Each fuzz target for FUZZ_SECONDS (`make fuzz` runs them for 10 minutes each).
+test-fuzz: deps
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_graph_json fuzz_params fuzz_module_blob
+	@for t in fuzz_graph_json fuzz_params fuzz_module_blob; do \
+	  mkdir -p build-fuzz/corpus/$$t && \
+	  echo "fuzzing $$t for $(FUZZ_SECONDS) s" && \
+	  ./build-fuzz/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	    build-fuzz/corpus/$$t fuzz/seeds/$${t#fuzz_} 2>build-fuzz/$$t.log || { tail -50 build-fuzz/$$t.log; exit 1; }; \
+	done
+
+fuzz:
+	@$(MAKE) test-fuzz FUZZ_SECONDS=600
+
+demo: build
+	@./$(BUILD)/bin/kiln_runtime_demo $(BUILD)/lib/libkiln_test_model_good.so
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

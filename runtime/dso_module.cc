@@ -1,0 +1,109 @@
+// The DSO module: a compiled library opened with dlopen. Loading fills the library's `__TVM*`
+// context pointers and `__tvm_module_ctx`, then builds the module tree of its `__tvm_dev_mblob`.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
+
+#include "runtime/error.h"
+#include "runtime/module.h"
+
+namespace kiln::runtime {
+namespace {
+
+class DSOModuleNode final : public ModuleNode {
+ public:
+  explicit DSOModuleNode(void* handle) : handle_(handle) {}
+  ~DSOModuleNode() override { dlclose(handle_); }
+
+  const char* type_key() const override { return "library"; }
+  bool IsDSOExportable() const override { return true; }
+
+  PackedFunc GetFunction(const std::string& name) override {
+    std::string symbol = name;
+    if (name == "__tvm_main__") {
+      // `__tvm_main__` holds the name of the entry function.
+      const char* entry = static_cast<const char*>(Symbol("__tvm_main__"));
+      if (entry == nullptr) return PackedFunc();
+      symbol = entry;
+    }
+    auto* function = reinterpret_cast<TVMBackendPackedCFunc>(Symbol(symbol.c_str()));
+    if (function == nullptr) return PackedFunc();
+    return WrapCompiledFunction(function, shared_from_this());
+  }
+
+  void* Symbol(const char* name) const { return dlsym(handle_, name); }
+
+  // Stores the runtime's functions into the library's context pointers (those it has).
+  void InitContextFunctions() {
+    struct Slot { const char* name; void* function; };
+    const Slot slots[] = {
+        {"__TVMFuncCall", reinterpret_cast<void*>(&TVMFuncCall)},
+        {"__TVMAPISetLastError", reinterpret_cast<void*>(&TVMAPISetLastError)},
+        {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&TVMBackendGetFuncFromEnv)},
+        {"__TVMBackendAllocWorkspace", reinterpret_cast<void*>(&TVMBackendAllocWorkspace)},
+        {"__TVMBackendFreeWorkspace", reinterpret_cast<void*>(&TVMBackendFreeWorkspace)},
+        {"__TVMBackendParallelLaunch", reinterpret_cast<void*>(&TVMBackendParallelLaunch)},
+        {"__TVMBackendParallelBarrier", reinterpret_cast<void*>(&TVMBackendParallelBarrier)},
+    };
+    for (const Slot& slot : slots) {
+      if (void** pointer = static_cast<void**>(Symbol(slot.name))) *pointer = slot.function;
+    }
+  }
+
+  // The import blob payload, checked against the size of the symbol that holds it.
+  std::string_view ImportBlob(const std::string& path) const {
+    const char* blob = static_cast<const char*>(Symbol("__tvm_dev_mblob"));
+    if (blob == nullptr) return {};
+    Dl_info info;
+    const ElfW(Sym)* symbol = nullptr;
+    bool sized = dladdr1(blob, &info, reinterpret_cast<void**>(const_cast<ElfW(Sym)**>(&symbol)), RTLD_DL_SYMENT) != 0 &&
+                 symbol != nullptr && symbol->st_size != 0;
+    Check(!sized || symbol->st_size >= sizeof(uint64_t), path,
+          ": __tvm_dev_mblob is too small to hold its length (the library is damaged)");
+    uint64_t nbytes = 0;
+    std::memcpy(&nbytes, blob, sizeof(nbytes));
+    Check(!sized || nbytes <= symbol->st_size - sizeof(uint64_t), path, ": __tvm_dev_mblob claims ",
+          nbytes, " bytes but the symbol holds ", sized ? symbol->st_size : 0,
+          " (the library is damaged)");
+    return std::string_view(blob + sizeof(uint64_t), nbytes);
+  }
+
+ private:
+  void* handle_;
+};
+
+}  // namespace
+
+Module LoadModuleFromFile(const std::string& path, const std::string& format) {
+  std::string fmt = format;
+  if (fmt.empty()) {
+    size_t dot = path.rfind('.');
+    fmt = dot == std::string::npos ? "" : path.substr(dot + 1);
+  }
+  Check(fmt == "so" || fmt == "dso", "cannot load '", path, "': format '", fmt,
+        "' is not a library this runtime loads (expected a .so file)");
+  // RTLD_LOCAL keeps the operators of two libraries apart; they find the runtime's API through
+  // the context pointers set below or through libkiln_runtime's global symbols.
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    Fail("cannot load library '", path, "': ", why != nullptr ? why : "unknown dlopen error");
+  }
+  auto node = std::make_shared<DSOModuleNode>(handle);
+  node->InitContextFunctions();
+  Module lib(node);
+  Module root = lib;
+  std::string_view blob = node->ImportBlob(path);
+  if (blob.data() != nullptr) {
+    try {
+      root = ProcessModuleBlob(blob, lib);
+    } catch (const Error& e) {
+      Fail("cannot load library '", path, "': ", e.what());
+    }
+  }
+  if (void** context = static_cast<void**>(node->Symbol("__tvm_module_ctx"))) *context = node.get();
+  return root;
+}
+
+}  // namespace kiln::runtime

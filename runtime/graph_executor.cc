@@ -1,0 +1,367 @@
+// Graph executor: storage planning from storage ids, prepared operator calls, zero-copy binding
+// and parameter loading/sharing.
+#include "runtime/graph_executor.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "runtime/error.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr DLDataType kBytes{kDLUInt, 8, 1};
+
+std::string NodeLabel(const Graph& graph, uint32_t node) {
+  return StrCat("graph node ", node, " '", graph.nodes[node].name, "'");
+}
+
+}  // namespace
+
+GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice>& devices)
+    : graph_(std::move(graph)), lib_(std::move(lib)) {
+  Check(lib_.defined(), "graph executor: the operator library is empty");
+  Check(!devices.empty(), "graph executor: no device given");
+  for (DLDevice device : devices) {
+    Check(device.device_type == kDLCPU, "graph executor: device type ", int{device.device_type},
+          " is not supported; this build of kiln runs on the CPU only");
+  }
+  for (size_t e = 0; e < graph_.device_types.size(); ++e) {
+    Check(graph_.device_types[e] == kDLCPU, "graph JSON: entry ", e, " is placed on device type ",
+          graph_.device_types[e], ", but this build of kiln runs on the CPU only");
+  }
+  for (int i = 0; i < NumInputs(); ++i) input_index_[InputName(i)] = i;
+  is_param_.assign(graph_.arg_nodes.size(), false);
+  AllocateStorage();
+  BuildSteps();
+}
+
+void GraphExecutor::AllocateStorage() {
+  size_t num_entries = graph_.num_entries();
+  std::vector<size_t> bytes(num_entries, 0);  // per storage id (ids are below num_entries)
+  uint32_t num_storage = 0;
+  for (size_t e = 0; e < num_entries; ++e) {
+    DLTensor t = EntryTensor(static_cast<uint32_t>(e), nullptr);
+    uint32_t sid = graph_.storage_ids[e];
+    try {
+      bytes[sid] = std::max(bytes[sid], DataBytes(t));
+    } catch (const Error& error) {
+      Fail("graph JSON: entry ", e, ": ", error.what());
+    }
+    num_storage = std::max(num_storage, sid + 1);
+  }
+  storage_.resize(num_storage);
+  entries_.resize(num_entries);
+  for (size_t e = 0; e < num_entries; ++e) {
+    uint32_t sid = graph_.storage_ids[e];
+    if (!storage_[sid].defined()) {
+      storage_[sid] = NDArray::Empty({static_cast<int64_t>(bytes[sid])}, kBytes);
+    }
+    entries_[e] = storage_[sid].CreateView(graph_.shapes[e], graph_.dtypes[e]);
+  }
+  entry_data_.resize(num_entries);
+  for (size_t e = 0; e < num_entries; ++e) entry_data_[e] = entries_[e].data();
+  entry_args_.assign(num_entries, {});
+  entry_shared_.assign(num_entries, false);
+
+  // Entries joined by a __nop that keeps the storage id are one memory: bind them together.
+  std::vector<uint32_t> parent(num_entries);
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](uint32_t e) {
+    while (parent[e] != e) e = parent[e] = parent[parent[e]];
+    return e;
+  };
+  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+    const GraphNode& node = graph_.nodes[n];
+    if (node.func_name != "__nop" || node.inputs.size() != 1) continue;
+    uint32_t in = graph_.EntryId(node.inputs[0]);
+    uint32_t out = graph_.EntryId(static_cast<uint32_t>(n), 0);
+    if (graph_.storage_ids[in] == graph_.storage_ids[out]) parent[find(out)] = find(in);
+  }
+  alias_root_.resize(num_entries);
+  alias_members_.assign(num_entries, {});
+  for (uint32_t e = 0; e < num_entries; ++e) {
+    alias_root_[e] = find(e);
+    alias_members_[alias_root_[e]].push_back(e);
+  }
+}
+
+void GraphExecutor::BuildSteps() {
+  for (uint32_t n = 0; n < graph_.nodes.size(); ++n) {
+    const GraphNode& node = graph_.nodes[n];
+    if (node.is_input()) continue;
+    std::string where = NodeLabel(graph_, n);
+    Step step;
+    step.node = n;
+    std::vector<uint32_t> args;
+    for (const GraphEntryRef& in : node.inputs) args.push_back(graph_.EntryId(in));
+    for (uint32_t k = 0; k < node.num_outputs; ++k) args.push_back(graph_.EntryId(n, k));
+
+    if (node.func_name == "__nop" || node.func_name == "__copy") {
+      Check(node.inputs.size() == 1 && node.num_outputs == 1, "graph JSON: ", where, ": ",
+            node.func_name, " needs exactly one input and one output");
+      DLTensor in = EntryTensor(args[0], nullptr), out = EntryTensor(args[1], nullptr);
+      Check(DataBytes(in) == DataBytes(out), "graph JSON: ", where, ": ", node.func_name,
+            " from ", DTypeToString(in.dtype), ShapeToString(in.shape, in.ndim), " to ",
+            DTypeToString(out.dtype), ShapeToString(out.shape, out.ndim), " changes the size");
+      if (node.func_name == "__nop" && graph_.storage_ids[args[0]] == graph_.storage_ids[args[1]]) {
+        continue;  // same memory: nothing to do
+      }
+      step.kind = Step::Kind::kCopy;
+    } else {
+      step.function = lib_.GetFunction(node.func_name, /*query_imports=*/true);
+      Check(step.function.defined(), where, ": function '", node.func_name,
+            "' is not in the library");
+    }
+    step.tensors.resize(args.size());
+    step.flat_shapes.resize(args.size());
+    step.values.resize(args.size());
+    step.codes.assign(args.size(), kTVMDLTensorHandle);
+    for (size_t i = 0; i < args.size(); ++i) {
+      DLTensor& t = step.tensors[i];
+      t = EntryTensor(args[i], entry_data_[args[i]]);
+      if (node.flatten_data) {
+        step.flat_shapes[i] = NumElements(t);
+        t.ndim = 1;
+        t.shape = &step.flat_shapes[i];
+      }
+      step.values[i].v_handle = &t;
+      entry_args_[args[i]].push_back(&t);  // stable: the step's vectors never grow again
+    }
+    steps_.push_back(std::move(step));
+  }
+}
+
+DLTensor GraphExecutor::EntryTensor(uint32_t entry, void* data) const {
+  DLTensor t{};
+  t.data = data;
+  t.device = kCPU;
+  t.ndim = static_cast<int>(graph_.shapes[entry].size());
+  t.dtype = graph_.dtypes[entry];
+  t.shape = const_cast<int64_t*>(graph_.shapes[entry].data());
+  return t;
+}
+
+void GraphExecutor::Run() {
+  for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
+}
+
+void GraphExecutor::RunStep(size_t index) {
+  Step& step = steps_[index];
+  if (step.kind == Step::Kind::kCopy) {
+    const DLTensor& from = step.tensors[0];
+    const DLTensor& to = step.tensors[1];
+    if (from.data != to.data) std::memcpy(to.data, from.data, DataBytes(from));
+    return;
+  }
+  try {
+    step.function.CallPacked(Args(step.values.data(), step.codes.data(),
+                                  static_cast<int>(step.values.size())),
+                             &result_);
+  } catch (const std::exception& e) {
+    const GraphNode& node = graph_.nodes[step.node];
+    Fail(NodeLabel(graph_, step.node), " (", node.func_name, ") failed: ", e.what());
+  }
+}
+
+int GraphExecutor::GetInputIndex(const std::string& name) const {
+  auto it = input_index_.find(name);
+  return it == input_index_.end() ? -1 : it->second;
+}
+
+int GraphExecutor::GetOutputIndex(const std::string& name) const {
+  for (int i = 0; i < NumOutputs(); ++i) {
+    const GraphEntryRef& head = graph_.heads[i];
+    const std::string& node_name = graph_.nodes[head.node_id].name;
+    if (name == StrCat(node_name, ":", head.index) || (head.index == 0 && name == node_name)) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+int GraphExecutor::InputIndex(const std::string& name) const {
+  int index = GetInputIndex(name);
+  if (index >= 0) return index;
+  std::string known;
+  for (int i = 0; i < NumInputs(); ++i) known += (i > 0 ? ", " : "") + InputName(i);
+  Fail("the graph has no input named '", name, "' (its inputs are: ", known, ")");
+}
+
+int GraphExecutor::OutputIndex(const std::string& name) const {
+  int index = GetOutputIndex(name);
+  if (index >= 0) return index;
+  std::string known;
+  for (const TensorInfo& info : GetOutputInfo()) known += (known.empty() ? "" : ", ") + info.name;
+  Fail("the graph has no output named '", name, "' (its outputs are: ", known, ")");
+}
+
+const std::string& GraphExecutor::InputName(int index) const {
+  CheckInputIndex(index);
+  return graph_.nodes[graph_.arg_nodes[index]].name;
+}
+
+std::vector<TensorInfo> GraphExecutor::GetInputInfo() const {
+  std::vector<TensorInfo> infos;
+  for (int i = 0; i < NumInputs(); ++i) {
+    if (is_param_[i]) continue;
+    uint32_t e = InputEntry(i);
+    infos.push_back(TensorInfo{InputName(i), graph_.shapes[e], graph_.dtypes[e]});
+  }
+  return infos;
+}
+
+std::vector<TensorInfo> GraphExecutor::GetOutputInfo() const {
+  std::vector<TensorInfo> infos;
+  for (int i = 0; i < NumOutputs(); ++i) {
+    const GraphEntryRef& head = graph_.heads[i];
+    uint32_t e = OutputEntry(i);
+    infos.push_back(TensorInfo{StrCat(graph_.nodes[head.node_id].name, ":", head.index),
+                               graph_.shapes[e], graph_.dtypes[e]});
+  }
+  return infos;
+}
+
+void GraphExecutor::CheckInputIndex(int index) const {
+  Check(index >= 0 && index < NumInputs(), "input index ", index, " is out of range (the graph has ",
+        NumInputs(), " inputs)");
+}
+
+void GraphExecutor::CheckOutputIndex(int index) const {
+  Check(index >= 0 && index < NumOutputs(), "output index ", index,
+        " is out of range (the graph has ", NumOutputs(), " outputs)");
+}
+
+uint32_t GraphExecutor::InputEntry(int index) const {
+  CheckInputIndex(index);
+  return graph_.EntryId(graph_.arg_nodes[index], 0);
+}
+
+uint32_t GraphExecutor::OutputEntry(int index) const {
+  CheckOutputIndex(index);
+  return graph_.EntryId(graph_.heads[index]);
+}
+
+void GraphExecutor::Bind(uint32_t entry, void* data) {
+  for (uint32_t member : alias_members_[alias_root_[entry]]) {
+    entry_data_[member] = data;
+    for (DLTensor* t : entry_args_[member]) {
+      t->data = data;
+      t->byte_offset = 0;
+    }
+  }
+}
+
+void GraphExecutor::CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data,
+                                        const std::string& what) const {
+  CheckSameType(EntryTensor(entry, nullptr), data, what);
+  Check(data.device.device_type == kDLCPU, what, ": the buffer is not in CPU memory");
+  Check(IsCompact(data), what, ": the buffer is not compact (row-major without gaps)");
+  auto address = reinterpret_cast<uintptr_t>(data.data) + data.byte_offset;
+  Check(data.data != nullptr && address % kAllocAlignment == 0, what, ": the buffer at address 0x",
+        std::hex, address, std::dec, " is not ", kAllocAlignment,
+        "-byte aligned (kiln's operators assume aligned data; use set_input to copy instead)");
+}
+
+void GraphExecutor::SetInput(int index, const DLTensor& data) {
+  uint32_t e = InputEntry(index);
+  std::string what = StrCat("set_input '", InputName(index), "'");
+  CheckSameType(*entries_[e].get(), data, what);
+  Check(data.device.device_type == kDLCPU, what,
+        ": the data is not in CPU memory");
+  Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
+  if (entry_data_[e] != entries_[e].data()) Bind(e, entries_[e].data());
+  entries_[e].CopyFrom(data);
+}
+
+void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
+  uint32_t e = InputEntry(index);
+  CheckZeroCopyBuffer(e, data, StrCat("set_input_zero_copy '", InputName(index), "'"));
+  Bind(e, static_cast<char*>(data.data) + data.byte_offset);
+}
+
+void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
+  uint32_t e = OutputEntry(index);
+  std::string what = StrCat("set_output_zero_copy ", index);
+  for (uint32_t arg : graph_.arg_nodes) {
+    Check(alias_root_[graph_.EntryId(arg, 0)] != alias_root_[e], what, ": the output is the graph input '",
+          graph_.nodes[arg].name, "' itself (or a reshape of it); bind the input instead");
+  }
+  CheckZeroCopyBuffer(e, data, what);
+  Bind(e, static_cast<char*>(data.data) + data.byte_offset);
+}
+
+NDArray GraphExecutor::GetInput(int index) const {
+  uint32_t e = InputEntry(index);
+  if (entry_data_[e] == entries_[e].data()) return entries_[e];
+  return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
+}
+
+NDArray GraphExecutor::GetOutput(int index) const {
+  uint32_t e = OutputEntry(index);
+  if (entry_data_[e] == entries_[e].data()) return entries_[e];
+  return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
+}
+
+void GraphExecutor::CopyOutputTo(int index, DLTensor& target) const {
+  uint32_t e = OutputEntry(index);
+  NDArray::WrapExternal(EntryTensor(e, entry_data_[e])).CopyTo(target);
+}
+
+void GraphExecutor::LoadParams(const NamedArrays& params) {
+  std::vector<std::pair<int, const NDArray*>> targets;
+  for (const auto& [name, array] : params) {
+    int index = GetInputIndex(name);
+    if (index < 0) continue;
+    CheckSameType(*entries_[InputEntry(index)].get(), *array.get(), StrCat("parameter '", name, "'"));
+    targets.emplace_back(index, &array);
+  }
+  for (const auto& [index, array] : targets) {
+    SetInput(index, *array->get());
+    is_param_[index] = true;
+  }
+}
+
+void GraphExecutor::LoadParams(std::string_view params_bytes) {
+  LoadParams(::kiln::runtime::LoadParams(params_bytes));
+}
+
+void GraphExecutor::ShareParams(const GraphExecutor& other, std::string_view params_bytes) {
+  std::vector<std::pair<int, int>> pairs;  // (this input, other's input)
+  for (const ParamInfo& info : LoadParamInfos(params_bytes)) {
+    int index = InputIndex(info.name);
+    int other_index = other.InputIndex(info.name);
+    std::string what = StrCat("share_params '", info.name, "'");
+    CheckSameType(*entries_[InputEntry(index)].get(), *other.entries_[other.InputEntry(other_index)].get(), what);
+    pairs.emplace_back(index, other_index);
+  }
+  for (const auto& [index, other_index] : pairs) {
+    uint32_t e = InputEntry(index);
+    NDArray shared = other.entries_[other.InputEntry(other_index)];
+    for (uint32_t member : alias_members_[alias_root_[e]]) {
+      entries_[member] = shared.CreateView(graph_.shapes[member], graph_.dtypes[member]);
+      entry_shared_[member] = true;
+    }
+    Bind(e, shared.data());
+    is_param_[index] = true;
+  }
+  ReleaseUnusedStorage();
+}
+
+void GraphExecutor::ReleaseUnusedStorage() {
+  std::vector<bool> used(storage_.size(), false);
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    if (!entry_shared_[e]) used[graph_.storage_ids[e]] = true;
+  }
+  for (size_t sid = 0; sid < storage_.size(); ++sid) {
+    if (!used[sid]) storage_[sid] = NDArray();
+  }
+}
+
+size_t GraphExecutor::OwnedStorageBytes() const {
+  size_t total = 0;
+  for (const NDArray& s : storage_) total += s.defined() ? s.NumBytes() : 0;
+  return total;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,125 @@
+// The graph executor: runs a graph JSON over the operators of a library.
+//
+// Construction does all the work: one buffer per storage id (64-byte aligned), one view per
+// entry, and for every operator node a prepared call (function, DLTensor arguments, type codes).
+// Run() only walks the prepared calls: no allocation, lookup or lock.
+//
+// Thread safety: one executor is used by one thread at a time. Any number of executors, including
+// ones sharing parameters through ShareParams, may run concurrently in different threads.
+// Failure: every method throws Error naming what is wrong; a method that throws leaves the
+// executor as it was (checks come before changes).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/graph_json.h"
+#include "runtime/packed_func.h"
+#include "runtime/params.h"
+
+namespace kiln::runtime {
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  DLDataType dtype{};
+};
+
+class GraphExecutor {
+ public:
+  // `lib` supplies the operators (looked up through its imports too). Throws Error when the
+  // library lacks a function the graph calls, a device is not the CPU, or memory runs out.
+  GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice>& devices = {kCPU});
+  GraphExecutor(const GraphExecutor&) = delete;
+  GraphExecutor& operator=(const GraphExecutor&) = delete;
+
+  // Inputs are all arg_nodes (parameters included), numbered in arg_nodes order.
+  int NumInputs() const { return static_cast<int>(graph_.arg_nodes.size()); }
+  int NumOutputs() const { return static_cast<int>(graph_.heads.size()); }
+  int GetInputIndex(const std::string& name) const;   // -1 when absent
+  // Accepts "<node name>:<k>" and a bare node name (its output 0); -1 when absent.
+  int GetOutputIndex(const std::string& name) const;
+  // Like the two above but throw Error listing the valid names.
+  int InputIndex(const std::string& name) const;
+  int OutputIndex(const std::string& name) const;
+  const std::string& InputName(int index) const;
+  // Inputs that are not parameters (loaded or shared), and all outputs.
+  std::vector<TensorInfo> GetInputInfo() const;
+  std::vector<TensorInfo> GetOutputInfo() const;
+
+  // Copies `data` (compact, CPU, same shape and dtype) into the input; ends a zero-copy binding.
+  void SetInput(int index, const DLTensor& data);
+  // Makes the operators read the input from `data` itself (64-byte aligned, compact, same shape
+  // and dtype); the caller keeps it alive and unchanged during Run().
+  void SetInputZeroCopy(int index, const DLTensor& data);
+  // Makes the operators write the output into `data` itself (same conditions).
+  void SetOutputZeroCopy(int index, const DLTensor& data);
+  NDArray GetInput(int index) const;
+  // A view of the output's memory (the caller's buffer after SetOutputZeroCopy).
+  NDArray GetOutput(int index) const;
+  void CopyOutputTo(int index, DLTensor& target) const;
+
+  // Copies the named arrays into the inputs of those names and marks them parameters. Names the
+  // graph does not have are ignored (as in TVM); a shape or dtype mismatch is an Error, raised
+  // before anything is copied.
+  void LoadParams(const NamedArrays& params);
+  void LoadParams(std::string_view params_bytes);
+  // Makes the parameters named in `params_bytes` alias the arrays of `other` (no copy); memory
+  // of this executor that is no longer used is freed. `other` may be destroyed afterwards.
+  void ShareParams(const GraphExecutor& other, std::string_view params_bytes);
+
+  void Run();
+
+  // Step-wise access for the profiling executor.
+  size_t NumSteps() const { return steps_.size(); }
+  uint32_t StepNode(size_t step) const { return steps_[step].node; }
+  void RunStep(size_t step);
+  const Graph& graph() const { return graph_; }
+  // Bytes of all storage this executor allocated itself (shared parameters excluded).
+  size_t OwnedStorageBytes() const;
+
+ private:
+  struct Step {
+    enum class Kind { kCall, kCopy };
+    Kind kind = Kind::kCall;
+    uint32_t node = 0;
+    PackedFunc function;
+    std::vector<DLTensor> tensors;      // inputs, then outputs
+    std::vector<int64_t> flat_shapes;   // 1-D shapes when the node has flatten_data
+    std::vector<TVMValue> values;
+    std::vector<int> codes;
+  };
+
+  uint32_t InputEntry(int index) const;
+  uint32_t OutputEntry(int index) const;
+  void CheckInputIndex(int index) const;
+  void CheckOutputIndex(int index) const;
+  void CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data, const std::string& what) const;
+  // Points the entry (and the entries sharing its memory through __nop) at `data`.
+  void Bind(uint32_t entry, void* data);
+  DLTensor EntryTensor(uint32_t entry, void* data) const;
+  void AllocateStorage();
+  void BuildSteps();
+  void ReleaseUnusedStorage();
+
+  Graph graph_;
+  Module lib_;
+  std::vector<NDArray> storage_;                     // per storage id
+  std::vector<NDArray> entries_;                     // per entry: its memory when not rebound
+  std::vector<void*> entry_data_;                    // per entry: where operators access it
+  std::vector<std::vector<DLTensor*>> entry_args_;   // per entry: operator arguments naming it
+  // Entries joined by a __nop share memory and are bound together: per entry the group's root,
+  // per root the group's members.
+  std::vector<uint32_t> alias_root_;
+  std::vector<std::vector<uint32_t>> alias_members_;
+  std::vector<bool> entry_shared_;                   // per entry: memory from another executor
+  std::vector<bool> is_param_;                       // per input index
+  std::unordered_map<std::string, int> input_index_;
+  std::vector<Step> steps_;
+  RetValue result_;
+};
+
+}  // namespace kiln::runtime

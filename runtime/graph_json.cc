@@ -1,0 +1,342 @@
+// Parsing, validating and writing graph JSON.
+#include "runtime/graph_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+
+namespace kiln::runtime {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxId = int64_t{1} << 31;
+constexpr size_t kMaxDims = 64;
+
+[[noreturn]] void Bad(const std::string& where, const std::string& what) {
+  Fail("graph JSON: ", where, ": ", what);
+}
+
+const char* KindOf(const json& value) { return value.type_name(); }
+
+const json& Field(const json& object, const char* key, const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end()) Bad(where, StrCat("missing field '", key, "'"));
+  return *it;
+}
+
+const json& ArrayOf(const json& value, const std::string& where) {
+  if (!value.is_array()) Bad(where, StrCat("expected an array, got ", KindOf(value)));
+  return value;
+}
+
+uint32_t Id(const json& value, const std::string& where) {
+  if (!value.is_number_integer()) Bad(where, StrCat("expected a non-negative integer, got ", value.dump()));
+  int64_t id = value.get<int64_t>();
+  if (id < 0 || id >= kMaxId) Bad(where, StrCat("id ", id, " is out of range"));
+  return static_cast<uint32_t>(id);
+}
+
+std::string String(const json& value, const std::string& where) {
+  if (!value.is_string()) Bad(where, StrCat("expected a string, got ", KindOf(value)));
+  return value.get<std::string>();
+}
+
+// Attribute values are strings holding decimal numbers ("3").
+uint32_t CountAttr(const std::map<std::string, std::string>& attrs, const char* key,
+                   const std::string& where) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) Bad(where, StrCat("missing attribute '", key, "'"));
+  const std::string& text = it->second;
+  bool digits = !text.empty() && text.size() <= 9 &&
+                text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) Bad(where, StrCat("attribute '", key, "' is '", text, "', expected a count"));
+  return static_cast<uint32_t>(std::stoul(text));
+}
+
+GraphEntryRef Entry(const json& value, const std::string& where) {
+  ArrayOf(value, where);
+  if (value.size() != 2 && value.size() != 3) {
+    Bad(where, StrCat("expected [node_id, index] or [node_id, index, version], got ", value.dump()));
+  }
+  GraphEntryRef e;
+  e.node_id = Id(value[0], where + " node_id");
+  e.index = Id(value[1], where + " index");
+  if (value.size() == 3) e.version = Id(value[2], where + " version");
+  return e;
+}
+
+GraphNode Node(const json& value, size_t n) {
+  std::string where = StrCat("node ", n);
+  if (!value.is_object()) Bad(where, StrCat("expected an object, got ", KindOf(value)));
+  GraphNode node;
+  node.op = String(Field(value, "op", where), where + " op");
+  node.name = String(Field(value, "name", where), where + " name");
+  where = StrCat("node ", n, " '", node.name, "'");
+  if (node.op != "null" && node.op != "tvm_op") {
+    Bad(where, StrCat("op is '", node.op, "', expected 'null' or 'tvm_op'"));
+  }
+  if (auto it = value.find("inputs"); it != value.end()) {
+    ArrayOf(*it, where + " inputs");
+    for (size_t i = 0; i < it->size(); ++i) {
+      node.inputs.push_back(Entry((*it)[i], StrCat(where, " input ", i)));
+    }
+  }
+  auto attrs = value.find("attrs");
+  if (attrs == value.end()) attrs = value.find("attr");
+  if (attrs != value.end()) {
+    if (!attrs->is_object()) Bad(where + " attrs", StrCat("expected an object, got ", KindOf(*attrs)));
+    for (const auto& [key, attr] : attrs->items()) {
+      node.attrs[key] = String(attr, StrCat(where, " attribute '", key, "'"));
+    }
+  }
+  if (node.is_input()) {
+    if (!node.inputs.empty()) Bad(where, "an input node (op 'null') cannot have inputs");
+    return node;
+  }
+  auto func = node.attrs.find("func_name");
+  if (func == node.attrs.end() || func->second.empty()) Bad(where, "missing attribute 'func_name'");
+  node.func_name = func->second;
+  uint32_t num_inputs = CountAttr(node.attrs, "num_inputs", where);
+  node.num_outputs = CountAttr(node.attrs, "num_outputs", where);
+  auto flatten = node.attrs.find("flatten_data");
+  if (flatten == node.attrs.end()) Bad(where, "missing attribute 'flatten_data'");
+  if (flatten->second != "0" && flatten->second != "1") {
+    Bad(where, StrCat("attribute 'flatten_data' is '", flatten->second, "', expected '0' or '1'"));
+  }
+  node.flatten_data = flatten->second == "1";
+  if (num_inputs != node.inputs.size()) {
+    Bad(where, StrCat("num_inputs is ", num_inputs, " but the node lists ", node.inputs.size(), " inputs"));
+  }
+  if (node.num_outputs == 0) Bad(where, "num_outputs is 0");
+  return node;
+}
+
+// One per-entry attribute vector: ["<tag>", [values...]].
+const json& AttrValues(const json& attrs, const char* key, const char* tag, size_t num_entries,
+                       bool required) {
+  std::string where = StrCat("attrs.", key);
+  auto it = attrs.find(key);
+  if (it == attrs.end()) {
+    if (required) Bad("attrs", StrCat("missing '", key, "'"));
+    static const json kNone;
+    return kNone;
+  }
+  const json& pair = ArrayOf(*it, where);
+  if (pair.size() != 2 || !pair[0].is_string()) Bad(where, "expected [\"<type>\", [values]]");
+  if (pair[0].get<std::string>() != tag) {
+    Bad(where, StrCat("type is '", pair[0].get<std::string>(), "', expected '", tag, "'"));
+  }
+  const json& values = ArrayOf(pair[1], where);
+  if (values.size() != num_entries) {
+    Bad(where, StrCat("has ", values.size(), " values for ", num_entries, " entries"));
+  }
+  return values;
+}
+
+void ParseAttrs(const json& attrs, Graph& graph) {
+  if (!attrs.is_object()) Bad("attrs", StrCat("expected an object, got ", KindOf(attrs)));
+  size_t num_entries = graph.node_row_ptr.back();
+  for (const auto& [key, value] : attrs.items()) {
+    static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
+                                                 "storage_scope"};
+    if (kKnown.count(key) != 0) continue;
+    // Like TVM: unknown integer vectors are skipped, anything else is an error.
+    bool skippable = value.is_array() && value.size() == 2 && value[0].is_string() &&
+                     (value[0] == "list_int" || value[0] == "size_t");
+    if (!skippable) Bad("attrs", StrCat("unknown attribute '", key, "'"));
+  }
+
+  const json& shapes = AttrValues(attrs, "shape", "list_shape", num_entries, true);
+  for (size_t e = 0; e < num_entries; ++e) {
+    std::string where = StrCat("attrs.shape of entry ", e);
+    const json& dims = ArrayOf(shapes[e], where);
+    if (dims.size() > kMaxDims) Bad(where, StrCat("has ", dims.size(), " dimensions"));
+    std::vector<int64_t> shape;
+    for (const json& d : dims) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+        Bad(where, StrCat("dimension ", d.dump(), " is not a non-negative integer"));
+      }
+      shape.push_back(d.get<int64_t>());
+    }
+    graph.shapes.push_back(std::move(shape));
+  }
+
+  const json& dtypes = AttrValues(attrs, "dltype", "list_str", num_entries, true);
+  for (size_t e = 0; e < num_entries; ++e) {
+    std::string where = StrCat("attrs.dltype of entry ", e);
+    try {
+      graph.dtypes.push_back(ParseDType(String(dtypes[e], where)));
+    } catch (const Error& error) {
+      Bad(where, error.what());
+    }
+  }
+
+  const json& sids = AttrValues(attrs, "storage_id", "list_int", num_entries, true);
+  for (size_t e = 0; e < num_entries; ++e) {
+    uint32_t sid = Id(sids[e], StrCat("attrs.storage_id of entry ", e));
+    if (sid >= num_entries) {
+      Bad(StrCat("attrs.storage_id of entry ", e),
+          StrCat("storage id ", sid, " is not below the number of entries (", num_entries, ")"));
+    }
+    graph.storage_ids.push_back(sid);
+  }
+
+  const json& devices = AttrValues(attrs, "device_index", "list_int", num_entries, false);
+  if (!devices.is_null()) {
+    for (size_t e = 0; e < num_entries; ++e) {
+      uint32_t device = Id(devices[e], StrCat("attrs.device_index of entry ", e));
+      graph.device_types.push_back(static_cast<int32_t>(device));
+    }
+  }
+
+  const json& scopes = AttrValues(attrs, "storage_scope", "list_str", num_entries, false);
+  if (!scopes.is_null()) {
+    for (size_t e = 0; e < num_entries; ++e) {
+      std::string scope = String(scopes[e], StrCat("attrs.storage_scope of entry ", e));
+      if (!scope.empty() && scope != "global") {
+        Bad(StrCat("attrs.storage_scope of entry ", e),
+            StrCat("storage scope '", scope, "' is not supported on the CPU"));
+      }
+    }
+  }
+}
+
+void CheckGraph(const Graph& graph) {
+  size_t num_nodes = graph.nodes.size();
+  auto outputs_of = [&](uint32_t n) { return graph.node_row_ptr[n + 1] - graph.node_row_ptr[n]; };
+  for (size_t n = 0; n < num_nodes; ++n) {
+    const GraphNode& node = graph.nodes[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const GraphEntryRef& in = node.inputs[i];
+      std::string where = StrCat("node ", n, " '", node.name, "' input ", i);
+      if (in.node_id >= num_nodes) {
+        Bad(where, StrCat("refers to node ", in.node_id, ", but the graph has ", num_nodes, " nodes"));
+      }
+      if (in.node_id >= n) {
+        Bad(where, StrCat("refers to node ", in.node_id,
+                          ", which does not come before it (a cycle, or nodes out of order)"));
+      }
+      if (in.index >= outputs_of(in.node_id)) {
+        Bad(where, StrCat("refers to output ", in.index, " of node ", in.node_id, ", which has ",
+                          outputs_of(in.node_id), " outputs"));
+      }
+    }
+  }
+  std::set<uint32_t> args;
+  std::set<std::string> arg_names;
+  for (uint32_t id : graph.arg_nodes) {
+    if (id >= num_nodes) Bad("arg_nodes", StrCat("node ", id, " is out of range"));
+    if (!graph.nodes[id].is_input()) {
+      Bad("arg_nodes", StrCat("node ", id, " '", graph.nodes[id].name, "' is not an input (op 'null')"));
+    }
+    if (!args.insert(id).second) Bad("arg_nodes", StrCat("node ", id, " is listed twice"));
+    if (!arg_names.insert(graph.nodes[id].name).second) {
+      Bad("arg_nodes", StrCat("two inputs are named '", graph.nodes[id].name, "'"));
+    }
+  }
+  for (size_t n = 0; n < num_nodes; ++n) {
+    if (graph.nodes[n].is_input() && args.count(static_cast<uint32_t>(n)) == 0) {
+      Bad(StrCat("node ", n, " '", graph.nodes[n].name, "'"), "is an input but not in arg_nodes");
+    }
+  }
+  for (size_t h = 0; h < graph.heads.size(); ++h) {
+    const GraphEntryRef& head = graph.heads[h];
+    if (head.node_id >= num_nodes || head.index >= outputs_of(head.node_id)) {
+      Bad(StrCat("heads[", h, "]"), StrCat("refers to output ", head.index, " of node ",
+                                           head.node_id, ", which does not exist"));
+    }
+  }
+}
+
+}  // namespace
+
+Graph ParseGraphJson(std::string_view text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    Fail("graph JSON: not valid JSON: ", e.what());
+  }
+  if (!root.is_object()) Bad("top level", StrCat("expected an object, got ", KindOf(root)));
+  for (const auto& [key, value] : root.items()) {
+    static const std::set<std::string> kKnown = {"nodes", "arg_nodes", "heads", "attrs",
+                                                 "node_row_ptr", "metadata"};
+    if (kKnown.count(key) == 0) Bad("top level", StrCat("unknown field '", key, "'"));
+  }
+
+  Graph graph;
+  const json& nodes = ArrayOf(Field(root, "nodes", "top level"), "nodes");
+  for (size_t n = 0; n < nodes.size(); ++n) graph.nodes.push_back(Node(nodes[n], n));
+
+  const json& arg_nodes = ArrayOf(Field(root, "arg_nodes", "top level"), "arg_nodes");
+  for (size_t i = 0; i < arg_nodes.size(); ++i) {
+    graph.arg_nodes.push_back(Id(arg_nodes[i], StrCat("arg_nodes[", i, "]")));
+  }
+  const json& heads = ArrayOf(Field(root, "heads", "top level"), "heads");
+  for (size_t i = 0; i < heads.size(); ++i) graph.heads.push_back(Entry(heads[i], StrCat("heads[", i, "]")));
+
+  const json& row_ptr = ArrayOf(Field(root, "node_row_ptr", "top level"), "node_row_ptr");
+  if (row_ptr.size() != graph.nodes.size() + 1) {
+    Bad("node_row_ptr", StrCat("has ", row_ptr.size(), " values for ", graph.nodes.size(),
+                               " nodes (expected ", graph.nodes.size() + 1, ")"));
+  }
+  for (size_t i = 0; i < row_ptr.size(); ++i) {
+    graph.node_row_ptr.push_back(Id(row_ptr[i], StrCat("node_row_ptr[", i, "]")));
+  }
+  if (graph.node_row_ptr[0] != 0) Bad("node_row_ptr", "does not start at 0");
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    int64_t count = int64_t{graph.node_row_ptr[n + 1]} - graph.node_row_ptr[n];
+    if (count != graph.nodes[n].num_outputs) {
+      Bad(StrCat("node_row_ptr[", n + 1, "]"),
+          StrCat("gives node ", n, " '", graph.nodes[n].name, "' ", count, " outputs, but it has ",
+                 graph.nodes[n].num_outputs));
+    }
+  }
+  ParseAttrs(Field(root, "attrs", "top level"), graph);
+  CheckGraph(graph);
+  return graph;
+}
+
+std::string WriteGraphJson(const Graph& graph) {
+  // dmlc's writer order: nodes, arg_nodes, heads, attrs, node_row_ptr.
+  json::array_t nodes;
+  auto entry = [](const GraphEntryRef& e) { return json::array({e.node_id, e.index, e.version}); };
+  for (const GraphNode& node : graph.nodes) {
+    json object = json::object();
+    object["op"] = node.op;
+    object["name"] = node.name;
+    json::array_t inputs;
+    for (const GraphEntryRef& e : node.inputs) inputs.push_back(entry(e));
+    object["inputs"] = inputs;
+    if (!node.is_input()) {
+      std::map<std::string, std::string> attrs = node.attrs;
+      attrs["func_name"] = node.func_name;
+      attrs["num_inputs"] = std::to_string(node.inputs.size());
+      attrs["num_outputs"] = std::to_string(node.num_outputs);
+      attrs["flatten_data"] = node.flatten_data ? "1" : "0";
+      object["attrs"] = attrs;
+    }
+    nodes.push_back(std::move(object));
+  }
+  json::array_t heads, shapes, dtypes;
+  for (const GraphEntryRef& e : graph.heads) heads.push_back(entry(e));
+  for (const auto& shape : graph.shapes) shapes.push_back(shape);
+  for (DLDataType dtype : graph.dtypes) dtypes.push_back(DTypeToString(dtype));
+  json attrs = json::object();
+  attrs["shape"] = json::array({"list_shape", shapes});
+  attrs["dltype"] = json::array({"list_str", dtypes});
+  attrs["storage_id"] = json::array({"list_int", graph.storage_ids});
+  if (!graph.device_types.empty()) attrs["device_index"] = json::array({"list_int", graph.device_types});
+
+  // nlohmann orders object keys alphabetically; write the top level by hand to keep TVM's order.
+  return StrCat("{\n  \"nodes\": ", json(nodes).dump(), ",\n  \"arg_nodes\": ",
+                json(graph.arg_nodes).dump(), ",\n  \"heads\": ", json(heads).dump(),
+                ",\n  \"attrs\": ", attrs.dump(), ",\n  \"node_row_ptr\": ",
+                json(graph.node_row_ptr).dump(), "\n}");
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,55 @@
+// The graph executor's graph JSON (tvm-formats.md A.1): parsed into a Graph and validated as a
+// whole (types of all fields, node and entry ids in range, inputs only from earlier nodes, so no
+// cycles, per-entry attributes of the right length), and written back in TVM's layout.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct GraphEntryRef {
+  uint32_t node_id = 0;
+  uint32_t index = 0;
+  uint32_t version = 0;
+};
+
+struct GraphNode {
+  std::string op;  // "null" (an input or parameter) or "tvm_op"
+  std::string name;
+  std::vector<GraphEntryRef> inputs;
+  // From attrs, for "tvm_op" nodes:
+  std::string func_name;  // a library symbol, or "__nop" / "__copy"
+  uint32_t num_outputs = 1;
+  bool flatten_data = false;
+  std::map<std::string, std::string> attrs;  // every attribute as written (all strings)
+
+  bool is_input() const { return op == "null"; }
+};
+
+struct Graph {
+  std::vector<GraphNode> nodes;
+  std::vector<uint32_t> arg_nodes;  // the "null" nodes, in input-index order
+  std::vector<GraphEntryRef> heads;  // the outputs
+  std::vector<uint32_t> node_row_ptr;
+  // Per entry (output k of node n is entry node_row_ptr[n] + k):
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<DLDataType> dtypes;
+  std::vector<uint32_t> storage_ids;
+  std::vector<int32_t> device_types;  // empty when the JSON has no device_index
+
+  size_t num_entries() const { return shapes.size(); }
+  uint32_t EntryId(uint32_t node_id, uint32_t index) const { return node_row_ptr[node_id] + index; }
+  uint32_t EntryId(const GraphEntryRef& e) const { return EntryId(e.node_id, e.index); }
+};
+
+// Throws Error "graph JSON: <what is wrong and where>" for anything malformed.
+Graph ParseGraphJson(std::string_view text);
+std::string WriteGraphJson(const Graph& graph);
+
+}  // namespace kiln::runtime

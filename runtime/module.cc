@@ -1,0 +1,196 @@
+// ModuleNode basics, environment lookups, and reading/writing the import blob that ties the
+// modules of a library together (`__tvm_dev_mblob`, see tvm-formats.md A.3).
+#include "runtime/module.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "runtime/error.h"
+#include "runtime/last_error.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr const char* kLibKey = "_lib";
+constexpr const char* kImportTreeKey = "_import_tree";
+constexpr size_t kMaxImportDepth = 64;
+
+// Checks the CSR import tree and returns, per module, the modules it imports. Rejects cycles
+// and trees deeper than kMaxImportDepth (lookups through imports recurse).
+std::vector<std::vector<size_t>> CheckImportTree(const std::vector<uint64_t>& row_ptr,
+                                                 const std::vector<uint64_t>& children,
+                                                 size_t num_modules, ByteReader& reader) {
+  if (row_ptr.size() != num_modules + 1) {
+    reader.FailAt(StrCat("import tree has ", row_ptr.size(), " row pointers for ", num_modules,
+                         " modules (expected ", num_modules + 1, ")"));
+  }
+  if (row_ptr.front() != 0 || row_ptr.back() != children.size()) {
+    reader.FailAt("import tree row pointers do not span its child list");
+  }
+  std::vector<std::vector<size_t>> imports(num_modules);
+  std::vector<size_t> in_degree(num_modules, 0);
+  for (size_t m = 0; m < num_modules; ++m) {
+    if (row_ptr[m] > row_ptr[m + 1]) reader.FailAt("import tree row pointers decrease");
+    for (uint64_t j = row_ptr[m]; j < row_ptr[m + 1]; ++j) {
+      if (children[j] >= num_modules) {
+        reader.FailAt(StrCat("import tree: module ", m, " imports module ", children[j],
+                             " but there are only ", num_modules));
+      }
+      imports[m].push_back(children[j]);
+      ++in_degree[children[j]];
+    }
+  }
+  // Kahn's algorithm: every module must be reached, else there is a cycle.
+  std::vector<size_t> depth(num_modules, 1);
+  std::deque<size_t> ready;
+  for (size_t m = 0; m < num_modules; ++m) {
+    if (in_degree[m] == 0) ready.push_back(m);
+  }
+  size_t visited = 0;
+  while (!ready.empty()) {
+    size_t m = ready.front();
+    ready.pop_front();
+    ++visited;
+    for (size_t child : imports[m]) {
+      depth[child] = std::max(depth[child], depth[m] + 1);
+      if (depth[child] > kMaxImportDepth) {
+        reader.FailAt(StrCat("import tree is deeper than ", kMaxImportDepth, " levels"));
+      }
+      if (--in_degree[child] == 0) ready.push_back(child);
+    }
+  }
+  if (visited != num_modules) reader.FailAt("import tree has a cycle");
+  return imports;
+}
+
+}  // namespace
+
+void ModuleNode::SaveToBinary(ByteWriter&) const {
+  Fail("module of type '", type_key(), "' cannot be serialized");
+}
+
+const PackedFunc* ModuleNode::GetFuncFromEnv(const std::string& name) {
+  std::lock_guard<std::mutex> lock(env_mutex_);
+  auto it = env_functions_.find(name);
+  if (it != env_functions_.end()) return &it->second;
+  PackedFunc f;
+  for (const Module& import : imports_) {
+    f = import.GetFunction(name, true);
+    if (f) break;
+  }
+  if (!f) f = GetGlobalFunction(name);
+  if (!f) return nullptr;
+  return &env_functions_.emplace(name, std::move(f)).first->second;
+}
+
+PackedFunc WrapCompiledFunction(TVMBackendPackedCFunc function, std::shared_ptr<ModuleNode> owner) {
+  return PackedFunc([function, owner = std::move(owner)](const Args& args, RetValue* result) {
+    TVMValue ret{};
+    int ret_code = kTVMNullptr;
+    int status = function(const_cast<TVMValue*>(args.values()), const_cast<int*>(args.codes()),
+                          args.size(), &ret, &ret_code, nullptr);
+    if (status != 0) {
+      const std::string& message = LastError();
+      throw Error(message.empty() ? "compiled function failed without setting an error message"
+                                  : message);
+    }
+    result->SetPlain(ret, ret_code);
+  });
+}
+
+Module ProcessModuleBlob(std::string_view payload, const Module& lib) {
+  ByteReader reader(payload, "library import blob (__tvm_dev_mblob)");
+  uint64_t count = reader.ReadCount("entry count", sizeof(uint64_t));
+  std::vector<Module> modules;
+  std::vector<uint64_t> row_ptr, children;
+  bool has_tree = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string key = reader.ReadString("entry type key");
+    if (key == kLibKey) {
+      modules.push_back(lib);
+    } else if (key == kImportTreeKey) {
+      if (has_tree) reader.FailAt("more than one import tree");
+      row_ptr = reader.ReadU64Vector("import tree row pointers");
+      children = reader.ReadU64Vector("import tree children");
+      has_tree = true;
+    } else {
+      BinaryLoader loader = FindBinaryLoader(key);
+      if (loader == nullptr) {
+        reader.FailAt(StrCat("module type '", key, "' is not supported by this build of kiln"));
+      }
+      modules.push_back(loader(reader));
+    }
+  }
+  if (reader.remaining() != 0) {
+    reader.FailAt(StrCat(reader.remaining(), " bytes are left after the last entry"));
+  }
+  if (!has_tree) {
+    // Libraries from before the import tree: every module is an import of the library.
+    for (Module& m : modules) {
+      if (m.get() != lib.get()) lib->Import(m);
+    }
+    return lib;
+  }
+  if (modules.empty()) reader.FailAt("import tree without modules");
+  std::vector<std::vector<size_t>> imports = CheckImportTree(row_ptr, children, modules.size(), reader);
+  for (size_t m = 0; m < modules.size(); ++m) {
+    for (size_t child : imports[m]) modules[m]->Import(modules[child]);
+  }
+  return modules[0];
+}
+
+std::string SerializeModuleBlob(const Module& root) {
+  // Number the modules in depth-first order; all compiled code (DSO-exportable modules) is one
+  // library and so shares one `_lib` entry.
+  std::vector<ModuleNode*> entries;            // per index, the module written there
+  std::map<ModuleNode*, size_t> index_of;
+  size_t lib_index = SIZE_MAX;
+  std::vector<ModuleNode*> stack = {root.get()};
+  while (!stack.empty()) {
+    ModuleNode* m = stack.back();
+    stack.pop_back();
+    if (index_of.count(m) != 0) continue;
+    if (m->IsDSOExportable() && lib_index != SIZE_MAX) {
+      index_of[m] = lib_index;
+    } else {
+      if (m->IsDSOExportable()) lib_index = entries.size();
+      index_of[m] = entries.size();
+      entries.push_back(m);
+    }
+    for (auto it = m->imports().rbegin(); it != m->imports().rend(); ++it) stack.push_back(it->get());
+  }
+  std::vector<std::vector<uint64_t>> imports(entries.size());
+  for (const auto& [m, index] : index_of) {
+    for (const Module& child : m->imports()) {
+      size_t child_index = index_of.at(child.get());
+      auto& list = imports[index];
+      if (child_index != index && std::find(list.begin(), list.end(), child_index) == list.end()) {
+        list.push_back(child_index);
+      }
+    }
+  }
+  std::vector<uint64_t> row_ptr = {0}, children;
+  for (const auto& list : imports) {
+    children.insert(children.end(), list.begin(), list.end());
+    row_ptr.push_back(children.size());
+  }
+
+  ByteWriter writer;
+  writer.Write<uint64_t>(entries.size() + 1);
+  writer.WriteString(kImportTreeKey);
+  writer.WriteU64Vector(row_ptr);
+  writer.WriteU64Vector(children);
+  for (ModuleNode* m : entries) {
+    if (m->IsDSOExportable()) {
+      writer.WriteString(kLibKey);
+    } else {
+      Check(m->IsBinarySerializable(), "module of type '", m->type_key(),
+            "' cannot be exported into a library");
+      writer.WriteString(m->type_key());
+      m->SaveToBinary(writer);
+    }
+  }
+  return writer.Take();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,233 @@
+// NDArray storage, views, copies and DLPack exchange.
+#include "runtime/ndarray.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "runtime/error.h"
+
+namespace kiln::runtime {
+
+// `dl` must stay the first member: C handles are pointers to it and are cast back.
+struct NDArray::Container {
+  DLTensor dl{};
+  std::atomic<int> ref_count{1};
+  std::vector<int64_t> shape;
+  void* allocation = nullptr;         // owned aligned memory, or
+  NDArray base;                       // the array this one views, or
+  DLManagedTensor* dlpack = nullptr;  // a DLPack tensor whose deleter we call
+
+  ~Container() {
+    std::free(allocation);
+    if (dlpack != nullptr && dlpack->deleter != nullptr) dlpack->deleter(dlpack);
+  }
+};
+
+namespace {
+
+int64_t CheckedProduct(const int64_t* shape, int ndim) {
+  int64_t product = 1;
+  for (int i = 0; i < ndim; ++i) {
+    Check(shape[i] >= 0, "dimension ", i, " of shape ", ShapeToString(shape, ndim), " is negative");
+    Check(!__builtin_mul_overflow(product, shape[i], &product), "shape ", ShapeToString(shape, ndim),
+          " has too many elements");
+  }
+  return product;
+}
+
+void CheckCPU(DLDevice device) {
+  Check(device.device_type == kDLCPU,
+        "device type ", static_cast<int>(device.device_type),
+        " is not supported: this build of kiln runs on the CPU only");
+}
+
+}  // namespace
+
+int64_t NumElements(const DLTensor& tensor) { return CheckedProduct(tensor.shape, tensor.ndim); }
+
+size_t DataBytes(const DLTensor& tensor) {
+  // Per element, as TVM counts it: a bool (uint1) takes a whole byte.
+  int64_t bytes = 0;
+  Check(!__builtin_mul_overflow(NumElements(tensor), DTypeBytes(tensor.dtype), &bytes),
+        "tensor of shape ", ShapeToString(tensor.shape, tensor.ndim), " is too large");
+  return static_cast<size_t>(bytes);
+}
+
+bool IsCompact(const DLTensor& tensor) {
+  if (tensor.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int i = tensor.ndim - 1; i >= 0; --i) {
+    if (tensor.shape[i] != 1 && tensor.strides[i] != expected) return false;
+    expected *= tensor.shape[i];
+  }
+  return true;
+}
+
+std::string ShapeToString(const int64_t* shape, int ndim) {
+  std::string text = "[";
+  for (int i = 0; i < ndim; ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+void CheckSameType(const DLTensor& expected, const DLTensor& got, const std::string& what) {
+  bool same = expected.ndim == got.ndim && expected.dtype == got.dtype;
+  for (int i = 0; same && i < expected.ndim; ++i) same = expected.shape[i] == got.shape[i];
+  Check(same, what, ": expected ", DTypeToString(expected.dtype), " of shape ",
+        ShapeToString(expected.shape, expected.ndim), ", got ", DTypeToString(got.dtype),
+        " of shape ", ShapeToString(got.shape, got.ndim));
+}
+
+NDArray::NDArray(const NDArray& other) : container_(other.container_) {
+  if (container_ != nullptr) container_->ref_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+NDArray& NDArray::operator=(NDArray other) noexcept {
+  std::swap(container_, other.container_);
+  return *this;
+}
+
+NDArray::~NDArray() {
+  if (container_ != nullptr && container_->ref_count.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete container_;
+  }
+}
+
+DLTensor* NDArray::get() { return &container_->dl; }
+const DLTensor* NDArray::get() const { return &container_->dl; }
+const std::vector<int64_t>& NDArray::shape() const { return container_->shape; }
+
+int NDArray::UseCount() const {
+  return container_ == nullptr ? 0 : container_->ref_count.load(std::memory_order_relaxed);
+}
+
+NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice device) {
+  CheckCPU(device);
+  Check(dtype.lanes >= 1 && dtype.bits >= 1, "dtype ", DTypeToString(dtype), " is not allocatable");
+  auto* c = new Container();
+  NDArray array(c);  // owns c from here on
+  c->shape = shape;
+  c->dl.device = device;
+  c->dl.dtype = dtype;
+  c->dl.ndim = static_cast<int>(shape.size());
+  c->dl.shape = c->shape.data();
+  size_t bytes = DataBytes(c->dl);
+  // aligned_alloc needs a size that is a multiple of the alignment; keep at least one block so
+  // that empty tensors still have a valid, aligned pointer.
+  size_t rounded = (bytes + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
+  if (rounded == 0) rounded = kAllocAlignment;
+  Check(rounded >= bytes, "cannot allocate ", bytes, " bytes");
+  c->allocation = std::aligned_alloc(kAllocAlignment, rounded);
+  Check(c->allocation != nullptr, "cannot allocate ", bytes, " bytes for an array of shape ",
+        ShapeToString(shape), " (out of memory)");
+  c->dl.data = c->allocation;
+  return array;
+}
+
+NDArray NDArray::WrapExternal(const DLTensor& tensor) {
+  CheckCPU(tensor.device);
+  Check(IsCompact(tensor), "tensor of shape ", ShapeToString(tensor.shape, tensor.ndim),
+        " is not compact (row-major without gaps)");
+  auto* c = new Container();
+  NDArray array(c);
+  c->shape.assign(tensor.shape, tensor.shape + tensor.ndim);
+  c->dl = tensor;
+  c->dl.shape = c->shape.data();
+  c->dl.strides = nullptr;
+  return array;
+}
+
+NDArray NDArray::FromDLPack(DLManagedTensor* tensor) {
+  Check(tensor != nullptr, "DLPack tensor is null");
+  NDArray array = WrapExternal(tensor->dl_tensor);
+  array.container_->dlpack = tensor;
+  return array;
+}
+
+DLManagedTensor* NDArray::ToDLPack() const {
+  auto* managed = new DLManagedTensor();
+  managed->dl_tensor = container_->dl;
+  managed->manager_ctx = new NDArray(*this);
+  managed->deleter = [](DLManagedTensor* self) {
+    delete static_cast<NDArray*>(self->manager_ctx);
+    delete self;
+  };
+  return managed;
+}
+
+NDArray NDArray::CreateView(const std::vector<int64_t>& shape, DLDataType dtype) const {
+  Check(IsCompact(container_->dl), "cannot view a non-compact array");
+  auto* c = new Container();
+  NDArray view(c);
+  c->shape = shape;
+  c->dl = container_->dl;
+  c->dl.shape = c->shape.data();
+  c->dl.ndim = static_cast<int>(shape.size());
+  c->dl.dtype = dtype;
+  c->dl.strides = nullptr;
+  Check(DataBytes(c->dl) <= NumBytes(), "a view of ", DTypeToString(dtype), " ",
+        ShapeToString(shape), " needs ", DataBytes(c->dl), " bytes but the array holds ",
+        NumBytes());
+  c->base = *this;
+  return view;
+}
+
+size_t NDArray::NumBytes() const { return DataBytes(container_->dl); }
+
+void NDArray::CopyFrom(const DLTensor& source) {
+  CheckSameType(container_->dl, source, "copy into array");
+  CheckCPU(source.device);
+  Check(IsCompact(source), "copy into array: the source is not compact");
+  size_t bytes = NumBytes();
+  if (bytes > 0) {
+    std::memcpy(data(), static_cast<const char*>(source.data) + source.byte_offset, bytes);
+  }
+}
+
+void NDArray::CopyTo(DLTensor& target) const {
+  CheckSameType(container_->dl, target, "copy from array");
+  CheckCPU(target.device);
+  Check(IsCompact(target), "copy from array: the target is not compact");
+  size_t bytes = NumBytes();
+  if (bytes > 0) std::memcpy(static_cast<char*>(target.data) + target.byte_offset, data(), bytes);
+}
+
+void NDArray::CopyFromBytes(const void* bytes, size_t nbytes) {
+  Check(nbytes == NumBytes(), "copy from bytes: the array holds ", NumBytes(), " bytes, got ",
+        nbytes);
+  if (nbytes > 0) std::memcpy(data(), bytes, nbytes);
+}
+
+void NDArray::CopyToBytes(void* bytes, size_t nbytes) const {
+  Check(nbytes == NumBytes(), "copy to bytes: the array holds ", NumBytes(), " bytes, got room for ",
+        nbytes);
+  if (nbytes > 0) std::memcpy(bytes, data(), nbytes);
+}
+
+NDArray NDArray::Clone() const {
+  NDArray copy = Empty(shape(), dtype(), container_->dl.device);
+  copy.CopyFrom(container_->dl);
+  return copy;
+}
+
+DLTensor* NDArray::ReleaseHandle() {
+  Container* c = container_;
+  container_ = nullptr;
+  return &c->dl;
+}
+
+NDArray NDArray::FromHandle(DLTensor* handle) {
+  auto* c = reinterpret_cast<Container*>(handle);
+  c->ref_count.fetch_add(1, std::memory_order_relaxed);
+  return NDArray(c);
+}
+
+void NDArray::FreeHandle(DLTensor* handle) {
+  if (handle != nullptr) NDArray adopted(reinterpret_cast<Container*>(handle));  // then dropped
+}
+
+}  // namespace kiln::runtime
