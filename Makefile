@@ -26,7 +26,7 @@ test-unit: build
 test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 # The concurrency tests under ThreadSanitizer.
 test-tsan: deps

@@ -1,0 +1,45 @@
+// Helpers shared by the runtime tests: paths of the test artifacts, loading the test model, and
+// making arrays from vectors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/graph_executor.h"
+#include "runtime/module.h"
+#include "runtime/params.h"
+#include "test_model.h"
+
+namespace kiln::test {
+
+inline std::string LibPath(const std::string& name) {
+  return std::string(KILN_TEST_LIB_DIR) + "/lib" + name + ".so";
+}
+inline std::string DataPath(const std::string& name) { return std::string(KILN_TEST_DATA_DIR) + "/" + name; }
+
+inline runtime::NDArray FloatArray(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  runtime::NDArray array = runtime::NDArray::Empty(shape, runtime::kFloat32);
+  array.CopyFromBytes(values.data(), values.size() * sizeof(float));
+  return array;
+}
+
+inline std::vector<float> ToVector(const runtime::NDArray& array) {
+  std::vector<float> values(array.NumBytes() / sizeof(float));
+  array.CopyToBytes(values.data(), values.size() * sizeof(float));
+  return values;
+}
+
+// The parameters of test_model.json: p_w[1,8] with values ParamValue(i).
+inline runtime::NamedArrays TestModelParams() {
+  std::vector<float> w(8);
+  for (int i = 0; i < 8; ++i) w[i] = ParamValue(i);
+  return {{"p_w", FloatArray({1, 8}, w)}};
+}
+
+inline std::vector<float> TestInput(float seed) {
+  std::vector<float> x(8);
+  for (int i = 0; i < 8; ++i) x[i] = seed * static_cast<float>(i - 3) + 0.125f;
+  return x;
+}
+
+}  // namespace kiln::test
