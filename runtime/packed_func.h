@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/c_runtime_api.h"
+#include "runtime/error.h"
 #include "runtime/ndarray.h"
 
 namespace kiln::runtime {

@@ -44,7 +44,9 @@ TEST_F(ProfilerTest, TimingsAreOrderedAndSumToTheTotal) {
   for (size_t i = 0; i < report.nodes.size(); ++i) {
     const NodeTiming& t = report.nodes[i];
     EXPECT_GE(t.duration_us, 0.0);
-    if (i > 0) EXPECT_GE(t.start_us, report.nodes[i - 1].start_us + report.nodes[i - 1].duration_us);
+    if (i > 0) {
+      EXPECT_GE(t.start_us, report.nodes[i - 1].start_us + report.nodes[i - 1].duration_us);
+    }
     sum += t.duration_us;
   }
   EXPECT_DOUBLE_EQ(report.total_us, sum);
