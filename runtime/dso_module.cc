@@ -4,6 +4,8 @@
 #include <link.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "runtime/error.h"
 #include "runtime/module.h"
@@ -90,6 +92,16 @@ Module LoadModuleFromFile(const std::string& path, const std::string& format) {
     const char* why = dlerror();
     Fail("cannot load library '", path, "': ", why != nullptr ? why : "unknown dlopen error");
   }
+  // A library's globals (context pointers, __tvm_module_ctx) exist once per process, so while a
+  // module tree of the library is alive, loading it again returns that tree instead of pointing
+  // the globals at a second one.
+  static std::mutex mutex;
+  static std::map<void*, std::weak_ptr<ModuleNode>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (std::shared_ptr<ModuleNode> alive = loaded[handle].lock()) {
+    dlclose(handle);  // drop the reference this dlopen added; the live module holds one
+    return Module(alive);
+  }
   auto node = std::make_shared<DSOModuleNode>(handle);
   node->InitContextFunctions();
   Module lib(node);
@@ -103,6 +115,7 @@ Module LoadModuleFromFile(const std::string& path, const std::string& format) {
     }
   }
   if (void** context = static_cast<void**>(node->Symbol("__tvm_module_ctx"))) *context = node.get();
+  loaded[handle] = root.node();
   return root;
 }
 

@@ -191,6 +191,33 @@ TEST_F(ModelLibraryTest, DebugExecutorProfilesEveryNode) {
   for (const auto& node : times) EXPECT_EQ(node.size(), 3u);
 }
 
+TEST_F(ModelLibraryTest, LoadingTwiceWhileAliveGivesTheSameModules) {
+  Module a = LoadModuleFromFile(test::LibPath("kiln_test_model_good"));
+  Module b = LoadModuleFromFile(test::LibPath("kiln_test_model_good"));
+  EXPECT_EQ(a.get(), b.get());
+  a = Module();
+  b = Module();
+  Module c = LoadModuleFromFile(test::LibPath("kiln_test_model_good"));  // loaded afresh
+  RunAndCheckModule(c.GetFunction("default")(kCPU).AsModule(), 1.0f);
+}
+
+TEST_F(ModelLibraryTest, OperatorsReachTheEnvironmentThroughTheModuleContext) {
+  // test_env_call calls __TVMBackendGetFuncFromEnv(__tvm_module_ctx, "test.negate"), both
+  // filled in by the loader, then __TVMFuncCall.
+  RegisterGlobalFunction("test.negate", PackedFunc([](const Args& args, RetValue*) {
+    const DLTensor* in = args[0].AsTensor();
+    DLTensor* out = args[1].AsTensor();
+    for (int64_t i = 0; i < NumElements(*out); ++i) {
+      static_cast<float*>(out->data)[i] = -static_cast<const float*>(in->data)[i];
+    }
+  }), /*override_existing=*/true);
+  Module ops = LoadModuleFromFile(test::LibPath("kiln_test_ops"));
+  NDArray in = test::FloatArray({3}, {1, -2, 3});
+  NDArray out = NDArray::Empty({3}, kFloat32);
+  ops.GetFunction("test_env_call")(in, out);
+  EXPECT_EQ(test::ToVector(out), (std::vector<float>{-1, 2, -3}));
+}
+
 TEST_F(ModelLibraryTest, DamagedLibrariesGiveClearErrors) {
   EXPECT_THAT(LoadError(test::LibPath("kiln_test_model_truncated")),
               HasSubstr("__tvm_dev_mblob claims"));
