@@ -1,0 +1,119 @@
+// IR expressions: a typed dataflow graph of variables, constants, op calls, calls of functions,
+// tuples and functions. Expressions are immutable and shared; every one is typed when it is made
+// (making a call runs its op's type inference, so an ill-typed call is an Error at once).
+// Identity is the node: two uses of one Expr are one value.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/op.h"
+#include "ir/type.h"
+#include "runtime/ndarray.h"
+
+namespace kiln::ir {
+
+enum class ExprKind { kVar, kConstant, kCall, kTuple, kTupleGetItem, kFunction };
+
+class ExprNode {
+ public:
+  virtual ~ExprNode() = default;
+  ExprKind kind() const { return kind_; }
+  // For a function: the type of its result.
+  const Type& type() const { return type_; }
+  template <typename T>
+  const T* As() const {
+    return kind_ == T::kKind ? static_cast<const T*>(this) : nullptr;
+  }
+
+ protected:
+  ExprNode(ExprKind kind, Type type) : kind_(kind), type_(std::move(type)) {}
+
+ private:
+  ExprKind kind_;
+  Type type_;
+};
+
+using Expr = std::shared_ptr<const ExprNode>;
+
+class VarNode final : public ExprNode {
+ public:
+  static constexpr ExprKind kKind = ExprKind::kVar;
+  VarNode(std::string name, Type type) : ExprNode(kKind, std::move(type)), name(std::move(name)) {}
+  std::string name;
+};
+
+class ConstantNode final : public ExprNode {
+ public:
+  static constexpr ExprKind kKind = ExprKind::kConstant;
+  ConstantNode(runtime::NDArray value, Type type) : ExprNode(kKind, std::move(type)), value(std::move(value)) {}
+  runtime::NDArray value;
+};
+
+class CallNode final : public ExprNode {
+ public:
+  static constexpr ExprKind kKind = ExprKind::kCall;
+  CallNode(const OpDef* op, Expr function, std::vector<Expr> args, Attrs attrs, Type type)
+      : ExprNode(kKind, std::move(type)), op(op), function(std::move(function)), args(std::move(args)), attrs(std::move(attrs)) {}
+  const OpDef* op;  // the op called, or null when calling `function`
+  Expr function;    // a FunctionNode, when op is null
+  std::vector<Expr> args;
+  Attrs attrs;      // normalized against the op's schema
+};
+
+class TupleNode final : public ExprNode {
+ public:
+  static constexpr ExprKind kKind = ExprKind::kTuple;
+  TupleNode(std::vector<Expr> fields, Type type) : ExprNode(kKind, std::move(type)), fields(std::move(fields)) {}
+  std::vector<Expr> fields;
+};
+
+class TupleGetItemNode final : public ExprNode {
+ public:
+  static constexpr ExprKind kKind = ExprKind::kTupleGetItem;
+  TupleGetItemNode(Expr tuple, int index, Type type) : ExprNode(kKind, std::move(type)), tuple(std::move(tuple)), index(index) {}
+  Expr tuple;
+  int index;
+};
+
+class FunctionNode final : public ExprNode {
+ public:
+  static constexpr ExprKind kKind = ExprKind::kFunction;
+  FunctionNode(std::vector<Expr> params, Expr body, Attrs attrs)
+      : ExprNode(kKind, body->type()), params(std::move(params)), body(std::move(body)), attrs(std::move(attrs)) {}
+  std::vector<Expr> params;  // VarNodes
+  Expr body;
+  Attrs attrs;  // e.g. Primitive=1 for a fused primitive function
+};
+
+// Constructors. Each throws Error when the pieces do not fit.
+Expr Var(std::string name, Type type);
+Expr Constant(runtime::NDArray value);
+Expr Call(const std::string& op_name, std::vector<Expr> args, Attrs attrs = {});
+Expr Call(const OpDef& op, std::vector<Expr> args, Attrs attrs = {});
+Expr CallFunction(Expr function, std::vector<Expr> args);
+Expr Tuple(std::vector<Expr> fields);
+Expr TupleGetItem(Expr tuple, int index);
+Expr Function(std::vector<Expr> params, Expr body, Attrs attrs = {});
+
+// Convenience for building constants: a float32 tensor of the given values.
+Expr FloatConstant(const std::vector<int64_t>& shape, const std::vector<float>& values);
+
+// The direct inputs of an expression (call arguments, tuple fields, ...); a function's body is
+// not an input of the function.
+std::vector<Expr> Inputs(const Expr& expr);
+
+// Every expression reachable from `root` through Inputs, each once, inputs before users. Does
+// not enter function bodies. Iterative, so deep graphs are fine.
+std::vector<Expr> PostOrder(const Expr& root);
+
+// Rebuilds `root` bottom-up: `rewrite` receives each expression with its inputs already
+// rewritten (`inputs`) and returns its replacement. Shared subexpressions are rewritten once.
+Expr Rewrite(const Expr& root, const std::function<Expr(const Expr& original, const std::vector<Expr>& inputs)>& rewrite);
+// The same expression with new inputs (unchanged when they are the same nodes).
+Expr WithInputs(const Expr& expr, const std::vector<Expr>& inputs);
+
+}  // namespace kiln::ir

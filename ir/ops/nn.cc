@@ -1,0 +1,217 @@
+// Neural-network ops: convolution, dense and batched matmul, pooling, normalization, softmax,
+// padding and bias.
+#include "ir/op.h"
+#include "ir/ops/infer_util.h"
+
+namespace kiln::ir {
+namespace {
+
+using runtime::Check;
+
+int64_t PooledSize(int64_t in, int64_t pad_before, int64_t pad_after, int64_t window, int64_t stride,
+                   int64_t dilation, bool ceil_mode) {
+  int64_t effective = (window - 1) * dilation + 1;
+  int64_t span = in + pad_before + pad_after - effective;
+  Check(span >= 0, "the window (", effective, ") is larger than the padded input (", in + pad_before + pad_after, ")");
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // With ceil_mode the last window must start inside the input or its leading padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad_before) --out;
+  return out;
+}
+
+void CheckPositive(const std::vector<int64_t>& values, size_t count, const char* what) {
+  Check(values.size() == count, what, " needs ", count, " values, got ", AttrValueText(values));
+  for (int64_t v : values) Check(v > 0, what, " must be positive, got ", AttrValueText(values));
+}
+
+void CheckPadding(const std::vector<int64_t>& padding) {
+  Check(padding.size() == 4, "padding needs 4 values (top, left, bottom, right), got ", AttrValueText(padding));
+  for (int64_t v : padding) Check(v >= 0, "padding must not be negative, got ", AttrValueText(padding));
+}
+
+Type Conv2D(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& weight = TensorArg(args, 1);
+  CheckSameDType(args);
+  Check(attrs.GetString("data_layout") == "NCHW" && attrs.GetString("kernel_layout") == "OIHW",
+        "layout ", attrs.GetString("data_layout"), "/", attrs.GetString("kernel_layout"), " is not supported");
+  Check(data.ndim() == 4, "data must be 4-D (NCHW), got ", ShapeText(data.shape));
+  Check(weight.ndim() == 4, "weight must be 4-D (OIHW), got ", ShapeText(weight.shape));
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  int64_t groups = attrs.GetInt("groups");
+  CheckPositive(strides, 2, "strides");
+  CheckPositive(dilation, 2, "dilation");
+  CheckPadding(padding);
+  Check(groups >= 1 && data.shape[1] % groups == 0 && weight.shape[0] % groups == 0,
+        "groups ", groups, " must divide the input channels ", data.shape[1], " and output channels ", weight.shape[0]);
+  Check(weight.shape[1] * groups == data.shape[1], "weight has ", weight.shape[1], " input channels per group but the data has ",
+        data.shape[1], " channels in ", groups, " groups");
+  int64_t oh = PooledSize(data.shape[2], padding[0], padding[2], weight.shape[2], strides[0], dilation[0], false);
+  int64_t ow = PooledSize(data.shape[3], padding[1], padding[3], weight.shape[3], strides[1], dilation[1], false);
+  return Type::Tensor({data.shape[0], weight.shape[0], oh, ow}, data.dtype);
+}
+
+Type Dense(const std::vector<Type>& args, const Attrs&) {
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& weight = TensorArg(args, 1);
+  CheckSameDType(args);
+  Check(data.ndim() >= 1 && weight.ndim() == 2, "expects data [..., K] and weight [N, K], got ",
+        ShapeText(data.shape), " and ", ShapeText(weight.shape));
+  Check(data.shape.back() == weight.shape[1], "data has K = ", data.shape.back(), " but weight has K = ", weight.shape[1]);
+  std::vector<int64_t> shape = data.shape;
+  shape.back() = weight.shape[0];
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type BatchMatmul(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& a = TensorArg(args, 0);
+  const TensorType& b = TensorArg(args, 1);
+  CheckSameDType(args);
+  Check(a.ndim() == 3 && b.ndim() == 3, "expects 3-D operands, got ", ShapeText(a.shape), " and ", ShapeText(b.shape));
+  bool ta = attrs.GetInt("transpose_a") != 0, tb = attrs.GetInt("transpose_b") != 0;
+  int64_t m = ta ? a.shape[2] : a.shape[1], ka = ta ? a.shape[1] : a.shape[2];
+  int64_t kb = tb ? b.shape[2] : b.shape[1], n = tb ? b.shape[1] : b.shape[2];
+  Check(ka == kb, "inner dimensions differ: ", ka, " and ", kb);
+  Check(a.shape[0] == b.shape[0] || a.shape[0] == 1 || b.shape[0] == 1, "batch sizes ", a.shape[0], " and ",
+        b.shape[0], " do not broadcast");
+  return Type::Tensor({std::max(a.shape[0], b.shape[0]), m, n}, a.dtype);
+}
+
+Type BiasAdd(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& bias = TensorArg(args, 1);
+  CheckSameDType(args);
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  Check(bias.ndim() == 1 && bias.shape[0] == data.shape[axis], "bias ", ShapeText(bias.shape),
+        " does not match axis ", axis, " of ", ShapeText(data.shape));
+  return Type::Tensor(data);
+}
+
+Type BatchNorm(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  CheckSameDType(args);
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  for (size_t i = 1; i < 5; ++i) {
+    const TensorType& p = TensorArg(args, i);
+    Check(p.ndim() == 1 && p.shape[0] == data.shape[axis], "argument ", i, " ", ShapeText(p.shape),
+          " does not match channel axis ", axis, " of ", ShapeText(data.shape));
+  }
+  return Type::Tensor(data);
+}
+
+Type LayerNorm(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  CheckSameDType(args);
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  for (size_t i = 1; i < 3; ++i) {
+    const TensorType& p = TensorArg(args, i);
+    Check(p.ndim() == 1 && p.shape[0] == data.shape[axis], "argument ", i, " ", ShapeText(p.shape),
+          " does not match axis ", axis, " of ", ShapeText(data.shape));
+  }
+  return Type::Tensor(data);
+}
+
+Type Pool2D(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  Check(attrs.GetString("layout") == "NCHW", "layout ", attrs.GetString("layout"), " is not supported");
+  Check(data.ndim() == 4, "data must be 4-D (NCHW), got ", ShapeText(data.shape));
+  const auto& pool = attrs.GetInts("pool_size");
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  CheckPositive(pool, 2, "pool_size");
+  CheckPositive(strides, 2, "strides");
+  CheckPositive(dilation, 2, "dilation");
+  CheckPadding(padding);
+  Check(padding[0] < (pool[0] - 1) * dilation[0] + 1 && padding[1] < (pool[1] - 1) * dilation[1] + 1,
+        "padding must be smaller than the window");
+  bool ceil_mode = attrs.GetInt("ceil_mode") != 0;
+  int64_t oh = PooledSize(data.shape[2], padding[0], padding[2], pool[0], strides[0], dilation[0], ceil_mode);
+  int64_t ow = PooledSize(data.shape[3], padding[1], padding[3], pool[1], strides[1], dilation[1], ceil_mode);
+  return Type::Tensor({data.shape[0], data.shape[1], oh, ow}, data.dtype);
+}
+
+Type GlobalPool2D(const std::vector<Type>& args, const Attrs&) {
+  const TensorType& data = TensorArg(args, 0);
+  Check(data.ndim() == 4, "data must be 4-D (NCHW), got ", ShapeText(data.shape));
+  return Type::Tensor({data.shape[0], data.shape[1], 1, 1}, data.dtype);
+}
+
+Type Softmax(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  Check(data.dtype.code == kDLFloat, "expects a float tensor");
+  return Type::Tensor(data);
+}
+
+Type Pad(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& pad = attrs.GetInts("pad_width");
+  Check(pad.size() == 2 * data.shape.size(), "pad_width needs 2 values per dimension (", 2 * data.shape.size(),
+        "), got ", AttrValueText(pad));
+  Check(attrs.GetString("pad_mode") == "constant" || attrs.GetString("pad_mode") == "edge" ||
+            attrs.GetString("pad_mode") == "reflect",
+        "pad_mode must be constant, edge or reflect");
+  std::vector<int64_t> shape = data.shape;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    Check(pad[2 * i] >= 0 && pad[2 * i + 1] >= 0, "negative padding ", AttrValueText(pad));
+    shape[i] += pad[2 * i] + pad[2 * i + 1];
+  }
+  return Type::Tensor(shape, data.dtype);
+}
+
+std::vector<AttrSchema> PoolAttrs(bool average) {
+  std::vector<AttrSchema> attrs = {
+      {"pool_size", AttrKind::kInts, {}, "window height, width"},
+      {"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},
+      {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "dilation height, width"},
+      {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},
+      {"ceil_mode", AttrKind::kInt, int64_t{0}, "round the output size up"},
+      {"layout", AttrKind::kString, std::string("NCHW"), "data layout"}};
+  if (average) attrs.push_back({"count_include_pad", AttrKind::kInt, int64_t{0}, "divide by the full window"});
+  return attrs;
+}
+
+void Add(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
+
+}  // namespace
+
+void RegisterNnOps(OpTable& table) {
+  Add(table, {"nn.conv2d", 2, 2,
+              {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},
+               {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},
+               {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "dilation height, width"},
+               {"groups", AttrKind::kInt, int64_t{1}, "channel groups"},
+               {"data_layout", AttrKind::kString, std::string("NCHW"), "data layout"},
+               {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"}},
+              OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution"});
+  Add(table, {"nn.dense", 2, 2, {}, OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T"});
+  Add(table, {"nn.batch_matmul", 2, 2,
+              {{"transpose_a", AttrKind::kInt, int64_t{0}, "a is [B, K, M]"},
+               {"transpose_b", AttrKind::kInt, int64_t{0}, "b is [B, N, K]"}},
+              OpPattern::kOutEWiseFusable, BatchMatmul, "batched matrix product, batch 1 broadcasts"});
+  Add(table, {"nn.bias_add", 2, 2, {{"axis", AttrKind::kInt, int64_t{1}, "axis of the bias"}},
+              OpPattern::kBroadcast, BiasAdd, "adds a 1-D bias along an axis"});
+  Add(table, {"nn.batch_norm", 5, 5,
+              {{"axis", AttrKind::kInt, int64_t{1}, "channel axis"},
+               {"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"}},
+              OpPattern::kOpaque, BatchNorm, "inference batch norm (data, gamma, beta, mean, var)"});
+  Add(table, {"nn.layer_norm", 3, 3,
+              {{"axis", AttrKind::kInt, int64_t{-1}, "normalized axis"},
+               {"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"}},
+              OpPattern::kOpaque, LayerNorm, "layer norm over one axis (data, gamma, beta)"});
+  Add(table, {"nn.max_pool2d", 1, 1, PoolAttrs(false), OpPattern::kOutEWiseFusable, Pool2D, "2-D max pooling"});
+  Add(table, {"nn.avg_pool2d", 1, 1, PoolAttrs(true), OpPattern::kOutEWiseFusable, Pool2D, "2-D average pooling"});
+  Add(table, {"nn.global_avg_pool2d", 1, 1, {}, OpPattern::kOutEWiseFusable, GlobalPool2D, "mean over H and W"});
+  Add(table, {"nn.softmax", 1, 1, {{"axis", AttrKind::kInt, int64_t{-1}, "normalized axis"}}, OpPattern::kOpaque,
+              Softmax, "softmax along an axis"});
+  Add(table, {"nn.pad", 1, 1,
+              {{"pad_width", AttrKind::kInts, {}, "before, after per dimension"},
+               {"pad_value", AttrKind::kFloat, 0.0, "value of constant padding"},
+               {"pad_mode", AttrKind::kString, std::string("constant"), "constant, edge or reflect"}},
+              OpPattern::kInjective, Pad, "pads each dimension"});
+}
+
+}  // namespace kiln::ir

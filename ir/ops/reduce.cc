@@ -1,0 +1,42 @@
+// Reductions over axes: sum, mean, max, min, prod.
+#include "ir/op.h"
+#include "ir/ops/infer_util.h"
+
+namespace kiln::ir {
+namespace {
+
+using runtime::Check;
+
+Type Reduce(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& axes = attrs.GetInts("axis");
+  bool keepdims = attrs.GetInt("keepdims") != 0;
+  std::vector<bool> reduced(data.shape.size(), axes.empty());
+  for (int64_t axis : axes) {
+    int a = NormalizeAxis(axis, data.ndim());
+    Check(!reduced[a], "axis ", axis, " is listed twice");
+    reduced[a] = true;
+  }
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < data.shape.size(); ++d) {
+    if (!reduced[d]) {
+      shape.push_back(data.shape[d]);
+    } else if (keepdims) {
+      shape.push_back(1);
+    }
+  }
+  return Type::Tensor(shape, data.dtype);
+}
+
+}  // namespace
+
+void RegisterReduceOps(OpTable& table) {
+  for (const char* name : {"sum", "mean", "max", "min", "prod"}) {
+    table[name] = OpDef{name, 1, 1,
+                        {{"axis", AttrKind::kInts, std::vector<int64_t>{}, "reduced axes; empty: all"},
+                         {"keepdims", AttrKind::kInt, int64_t{0}, "keep reduced axes with size 1"}},
+                        OpPattern::kCommReduce, Reduce, "reduction over axes"};
+  }
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,188 @@
+// Data-movement ops: reshape, transpose, concatenate, squeeze, expand_dims, strided_slice,
+// take, split, broadcast_to.
+#include <numeric>
+
+#include "ir/op.h"
+#include "ir/ops/infer_util.h"
+
+namespace kiln::ir {
+namespace {
+
+using runtime::Check;
+
+Type Reshape(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& shape = attrs.GetInts("newshape");
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    Check(d >= 0, "newshape ", AttrValueText(shape), " must be static and non-negative");
+    count *= d;
+  }
+  Check(count == data.NumElements(), "cannot reshape ", ShapeText(data.shape), " (", data.NumElements(),
+        " elements) to ", ShapeText(shape), " (", count, ")");
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type Transpose(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  if (axes.empty()) {  // reverse the dimensions
+    axes.resize(data.shape.size());
+    std::iota(axes.rbegin(), axes.rend(), 0);
+  }
+  Check(axes.size() == data.shape.size(), "axes ", AttrValueText(axes), " do not match ", data.ndim(), " dimensions");
+  std::vector<bool> seen(axes.size(), false);
+  std::vector<int64_t> shape;
+  for (int64_t axis : axes) {
+    int a = NormalizeAxis(axis, data.ndim());
+    Check(!seen[a], "axes ", AttrValueText(axes), " repeat an axis");
+    seen[a] = true;
+    shape.push_back(data.shape[a]);
+  }
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type Concatenate(const std::vector<Type>& args, const Attrs& attrs) {
+  CheckSameDType(args);
+  const TensorType& first = TensorArg(args, 0);
+  int axis = NormalizeAxis(attrs.GetInt("axis"), first.ndim());
+  std::vector<int64_t> shape = first.shape;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const TensorType& t = TensorArg(args, i);
+    Check(t.ndim() == first.ndim(), "argument ", i, " has ", t.ndim(), " dimensions, argument 0 has ", first.ndim());
+    for (int d = 0; d < first.ndim(); ++d) {
+      Check(d == axis || t.shape[d] == first.shape[d], "argument ", i, " ", ShapeText(t.shape),
+            " differs from ", ShapeText(first.shape), " outside axis ", axis);
+    }
+    shape[axis] += t.shape[axis];
+  }
+  return Type::Tensor(shape, first.dtype);
+}
+
+Type Squeeze(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  std::vector<bool> drop(data.shape.size(), false);
+  const auto& axes = attrs.GetInts("axis");
+  for (int64_t axis : axes) {
+    int a = NormalizeAxis(axis, data.ndim());
+    Check(data.shape[a] == 1, "cannot squeeze axis ", axis, " of size ", data.shape[a]);
+    drop[a] = true;
+  }
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < data.shape.size(); ++d) {
+    bool squeeze = axes.empty() ? data.shape[d] == 1 : drop[d];
+    if (!squeeze) shape.push_back(data.shape[d]);
+  }
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type ExpandDims(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  int64_t count = attrs.GetInt("num_newaxis");
+  Check(count >= 0, "num_newaxis must not be negative");
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim() + 1);
+  std::vector<int64_t> shape = data.shape;
+  shape.insert(shape.begin() + axis, count, 1);
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type StridedSlice(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& begin = attrs.GetInts("begin");
+  const auto& end = attrs.GetInts("end");
+  const auto& strides = attrs.GetInts("strides");
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  if (axes.empty()) {
+    axes.resize(begin.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  Check(begin.size() == axes.size() && end.size() == axes.size() && (strides.empty() || strides.size() == axes.size()),
+        "begin, end, strides and axes must have equal lengths");
+  std::vector<int64_t> shape = data.shape;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int a = NormalizeAxis(axes[i], data.ndim());
+    int64_t stride = strides.empty() ? 1 : strides[i];
+    Check(stride != 0, "stride 0 on axis ", a);
+    int64_t n = data.shape[a];
+    // Clamp like numpy / ONNX Slice.
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v += n;
+      if (stride > 0) return std::min(std::max<int64_t>(v, 0), n);
+      return std::min(std::max<int64_t>(v, -1), n - 1);
+    };
+    int64_t b = clamp(begin[i]), e = clamp(end[i]);
+    int64_t length = stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0)
+                                : (b > e ? (b - e + (-stride) - 1) / (-stride) : 0);
+    shape[a] = length;
+  }
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type Take(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& indices = TensorArg(args, 1);
+  Check(indices.dtype.code == kDLInt, "indices must be integers, got ", DTypeToString(indices.dtype));
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  return Type::Tensor(shape, data.dtype);
+}
+
+Type Split(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  const auto& sizes = attrs.GetInts("sections");
+  int64_t total = 0;
+  std::vector<Type> fields;
+  for (int64_t size : sizes) {
+    Check(size >= 0, "negative section size");
+    std::vector<int64_t> shape = data.shape;
+    shape[axis] = size;
+    fields.push_back(Type::Tensor(shape, data.dtype));
+    total += size;
+  }
+  Check(!sizes.empty() && total == data.shape[axis], "sections ", AttrValueText(sizes), " do not add up to ",
+        data.shape[axis], " on axis ", axis);
+  return Type::Tuple(fields);
+}
+
+Type BroadcastTo(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& shape = attrs.GetInts("shape");
+  Check(BroadcastShapes(data.shape, shape) == shape, "cannot broadcast ", ShapeText(data.shape), " to ", ShapeText(shape));
+  return Type::Tensor(shape, data.dtype);
+}
+
+void Add(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
+
+}  // namespace
+
+void RegisterTransformOps(OpTable& table) {
+  Add(table, {"reshape", 1, 1, {{"newshape", AttrKind::kInts, {}, "the static output shape"}}, OpPattern::kInjective,
+              Reshape, "same elements, new shape"});
+  Add(table, {"transpose", 1, 1, {{"axes", AttrKind::kInts, std::vector<int64_t>{}, "permutation; empty reverses"}},
+              OpPattern::kInjective, Transpose, "permutes dimensions"});
+  Add(table, {"concatenate", 1, 1 << 16, {{"axis", AttrKind::kInt, int64_t{0}, "joined axis"}}, OpPattern::kInjective,
+              Concatenate, "joins tensors along an axis"});
+  Add(table, {"squeeze", 1, 1, {{"axis", AttrKind::kInts, std::vector<int64_t>{}, "axes of size 1; empty: all"}},
+              OpPattern::kInjective, Squeeze, "removes axes of size 1"});
+  Add(table, {"expand_dims", 1, 1,
+              {{"axis", AttrKind::kInt, {}, "where to insert"}, {"num_newaxis", AttrKind::kInt, int64_t{1}, "how many"}},
+              OpPattern::kInjective, ExpandDims, "inserts axes of size 1"});
+  Add(table, {"strided_slice", 1, 1,
+              {{"begin", AttrKind::kInts, {}, "first index per axis"},
+               {"end", AttrKind::kInts, {}, "end index per axis (exclusive)"},
+               {"strides", AttrKind::kInts, std::vector<int64_t>{}, "step per axis; empty: 1"},
+               {"axes", AttrKind::kInts, std::vector<int64_t>{}, "sliced axes; empty: the first ones"}},
+              OpPattern::kInjective, StridedSlice, "numpy-style slice with clamping"});
+  Add(table, {"take", 2, 2, {{"axis", AttrKind::kInt, int64_t{0}, "gathered axis"}}, OpPattern::kInjective, Take,
+              "gathers slices by integer indices (negative indices count from the end)"});
+  Add(table, {"split", 1, 1,
+              {{"sections", AttrKind::kInts, {}, "sizes of the pieces"}, {"axis", AttrKind::kInt, int64_t{0}, "split axis"}},
+              OpPattern::kInjective, Split, "splits into a tuple of pieces"});
+  Add(table, {"broadcast_to", 1, 1, {{"shape", AttrKind::kInts, {}, "target shape"}}, OpPattern::kBroadcast,
+              BroadcastTo, "numpy broadcast to a shape"});
+}
+
+}  // namespace kiln::ir

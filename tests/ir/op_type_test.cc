@@ -1,0 +1,174 @@
+// Type inference of every op: output shapes checked against hand-computed values (PyTorch/ONNX
+// shape formulas), and the errors of ill-typed calls.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ir/expr.h"
+#include "ir/text.h"
+#include "runtime/error.h"
+
+namespace kiln::ir {
+namespace {
+
+using ::testing::HasSubstr;
+
+Expr In(std::vector<int64_t> shape, const char* dtype = "float32") {
+  return Var("x", Type::Tensor(std::move(shape), ParseDType(dtype)));
+}
+
+std::string TypeOf(const std::string& op, std::vector<Expr> args, Attrs attrs = {}) {
+  return Call(op, std::move(args), std::move(attrs))->type().ToString();
+}
+
+std::string ErrorOf(const std::string& op, std::vector<Expr> args, Attrs attrs = {}) {
+  try {
+    Call(op, std::move(args), std::move(attrs));
+  } catch (const runtime::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> items) {
+  Attrs attrs;
+  for (const auto& [k, v] : items) attrs.Set(k, v);
+  return attrs;
+}
+using Ints = std::vector<int64_t>;
+
+TEST(OpType, Conv2D) {
+  // out = floor((in + pads - dilation * (k - 1) - 1) / stride) + 1
+  EXPECT_EQ(TypeOf("nn.conv2d", {In({1, 3, 224, 224}), In({64, 3, 7, 7})},
+                   A({{"strides", Ints{2, 2}}, {"padding", Ints{3, 3, 3, 3}}})),
+            "Tensor[(1, 64, 112, 112), float32]");
+  EXPECT_EQ(TypeOf("nn.conv2d", {In({2, 32, 17, 13}), In({32, 1, 3, 3})},
+                   A({{"groups", int64_t{32}}, {"dilation", Ints{2, 2}}, {"padding", Ints{0, 1, 2, 3}}})),
+            "Tensor[(2, 32, 15, 13), float32]");
+  EXPECT_THAT(ErrorOf("nn.conv2d", {In({1, 3, 8, 8}), In({4, 2, 3, 3})}),
+              HasSubstr("weight has 2 input channels per group but the data has 3 channels in 1 groups"));
+  EXPECT_THAT(ErrorOf("nn.conv2d", {In({1, 3, 2, 2}), In({4, 3, 3, 3})}), HasSubstr("larger than the padded input"));
+  EXPECT_THAT(ErrorOf("nn.conv2d", {In({1, 3, 8, 8}), In({4, 3, 3, 3})}, A({{"strides", Ints{0, 1}}})),
+              HasSubstr("strides must be positive"));
+  EXPECT_THAT(ErrorOf("nn.conv2d", {In({1, 3, 8, 8}), In({4, 3, 3, 3}, "float16")}), HasSubstr("argument 1 is float16"));
+  EXPECT_THAT(ErrorOf("nn.conv2d", {In({1, 3, 8, 8}), In({4, 3, 3, 3})}, A({{"groups", int64_t{2}}})),
+              HasSubstr("groups 2 must divide"));
+}
+
+TEST(OpType, Pooling) {
+  EXPECT_EQ(TypeOf("nn.max_pool2d", {In({1, 64, 112, 112})},
+                   A({{"pool_size", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}}})),
+            "Tensor[(1, 64, 56, 56), float32]");
+  // ceil_mode: torch.nn.MaxPool2d(3, 2, ceil_mode=True) on 6x6 gives 3x3; on 5x5 gives 2x2.
+  EXPECT_EQ(TypeOf("nn.max_pool2d", {In({1, 1, 6, 6})},
+                   A({{"pool_size", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}})),
+            "Tensor[(1, 1, 3, 3), float32]");
+  EXPECT_EQ(TypeOf("nn.max_pool2d", {In({1, 1, 5, 5})},
+                   A({{"pool_size", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}})),
+            "Tensor[(1, 1, 2, 2), float32]");
+  EXPECT_EQ(TypeOf("nn.avg_pool2d", {In({1, 8, 7, 7})}, A({{"pool_size", Ints{7, 7}}})), "Tensor[(1, 8, 1, 1), float32]");
+  EXPECT_EQ(TypeOf("nn.global_avg_pool2d", {In({2, 8, 7, 5})}), "Tensor[(2, 8, 1, 1), float32]");
+  EXPECT_THAT(ErrorOf("nn.max_pool2d", {In({1, 1, 4, 4})}), HasSubstr("attribute 'pool_size' is required"));
+  EXPECT_THAT(ErrorOf("nn.max_pool2d", {In({1, 1, 4, 4})}, A({{"pool_size", Ints{2, 2}}, {"padding", Ints{2, 0, 0, 0}}})),
+              HasSubstr("padding must be smaller than the window"));
+}
+
+TEST(OpType, DenseAndMatmul) {
+  EXPECT_EQ(TypeOf("nn.dense", {In({4, 512}), In({1000, 512})}), "Tensor[(4, 1000), float32]");
+  EXPECT_EQ(TypeOf("nn.dense", {In({2, 128, 768}), In({3072, 768})}), "Tensor[(2, 128, 3072), float32]");
+  EXPECT_THAT(ErrorOf("nn.dense", {In({4, 512}), In({1000, 511})}), HasSubstr("data has K = 512 but weight has K = 511"));
+  EXPECT_EQ(TypeOf("nn.batch_matmul", {In({12, 128, 64}), In({12, 64, 128})}), "Tensor[(12, 128, 128), float32]");
+  EXPECT_EQ(TypeOf("nn.batch_matmul", {In({12, 128, 64}), In({1, 128, 64})}, A({{"transpose_b", int64_t{1}}})),
+            "Tensor[(12, 128, 128), float32]");
+  EXPECT_THAT(ErrorOf("nn.batch_matmul", {In({2, 3, 4}), In({3, 4, 5})}), HasSubstr("batch sizes 2 and 3"));
+  EXPECT_THAT(ErrorOf("nn.batch_matmul", {In({2, 3, 4}), In({2, 5, 4})}), HasSubstr("inner dimensions differ"));
+}
+
+TEST(OpType, Broadcasting) {
+  EXPECT_EQ(TypeOf("add", {In({8, 1, 6, 1}), In({7, 1, 5})}), "Tensor[(8, 7, 6, 5), float32]");
+  EXPECT_EQ(TypeOf("multiply", {In({}), In({3, 2})}), "Tensor[(3, 2), float32]");
+  EXPECT_EQ(TypeOf("less", {In({3}), In({1})}), "Tensor[(3), bool]");
+  EXPECT_EQ(TypeOf("where", {In({3, 1}, "bool"), In({4}), In({1, 4})}), "Tensor[(3, 4), float32]");
+  EXPECT_THAT(ErrorOf("add", {In({3}), In({4})}), HasSubstr("shapes (3) and (4) do not broadcast"));
+  EXPECT_THAT(ErrorOf("add", {In({3}), In({3}, "int32")}), HasSubstr("argument 1 is int32 but argument 0 is float32"));
+  EXPECT_THAT(ErrorOf("where", {In({3}), In({3}), In({3})}), HasSubstr("the condition must be bool"));
+  EXPECT_EQ(TypeOf("nn.bias_add", {In({1, 4, 2, 2}), In({4})}), "Tensor[(1, 4, 2, 2), float32]");
+  EXPECT_THAT(ErrorOf("nn.bias_add", {In({1, 4, 2, 2}), In({3})}), HasSubstr("does not match axis 1"));
+}
+
+TEST(OpType, Unary) {
+  EXPECT_EQ(TypeOf("cast", {In({2, 3})}, A({{"dtype", std::string("int64")}})), "Tensor[(2, 3), int64]");
+  EXPECT_EQ(TypeOf("clip", {In({2})}, A({{"a_min", int64_t{0}}, {"a_max", 6.0}})), "Tensor[(2), float32]");
+  EXPECT_THAT(ErrorOf("sigmoid", {In({2}, "int32")}), HasSubstr("expects a float tensor"));
+  EXPECT_THAT(ErrorOf("cast", {In({2})}, A({{"dtype", std::string("float7")}})), HasSubstr("is not a dtype"));
+  EXPECT_THAT(ErrorOf("clip", {In({2})}, A({{"a_min", std::string("x")}, {"a_max", 1.0}})),
+              HasSubstr("attribute 'a_min' must be a float, got \"x\""));
+}
+
+TEST(OpType, Normalization) {
+  EXPECT_EQ(TypeOf("nn.batch_norm", {In({1, 4, 3, 3}), In({4}), In({4}), In({4}), In({4})}),
+            "Tensor[(1, 4, 3, 3), float32]");
+  EXPECT_THAT(ErrorOf("nn.batch_norm", {In({1, 4, 3, 3}), In({4}), In({4}), In({5}), In({4})}),
+              HasSubstr("argument 3 (5) does not match channel axis 1"));
+  EXPECT_EQ(TypeOf("nn.layer_norm", {In({1, 128, 768}), In({768}), In({768})}), "Tensor[(1, 128, 768), float32]");
+  EXPECT_EQ(TypeOf("nn.softmax", {In({1, 12, 128, 128})}), "Tensor[(1, 12, 128, 128), float32]");
+  EXPECT_THAT(ErrorOf("nn.softmax", {In({2, 3})}, A({{"axis", int64_t{2}}})), HasSubstr("axis 2 is out of range"));
+}
+
+TEST(OpType, Transforms) {
+  EXPECT_EQ(TypeOf("reshape", {In({1, 512, 1, 1})}, A({{"newshape", Ints{1, 512}}})), "Tensor[(1, 512), float32]");
+  EXPECT_THAT(ErrorOf("reshape", {In({2, 3})}, A({{"newshape", Ints{4, 2}}})), HasSubstr("cannot reshape (2, 3)"));
+  EXPECT_THAT(ErrorOf("reshape", {In({2, 3})}, A({{"newshape", Ints{-1}}})), HasSubstr("must be static"));
+  EXPECT_EQ(TypeOf("transpose", {In({1, 128, 12, 64})}, A({{"axes", Ints{0, 2, 1, 3}}})), "Tensor[(1, 12, 128, 64), float32]");
+  EXPECT_EQ(TypeOf("transpose", {In({2, 3, 4})}), "Tensor[(4, 3, 2), float32]");
+  EXPECT_THAT(ErrorOf("transpose", {In({2, 3})}, A({{"axes", Ints{0, 0}}})), HasSubstr("repeat an axis"));
+  EXPECT_EQ(TypeOf("concatenate", {In({1, 1, 768}), In({1, 196, 768})}, A({{"axis", int64_t{1}}})),
+            "Tensor[(1, 197, 768), float32]");
+  EXPECT_THAT(ErrorOf("concatenate", {In({1, 2}), In({2, 2})}, A({{"axis", int64_t{1}}})), HasSubstr("outside axis 1"));
+  EXPECT_EQ(TypeOf("squeeze", {In({1, 3, 1})}), "Tensor[(3), float32]");
+  EXPECT_EQ(TypeOf("squeeze", {In({1, 3, 1})}, A({{"axis", Ints{-1}}})), "Tensor[(1, 3), float32]");
+  EXPECT_THAT(ErrorOf("squeeze", {In({1, 3})}, A({{"axis", Ints{1}}})), HasSubstr("cannot squeeze axis 1 of size 3"));
+  EXPECT_EQ(TypeOf("expand_dims", {In({3})}, A({{"axis", int64_t{0}}, {"num_newaxis", int64_t{2}}})), "Tensor[(1, 1, 3), float32]");
+  EXPECT_EQ(TypeOf("expand_dims", {In({3})}, A({{"axis", int64_t{-1}}})), "Tensor[(3, 1), float32]");
+  // numpy: x[:, 0:1], x[::-1], x[-3:], x[1:100], x[5:2]
+  EXPECT_EQ(TypeOf("strided_slice", {In({1, 197, 768})}, A({{"begin", Ints{0}}, {"end", Ints{1}}, {"axes", Ints{1}}})),
+            "Tensor[(1, 1, 768), float32]");
+  EXPECT_EQ(TypeOf("strided_slice", {In({7})}, A({{"begin", Ints{-1}}, {"end", Ints{INT64_MIN}}, {"strides", Ints{-1}}})),
+            "Tensor[(7), float32]");
+  EXPECT_EQ(TypeOf("strided_slice", {In({7})}, A({{"begin", Ints{-3}}, {"end", Ints{INT64_MAX}}})), "Tensor[(3), float32]");
+  EXPECT_EQ(TypeOf("strided_slice", {In({7})}, A({{"begin", Ints{1}}, {"end", Ints{100}}, {"strides", Ints{2}}})),
+            "Tensor[(3), float32]");
+  EXPECT_EQ(TypeOf("strided_slice", {In({7})}, A({{"begin", Ints{5}}, {"end", Ints{2}}})), "Tensor[(0), float32]");
+  EXPECT_EQ(TypeOf("take", {In({30522, 768}), In({1, 128}, "int64")}), "Tensor[(1, 128, 768), float32]");
+  EXPECT_EQ(TypeOf("take", {In({2, 5, 3}), In({}, "int64")}, A({{"axis", int64_t{1}}})), "Tensor[(2, 3), float32]");
+  EXPECT_THAT(ErrorOf("take", {In({2, 5}), In({2})}), HasSubstr("indices must be integers"));
+  EXPECT_EQ(TypeOf("split", {In({2, 6})}, A({{"sections", Ints{2, 4}}, {"axis", int64_t{1}}})),
+            "(Tensor[(2, 2), float32], Tensor[(2, 4), float32])");
+  EXPECT_THAT(ErrorOf("split", {In({2, 6})}, A({{"sections", Ints{2, 3}}, {"axis", int64_t{1}}})),
+              HasSubstr("do not add up to 6"));
+  EXPECT_EQ(TypeOf("broadcast_to", {In({3, 1})}, A({{"shape", Ints{2, 3, 4}}})), "Tensor[(2, 3, 4), float32]");
+  EXPECT_EQ(TypeOf("nn.pad", {In({1, 3, 4, 4})}, A({{"pad_width", Ints{0, 0, 0, 0, 1, 2, 3, 4}}})),
+            "Tensor[(1, 3, 7, 11), float32]");
+}
+
+TEST(OpType, Reductions) {
+  EXPECT_EQ(TypeOf("mean", {In({1, 128, 768})}, A({{"axis", Ints{-1}}, {"keepdims", int64_t{1}}})),
+            "Tensor[(1, 128, 1), float32]");
+  EXPECT_EQ(TypeOf("sum", {In({2, 3, 4})}, A({{"axis", Ints{0, 2}}})), "Tensor[(3), float32]");
+  EXPECT_EQ(TypeOf("max", {In({2, 3})}), "Tensor[(), float32]");
+  EXPECT_THAT(ErrorOf("sum", {In({2, 3})}, A({{"axis", Ints{1, -1}}})), HasSubstr("axis -1 is listed twice"));
+}
+
+TEST(OpType, EveryOpHasInferenceAndDocs) {
+  for (const auto& [name, op] : AllOps()) {
+    EXPECT_NE(op.infer, nullptr) << name;
+    EXPECT_FALSE(op.doc.empty()) << name;
+    EXPECT_LE(op.min_args, op.max_args) << name;
+    for (const AttrSchema& attr : op.attrs) EXPECT_FALSE(attr.doc.empty()) << name << "." << attr.name;
+  }
+  EXPECT_EQ(FindOp("nn.conv2d")->pattern, OpPattern::kOutEWiseFusable);
+  EXPECT_EQ(FindOp("add")->pattern, OpPattern::kBroadcast);
+  EXPECT_EQ(FindOp("no.such.op"), nullptr);
+}
+
+}  // namespace
+}  // namespace kiln::ir
