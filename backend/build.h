@@ -1,0 +1,55 @@
+// build and export_library: the compile flow from a main function to an executor factory
+// (graph JSON + compiled operators + params) and from the factory to files the runtime loads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/compiler.h"
+#include "ir/expr.h"
+#include "runtime/params.h"
+
+namespace kiln::backend {
+
+struct BuildOptions {
+  int opt_level = 3;
+  std::string module_name = "default";
+  CompilerOptions compiler;
+};
+
+struct BuildReport {
+  int primitive_functions = 0;
+  CompileReport compile;
+  int64_t planned_bytes = 0;
+  int64_t unshared_bytes = 0;
+};
+
+class ExecutorFactory {
+ public:
+  ExecutorFactory(std::string graph_json, runtime::NamedArrays params, std::vector<std::string> objects,
+                  std::string module_name, CompilerOptions compiler)
+      : graph_json_(std::move(graph_json)), params_(std::move(params)), objects_(std::move(objects)),
+        module_name_(std::move(module_name)), compiler_(std::move(compiler)) {}
+
+  const std::string& graph_json() const { return graph_json_; }
+  const runtime::NamedArrays& params() const { return params_; }
+  const std::string& module_name() const { return module_name_; }
+
+  // One shared library holding the operators and, in its import blob, the graph and params:
+  // `load_module(path)["default"](cpu)` runs it (TVM's export_library).
+  void ExportLibrary(const std::string& path) const;
+  // The three-file form: <dir>/mod.so (operators only), mod.json, mod.params (tvmc's layout).
+  void ExportThreeFiles(const std::string& directory) const;
+
+ private:
+  std::string graph_json_;
+  runtime::NamedArrays params_;
+  std::vector<std::string> objects_;
+  std::string module_name_;
+  CompilerOptions compiler_;
+};
+
+// Optimizes, lowers and compiles `main`. Throws Error for what cannot be compiled.
+ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options = {}, BuildReport* report = nullptr);
+
+}  // namespace kiln::backend

@@ -1,0 +1,56 @@
+// Reductions as loops: over the kept dimensions outside, the reduced ones inside, accumulating
+// in double for floating point.
+#include <limits>
+
+#include "backend/codegen/emitter.h"
+
+namespace kiln::backend {
+
+void EmitReduce(EmitContext& c) {
+  const auto& in = c.input_types[0];
+  const std::string& op = c.call.op->name;
+  std::vector<bool> reduced(in.shape.size(), c.call.attrs.GetInts("axis").empty());
+  for (int64_t axis : c.call.attrs.GetInts("axis")) reduced[axis < 0 ? axis + in.ndim() : axis] = true;
+  std::vector<int64_t> strides = Strides(in.shape);
+  std::string t = CType(in.dtype);
+  bool is_float = in.dtype.code == kDLFloat;
+  std::string acc_type = is_float ? "double" : t;
+  std::string init = op == "sum" || op == "mean" ? "0" : op == "prod" ? "1"
+                     : op == "max" ? (is_float ? "-INFINITY" : "std::numeric_limits<" + t + ">::lowest()")
+                                   : (is_float ? "INFINITY" : "std::numeric_limits<" + t + ">::max()");
+  int64_t count = 1;
+  for (size_t d = 0; d < in.shape.size(); ++d) count *= reduced[d] ? in.shape[d] : 1;
+
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = 0;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    if (reduced[d]) continue;
+    std::string i = "i" + std::to_string(d);
+    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + std::to_string(in.shape[d]) + "LL; ++" + i + ")");
+    ++open;
+  }
+  c.code.Line(acc_type + " acc = " + init + ";");
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    if (!reduced[d]) continue;
+    std::string i = "i" + std::to_string(d);
+    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + std::to_string(in.shape[d]) + "LL; ++" + i + ")");
+  }
+  std::string index;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(strides[d]) + "LL";
+  }
+  std::string value = c.inputs[0] + "[" + (index.empty() ? "0" : index) + "]";
+  if (op == "sum" || op == "mean") c.code.Line("acc += " + value + ";");
+  if (op == "prod") c.code.Line("acc *= " + value + ";");
+  if (op == "max") c.code.Line("acc = std::max<" + acc_type + ">(acc, " + value + ");");
+  if (op == "min") c.code.Line("acc = std::min<" + acc_type + ">(acc, " + value + ");");
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    if (reduced[d]) c.code.Close();
+  }
+  std::string result = op == "mean" ? "acc / " + std::to_string(count) + ".0" : "acc";
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + result + ");");
+  for (int k = 0; k < open; ++k) c.code.Close();
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,170 @@
+// Data-movement ops: copies (reshape and friends), transpose, concatenate, strided slice,
+// take (gather), split and pad.
+#include "backend/codegen/emitter.h"
+#include "runtime/error.h"
+
+namespace kiln::backend {
+namespace {
+
+std::string I(int64_t v) { return std::to_string(v) + "LL"; }
+
+// Opens one loop per output dimension (i0, i1, ...); returns how many to close.
+int OpenLoops(CodeWriter& code, const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string i = "i" + std::to_string(d);
+    code.Open("for (int64_t " + i + " = 0; " + i + " < " + I(shape[d]) + "; ++" + i + ")");
+  }
+  return static_cast<int>(shape.size());
+}
+
+void CloseLoops(CodeWriter& code, int count) {
+  for (int k = 0; k < count; ++k) code.Close();
+}
+
+std::string Bytes(const ir::TensorType& t) { return I(static_cast<int64_t>(t.NumBytes())); }
+
+}  // namespace
+
+void EmitCopy(EmitContext& c) {
+  c.code.Line("if (static_cast<const void*>(" + c.outputs[0] + ") != static_cast<const void*>(" + c.inputs[0] +
+              ")) std::memcpy(" + c.outputs[0] + ", " + c.inputs[0] + ", " + Bytes(c.output_types[0]) + ");");
+}
+
+void EmitTranspose(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  std::vector<int64_t> axes = c.call.attrs.GetInts("axes");
+  if (axes.empty()) {
+    for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) axes.push_back(d);
+  }
+  std::vector<int64_t> in_strides = Strides(in);
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = OpenLoops(c.code, c.output_types[0].shape);
+  std::string index;
+  for (size_t d = 0; d < axes.size(); ++d) {
+    int64_t axis = axes[d] < 0 ? axes[d] + static_cast<int64_t>(in.size()) : axes[d];
+    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + I(in_strides[axis]);
+  }
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
+  CloseLoops(c.code, open);
+}
+
+void EmitConcatenate(EmitContext& c) {
+  const auto& out = c.output_types[0].shape;
+  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
+  if (axis < 0) axis += static_cast<int>(out.size());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= out[d];
+  for (size_t d = axis + 1; d < out.size(); ++d) inner *= out[d];
+  std::string elem = "sizeof(" + CType(c.output_types[0].dtype) + ")";
+  int64_t offset = 0;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    int64_t block = c.input_types[k].shape[axis] * inner;
+    c.code.Line("for (int64_t j = 0; j < " + I(outer) + "; ++j) std::memcpy(" + c.outputs[0] + " + j * " +
+                I(out[axis] * inner) + " + " + I(offset) + ", " + c.inputs[k] + " + j * " + I(block) + ", " + I(block) +
+                " * " + elem + ");");
+    offset += block;
+  }
+}
+
+void EmitSplit(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
+  if (axis < 0) axis += static_cast<int>(in.size());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= in[d];
+  for (size_t d = axis + 1; d < in.size(); ++d) inner *= in[d];
+  std::string elem = "sizeof(" + CType(c.input_types[0].dtype) + ")";
+  int64_t offset = 0;
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    int64_t block = c.output_types[k].shape[axis] * inner;
+    c.code.Line("for (int64_t j = 0; j < " + I(outer) + "; ++j) std::memcpy(" + c.outputs[k] + " + j * " + I(block) +
+                ", " + c.inputs[0] + " + j * " + I(in[axis] * inner) + " + " + I(offset) + ", " + I(block) + " * " +
+                elem + ");");
+    offset += block;
+  }
+}
+
+void EmitStridedSlice(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  const ir::Attrs& attrs = c.call.attrs;
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  const auto& begin = attrs.GetInts("begin");
+  const auto& strides_attr = attrs.GetInts("strides");
+  if (axes.empty()) {
+    for (size_t i = 0; i < begin.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<int64_t> start(in.size(), 0), step(in.size(), 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(in.size()) : axes[i];
+    int64_t s = strides_attr.empty() ? 1 : strides_attr[i];
+    int64_t b = begin[i] < 0 ? begin[i] + in[a] : begin[i];
+    b = s > 0 ? std::min(std::max<int64_t>(b, 0), in[a]) : std::min(std::max<int64_t>(b, -1), in[a] - 1);
+    start[a] = b;
+    step[a] = s;
+  }
+  std::vector<int64_t> in_strides = Strides(in);
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = OpenLoops(c.code, c.output_types[0].shape);
+  std::string index;
+  for (size_t d = 0; d < in.size(); ++d) {
+    index += (index.empty() ? "" : " + ") + std::string("(") + I(start[d]) + " + i" + std::to_string(d) + " * " +
+             I(step[d]) + ") * " + I(in_strides[d]);
+  }
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
+  CloseLoops(c.code, open);
+}
+
+void EmitTake(EmitContext& c) {
+  const auto& data = c.input_types[0].shape;
+  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
+  if (axis < 0) axis += static_cast<int>(data.size());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= data[d];
+  for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
+  int64_t count = c.input_types[1].NumElements(), n = data[axis];
+  std::string elem = "sizeof(" + CType(c.input_types[0].dtype) + ")";
+  c.code.Open("for (int64_t j = 0; j < " + I(outer) + "; ++j)");
+  c.code.Open("for (int64_t k = 0; k < " + I(count) + "; ++k)");
+  c.code.Line("int64_t index = static_cast<int64_t>(" + c.inputs[1] + "[k]);");
+  c.code.Line("if (index < 0) index += " + I(n) + ";");
+  c.code.Line("if (index < 0 || index >= " + I(n) + ") return kiln::kernels::Fail(\"" + c.function +
+              ": take: an index is out of range\");");
+  c.code.Line("std::memcpy(" + c.outputs[0] + " + (j * " + I(count) + " + k) * " + I(inner) + ", " + c.inputs[0] +
+              " + (j * " + I(n) + " + index) * " + I(inner) + ", " + I(inner) + " * " + elem + ");");
+  c.code.Close();
+  c.code.Close();
+}
+
+void EmitPad(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  const auto& pad = c.call.attrs.GetInts("pad_width");
+  const std::string& mode = c.call.attrs.GetString("pad_mode");
+  std::vector<int64_t> in_strides = Strides(in);
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = OpenLoops(c.code, c.output_types[0].shape);
+  c.code.Line("bool inside = true;");
+  c.code.Line("int64_t index = 0;");
+  for (size_t d = 0; d < in.size(); ++d) {
+    std::string i = "i" + std::to_string(d);
+    std::string j = "j" + std::to_string(d);
+    c.code.Line("int64_t " + j + " = " + i + " - " + I(pad[2 * d]) + ";");
+    if (mode == "constant") {
+      c.code.Line("inside = inside && " + j + " >= 0 && " + j + " < " + I(in[d]) + ";");
+    } else if (mode == "edge") {
+      c.code.Line(j + " = " + j + " < 0 ? 0 : (" + j + " >= " + I(in[d]) + " ? " + I(in[d] - 1) + " : " + j + ");");
+    } else {  // reflect (without repeating the edge)
+      c.code.Line("if (" + j + " < 0) " + j + " = -" + j + ";");
+      c.code.Line("if (" + j + " >= " + I(in[d]) + ") " + j + " = " + I(2 * (in[d] - 1)) + " - " + j + ";");
+    }
+    c.code.Line("index += " + j + " * " + I(in_strides[d]) + ";");
+  }
+  std::string t = CType(c.input_types[0].dtype);
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = inside ? " + c.inputs[0] + "[index] : " + t + "(" +
+              FloatLiteral(c.call.attrs.GetFloat("pad_value")) + ");");
+  CloseLoops(c.code, open);
+}
+
+}  // namespace kiln::backend

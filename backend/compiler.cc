@@ -1,0 +1,221 @@
+// Compiling and linking with the system compiler through posix_spawn (no shell).
+#include "backend/compiler.h"
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runtime/error.h"
+#include "runtime/params.h"
+
+extern char** environ;
+
+namespace kiln::backend {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The kernel library sources, compiled into every model library.
+const char* const kKernelSources[] = {"support.cc", "gemm.cc", "conv2d.cc", "pool.cc", "normalization.cc"};
+
+std::string Compiler(const CompilerOptions& options) {
+  if (!options.cxx.empty()) return options.cxx;
+  const char* cxx = std::getenv("CXX");
+  return cxx != nullptr && *cxx != '\0' ? cxx : "c++";
+}
+
+std::string CacheDir(const CompilerOptions& options) {
+  if (!options.cache_dir.empty()) return options.cache_dir;
+  if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.cache/kiln/objects";
+}
+
+std::vector<std::string> CompileFlags(const CompilerOptions& options) {
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-w",
+                                    "-I" KILN_SOURCE_DIR, "-I" KILN_SOURCE_DIR "/include", "-I" KILN_DLPACK_INCLUDE_DIR};
+  if (!options.march.empty()) flags.push_back("-march=" + options.march);
+  if (!options.mcpu.empty()) flags.push_back("-mcpu=" + options.mcpu);
+  flags.insert(flags.end(), options.flags.begin(), options.flags.end());
+  return flags;
+}
+
+struct Process {
+  pid_t pid;
+  std::string log;
+  std::string what;
+};
+
+Process Spawn(const std::vector<std::string>& argv, const std::string& log, const std::string& what) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int status = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  runtime::Check(status == 0, "cannot run the compiler '", argv[0], "': ", std::strerror(status));
+  return {pid, log, what};
+}
+
+// Waits for the process; throws Error with the head of its log when it failed.
+void Wait(const Process& p) {
+  int status = 0;
+  waitpid(p.pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  std::string log;
+  try {
+    log = runtime::ReadFile(p.log);
+  } catch (const runtime::Error&) {
+  }
+  if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+  throw runtime::InternalError("compiling " + p.what + " failed:\n" + log);
+}
+
+std::string Version(const std::string& cxx) {
+  static std::map<std::string, std::string>* cache = new std::map<std::string, std::string>();
+  auto it = cache->find(cxx);
+  if (it != cache->end()) return it->second;
+  std::string log = (fs::temp_directory_path() / ("kiln_cxx_version_" + std::to_string(getpid()))).string();
+  Wait(Spawn({cxx, "--version"}, log, cxx + " --version"));
+  std::string version = runtime::ReadFile(log);
+  fs::remove(log);
+  return (*cache)[cxx] = version;
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  runtime::Check(out.good(), "cannot write '", path, "'");
+}
+
+}  // namespace
+
+std::string ContentHash(const std::string& data) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : data) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, const CompilerOptions& options,
+                                        CompileReport* report) {
+  std::vector<SourceFile> all = sources;
+  for (const char* kernel : kKernelSources) {
+    all.push_back({std::string("kernels/") + kernel, runtime::ReadFile(std::string(KILN_SOURCE_DIR "/kernels/") + kernel)});
+  }
+  // Kernel headers are part of every object's content.
+  std::string headers;
+  for (const char* header : {"kernels/kernels.h", "kernels/backend_api.h", "include/kiln/c_backend_api.h",
+                             "include/kiln/c_runtime_api.h"}) {
+    headers += runtime::ReadFile(std::string(KILN_SOURCE_DIR "/") + header);
+  }
+  std::string cxx = Compiler(options);
+  std::vector<std::string> flags = CompileFlags(options);
+  std::string flag_text;
+  for (const std::string& f : flags) flag_text += f + " ";
+  std::string dir = CacheDir(options);
+  fs::create_directories(dir);
+
+  std::vector<std::string> objects;
+  std::vector<std::pair<size_t, std::string>> todo;  // (source index, object path)
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string object = dir + "/" + ContentHash(all[i].text + headers + flag_text + Version(cxx)) + ".o";
+    objects.push_back(object);
+    if (fs::exists(object)) {
+      if (report != nullptr) ++report->cached;
+    } else {
+      todo.emplace_back(i, object);
+    }
+  }
+  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<Process> running;
+  std::vector<std::string> temporaries;
+  auto finish_one = [&]() {
+    Process p = running.front();
+    running.erase(running.begin());
+    Wait(p);
+  };
+  try {
+    for (const auto& [index, object] : todo) {
+      std::string unique = object + "." + std::to_string(getpid());
+      std::string source = unique + ".cc";
+      WriteFile(source, all[index].text);
+      temporaries.push_back(source);
+      temporaries.push_back(unique + ".log");
+      std::vector<std::string> argv = {cxx};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      argv.insert(argv.end(), {"-c", source, "-o", unique + ".o"});
+      if (static_cast<int>(running.size()) >= jobs) finish_one();
+      running.push_back(Spawn(argv, unique + ".log", all[index].name));
+    }
+    while (!running.empty()) finish_one();
+  } catch (...) {
+    for (const Process& p : running) waitpid(p.pid, nullptr, 0);
+    for (const std::string& t : temporaries) fs::remove(t);
+    throw;
+  }
+  // Publish atomically so concurrent builds never see half-written objects.
+  for (const auto& [index, object] : todo) {
+    std::string unique = object + "." + std::to_string(getpid());
+    fs::rename(unique + ".o", object);
+  }
+  for (const std::string& t : temporaries) fs::remove(t);
+  if (report != nullptr) report->compiled += static_cast<int>(todo.size());
+  return objects;
+}
+
+void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
+                       const std::string& output, const CompilerOptions& options) {
+  std::string cxx = Compiler(options);
+  fs::path work = fs::temp_directory_path() / ("kiln_link_" + std::to_string(getpid()) + "_" + ContentHash(output));
+  fs::create_directories(work);
+  std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-o", output};
+  argv.insert(argv.end(), objects.begin(), objects.end());
+  if (!import_blob.empty()) {
+    // The blob goes in through the assembler's .incbin: fast for any size.
+    std::string blob_path = (work / "blob.bin").string();
+    uint64_t size = import_blob.size();
+    WriteFile(blob_path, std::string(reinterpret_cast<const char*>(&size), sizeof(size)) + import_blob);
+    std::string assembly = (work / "devc.S").string();
+    WriteFile(assembly,
+              ".section .rodata.__tvm_dev_mblob,\"a\"\n"
+              ".globl __tvm_dev_mblob\n"
+              ".type __tvm_dev_mblob, @object\n"
+              ".balign 64\n"
+              "__tvm_dev_mblob:\n"
+              ".incbin \"" + blob_path + "\"\n"
+              ".size __tvm_dev_mblob, . - __tvm_dev_mblob\n"
+              ".section .note.GNU-stack,\"\",@progbits\n");
+    argv.push_back(assembly);
+  }
+  std::string log = (work / "link.log").string();
+  try {
+    Wait(Spawn(argv, log, "the library " + output));
+  } catch (...) {
+    fs::remove_all(work);
+    throw;
+  }
+  fs::remove_all(work);
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,42 @@
+// Driving the system C++ compiler: generated sources and the kernel library are compiled to
+// objects in parallel on all cores, cached by a hash of their content, flags and compiler (so
+// unchanged kernels are not compiled again), then linked into a shared library.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::backend {
+
+struct CompilerOptions {
+  std::string cxx;                  // empty: $CXX, else "c++"
+  std::string march = "native";     // -march=<march>
+  std::string mcpu;                 // -mcpu=<mcpu> (targets that use it); empty: none
+  std::vector<std::string> flags;   // extra flags
+  std::string cache_dir;            // empty: $KILN_CACHE_DIR, else ~/.cache/kiln/objects
+  int jobs = 0;                     // 0: one per hardware thread
+};
+
+struct SourceFile {
+  std::string name;  // for messages, e.g. "tvmgen_default_fused_add.cc"
+  std::string text;
+};
+
+struct CompileReport {
+  int compiled = 0;  // objects built now
+  int cached = 0;    // objects found in the cache
+};
+
+// Object files for the sources (in order) plus the kernel library. Throws Error with the
+// compiler's message when a source does not compile.
+std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, const CompilerOptions& options,
+                                        CompileReport* report = nullptr);
+
+// Links objects and an import blob (embedded as `__tvm_dev_mblob`; empty: none) into `output`.
+void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
+                       const std::string& output, const CompilerOptions& options);
+
+// A stable 64-bit hash (FNV-1a) as 16 hex digits, for cache keys.
+std::string ContentHash(const std::string& data);
+
+}  // namespace kiln::backend

@@ -1,0 +1,193 @@
+// Turning the main function into graph nodes, entries, parameters and operator functions.
+#include "backend/graph_codegen.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "ir/text.h"
+#include "runtime/error.h"
+
+namespace kiln::backend {
+
+using namespace ir;
+
+namespace {
+
+// "tvmgen_default_fused_nn_conv2d_add_nn_relu" from the ops of the function, in order.
+std::string BaseSymbol(const FunctionNode& f, const std::string& module_name) {
+  std::string name = "tvmgen_" + module_name + "_fused";
+  for (const Expr& e : PostOrder(f.body)) {
+    const auto* call = e->As<CallNode>();
+    if (call == nullptr || call->op == nullptr) continue;
+    std::string op = call->op->name;
+    for (char& ch : op) {
+      if (ch == '.') ch = '_';
+    }
+    if (name.size() + op.size() > 80) break;  // keep symbols readable, as TVM does
+    name += "_" + op;
+  }
+  return name;
+}
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string module_name) : module_name_(std::move(module_name)) {}
+
+  GraphCodegenResult Build(const FunctionNode& main) {
+    for (const Expr& param : main.params) AddInput(param, param->As<VarNode>()->name);
+    for (const Expr& e : PostOrder(main.body)) Visit(e);
+    for (const Entry& head : EntriesOf(main.body)) result_.graph.heads.push_back({head.node, head.index, 0});
+    runtime::Graph& g = result_.graph;
+    g.node_row_ptr.push_back(0);
+    for (const runtime::GraphNode& node : g.nodes) g.node_row_ptr.push_back(g.node_row_ptr.back() + node.num_outputs);
+    return std::move(result_);
+  }
+
+  std::vector<ir::TensorType>& entry_types() { return entry_types_; }
+
+ private:
+  struct Entry {
+    uint32_t node;
+    uint32_t index;
+  };
+
+  std::vector<Entry> EntriesOf(const Expr& e) {
+    if (const auto* tuple = e->As<TupleNode>()) {
+      std::vector<Entry> all;
+      for (const Expr& field : tuple->fields) {
+        std::vector<Entry> part = EntriesOf(field);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      return all;
+    }
+    if (const auto* item = e->As<TupleGetItemNode>()) {
+      std::vector<Entry> all = EntriesOf(item->tuple);
+      return {all.at(item->index)};
+    }
+    auto it = entries_.find(e.get());
+    runtime::Check(it != entries_.end(), "graph codegen: a value of the main function has no graph node");
+    return it->second;
+  }
+
+  uint32_t AddNode(runtime::GraphNode node, const std::vector<TensorType>& outputs) {
+    uint32_t id = static_cast<uint32_t>(result_.graph.nodes.size());
+    node.num_outputs = static_cast<uint32_t>(outputs.size());
+    result_.graph.nodes.push_back(std::move(node));
+    std::vector<Entry> entries;
+    for (uint32_t k = 0; k < outputs.size(); ++k) {
+      entries.push_back({id, k});
+      result_.graph.shapes.push_back(outputs[k].shape);
+      result_.graph.dtypes.push_back(outputs[k].dtype);
+      entry_types_.push_back(outputs[k]);
+    }
+    current_entries_ = entries;
+    return id;
+  }
+
+  void AddInput(const Expr& e, const std::string& name) {
+    runtime::Check(e->type().is_tensor(), "graph codegen: input '", name, "' is a tuple; inputs must be tensors");
+    runtime::GraphNode node;
+    node.op = "null";
+    node.name = name;
+    uint32_t id = AddNode(std::move(node), {e->type().tensor()});
+    result_.graph.arg_nodes.push_back(id);
+    entries_[e.get()] = current_entries_;
+  }
+
+  void Visit(const Expr& e) {
+    switch (e->kind()) {
+      case ExprKind::kVar:
+        runtime::Check(entries_.count(e.get()) != 0, "graph codegen: variable %", e->As<VarNode>()->name,
+                       " is not a parameter of the main function");
+        return;
+      case ExprKind::kConstant: {
+        std::string name = "p" + std::to_string(result_.params.size());
+        result_.params.emplace_back(name, e->As<ConstantNode>()->value);
+        AddInput(e, name);
+        return;
+      }
+      case ExprKind::kFunction:
+        return;  // compiled when called
+      case ExprKind::kTuple:
+      case ExprKind::kTupleGetItem:
+        return;  // resolved to entries where used
+      case ExprKind::kCall:
+        VisitCall(e);
+        return;
+    }
+  }
+
+  void VisitCall(const Expr& e) {
+    const auto* call = e->As<CallNode>();
+    runtime::Check(call->function != nullptr, "graph codegen: the main function calls op ", call->op ? call->op->name : "?",
+                   " directly; run FuseOps first");
+    const auto* f = call->function->As<FunctionNode>();
+    runtime::GraphNode node;
+    node.op = "tvm_op";
+    node.func_name = SymbolFor(call->function);
+    node.name = node.func_name;
+    node.attrs["func_name"] = node.func_name;
+    node.attrs["flatten_data"] = "0";
+    for (const Expr& arg : call->args) {
+      for (const Entry& entry : EntriesOf(arg)) node.inputs.push_back({entry.node, entry.index, 0});
+    }
+    node.attrs["num_inputs"] = std::to_string(node.inputs.size());
+    std::vector<TensorType> outputs;
+    if (f->type().is_tuple()) {
+      for (const Type& t : f->type().fields()) {
+        runtime::Check(t.is_tensor(), "graph codegen: ", node.func_name, " returns a nested tuple");
+        outputs.push_back(t.tensor());
+      }
+    } else {
+      outputs.push_back(f->type().tensor());
+    }
+    node.attrs["num_outputs"] = std::to_string(outputs.size());
+    AddNode(std::move(node), outputs);
+    entries_[e.get()] = current_entries_;
+  }
+
+  // One symbol per distinct function (functions that print the same are the same).
+  std::string SymbolFor(const Expr& function) {
+    std::string key = PrintFunction(function);
+    auto it = symbols_.find(key);
+    if (it != symbols_.end()) return it->second;
+    std::string base = BaseSymbol(*function->As<FunctionNode>(), module_name_);
+    int& count = name_counts_[base];
+    std::string symbol = count == 0 ? base : base + "_" + std::to_string(count);
+    ++count;
+    symbols_[key] = symbol;
+    result_.functions.push_back({symbol, function});
+    return symbol;
+  }
+
+  std::string module_name_;
+  GraphCodegenResult result_;
+  std::unordered_map<const ExprNode*, std::vector<Entry>> entries_;
+  std::vector<Entry> current_entries_;
+  std::map<std::string, std::string> symbols_;
+  std::map<std::string, int> name_counts_;
+  std::vector<TensorType> entry_types_;
+};
+
+// One storage per entry for now; replaced by the liveness planner.
+void AssignStorage(GraphCodegenResult& result, const std::vector<TensorType>& types) {
+  runtime::Graph& g = result.graph;
+  for (size_t e = 0; e < g.shapes.size(); ++e) {
+    g.storage_ids.push_back(static_cast<uint32_t>(e));
+    result.unshared_bytes += static_cast<int64_t>(types[e].NumBytes());
+  }
+  result.planned_bytes = result.unshared_bytes;
+}
+
+}  // namespace
+
+GraphCodegenResult GenerateGraph(const Expr& main, const std::string& module_name) {
+  const auto* f = main->As<FunctionNode>();
+  runtime::Check(f != nullptr, "graph codegen: expected the main function");
+  GraphBuilder builder(module_name);
+  GraphCodegenResult result = builder.Build(*f);
+  AssignStorage(result, builder.entry_types());
+  return result;
+}
+
+}  // namespace kiln::backend

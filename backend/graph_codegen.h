@@ -1,0 +1,32 @@
+// Graph code generation: the main function (after FuseOps: it calls primitive functions only)
+// becomes the graph executor's graph (TVM's graph JSON layout), the parameters (its constants,
+// named p0, p1, ...) and the list of distinct primitive functions to compile, each with its
+// symbol. Storage ids come from the memory planner.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+#include "runtime/graph_json.h"
+#include "runtime/params.h"
+
+namespace kiln::backend {
+
+struct OperatorFunction {
+  std::string symbol;  // tvmgen_<module>_fused_<ops>[_<n>]
+  ir::Expr function;   // the primitive function
+};
+
+struct GraphCodegenResult {
+  runtime::Graph graph;
+  runtime::NamedArrays params;
+  std::vector<OperatorFunction> functions;
+  int64_t planned_bytes = 0;    // storage the graph executor allocates for op outputs
+  int64_t unshared_bytes = 0;   // what one buffer per op output would take
+};
+
+// Throws Error when the main function holds something the graph executor cannot run.
+GraphCodegenResult GenerateGraph(const ir::Expr& main, const std::string& module_name = "default");
+
+}  // namespace kiln::backend

@@ -1,0 +1,49 @@
+// The CPU kernels that generated operator code calls. Their sources are compiled together with
+// the generated code of each model library, with the model's target flags (so `-march` applies
+// to them too), and cached. They reach the runtime only through the context pointers of
+// backend_api.h, so a model library has no undefined runtime symbols.
+//
+// All tensors are dense row-major float32 unless noted; pointers are 64-byte aligned by the
+// runtime's contract. Work is split across threads with TVMBackendParallelLaunch.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::kernels {
+
+// C[M, N] = A[M, K] * B (B is [K, N], or [N, K] when b_transposed); row strides lda, ldb, ldc.
+void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b,
+          int64_t ldb, bool b_transposed, float* c, int64_t ldc);
+
+struct Conv2DParams {
+  int64_t batch, in_channels, in_height, in_width;
+  int64_t out_channels, kernel_height, kernel_width;
+  int64_t out_height, out_width;
+  int64_t stride_h, stride_w, dilation_h, dilation_w;
+  int64_t pad_top, pad_left;
+  int64_t groups;
+};
+// out[N, O, OH, OW] = conv(data[N, C, H, W], weight[O, C / groups, KH, KW]); returns non-zero on
+// failure (out of workspace memory) after setting the error message.
+int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out);
+
+struct Pool2DParams {
+  int64_t batch_channels, in_height, in_width, out_height, out_width;
+  int64_t pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right;
+  bool count_include_pad;  // average: divide by the window clipped to the padded input
+};
+void MaxPool2D(const Pool2DParams& p, const float* data, float* out);
+void AvgPool2D(const Pool2DParams& p, const float* data, float* out);
+
+// Over `inner` contiguous rows of length `axis_size`, each repeated `outer` times with stride:
+// data is [outer, axis_size, inner].
+void Softmax(int64_t outer, int64_t axis_size, int64_t inner, const float* data, float* out);
+// data [rows, size] normalized per row, then * gamma[size] + beta[size].
+void LayerNorm(int64_t rows, int64_t size, float epsilon, const float* data, const float* gamma,
+               const float* beta, float* out);
+
+// Runs body(begin, end) over [0, count) split into chunks across the runtime's threads.
+// `body` is a plain function with a context pointer so that no std::function is needed.
+int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context);
+
+}  // namespace kiln::kernels

@@ -1,0 +1,84 @@
+// The context pointers of a model library, argument checks and parallel loops.
+#include <cstdio>
+
+#include "kernels/backend_api.h"
+#include "kernels/kernels.h"
+
+extern "C" {
+TVM_DLL void* __tvm_module_ctx = nullptr;
+TVM_DLL void (*__TVMAPISetLastError)(const char*) = nullptr;
+TVM_DLL void* (*__TVMBackendAllocWorkspace)(int, int, uint64_t, int, int) = nullptr;
+TVM_DLL int (*__TVMBackendFreeWorkspace)(int, int, void*) = nullptr;
+TVM_DLL int (*__TVMBackendParallelLaunch)(FTVMParallelLambda, void*, int) = nullptr;
+TVM_DLL int (*__TVMBackendParallelBarrier)(int, TVMParallelGroupEnv*) = nullptr;
+}
+
+namespace kiln::kernels {
+
+int Fail(const char* message) {
+  __TVMAPISetLastError(message);
+  return -1;
+}
+
+int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
+              const ArgSpec* specs, int num_specs) {
+  char message[512];
+  if (num_args != num_specs) {
+    std::snprintf(message, sizeof(message), "%s: expected %d arguments, got %d", function, num_specs, num_args);
+    return Fail(message);
+  }
+  for (int i = 0; i < num_args; ++i) {
+    if (type_codes[i] != kTVMDLTensorHandle && type_codes[i] != kTVMNDArrayHandle) {
+      std::snprintf(message, sizeof(message), "%s: argument %d is not a tensor (type code %d)", function, i,
+                    type_codes[i]);
+      return Fail(message);
+    }
+    const DLTensor* t = static_cast<const DLTensor*>(args[i].v_handle);
+    const ArgSpec& s = specs[i];
+    bool ok = t != nullptr && t->device.device_type == kDLCPU && t->dtype.code == s.dtype_code &&
+              t->dtype.bits == s.dtype_bits && t->dtype.lanes == 1 && t->ndim == s.ndim;
+    int64_t expected_stride = 1;
+    for (int d = s.ndim - 1; ok && d >= 0; --d) {
+      ok = t->shape[d] == s.shape[d] && (t->strides == nullptr || t->shape[d] == 1 || t->strides[d] == expected_stride);
+      expected_stride *= s.shape[d];
+    }
+    if (!ok) {
+      std::snprintf(message, sizeof(message),
+                    "%s: argument %d does not have the dtype, shape, layout or device the function was compiled for",
+                    function, i);
+      return Fail(message);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+struct ParallelForJob {
+  int64_t count;
+  void (*body)(int64_t, int64_t, void*);
+  void* context;
+};
+
+int RunChunk(int task, TVMParallelGroupEnv* env, void* cdata) {
+  auto* job = static_cast<ParallelForJob*>(cdata);
+  int64_t chunk = (job->count + env->num_task - 1) / env->num_task;
+  int64_t begin = task * chunk;
+  int64_t end = begin + chunk < job->count ? begin + chunk : job->count;
+  if (begin < end) job->body(begin, end, job->context);
+  return 0;
+}
+
+}  // namespace
+
+int ParallelFor(int64_t count, void (*body)(int64_t, int64_t, void*), void* context) {
+  if (count <= 0) return 0;
+  if (count == 1 || __TVMBackendParallelLaunch == nullptr) {
+    body(0, count, context);
+    return 0;
+  }
+  ParallelForJob job{count, body, context};
+  return __TVMBackendParallelLaunch(RunChunk, &job, 0);
+}
+
+}  // namespace kiln::kernels
