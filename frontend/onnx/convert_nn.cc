@@ -1,0 +1,210 @@
+// ONNX neural-network ops: Conv, BatchNormalization, pooling, Gemm, MatMul,
+// LayerNormalization, Flatten.
+#include <cstring>
+#include <numeric>
+
+#include "frontend/onnx/converter.h"
+#include "ir/ops/infer_util.h"
+#include "runtime/error.h"
+
+namespace kiln::frontend {
+
+using namespace ir;
+using runtime::StrCat;
+
+namespace {
+
+using Outputs = std::vector<Expr>;
+using Ints = std::vector<int64_t>;
+
+// Padding [top, left, bottom, right] from pads or auto_pad, for a 2-D window.
+Ints Padding2D(const NodeContext& c, const Ints& in, const Ints& window, const Ints& strides, const Ints& dilations) {
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    Ints pads = c.attr_ints("pads", Ints{0, 0, 0, 0});
+    if (pads.size() != 4) c.Fail(StrCat("pads must have 4 values for a 2-D window, got ", pads.size()));
+    return pads;
+  }
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") c.Fail("auto_pad '" + auto_pad + "' is not known");
+  Ints begin(2), end(2);
+  for (int d = 0; d < 2; ++d) {
+    int64_t out = (in[d] + strides[d] - 1) / strides[d];
+    int64_t total = std::max<int64_t>((out - 1) * strides[d] + (window[d] - 1) * dilations[d] + 1 - in[d], 0);
+    int64_t small = total / 2, large = total - small;
+    begin[d] = auto_pad == "SAME_UPPER" ? small : large;
+    end[d] = total - begin[d];
+  }
+  return {begin[0], begin[1], end[0], end[1]};
+}
+
+void Require2D(const NodeContext& c, const TensorType& data) {
+  if (data.ndim() != 4) c.Fail(StrCat("only 2-D (NCHW) data is supported, got rank ", data.ndim()));
+}
+
+Outputs Conv(const NodeContext& c) {
+  const TensorType& data = c.input_type(0);
+  const TensorType& weight = c.input_type(1);
+  Require2D(c, data);
+  Ints window = {weight.shape[2], weight.shape[3]};
+  Ints strides = c.attr_ints("strides", Ints{1, 1});
+  Ints dilations = c.attr_ints("dilations", Ints{1, 1});
+  Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
+  Expr out = c.Op("nn.conv2d", {c.input(0), c.input(1)},
+                  MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
+                             {"groups", c.attr_int("group", 1)}}));
+  if (c.has_input(2)) out = c.Op("nn.bias_add", {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
+  return {out};
+}
+
+Outputs BatchNormalization(const NodeContext& c) {
+  if (c.attr_int("training_mode", 0) != 0 || c.num_outputs() > 1) {
+    c.Fail("training mode (or the running statistics outputs) is not supported");
+  }
+  return {c.Op("nn.batch_norm", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
+               MakeAttrs({{"epsilon", double{c.attr_float("epsilon", 1e-5f)}}, {"axis", int64_t{1}}}))};
+}
+
+Outputs Pool(const NodeContext& c, bool average) {
+  if (c.num_outputs() > 1) c.Fail("the Indices output of MaxPool is not supported");
+  const TensorType& data = c.input_type(0);
+  Require2D(c, data);
+  Ints window = c.attr_ints("kernel_shape");
+  if (window.size() != 2) c.Fail("only 2-D pooling is supported");
+  Ints strides = c.attr_ints("strides", Ints{1, 1});
+  Ints dilations = c.attr_ints("dilations", Ints{1, 1});
+  Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
+  Attrs attrs = MakeAttrs({{"pool_size", window}, {"strides", strides}, {"dilation", dilations},
+                           {"padding", padding}, {"ceil_mode", c.attr_int("ceil_mode", 0)}});
+  if (average) attrs.Set("count_include_pad", c.attr_int("count_include_pad", 0));
+  return {c.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {c.input(0)}, attrs)};
+}
+
+Outputs MaxPool(const NodeContext& c) { return Pool(c, false); }
+Outputs AveragePool(const NodeContext& c) { return Pool(c, true); }
+
+Outputs GlobalAveragePool(const NodeContext& c) {
+  Require2D(c, c.input_type(0));
+  return {c.Op("nn.global_avg_pool2d", {c.input(0)})};
+}
+
+Outputs GlobalMaxPool(const NodeContext& c) {
+  Require2D(c, c.input_type(0));
+  return {c.Op("max", {c.input(0)}, MakeAttrs({{"axis", Ints{2, 3}}, {"keepdims", int64_t{1}}}))};
+}
+
+Expr Scale(const NodeContext& c, const Expr& x, double factor) {
+  if (factor == 1.0) return x;
+  runtime::NDArray s = runtime::NDArray::Empty({}, runtime::kFloat32);
+  *static_cast<float*>(s.data()) = static_cast<float>(factor);
+  return c.Op("multiply", {x, Constant(s)});
+}
+
+Outputs Gemm(const NodeContext& c) {
+  Expr a = c.input(0), b = c.input(1);
+  if (c.attr_int("transA", 0) != 0) a = c.Op("transpose", {a}, MakeAttrs({{"axes", Ints{1, 0}}}));
+  if (c.attr_int("transB", 0) == 0) b = c.Op("transpose", {b}, MakeAttrs({{"axes", Ints{1, 0}}}));  // to [N, K]
+  Expr y = Scale(c, c.Op("nn.dense", {a, b}), c.attr_float("alpha", 1.0f));
+  if (c.has_input(2)) y = c.Op("add", {y, Scale(c, c.input(2), c.attr_float("beta", 1.0f))});
+  return {y};
+}
+
+Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
+  if (x->type().tensor().shape == shape) return x;
+  return c.Op("reshape", {x}, MakeAttrs({{"newshape", shape}}));
+}
+
+int64_t Product(const Ints& v, size_t begin, size_t end) {
+  return std::accumulate(v.begin() + begin, v.begin() + end, int64_t{1}, std::multiplies<int64_t>());
+}
+
+Outputs MatMul(const NodeContext& c) {
+  Expr a = c.input(0), b = c.input(1);
+  Ints as = c.input_type(0).shape, bs = c.input_type(1).shape;
+  if (as.empty() || bs.empty()) c.Fail("MatMul of a scalar");
+  bool a_vector = as.size() == 1, b_vector = bs.size() == 1;
+  if (a_vector) {
+    as.insert(as.begin(), 1);
+    a = Reshape(c, a, as);
+  }
+  if (b_vector) {
+    bs.push_back(1);
+    b = Reshape(c, b, bs);
+  }
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k) c.Fail(StrCat("inner dimensions differ: ", k, " and ", bs[bs.size() - 2]));
+  Ints batch_a(as.begin(), as.end() - 2), batch_b(bs.begin(), bs.end() - 2);
+  Ints out_shape;
+  Expr y;
+  if (batch_b.empty()) {
+    // [..., M, K] x [K, N]: a dense layer with weight [N, K] (folded when b is a constant).
+    y = c.Op("nn.dense", {a, c.Op("transpose", {b}, MakeAttrs({{"axes", Ints{1, 0}}}))});
+    out_shape = as;
+    out_shape.back() = n;
+  } else {
+    Ints batch = BroadcastShapes(batch_a, batch_b);
+    int64_t count = Product(batch, 0, batch.size());
+    auto to_3d = [&](Expr x, const Ints& shape, const Ints& x_batch, int64_t rows, int64_t cols) {
+      if (Product(x_batch, 0, x_batch.size()) == 1) return Reshape(c, x, {1, rows, cols});
+      if (x_batch != batch) {
+        Ints full = batch;
+        full.push_back(rows);
+        full.push_back(cols);
+        x = c.Op("broadcast_to", {x}, MakeAttrs({{"shape", full}}));
+      }
+      (void)shape;
+      return Reshape(c, x, {count, rows, cols});
+    };
+    Expr a3 = to_3d(a, as, batch_a, m, k), b3 = to_3d(b, bs, batch_b, k, n);
+    y = c.Op("nn.batch_matmul", {a3, b3});
+    out_shape = batch;
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    y = Reshape(c, y, out_shape);
+  }
+  if (a_vector) out_shape.erase(out_shape.end() - 2);
+  if (b_vector) out_shape.pop_back();
+  return {Reshape(c, y, out_shape)};
+}
+
+Outputs LayerNormalization(const NodeContext& c) {
+  if (c.num_outputs() > 1) c.Fail("the Mean and InvStdDev outputs are not supported");
+  const TensorType& x = c.input_type(0);
+  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), x.ndim(), c);
+  if (axis != x.ndim() - 1) c.Fail("normalization over more than the last axis is not supported");
+  Expr beta;
+  if (c.has_input(2)) {
+    beta = c.input(2);
+  } else {
+    runtime::NDArray zeros = runtime::NDArray::Empty({x.shape.back()}, x.dtype);
+    std::memset(zeros.data(), 0, zeros.NumBytes());
+    beta = Constant(zeros);
+  }
+  return {c.Op("nn.layer_norm", {c.input(0), c.input(1), beta},
+               MakeAttrs({{"axis", axis}, {"epsilon", double{c.attr_float("epsilon", 1e-5f)}}}))};
+}
+
+Outputs Flatten(const NodeContext& c) {
+  const Ints& shape = c.input_type(0).shape;
+  int64_t axis = c.attr_int("axis", 1);
+  if (axis < 0) axis += static_cast<int64_t>(shape.size());
+  if (axis < 0 || axis > static_cast<int64_t>(shape.size())) c.Fail(StrCat("axis ", axis, " is out of range"));
+  return {Reshape(c, c.input(0), {Product(shape, 0, axis), Product(shape, axis, shape.size())})};
+}
+
+}  // namespace
+
+void AddNnConverters(std::map<std::string, Converter>& table) {
+  table["Conv"] = Conv;
+  table["BatchNormalization"] = BatchNormalization;
+  table["MaxPool"] = MaxPool;
+  table["AveragePool"] = AveragePool;
+  table["GlobalAveragePool"] = GlobalAveragePool;
+  table["GlobalMaxPool"] = GlobalMaxPool;
+  table["Gemm"] = Gemm;
+  table["MatMul"] = MatMul;
+  table["LayerNormalization"] = LayerNormalization;
+  table["Flatten"] = Flatten;
+}
+
+}  // namespace kiln::frontend

@@ -1,0 +1,248 @@
+// ONNX data-movement and shape ops: Reshape, Transpose, Concat, (Un)Squeeze, Slice, Gather,
+// Shape, Size, Constant, ConstantOfShape, Range, Expand, Split, Pad and the reductions.
+#include <cmath>
+#include <cstring>
+
+#include "frontend/onnx/converter.h"
+#include "ir/ops/infer_util.h"
+#include "runtime/error.h"
+
+namespace kiln::frontend {
+
+using namespace ir;
+using runtime::StrCat;
+
+namespace {
+
+using Outputs = std::vector<Expr>;
+using Ints = std::vector<int64_t>;
+
+Expr IntConstant(const Ints& values, bool scalar = false) {
+  runtime::NDArray a = runtime::NDArray::Empty(scalar ? Ints{} : Ints{static_cast<int64_t>(values.size())},
+                                               DLDataType{kDLInt, 64, 1});
+  if (!values.empty()) std::memcpy(a.data(), values.data(), values.size() * sizeof(int64_t));
+  return Constant(a);
+}
+
+Outputs Reshape(const NodeContext& c) {
+  const Ints& in = c.input_type(0).shape;
+  Ints shape = c.ConstantInts(1);
+  bool allow_zero = c.attr_int("allowzero", 0) != 0;
+  int64_t known = 1, infer = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 && !allow_zero) {
+      if (d >= in.size()) c.Fail("a 0 in the shape refers to a dimension the input does not have");
+      shape[d] = in[d];
+    }
+    if (shape[d] == -1) {
+      if (infer >= 0) c.Fail("the shape has more than one -1");
+      infer = static_cast<int64_t>(d);
+    } else if (shape[d] < 0) {
+      c.Fail(StrCat("the shape has a negative dimension ", shape[d]));
+    } else {
+      known *= shape[d];
+    }
+  }
+  if (infer >= 0) {
+    int64_t total = c.input_type(0).NumElements();
+    if (known == 0 || total % known != 0) c.Fail(StrCat("cannot infer the -1 in the shape for ", total, " elements"));
+    shape[infer] = total / known;
+  }
+  return {c.Op("reshape", {c.input(0)}, MakeAttrs({{"newshape", shape}}))};
+}
+
+Outputs Transpose(const NodeContext& c) {
+  return {c.Op("transpose", {c.input(0)}, MakeAttrs({{"axes", c.attr_ints("perm", Ints{})}}))};
+}
+
+Outputs Concat(const NodeContext& c) {
+  std::vector<Expr> args;
+  for (size_t i = 0; i < c.num_inputs(); ++i) args.push_back(c.input(i));
+  return {c.Op("concatenate", args, MakeAttrs({{"axis", c.attr_int("axis")}}))};
+}
+
+Ints AxesOf(const NodeContext& c, int64_t attr_until_opset) {
+  if (c.opset() < attr_until_opset) return c.attr_ints("axes", Ints{});
+  return c.has_input(1) ? c.ConstantInts(1) : Ints{};
+}
+
+Outputs Unsqueeze(const NodeContext& c) {
+  Ints axes = AxesOf(c, 13);
+  Ints in = c.input_type(0).shape;
+  int64_t rank = static_cast<int64_t>(in.size() + axes.size());
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) inserted[NormalizeAxis(a, rank, c)] = true;
+  Ints shape;
+  size_t next = 0;
+  for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[d] ? 1 : in.at(next++));
+  return {c.Op("reshape", {c.input(0)}, MakeAttrs({{"newshape", shape}}))};
+}
+
+Outputs Squeeze(const NodeContext& c) {
+  Ints axes = AxesOf(c, 13);
+  for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
+  return {c.Op("squeeze", {c.input(0)}, MakeAttrs({{"axis", axes}}))};
+}
+
+Outputs Slice(const NodeContext& c) {
+  Ints starts = c.ConstantInts(1), ends = c.ConstantInts(2);
+  Ints axes = c.has_input(3) ? c.ConstantInts(3) : Ints{};
+  Ints steps = c.has_input(4) ? c.ConstantInts(4) : Ints{};
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
+  return {c.Op("strided_slice", {c.input(0)},
+               MakeAttrs({{"begin", starts}, {"end", ends}, {"strides", steps}, {"axes", axes}}))};
+}
+
+Outputs Gather(const NodeContext& c) {
+  return {c.Op("take", {c.input(0), c.input(1)}, MakeAttrs({{"axis", c.attr_int("axis", 0)}}))};
+}
+
+Outputs Shape(const NodeContext& c) {
+  Ints shape = c.input_type(0).shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", rank);
+  auto clamp = [&](int64_t v) { return std::min(std::max<int64_t>(v < 0 ? v + rank : v, 0), rank); };
+  start = clamp(start);
+  end = clamp(end);
+  return {IntConstant(Ints(shape.begin() + start, shape.begin() + std::max(start, end)))};
+}
+
+Outputs Size(const NodeContext& c) { return {IntConstant({c.input_type(0).NumElements()}, true)}; }
+
+Outputs ConstantOp(const NodeContext& c) {
+  if (c.has_attr("value")) return {Constant(TensorToNDArray(c.attr_tensor("value")))};
+  if (c.has_attr("value_int")) return {IntConstant({c.attr_int("value_int")}, true)};
+  if (c.has_attr("value_ints")) return {IntConstant(c.attr_ints("value_ints"))};
+  if (c.has_attr("value_float")) {
+    runtime::NDArray a = runtime::NDArray::Empty({}, runtime::kFloat32);
+    *static_cast<float*>(a.data()) = c.attr_float("value_float");
+    return {Constant(a)};
+  }
+  c.Fail("only value, value_int(s) and value_float constants are supported");
+}
+
+Outputs ConstantOfShape(const NodeContext& c) {
+  Ints shape = c.ConstantInts(0);
+  runtime::NDArray value = runtime::NDArray::Empty({}, runtime::kFloat32);
+  std::memset(value.data(), 0, value.NumBytes());
+  if (c.has_attr("value")) value = TensorToNDArray(c.attr_tensor("value"));
+  runtime::NDArray out = runtime::NDArray::Empty(shape, value.dtype());
+  size_t elem = runtime::DTypeBytes(value.dtype());
+  for (size_t i = 0; i < out.NumBytes() / elem; ++i) std::memcpy(static_cast<char*>(out.data()) + i * elem, value.data(), elem);
+  return {Constant(out)};
+}
+
+Outputs Range(const NodeContext& c) {
+  DLDataType dtype = c.input_type(0).dtype;
+  if (dtype.code == kDLInt) {
+    int64_t start = c.ConstantInts(0).at(0), limit = c.ConstantInts(1).at(0), delta = c.ConstantInts(2).at(0);
+    if (delta == 0) c.Fail("delta is 0");
+    Ints values;
+    for (int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) values.push_back(v);
+    Expr result = IntConstant(values);
+    if (dtype.bits != 64) result = c.Op("cast", {result}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
+    return {result};
+  }
+  double start = c.ConstantFloats(0).at(0), limit = c.ConstantFloats(1).at(0), delta = c.ConstantFloats(2).at(0);
+  if (delta == 0) c.Fail("delta is 0");
+  int64_t n = std::max<int64_t>(static_cast<int64_t>(std::ceil((limit - start) / delta)), 0);
+  runtime::NDArray out = runtime::NDArray::Empty({n}, runtime::kFloat32);
+  for (int64_t i = 0; i < n; ++i) static_cast<float*>(out.data())[i] = static_cast<float>(start + i * delta);
+  return {Constant(out)};
+}
+
+Outputs Expand(const NodeContext& c) {
+  Ints shape = BroadcastShapes(c.input_type(0).shape, c.ConstantInts(1));
+  if (shape == c.input_type(0).shape) return {c.input(0)};
+  return {c.Op("broadcast_to", {c.input(0)}, MakeAttrs({{"shape", shape}}))};
+}
+
+Outputs Split(const NodeContext& c) {
+  const Ints& in = c.input_type(0).shape;
+  int64_t axis = NormalizeAxis(c.attr_int("axis", 0), static_cast<int64_t>(in.size()), c);
+  Ints sizes;
+  if (c.opset() < 13) {
+    sizes = c.attr_ints("split", Ints{});
+  } else if (c.has_input(1)) {
+    sizes = c.ConstantInts(1);
+  }
+  if (sizes.empty()) {
+    int64_t parts = static_cast<int64_t>(c.num_outputs());
+    int64_t each = (in[axis] + parts - 1) / parts;  // the last piece may be smaller (opset 18)
+    for (int64_t p = 0, left = in[axis]; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
+  }
+  Expr pieces = c.Op("split", {c.input(0)}, MakeAttrs({{"sections", sizes}, {"axis", axis}}));
+  Outputs outputs;
+  for (size_t i = 0; i < sizes.size(); ++i) outputs.push_back(TupleGetItem(pieces, static_cast<int>(i)));
+  return outputs;
+}
+
+Outputs Pad(const NodeContext& c) {
+  Ints pads = c.opset() < 11 ? c.attr_ints("pads") : c.ConstantInts(1);
+  int64_t rank = c.input_type(0).ndim();
+  if (static_cast<int64_t>(pads.size()) != 2 * rank) c.Fail(StrCat("pads has ", pads.size(), " values for rank ", rank));
+  if (c.opset() >= 18 && c.has_input(3)) c.Fail("Pad with axes is not supported");
+  Ints width;
+  for (int64_t d = 0; d < rank; ++d) {
+    width.push_back(pads[d]);
+    width.push_back(pads[d + rank]);
+  }
+  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantFloats(2).at(0) : 0.0);
+  std::string mode = c.attr_string("mode", "constant");
+  for (int64_t w : width) {
+    if (w < 0) c.Fail("negative pads (cropping) are not supported");
+  }
+  return {c.Op("nn.pad", {c.input(0)}, MakeAttrs({{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}))};
+}
+
+// ReduceX: axes from the attribute, or from input 1 from `axes_input_opset` on.
+template <const char* kOp, int64_t kAxesInputOpset>
+Outputs Reduce(const NodeContext& c) {
+  Ints axes = c.opset() < kAxesInputOpset ? c.attr_ints("axes", Ints{}) : (c.has_input(1) ? c.ConstantInts(1) : Ints{});
+  if (axes.empty() && c.attr_int("noop_with_empty_axes", 0) != 0) return {c.input(0)};
+  for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
+  return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", axes}, {"keepdims", c.attr_int("keepdims", 1)}}))};
+}
+
+constexpr char kSum[] = "sum", kMean[] = "mean", kMax[] = "max", kMin[] = "min", kProd[] = "prod";
+
+}  // namespace
+
+void AddTensorConverters(std::map<std::string, Converter>& table) {
+  table["Reshape"] = Reshape;
+  table["Transpose"] = Transpose;
+  table["Concat"] = Concat;
+  table["Unsqueeze"] = Unsqueeze;
+  table["Squeeze"] = Squeeze;
+  table["Slice"] = Slice;
+  table["Gather"] = Gather;
+  table["Shape"] = Shape;
+  table["Size"] = Size;
+  table["Constant"] = ConstantOp;
+  table["ConstantOfShape"] = ConstantOfShape;
+  table["Range"] = Range;
+  table["Expand"] = Expand;
+  table["Split"] = Split;
+  table["Pad"] = Pad;
+  table["ReduceSum"] = Reduce<kSum, 13>;
+  table["ReduceMean"] = Reduce<kMean, 18>;
+  table["ReduceMax"] = Reduce<kMax, 18>;
+  table["ReduceMin"] = Reduce<kMin, 18>;
+  table["ReduceProd"] = Reduce<kProd, 18>;
+}
+
+const std::map<std::string, Converter>& Converters() {
+  static const std::map<std::string, Converter> table = [] {
+    std::map<std::string, Converter> t;
+    AddMathConverters(t);
+    AddNnConverters(t);
+    AddTensorConverters(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace kiln::frontend

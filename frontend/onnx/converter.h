@@ -1,0 +1,74 @@
+// What the ONNX op converters share: the conversion context of one node (its inputs as IR
+// expressions, typed attribute access, the opset) and the converter table.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/import_folding.h"
+#include "ir/expr.h"
+
+namespace kiln::frontend {
+
+class NodeContext {
+ public:
+  NodeContext(const onnx::NodeProto& node, std::vector<ir::Expr> inputs, int64_t opset)
+      : node_(node), inputs_(std::move(inputs)), opset_(opset) {}
+
+  const onnx::NodeProto& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  // Input i; throws Error when it is missing. Optional inputs left empty ("") are null.
+  const ir::Expr& input(size_t i) const;
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  const ir::TensorType& input_type(size_t i) const { return input(i)->type().tensor(); }
+  size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
+
+  bool has_attr(const std::string& name) const { return Attr(name) != nullptr; }
+  int64_t attr_int(const std::string& name, std::optional<int64_t> fallback = std::nullopt) const;
+  float attr_float(const std::string& name, std::optional<float> fallback = std::nullopt) const;
+  std::string attr_string(const std::string& name, std::optional<std::string> fallback = std::nullopt) const;
+  std::vector<int64_t> attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
+  const onnx::TensorProto& attr_tensor(const std::string& name) const;
+
+  // The values of input i, which must be a constant (after folding): for shape-like inputs.
+  std::vector<int64_t> ConstantInts(size_t i) const;
+  std::vector<double> ConstantFloats(size_t i) const;
+  bool IsConstant(size_t i) const { return has_input(i) && input(i)->As<ir::ConstantNode>() != nullptr; }
+
+  // Makes an IR call and folds it when its arguments are constants.
+  ir::Expr Op(const std::string& op, std::vector<ir::Expr> args, ir::Attrs attrs = {}) const;
+
+  // Throws Error naming the node.
+  [[noreturn]] void Fail(const std::string& message) const;
+
+ private:
+  const onnx::AttributeProto* Attr(const std::string& name) const;
+  const onnx::NodeProto& node_;
+  std::vector<ir::Expr> inputs_;
+  int64_t opset_;
+};
+
+// A converter returns one expression per node output (fewer when trailing outputs are unused
+// and not produced).
+using Converter = std::vector<ir::Expr> (*)(const NodeContext& context);
+
+// ONNX tensors as NDArrays (raw_data or typed fields; external data is an error).
+runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor);
+DLDataType OnnxDType(int32_t onnx_type);
+
+// The converter tables of each file, merged in converters.cc.
+void AddMathConverters(std::map<std::string, Converter>& table);
+void AddNnConverters(std::map<std::string, Converter>& table);
+void AddTensorConverters(std::map<std::string, Converter>& table);
+const std::map<std::string, Converter>& Converters();
+
+// Helpers shared by converters.
+ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);
+int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
+
+}  // namespace kiln::frontend

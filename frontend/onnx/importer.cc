@@ -1,0 +1,388 @@
+// Loading, checking and walking an ONNX model; tensors and attributes.
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <set>
+
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/onnx_import.h"
+#include "runtime/error.h"
+#include "runtime/params.h"
+
+namespace kiln::frontend {
+
+using namespace ir;
+using runtime::StrCat;
+
+namespace {
+
+constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMaxOpset = 18;
+
+std::string NodeLabel(const onnx::NodeProto& node, int index) {
+  std::string name = node.name().empty() ? StrCat("#", index) : "'" + node.name() + "'";
+  return StrCat("node ", name, " (", node.op_type(), ")");
+}
+
+// Static dims of a value, with `given` (from --input-shapes) taking precedence. Returns false
+// when a dimension is symbolic or unknown.
+bool StaticShape(const onnx::ValueInfoProto& value, std::vector<int64_t>& shape, std::string& symbolic) {
+  const auto& type = value.type().tensor_type();
+  if (!type.has_shape()) {
+    symbolic = "unknown rank";
+    return false;
+  }
+  for (const auto& dim : type.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+    } else {
+      symbolic = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "?";
+      return false;
+    }
+  }
+  return true;
+}
+
+void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options) {
+  std::set<std::string> inputs;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    inputs.insert(input.name());
+    auto it = options.input_shapes.find(input.name());
+    if (it == options.input_shapes.end()) continue;
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : it->second) {
+      runtime::Check(d >= 0, "input shape for '", input.name(), "' has a negative dimension");
+      shape->add_dim()->set_dim_value(d);
+    }
+  }
+  for (const auto& [name, shape] : options.input_shapes) {
+    if (inputs.count(name) == 0) {
+      std::string known;
+      for (const std::string& n : inputs) known += (known.empty() ? "" : ", ") + n;
+      runtime::Fail("--input-shapes names '", name, "', which is not an input of the model (its inputs are: ", known, ")");
+    }
+  }
+}
+
+int64_t DefaultOpset(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  }
+  runtime::Fail("the model imports no version of the default ONNX operator set");
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(const onnx::GraphProto& graph, int64_t opset) : graph_(graph), opset_(opset) {}
+
+  Expr Import() {
+    CheckSupported();
+    std::set<std::string> initializers;
+    for (const auto& init : graph_.initializer()) {
+      initializers.insert(init.name());
+      try {
+        values_[init.name()] = Constant(TensorToNDArray(init));
+      } catch (const runtime::Error& e) {
+        runtime::Fail("initializer '", init.name(), "': ", e.what());
+      }
+    }
+    std::vector<Expr> params;
+    std::string missing_shapes;
+    for (const auto& input : graph_.input()) {
+      if (initializers.count(input.name()) != 0) continue;  // IR < 4: initializers listed as inputs
+      std::vector<int64_t> shape;
+      std::string symbolic;
+      if (!StaticShape(input, shape, symbolic)) {
+        missing_shapes += StrCat(missing_shapes.empty() ? "" : ", ", "'", input.name(), "' (dimension ", symbolic, ")");
+        continue;
+      }
+      Expr var = Var(input.name(), Type::Tensor(shape, OnnxDType(input.type().tensor_type().elem_type())));
+      values_[input.name()] = var;
+      params.push_back(var);
+    }
+    runtime::Check(missing_shapes.empty(), "the model's inputs ", missing_shapes,
+                   " have no static shape; give them with --input-shapes name:[d0,d1,...]");
+    for (int i = 0; i < graph_.node_size(); ++i) ConvertNode(graph_.node(i), i);
+    std::vector<Expr> outputs;
+    for (const auto& output : graph_.output()) {
+      auto it = values_.find(output.name());
+      runtime::Check(it != values_.end(), "graph output '", output.name(), "' is not computed by any node");
+      outputs.push_back(it->second);
+    }
+    runtime::Check(!outputs.empty(), "the model has no outputs");
+    return Function(params, outputs.size() == 1 ? outputs[0] : Tuple(outputs));
+  }
+
+ private:
+  // Lists every unsupported op at once.
+  void CheckSupported() {
+    std::string unsupported;
+    std::set<std::string> kinds;
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      const auto& node = graph_.node(i);
+      bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+      if (default_domain && Converters().count(node.op_type()) != 0) continue;
+      unsupported += StrCat("\n  ", NodeLabel(node, i), default_domain ? "" : " in domain '" + node.domain() + "'");
+      kinds.insert(node.op_type());
+    }
+    if (unsupported.empty()) return;
+    std::string list;
+    for (const std::string& k : kinds) list += (list.empty() ? "" : ", ") + k;
+    runtime::Fail("the model uses ", kinds.size(), " unsupported op type", kinds.size() == 1 ? "" : "s", " (", list,
+                  "):", unsupported);
+  }
+
+  void ConvertNode(const onnx::NodeProto& node, int index) {
+    std::vector<Expr> inputs;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      auto it = values_.find(name);
+      runtime::Check(it != values_.end(), NodeLabel(node, index), ": input '", name,
+                     "' is not a graph input, an initializer or the output of an earlier node");
+      inputs.push_back(it->second);
+    }
+    NodeContext context(node, std::move(inputs), opset_);
+    std::vector<Expr> outputs;
+    try {
+      outputs = Converters().at(node.op_type())(context);
+    } catch (const runtime::Error& e) {
+      std::string message = e.what();
+      if (message.rfind("node ", 0) == 0) throw;
+      runtime::Fail(NodeLabel(node, index), ": ", message);
+    }
+    for (int k = 0; k < node.output_size(); ++k) {
+      if (node.output(k).empty()) continue;
+      runtime::Check(k < static_cast<int>(outputs.size()), NodeLabel(node, index), ": output ", k,
+                     " is not supported (only the first ", outputs.size(), ")");
+      values_[node.output(k)] = outputs[k];
+    }
+  }
+
+  const onnx::GraphProto& graph_;
+  int64_t opset_;
+  std::map<std::string, Expr> values_;
+};
+
+}  // namespace
+
+DLDataType OnnxDType(int32_t onnx_type) {
+  switch (onnx_type) {
+    case onnx::TensorProto::FLOAT: return {kDLFloat, 32, 1};
+    case onnx::TensorProto::DOUBLE: return {kDLFloat, 64, 1};
+    case onnx::TensorProto::FLOAT16: return {kDLFloat, 16, 1};
+    case onnx::TensorProto::BFLOAT16: return {kDLBfloat, 16, 1};
+    case onnx::TensorProto::INT64: return {kDLInt, 64, 1};
+    case onnx::TensorProto::INT32: return {kDLInt, 32, 1};
+    case onnx::TensorProto::INT16: return {kDLInt, 16, 1};
+    case onnx::TensorProto::INT8: return {kDLInt, 8, 1};
+    case onnx::TensorProto::UINT8: return {kDLUInt, 8, 1};
+    case onnx::TensorProto::UINT16: return {kDLUInt, 16, 1};
+    case onnx::TensorProto::UINT32: return {kDLUInt, 32, 1};
+    case onnx::TensorProto::UINT64: return {kDLUInt, 64, 1};
+    case onnx::TensorProto::BOOL: return {kDLUInt, 1, 1};
+    default: runtime::Fail("ONNX element type ", onnx_type, " is not supported");
+  }
+}
+
+runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
+  runtime::Check(tensor.data_location() != onnx::TensorProto::EXTERNAL,
+                 "tensors with external data are not supported; save the model with its data inside");
+  std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  DLDataType dtype = OnnxDType(tensor.data_type());
+  runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
+  size_t bytes = array.NumBytes();
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  char* out = static_cast<char*>(array.data());
+  if (tensor.has_raw_data()) {
+    runtime::Check(tensor.raw_data().size() == bytes, "raw data holds ", tensor.raw_data().size(), " bytes, expected ",
+                   bytes);
+    std::memcpy(out, tensor.raw_data().data(), bytes);
+    return array;
+  }
+  auto check_count = [&](int n) {
+    runtime::Check(n == count, "holds ", n, " values for shape ", runtime::ShapeToString(shape));
+  };
+  switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      check_count(tensor.float_data_size());
+      std::memcpy(out, tensor.float_data().data(), bytes);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      check_count(tensor.double_data_size());
+      std::memcpy(out, tensor.double_data().data(), bytes);
+      break;
+    case onnx::TensorProto::INT64:
+      check_count(tensor.int64_data_size());
+      std::memcpy(out, tensor.int64_data().data(), bytes);
+      break;
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::UINT32: {
+      check_count(tensor.uint64_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        uint64_t v = tensor.uint64_data(static_cast<int>(i));
+        std::memcpy(out + i * runtime::DTypeBytes(dtype), &v, runtime::DTypeBytes(dtype));
+      }
+      break;
+    }
+    default: {  // int32_data carries int32, int16, int8, uint16, uint8, bool, float16, bfloat16
+      check_count(tensor.int32_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        int32_t v = tensor.int32_data(static_cast<int>(i));
+        std::memcpy(out + i * runtime::DTypeBytes(dtype), &v, runtime::DTypeBytes(dtype));
+      }
+    }
+  }
+  return array;
+}
+
+Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
+                 "not an ONNX model (the protobuf does not parse)");
+  ApplyInputShapes(model, options);
+  int64_t opset = DefaultOpset(model);
+  runtime::Check(opset >= kMinOpset && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets ",
+                 kMinOpset, " to ", kMaxOpset, " (convert it with onnx.version_converter)");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    runtime::Fail("the ONNX checker rejects the model: ", e.what());
+  }
+  try {
+    onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+  } catch (const std::exception& e) {
+    runtime::Fail("ONNX shape inference fails on the model: ", e.what());
+  }
+  return GraphImporter(model.graph(), opset).Import();
+}
+
+Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  std::string bytes = runtime::ReadFile(path);
+  try {
+    return ImportOnnxBytes(bytes, options);
+  } catch (const runtime::Error& e) {
+    runtime::Fail(path, ": ", e.what());
+  }
+}
+
+std::vector<std::string> SupportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto& [name, converter] : Converters()) ops.push_back(name);
+  return ops;
+}
+
+// ---- NodeContext -------------------------------------------------------------------------
+
+const Expr& NodeContext::input(size_t i) const {
+  if (!has_input(i)) Fail(StrCat("input ", i, " is missing"));
+  return inputs_[i];
+}
+
+void NodeContext::Fail(const std::string& message) const {
+  std::string name = node_.name().empty() ? "(unnamed)" : "'" + node_.name() + "'";
+  runtime::Fail("node ", name, " (", node_.op_type(), "): ", message);
+}
+
+const onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
+  for (const auto& attr : node_.attribute()) {
+    if (attr.name() == name) return &attr;
+  }
+  return nullptr;
+}
+
+int64_t NodeContext::attr_int(const std::string& name, std::optional<int64_t> fallback) const {
+  const auto* a = Attr(name);
+  if (a == nullptr) {
+    if (!fallback) Fail("attribute '" + name + "' is required");
+    return *fallback;
+  }
+  return a->i();
+}
+
+float NodeContext::attr_float(const std::string& name, std::optional<float> fallback) const {
+  const auto* a = Attr(name);
+  if (a == nullptr) {
+    if (!fallback) Fail("attribute '" + name + "' is required");
+    return *fallback;
+  }
+  return a->f();
+}
+
+std::string NodeContext::attr_string(const std::string& name, std::optional<std::string> fallback) const {
+  const auto* a = Attr(name);
+  if (a == nullptr) {
+    if (!fallback) Fail("attribute '" + name + "' is required");
+    return *fallback;
+  }
+  return a->s();
+}
+
+std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback) const {
+  const auto* a = Attr(name);
+  if (a == nullptr) {
+    if (!fallback) Fail("attribute '" + name + "' is required");
+    return *fallback;
+  }
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+const onnx::TensorProto& NodeContext::attr_tensor(const std::string& name) const {
+  const auto* a = Attr(name);
+  if (a == nullptr) Fail("attribute '" + name + "' is required");
+  return a->t();
+}
+
+std::vector<int64_t> NodeContext::ConstantInts(size_t i) const {
+  const auto* c = input(i)->As<ConstantNode>();
+  if (c == nullptr) Fail(StrCat("input ", i, " must be a constant (its value decides shapes)"));
+  std::vector<int64_t> values;
+  const runtime::NDArray& a = c->value;
+  int64_t n = a.NumBytes() / std::max<int64_t>(1, runtime::DTypeBytes(a.dtype()));
+  DLDataType d = a.dtype();
+  for (int64_t k = 0; k < n; ++k) {
+    if (d.code == kDLInt && d.bits == 64) values.push_back(static_cast<const int64_t*>(a.data())[k]);
+    else if (d.code == kDLInt && d.bits == 32) values.push_back(static_cast<const int32_t*>(a.data())[k]);
+    else Fail(StrCat("input ", i, " must hold integers, it holds ", runtime::DTypeToString(d)));
+  }
+  return values;
+}
+
+std::vector<double> NodeContext::ConstantFloats(size_t i) const {
+  const auto* c = input(i)->As<ConstantNode>();
+  if (c == nullptr) Fail(StrCat("input ", i, " must be a constant"));
+  std::vector<double> values;
+  const runtime::NDArray& a = c->value;
+  DLDataType d = a.dtype();
+  int64_t n = a.NumBytes() / std::max<int64_t>(1, runtime::DTypeBytes(d));
+  for (int64_t k = 0; k < n; ++k) {
+    if (d.code == kDLFloat && d.bits == 32) values.push_back(static_cast<const float*>(a.data())[k]);
+    else if (d.code == kDLFloat && d.bits == 64) values.push_back(static_cast<const double*>(a.data())[k]);
+    else if (d.code == kDLInt && d.bits == 64) values.push_back(static_cast<double>(static_cast<const int64_t*>(a.data())[k]));
+    else Fail(StrCat("input ", i, " must hold numbers, it holds ", runtime::DTypeToString(d)));
+  }
+  return values;
+}
+
+Expr NodeContext::Op(const std::string& op, std::vector<Expr> args, Attrs attrs) const {
+  return FoldIfConstant(Call(op, std::move(args), std::move(attrs)));
+}
+
+Attrs MakeAttrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {
+  Attrs attrs;
+  for (const auto& [name, value] : items) attrs.Set(name, value);
+  return attrs;
+}
+
+int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context) {
+  if (axis < -ndim || axis >= ndim) context.Fail(StrCat("axis ", axis, " is out of range for rank ", ndim));
+  return axis < 0 ? axis + ndim : axis;
+}
+
+}  // namespace kiln::frontend

@@ -1,0 +1,146 @@
+// kiln compile MODEL.onnx [--input-shapes name:[d,...]] [--target T] [-O N] [--disabled-pass P]
+//                         [-o OUT.so | -o DIR --format tvmc]
+#include <cstdio>
+#include <filesystem>
+
+#include "backend/build.h"
+#include "frontend/onnx/onnx_import.h"
+#include "runtime/error.h"
+#include "tools/cli_args.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+
+using runtime::Check;
+using runtime::Fail;
+
+namespace {
+
+const std::vector<OptionSpec> kOptions = {
+    {"--input-shapes", "", true, "static input shapes: \"name:[1,3,224,224] other:[1,128]\""},
+    {"--target", "", true, "native (default), an -march value (x86-64-v3, skylake-avx512, ...), or \"llvm -mcpu=CPU\""},
+    {"--opt-level", "-O", true, "optimization level 0-3 (default 3)"},
+    {"--disabled-pass", "", true, "a pass not to run (repeatable)"},
+    {"--output", "-o", true, "output library (.so), or directory with --format tvmc"},
+    {"--format", "-f", true, "so (default): one library; tvmc: DIR/mod.so + mod.json + mod.params"},
+    {"--help", "-h", false, "show this help"},
+};
+
+// "name:[1,3,224,224] b:[1, 128]" (entries separated by spaces or commas).
+std::map<std::string, std::vector<int64_t>> ParseInputShapes(const std::string& text) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
+    if (i >= text.size()) break;
+    size_t open = text.find('[', i), close = text.find(']', i);
+    Check(open != std::string::npos && close != std::string::npos && open < close,
+          "--input-shapes: expected name:[d0,d1,...], got '", text.substr(i), "'");
+    std::string name = text.substr(i, open - i);
+    Check(!name.empty() && name.back() == ':', "--input-shapes: expected 'name:' before '[' in '", text.substr(i), "'");
+    name.pop_back();
+    std::vector<int64_t> dims;
+    std::string body = text.substr(open + 1, close - open - 1);
+    size_t j = 0;
+    while (j < body.size()) {
+      size_t end = body.find(',', j);
+      std::string dim = body.substr(j, end == std::string::npos ? std::string::npos : end - j);
+      size_t first = dim.find_first_not_of(' ');
+      if (first != std::string::npos) {
+        dim = dim.substr(first, dim.find_last_not_of(' ') - first + 1);
+        Check(!dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos,
+              "--input-shapes: dimension '", dim, "' of '", name, "' is not a whole number");
+        dims.push_back(std::stoll(dim));
+      }
+      if (end == std::string::npos) break;
+      j = end + 1;
+    }
+    Check(shapes.emplace(name, dims).second, "--input-shapes gives '", name, "' twice");
+    i = close + 1;
+  }
+  return shapes;
+}
+
+// --target: "native", an -march name, or tvmc's "llvm -mcpu=NAME".
+std::string MarchFor(const std::string& target) {
+  if (target.empty() || target == "native" || target == "llvm" || target == "cpu") return "native";
+  size_t mcpu = target.find("-mcpu=");
+  if (mcpu != std::string::npos) {
+    std::string cpu = target.substr(mcpu + 6);
+    return cpu.substr(0, cpu.find(' '));
+  }
+  Check(target.find(' ') == std::string::npos, "--target '", target, "' is not understood (try native or an -march name)");
+  return target;
+}
+
+std::string HumanBytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f MB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+int CompileCommand(const std::vector<std::string>& args) {
+  CliArgs cli(args, kOptions);
+  if (cli.Has("--help")) {
+    std::printf("%s", Usage("compile", "MODEL.onnx [options]", kOptions).c_str());
+    return 0;
+  }
+  Check(cli.positionals().size() == 1, "kiln compile needs one model file (see kiln compile --help)");
+  std::string model = cli.positionals()[0];
+  std::string format = cli.Get("--format", "so");
+  Check(format == "so" || format == "tvmc", "--format must be so or tvmc, got '", format, "'");
+  std::string output = cli.Get("--output");
+  if (output.empty()) {
+    std::string stem = std::filesystem::path(model).stem().string();
+    output = format == "so" ? stem + ".so" : stem + "_tvmc";
+  }
+  backend::BuildOptions options;
+  options.opt_level = cli.GetInt("--opt-level", 3);
+  options.compiler.march = MarchFor(cli.Get("--target", "native"));
+  Check(options.opt_level >= 0 && options.opt_level <= 3, "-O must be 0 to 3, got ", options.opt_level);
+
+  frontend::OnnxImportOptions import;
+  for (const std::string& text : cli.GetAll("--input-shapes")) {
+    for (auto& [name, shape] : ParseInputShapes(text)) import.input_shapes[name] = shape;
+  }
+  ProgressStep total("compiling " + model);
+  ir::Expr main;
+  {
+    ProgressStep step("importing " + model);
+    main = frontend::ImportOnnxFile(model, import);
+  }
+  backend::BuildReport report;
+  std::unique_ptr<backend::ExecutorFactory> factory;
+  {
+    ProgressStep step("generating and compiling operators");
+    factory = std::make_unique<backend::ExecutorFactory>(backend::Build(main, options, &report));
+  }
+  {
+    ProgressStep step("linking " + output);
+    if (format == "so") {
+      factory->ExportLibrary(output);
+    } else {
+      factory->ExportThreeFiles(output);
+    }
+  }
+  std::fprintf(stderr, "kiln: %s -> %s: %d operator functions (%d compiled, %d cached), %s of activations planned in %s, %.1f s\n",
+               model.c_str(), output.c_str(), report.primitive_functions, report.compile.compiled,
+               report.compile.cached, HumanBytes(report.planned_bytes).c_str(), HumanBytes(report.unshared_bytes).c_str(),
+               total.Seconds());
+  return 0;
+}
+
+ProgressStep::ProgressStep(std::string what) : what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
+
+double ProgressStep::Seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+ProgressStep::~ProgressStep() {
+  double seconds = Seconds();
+  if (seconds > 1.0 && !std::uncaught_exceptions()) std::fprintf(stderr, "kiln: %s: %.1f s\n", what_.c_str(), seconds);
+}
+
+}  // namespace kiln::tools

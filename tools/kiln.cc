@@ -1,0 +1,35 @@
+// The `kiln` command line: compile, run and inspect models. A thin shell over the library.
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/error.h"
+#include "tools/commands.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: kiln <command> [options]\n"
+    "  compile MODEL.onnx   compile a model into a library (kiln compile --help)\n"
+    "  run ARTIFACT         run a compiled model (kiln run --help)\n"
+    "  inspect ARTIFACT     show a compiled model's inputs, outputs, operators and memory plan\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::printf("%s", kUsage);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "compile") return kiln::tools::CompileCommand(args);
+    if (command == "run") return kiln::tools::RunCommand(args);
+    if (command == "inspect") return kiln::tools::InspectCommand(args);
+    std::fprintf(stderr, "kiln: unknown command '%s'\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 1;
+  }
+}
