@@ -87,7 +87,9 @@ Module LoadModuleFromFile(const std::string& path, const std::string& format) {
         "' is not a library this runtime loads (expected a .so file)");
   // RTLD_LOCAL keeps the operators of two libraries apart; they find the runtime's API through
   // the context pointers set below or through libkiln_runtime's global symbols.
-  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  // A name without a slash would be searched on the library path, not in the current directory.
+  std::string dl_path = path.find('/') == std::string::npos ? "./" + path : path;
+  void* handle = dlopen(dl_path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     Fail("cannot load library '", path, "': ", why != nullptr ? why : "unknown dlopen error");
