@@ -1,0 +1,214 @@
+"""Single-op ONNX test cases for the frontend conformance test: each group is one ONNX model
+whose outputs are several variants (attribute combinations, shapes) of one op family, so one
+`kiln compile` covers them all. Inputs are seeded random; ONNX Runtime is the reference."""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+class Group:
+    """Collects variants: graph inputs, initializers, nodes and outputs, then makes a model."""
+
+    def __init__(self, name, opset=14, rtol=1e-5):
+        self.name, self.opset, self.rtol = name, opset, rtol
+        self.inputs, self.inits, self.nodes, self.outputs, self.feeds = [], [], [], [], {}
+        self.rng = np.random.default_rng(abs(hash(name)) % (2**32))
+        self.count = 0
+
+    def fresh(self, prefix):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def input(self, shape, dtype=np.float32, low=None, high=None, values=None):
+        name = self.fresh("in")
+        if values is None:
+            if np.issubdtype(dtype, np.floating):
+                values = self.rng.standard_normal(shape) if low is None else self.rng.uniform(low, high, shape)
+            else:
+                values = self.rng.integers(low if low is not None else -5, high if high is not None else 5, shape)
+        values = np.asarray(values).astype(dtype)
+        self.feeds[name] = values
+        self.inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(values.dtype), values.shape))
+        return name
+
+    def const(self, values, dtype=np.float32):
+        name = self.fresh("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(values).astype(dtype), name))
+        return name
+
+    def weight(self, shape):
+        return self.const(self.rng.standard_normal(shape) * 0.5)
+
+    def node(self, op, inputs, n_outputs=1, output=True, **attrs):
+        outs = [self.fresh("out") for _ in range(n_outputs)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=self.fresh(op), **attrs))
+        if output:
+            for o in outs:
+                self.outputs.append(helper.make_empty_tensor_value_info(o))
+        return outs[0] if n_outputs == 1 else outs
+
+    def model(self):
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)], ir_version=8)
+
+
+def conv():
+    g = Group("conv", rtol=1e-4)
+    x = g.input((1, 4, 9, 9))
+    g.node("Conv", [x, g.weight((6, 4, 3, 3)), g.weight((6,))], pads=[1, 1, 1, 1])
+    g.node("Conv", [x, g.weight((5, 4, 3, 3))], strides=[2, 2])
+    g.node("Conv", [x, g.weight((3, 4, 3, 3))], dilations=[2, 2], pads=[2, 1, 0, 3])
+    g.node("Conv", [x, g.weight((4, 1, 3, 3)), g.weight((4,))], group=4, pads=[1, 1, 1, 1])
+    g.node("Conv", [x, g.weight((8, 1, 5, 5))], group=4, strides=[2, 2], auto_pad="SAME_UPPER")
+    g.node("Conv", [x, g.weight((6, 2, 1, 1))], group=2)
+    g.node("Conv", [x, g.weight((2, 4, 2, 3))], auto_pad="SAME_LOWER")
+    g.node("Conv", [x, g.weight((7, 4, 4, 4))], auto_pad="VALID", strides=[1, 2])
+    return g
+
+
+def pooling():
+    g = Group("pool")
+    x = g.input((2, 3, 10, 11))
+    g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    g.node("MaxPool", [x], kernel_shape=[2, 3], dilations=[2, 1])
+    g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+    g.node("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    g.node("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)
+    g.node("AveragePool", [x], kernel_shape=[3, 2], strides=[2, 2], ceil_mode=1)
+    g.node("GlobalAveragePool", [x])
+    g.node("GlobalMaxPool", [x])
+    return g
+
+
+def normalization():
+    g = Group("normalization", opset=17, rtol=1e-4)
+    x = g.input((2, 5, 4, 3))
+    var = g.const(g.rng.uniform(0.5, 2.0, 5))
+    g.node("BatchNormalization", [x, g.weight((5,)), g.weight((5,)), g.weight((5,)), var], epsilon=1e-3)
+    t = g.input((2, 7, 16))
+    g.node("LayerNormalization", [t, g.weight((16,)), g.weight((16,))], axis=-1, epsilon=1e-5)
+    g.node("LayerNormalization", [t, g.weight((16,))], axis=2)
+    g.node("Softmax", [t], axis=1)
+    g.node("Softmax", [t], axis=-1)
+    return g
+
+
+def softmax_opset11():
+    g = Group("softmax11", opset=11)
+    t = g.input((2, 3, 4))
+    g.node("Softmax", [t], axis=1)  # before opset 13: over the input flattened at axis 1
+    g.node("Softmax", [t])
+    return g
+
+
+def matmul():
+    g = Group("matmul", rtol=1e-4)
+    a2, a3, a4 = g.input((5, 8)), g.input((3, 5, 8)), g.input((2, 3, 5, 8))
+    g.node("MatMul", [a2, g.weight((8, 6))])
+    g.node("MatMul", [a3, g.weight((8, 6))])
+    g.node("MatMul", [a2, g.input((8, 4))])
+    g.node("MatMul", [a4, g.input((2, 3, 8, 7))])
+    g.node("MatMul", [a4, g.input((1, 3, 8, 7))])
+    g.node("MatMul", [a3, g.input((8, 2))])
+    g.node("MatMul", [g.input((8,)), g.weight((8, 3))])
+    g.node("MatMul", [a3, g.input((8,))])
+    g.node("Gemm", [a2, g.weight((8, 6)), g.weight((6,))])
+    g.node("Gemm", [a2, g.weight((6, 8)), g.weight((5, 6))], transB=1, alpha=0.5, beta=2.0)
+    g.node("Gemm", [g.input((8, 5)), g.weight((8, 6))], transA=1)
+    return g
+
+
+def elementwise():
+    g = Group("elementwise")
+    a, b, c = g.input((2, 3, 4)), g.input((3, 1)), g.input((4,))
+    for op in ["Add", "Sub", "Mul", "Div"]:
+        g.node(op, [a, b])
+        g.node(op, [a, c])
+    g.node("Pow", [g.input((3, 4), low=0.5, high=2.0), g.input((3, 4), low=-2.0, high=2.0)])
+    g.node("Pow", [g.input((3, 4), low=0.5, high=2.0), g.const(2.0)])
+    g.node("Max", [a, b, c])
+    g.node("Min", [a, c])
+    g.node("Sum", [a, b, c])
+    g.node("Mean", [a, c])
+    for op in ["Relu", "Sigmoid", "Tanh", "Exp", "Erf", "Abs", "Neg", "Floor", "Ceil", "Round", "Identity"]:
+        g.node(op, [a])
+    positive = g.input((2, 3, 4), low=0.1, high=5.0)
+    for op in ["Log", "Sqrt", "Reciprocal"]:
+        g.node(op, [positive])
+    g.node("LeakyRelu", [a], alpha=0.2)
+    g.node("HardSigmoid", [a], alpha=0.3, beta=0.4)
+    g.node("Clip", [a, g.const(-0.5), g.const(0.7)])
+    g.node("Clip", [a, g.const(0.0)])
+    g.node("Dropout", [a])
+    return g
+
+
+def compare_and_cast():
+    g = Group("compare")
+    a, b = g.input((3, 4)), g.input((1, 4))
+    for op in ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]:
+        g.node(op, [g.input((3, 4), np.int64), g.input((4,), np.int64)])
+    g.node("Where", [g.node("Less", [a, b], output=False), a, b])
+    g.node("Cast", [a], to=TensorProto.INT64)
+    g.node("Cast", [g.input((5,), np.int64)], to=TensorProto.FLOAT)
+    g.node("Cast", [a], to=TensorProto.INT32)
+    return g
+
+
+def shapes():
+    g = Group("shapes")
+    x = g.input((2, 3, 4, 5))
+    g.node("Reshape", [x, g.const([0, -1, 5], np.int64)])
+    g.node("Reshape", [x, g.const([6, 20], np.int64)])
+    g.node("Transpose", [x], perm=[0, 2, 3, 1])
+    g.node("Transpose", [x])
+    g.node("Concat", [x, g.input((2, 1, 4, 5)), g.input((2, 2, 4, 5))], axis=1)
+    g.node("Concat", [x, x], axis=-1)
+    g.node("Flatten", [x], axis=2)
+    g.node("Flatten", [x], axis=0)
+    g.node("Unsqueeze", [x, g.const([0, 5], np.int64)])
+    g.node("Squeeze", [g.input((1, 3, 1, 2)), g.const([0], np.int64)])
+    g.node("Squeeze", [g.input((1, 3, 1, 2))])
+    g.node("Slice", [x, g.const([0, 1], np.int64), g.const([2, 3], np.int64), g.const([1, 3], np.int64)])
+    g.node("Slice", [x, g.const([-1], np.int64), g.const([-1000], np.int64), g.const([3], np.int64), g.const([-2], np.int64)])
+    g.node("Slice", [x, g.const([1], np.int64), g.const([2**62], np.int64), g.const([2], np.int64), g.const([2], np.int64)])
+    g.node("Gather", [x, g.input((2, 2), np.int64, low=-3, high=3)], axis=1)
+    g.node("Gather", [g.weight((10, 4)), g.input((3,), np.int64, low=0, high=10)], axis=0)
+    g.node("Gather", [x, g.const(2, np.int64)], axis=3)
+    g.node("Expand", [g.input((3, 1)), g.const([2, 3, 4], np.int64)])
+    pieces = g.node("Split", [x, g.const([1, 2], np.int64)], n_outputs=2, axis=1)
+    g.node("Split", [x], n_outputs=2, axis=0)
+    g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 1, 3, 0], np.int64), g.const(0.5)], mode="constant")
+    g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 0, 2, 1], np.int64)], mode="edge")
+    g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 0, 2, 1], np.int64)], mode="reflect")
+    # A shape computation that must fold away: Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+    s = g.node("Shape", [x], output=False)
+    n = g.node("Gather", [s, g.const(0, np.int64)], output=False, axis=0)
+    n1 = g.node("Unsqueeze", [n, g.const([0], np.int64)], output=False)
+    shape = g.node("Concat", [n1, g.const([-1], np.int64)], output=False, axis=0)
+    g.node("Reshape", [x, shape])
+    filled = g.node("ConstantOfShape", [g.const([2, 3], np.int64)], output=False,
+                    value=numpy_helper.from_array(np.array([1.5], np.float32)))
+    g.node("Add", [g.input((2, 3)), filled])
+    r = g.node("Range", [g.const(1, np.int64), g.const(10, np.int64), g.const(3, np.int64)], output=False)
+    g.node("Mul", [g.input((3,), np.int64), r])
+    return g
+
+
+def reductions():
+    g = Group("reduce", rtol=1e-5)
+    x = g.input((3, 4, 5))
+    g.node("ReduceMean", [x], axes=[-1], keepdims=1)
+    g.node("ReduceMean", [x], axes=[0, 2], keepdims=0)
+    g.node("ReduceMax", [x], axes=[1])
+    g.node("ReduceMin", [x])
+    g.node("ReduceProd", [g.input((2, 3), low=0.5, high=1.5)], axes=[1])
+    g.node("ReduceSum", [x, g.const([1], np.int64)], keepdims=0)
+    g.node("ReduceSum", [x])
+    return g
+
+
+GROUPS = [conv, pooling, normalization, softmax_opset11, matmul, elementwise, compare_and_cast, shapes, reductions]
