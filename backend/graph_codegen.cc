@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "backend/memory_planner.h"
 #include "ir/text.h"
 #include "runtime/error.h"
 
@@ -169,14 +170,42 @@ class GraphBuilder {
   std::vector<TensorType> entry_types_;
 };
 
-// One storage per entry for now; replaced by the liveness planner.
+// Storage ids from the liveness planner: inputs, parameters and outputs keep buffers of their
+// own; intermediate tensors share buffers when their lifetimes do not overlap.
 void AssignStorage(GraphCodegenResult& result, const std::vector<TensorType>& types) {
   runtime::Graph& g = result.graph;
-  for (size_t e = 0; e < g.shapes.size(); ++e) {
-    g.storage_ids.push_back(static_cast<uint32_t>(e));
-    result.unshared_bytes += static_cast<int64_t>(types[e].NumBytes());
+  std::vector<PlannedTensor> tensors(g.shapes.size());
+  int step = 0;
+  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+    const runtime::GraphNode& node = g.nodes[n];
+    for (uint32_t k = 0; k < node.num_outputs; ++k) {
+      PlannedTensor& t = tensors[g.EntryId(n, k)];
+      t.bytes = static_cast<int64_t>(types[g.EntryId(n, k)].NumBytes());
+      t.defined_at = node.is_input() ? -1 : step;
+      t.last_used_at = t.defined_at;
+      t.external = node.is_input();
+    }
+    if (node.is_input()) continue;
+    for (const runtime::GraphEntryRef& in : node.inputs) {
+      PlannedTensor& t = tensors[g.EntryId(in)];
+      t.last_used_at = std::max(t.last_used_at, step);
+    }
+    ++step;
   }
-  result.planned_bytes = result.unshared_bytes;
+  for (const runtime::GraphEntryRef& head : g.heads) tensors[g.EntryId(head)].external = true;
+  MemoryPlan plan = PlanMemory(tensors);
+  std::vector<bool> external_storage(plan.storage_bytes.size(), false);
+  for (size_t e = 0; e < tensors.size(); ++e) {
+    g.storage_ids.push_back(static_cast<uint32_t>(plan.storage_ids[e]));
+    if (tensors[e].external) {
+      external_storage[plan.storage_ids[e]] = true;
+    } else {
+      result.unshared_bytes += tensors[e].bytes;
+    }
+  }
+  for (size_t sid = 0; sid < plan.storage_bytes.size(); ++sid) {
+    if (!external_storage[sid]) result.planned_bytes += plan.storage_bytes[sid];
+  }
 }
 
 }  // namespace

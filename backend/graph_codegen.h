@@ -22,8 +22,8 @@ struct GraphCodegenResult {
   runtime::Graph graph;
   runtime::NamedArrays params;
   std::vector<OperatorFunction> functions;
-  int64_t planned_bytes = 0;    // storage the graph executor allocates for op outputs
-  int64_t unshared_bytes = 0;   // what one buffer per op output would take
+  int64_t planned_bytes = 0;    // storage for intermediate tensors after sharing
+  int64_t unshared_bytes = 0;   // the sum of all intermediate tensors (one buffer each)
 };
 
 // Throws Error when the main function holds something the graph executor cannot run.
