@@ -73,12 +73,42 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   runtime::Fail("the model imports no version of the default ONNX operator set");
 }
 
+// Before anything else looks at the nodes: lists every unsupported op at once, then finds
+// inputs that nothing produces.
+void CheckStructure(const onnx::GraphProto& graph_) {
+  std::string unsupported;
+  std::set<std::string> kinds;
+  for (int i = 0; i < graph_.node_size(); ++i) {
+    const auto& node = graph_.node(i);
+    bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (default_domain && Converters().count(node.op_type()) != 0) continue;
+    unsupported += StrCat("\n  ", NodeLabel(node, i), default_domain ? "" : " in domain '" + node.domain() + "'");
+    kinds.insert(node.op_type());
+  }
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const std::string& k : kinds) list += (list.empty() ? "" : ", ") + k;
+    runtime::Fail("the model uses ", kinds.size(), " unsupported op type", kinds.size() == 1 ? "" : "s", " (", list,
+                  "):", unsupported);
+  }
+  std::set<std::string> known;
+  for (const auto& input : graph_.input()) known.insert(input.name());
+  for (const auto& init : graph_.initializer()) known.insert(init.name());
+  for (int i = 0; i < graph_.node_size(); ++i) {
+    const auto& node = graph_.node(i);
+    for (const std::string& name : node.input()) {
+      runtime::Check(name.empty() || known.count(name) != 0, NodeLabel(node, i), ": input '", name,
+                     "' is not a graph input, an initializer or the output of an earlier node");
+    }
+    for (const std::string& name : node.output()) known.insert(name);
+  }
+}
+
 class GraphImporter {
  public:
   GraphImporter(const onnx::GraphProto& graph, int64_t opset) : graph_(graph), opset_(opset) {}
 
   Expr Import() {
-    CheckSupported();
     std::set<std::string> initializers;
     for (const auto& init : graph_.initializer()) {
       initializers.insert(init.name());
@@ -116,24 +146,6 @@ class GraphImporter {
   }
 
  private:
-  // Lists every unsupported op at once.
-  void CheckSupported() {
-    std::string unsupported;
-    std::set<std::string> kinds;
-    for (int i = 0; i < graph_.node_size(); ++i) {
-      const auto& node = graph_.node(i);
-      bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-      if (default_domain && Converters().count(node.op_type()) != 0) continue;
-      unsupported += StrCat("\n  ", NodeLabel(node, i), default_domain ? "" : " in domain '" + node.domain() + "'");
-      kinds.insert(node.op_type());
-    }
-    if (unsupported.empty()) return;
-    std::string list;
-    for (const std::string& k : kinds) list += (list.empty() ? "" : ", ") + k;
-    runtime::Fail("the model uses ", kinds.size(), " unsupported op type", kinds.size() == 1 ? "" : "s", " (", list,
-                  "):", unsupported);
-  }
-
   void ConvertNode(const onnx::NodeProto& node, int index) {
     std::vector<Expr> inputs;
     for (const std::string& name : node.input()) {
@@ -246,6 +258,7 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
                  "not an ONNX model (the protobuf does not parse)");
   ApplyInputShapes(model, options);
+  CheckStructure(model.graph());
   int64_t opset = DefaultOpset(model);
   runtime::Check(opset >= kMinOpset && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets ",
                  kMinOpset, " to ", kMaxOpset, " (convert it with onnx.version_converter)");

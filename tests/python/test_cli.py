@@ -1,0 +1,112 @@
+"""The kiln command line on good and bad input: compile/run/inspect work end to end on a small
+model, and every error is one clear sentence on stderr with a non-zero exit code."""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
+
+
+def kiln(*args, check=True):
+    result = subprocess.run([KILN, *map(str, args)], capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"kiln {' '.join(map(str, args))} failed:\n{result.stderr}")
+    return result
+
+
+def save(tmp_path, nodes, inputs, outputs, inits=(), opset=14, name="model.onnx"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    path = tmp_path / name
+    onnx.save(model, path)
+    return path
+
+
+def small_model(tmp_path, batch="N"):
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3) / 10, "w")
+    return save(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y0"]), helper.make_node("Relu", ["y0"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])], [w])
+
+
+def test_compile_run_inspect_with_symbolic_batch(tmp_path):
+    model = small_model(tmp_path)
+    failed = kiln("compile", model, "-o", tmp_path / "m.so", check=False)
+    assert failed.returncode != 0
+    assert "'x' (dimension 'N') have no static shape; give them with --input-shapes" in failed.stderr
+    kiln("compile", model, "--input-shapes", "x:[2,4]", "-o", tmp_path / "m.so")
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    kiln("run", tmp_path / "m.so", "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz")
+    want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5, atol=1e-6)
+    timed = kiln("run", tmp_path / "m.so", "--print-time", "--repeat", "3", "--print-top", "2", "--profile")
+    assert "Execution time summary" in timed.stdout and "median (ms)" in timed.stdout
+    assert "Top 2 of output 0" in timed.stdout and "Total" in timed.stdout
+    inspected = kiln("inspect", tmp_path / "m.so").stdout
+    assert "float32[2, 4]" in inspected and "Operator functions: 2 distinct" in inspected
+
+
+def test_tvmc_format_and_target(tmp_path):
+    model = small_model(tmp_path, batch=2)
+    kiln("compile", model, "--target", "x86-64-v2", "-O", "0", "-o", tmp_path / "out", "--format", "tvmc")
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"mod.so", "mod.json", "mod.params"}
+    kiln("run", tmp_path / "out", "--fill-mode", "ones", "--outputs", tmp_path / "o.npz")
+    ones = np.ones((2, 4), np.float32)
+    want = np.maximum(ones @ (np.arange(12, dtype=np.float32).reshape(4, 3) / 10), 0)
+    np.testing.assert_allclose(np.load(tmp_path / "o.npz")["output_0"], want, rtol=1e-6)
+
+
+def test_unsupported_ops_are_all_listed_with_node_names(tmp_path):
+    model = save(tmp_path, [helper.make_node("Det", ["x"], ["a"], name="first"),
+                            helper.make_node("Relu", ["a"], ["b"], name="fine"),
+                            helper.make_node("Hardmax", ["b"], ["c"], name="second"),
+                            helper.make_node("Det", ["c"], ["y"], name="third")],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    result = kiln("compile", model, "-o", tmp_path / "m.so", check=False)
+    assert result.returncode == 1
+    assert "2 unsupported op types (Det, Hardmax)" in result.stderr
+    for node in ["'first' (Det)", "'second' (Hardmax)", "'third' (Det)"]:
+        assert node in result.stderr
+
+
+def test_bad_models_and_arguments_give_clear_errors(tmp_path):
+    (tmp_path / "garbage.onnx").write_bytes(b"this is not protobuf")
+    cases = [
+        (["compile", tmp_path / "garbage.onnx"], "not an ONNX model"),
+        (["compile", tmp_path / "missing.onnx"], "cannot open"),
+        (["compile", small_model(tmp_path), "--input-shapes", "y:[1,4]"], "names 'y', which is not an input of the model (its inputs are: x)"),
+        (["compile", small_model(tmp_path), "--input-shapes", "x:[2,5]"], "shape inference"),
+        (["compile", small_model(tmp_path), "-O", "7"], "-O must be 0 to 3"),
+        (["compile", small_model(tmp_path), "--bogus"], "unknown option '--bogus'"),
+        (["run", tmp_path / "nothing.so"], "does not exist"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+    ]
+    dangling = save(tmp_path, [helper.make_node("Relu", ["nowhere"], ["y"])],
+                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], name="dangling.onnx")
+    cases.append((["compile", dangling], "nowhere"))
+    for args, message in cases:
+        result = kiln(*args, check=False)
+        assert result.returncode != 0, args
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr and "terminate called" not in result.stderr
+
+
+def test_wrong_run_inputs_are_clear_errors(tmp_path):
+    kiln("compile", small_model(tmp_path, batch=2), "-o", tmp_path / "m.so")
+    np.savez(tmp_path / "wrong_name.npz", z=np.zeros((2, 4), np.float32))
+    np.savez(tmp_path / "wrong_shape.npz", x=np.zeros((3, 4), np.float32))
+    np.savez(tmp_path / "wrong_dtype.npz", x=np.zeros((2, 4), np.float64))
+    np.savez_compressed(tmp_path / "compressed.npz", x=np.zeros((2, 4), np.float32))
+    expect = {"wrong_name": "no input named 'z' (its inputs are: x, p0)",
+              "wrong_shape": "expected float32 of shape [2, 4], got float32 of shape [3, 4]",
+              "wrong_dtype": "got float64", "compressed": "numpy.savez (not savez_compressed)"}
+    for name, message in expect.items():
+        result = kiln("run", tmp_path / "m.so", "--inputs", tmp_path / f"{name}.npz", check=False)
+        assert result.returncode == 1 and message in result.stderr, (name, result.stderr)
