@@ -31,7 +31,9 @@ void WriteFile(const std::string& path, const std::string& data) {
 
 ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options, BuildReport* report) {
   runtime::Check(options.opt_level >= 0 && options.opt_level <= 3, "opt_level must be 0 to 3, got ", options.opt_level);
-  ir::Expr fused = transform::FuseOps(main);
+  transform::FuseOptions fuse;
+  fuse.max_depth = options.opt_level == 0 ? 1 : 256;  // as TVM: no fusion at opt level 0
+  ir::Expr fused = transform::FuseOps(main, fuse);
   GraphCodegenResult graph = GenerateGraph(fused, options.module_name);
   std::vector<SourceFile> sources;
   for (const OperatorFunction& f : graph.functions) {

@@ -1,7 +1,8 @@
-// FuseOps: for now every op call becomes a primitive function of its own (max_depth 1).
+// FuseOps: greedy grouping over the dataflow graph in topological order.
 #include "transform/fuse_ops.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/error.h"
 
@@ -11,14 +12,23 @@ using namespace ir;
 
 namespace {
 
-// fn [Primitive=1] (%p0, %p1, ...) { op(%p0, %p1, ...) } called with the call's arguments.
-Expr WrapInPrimitive(const CallNode& call, const std::vector<Expr>& args) {
-  std::vector<Expr> params;
-  for (size_t i = 0; i < args.size(); ++i) params.push_back(Var("p" + std::to_string(i), args[i]->type()));
-  Attrs attrs;
-  attrs.Set("Primitive", int64_t{1});
-  Expr function = Function(params, Call(*call.op, params, call.attrs), attrs);
-  return CallFunction(function, args);
+bool IsOpCall(const Expr& e) {
+  const auto* call = e->As<CallNode>();
+  return call != nullptr && call->op != nullptr;
+}
+
+OpPattern PatternOf(const Expr& e) { return e->As<CallNode>()->op->pattern; }
+
+struct Group {
+  std::vector<Expr> members;  // in topological order; the last one is the group's result
+  OpPattern anchor;           // the strongest pattern in the group
+};
+
+// Whether `op` (pattern p) may join a group whose strongest pattern is `anchor`.
+bool CanJoin(OpPattern anchor, OpPattern p) {
+  if (p > OpPattern::kInjective) return false;  // heavy, reduce and opaque ops start groups
+  if (anchor == OpPattern::kOutEWiseFusable || anchor == OpPattern::kCommReduce) return p <= OpPattern::kBroadcast;
+  return anchor <= OpPattern::kInjective;
 }
 
 }  // namespace
@@ -27,13 +37,86 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
   const auto* f = main->As<FunctionNode>();
   runtime::Check(f != nullptr, "FuseOps: expected a function");
   runtime::Check(options.max_depth >= 1, "FuseOps: max_depth must be at least 1, got ", options.max_depth);
-  Expr body = Rewrite(f->body, [](const Expr& original, const std::vector<Expr>& inputs) -> Expr {
-    const auto* call = original->As<CallNode>();
-    if (call == nullptr) return WithInputs(original, inputs);
-    runtime::Check(call->op != nullptr, "FuseOps: the main function already calls functions");
-    return WrapInPrimitive(*call, inputs);
-  });
-  return Function(f->params, body, f->attrs);
+  std::vector<Expr> order = PostOrder(f->body);
+
+  std::unordered_map<const ExprNode*, int> consumers;
+  for (const Expr& e : order) {
+    if (const auto* call = e->As<CallNode>()) {
+      runtime::Check(call->op != nullptr, "FuseOps: the main function already calls functions");
+    }
+    for (const Expr& input : Inputs(e)) ++consumers[input.get()];
+  }
+  std::unordered_set<const ExprNode*> outputs;
+  if (const auto* tuple = f->body->As<TupleNode>()) {
+    for (const Expr& field : tuple->fields) outputs.insert(field.get());
+  } else {
+    outputs.insert(f->body.get());
+  }
+
+  // Assign groups.
+  std::vector<Group> groups;
+  std::unordered_map<const ExprNode*, int> group_of;
+  for (const Expr& e : order) {
+    if (!IsOpCall(e)) continue;
+    OpPattern p = PatternOf(e);
+    int joined = -1;
+    for (const Expr& arg : e->As<CallNode>()->args) {
+      auto it = group_of.find(arg.get());
+      if (it == group_of.end()) continue;
+      Group& g = groups[it->second];
+      bool single_use = consumers[arg.get()] == 1 && outputs.count(arg.get()) == 0;
+      bool is_result = g.members.back() == arg;
+      if (single_use && is_result && CanJoin(g.anchor, p) && static_cast<int>(g.members.size()) < options.max_depth) {
+        joined = it->second;
+        break;
+      }
+    }
+    if (joined < 0) {
+      joined = static_cast<int>(groups.size());
+      groups.push_back({{}, p});
+    }
+    groups[joined].members.push_back(e);
+    groups[joined].anchor = std::max(groups[joined].anchor, p);
+    group_of[e.get()] = joined;
+  }
+
+  // Rebuild the main function with a primitive function per group.
+  std::unordered_map<const ExprNode*, Expr> rewritten;  // original node -> value in the new main
+  auto value_of = [&](const Expr& e) { return rewritten.at(e.get()); };
+  for (const Expr& e : order) {
+    if (!IsOpCall(e)) {
+      std::vector<Expr> inputs = Inputs(e);
+      for (Expr& input : inputs) input = value_of(input);
+      rewritten[e.get()] = WithInputs(e, inputs);
+      continue;
+    }
+    Group& g = groups[group_of.at(e.get())];
+    if (g.members.back() != e) continue;  // built when the group's result is reached
+    // Parameters: values from outside the group, in order of first use.
+    std::unordered_map<const ExprNode*, Expr> inner;  // original -> expression inside the function
+    std::vector<Expr> params, args;
+    std::unordered_set<const ExprNode*> in_group;
+    for (const Expr& m : g.members) in_group.insert(m.get());
+    for (const Expr& m : g.members) {
+      std::vector<Expr> member_args;
+      for (const Expr& arg : m->As<CallNode>()->args) {
+        if (in_group.count(arg.get()) == 0 && inner.count(arg.get()) == 0) {
+          Expr param = Var("p" + std::to_string(params.size()), arg->type());
+          inner[arg.get()] = param;
+          params.push_back(param);
+          args.push_back(value_of(arg));
+        }
+        member_args.push_back(inner.at(arg.get()));
+      }
+      const auto* call = m->As<CallNode>();
+      inner[m.get()] = Call(*call->op, member_args, call->attrs);
+    }
+    Attrs attrs;
+    attrs.Set("Primitive", int64_t{1});
+    Expr function = Function(params, inner.at(e.get()), attrs);
+    rewritten[e.get()] = CallFunction(function, args);
+  }
+  return Function(f->params, value_of(f->body), f->attrs);
 }
 
 }  // namespace kiln::transform

@@ -1,9 +1,15 @@
 // FuseOps: groups the op calls of the main function into primitive functions (Primitive=1), the
-// units that code generation compiles and the graph executor calls. Every op call ends up in
-// exactly one primitive function; variables, constants and tuples stay in the main function.
+// units that code generation compiles and the graph executor calls. Op patterns decide:
+//   - a heavy op (conv2d, dense, batch_matmul, pooling: out-elementwise-fusable) or a reduction
+//     starts a group and takes the elementwise/broadcast ops that follow it (bias, batch-norm
+//     scale and shift, residual add, activation) as its epilogue;
+//   - elementwise, broadcast and injective ops (reshape, transpose, ...) fuse into chains;
+//   - opaque ops (softmax, layer_norm, ...) stay alone.
+// An op joins its producer's group only when it is that producer's single consumer and the
+// producer is not a graph output, so every group has one result and no cycles can form.
 //
-// May run: on a type-correct main function whose body holds op calls only (no primitive
-// functions yet). After it, the main function calls only primitive functions.
+// May run: on a type-correct main function whose body holds op calls only. After it, the main
+// function calls only primitive functions.
 #pragma once
 
 #include "ir/expr.h"
@@ -12,7 +18,7 @@ namespace kiln::transform {
 
 struct FuseOptions {
   // The most ops in one primitive function; 1 puts every op in a function of its own.
-  int max_depth = 1;
+  int max_depth = 256;
 };
 
 ir::Expr FuseOps(const ir::Expr& main, const FuseOptions& options = {});

@@ -1,0 +1,136 @@
+// FuseOps: IR text before and the expected IR text after, including where it must not fuse.
+#include "transform/fuse_ops.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/text.h"
+#include "runtime/error.h"
+
+namespace kiln::transform {
+namespace {
+
+void ExpectFused(const std::string& before, const std::string& expected, FuseOptions options = {}) {
+  ir::Expr actual = FuseOps(ir::ParseFunction(before), options);
+  ir::Expr want = ir::ParseFunction(expected);
+  EXPECT_TRUE(ir::StructurallyEqual(actual, want)) << "got:\n" << ir::PrintFunction(actual) << "expected:\n"
+                                                   << ir::PrintFunction(want);
+}
+
+TEST(FuseOps, ConvTakesBiasResidualAddAndActivation) {
+  ExpectFused(R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32], %b: Tensor[(2), float32]) {
+    %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+    %1 = nn.bias_add(%0, %b);
+    %2 = add(%1, %x);
+    %3 = nn.relu(%2);
+    %3
+  })",
+              R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32], %b: Tensor[(2), float32]) {
+    %f = fn [Primitive=1] (%p0: Tensor[(1, 2, 4, 4), float32], %p1: Tensor[(2, 2, 3, 3), float32], %p2: Tensor[(2), float32]) {
+      %0 = nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1]);
+      %1 = nn.bias_add(%0, %p2);
+      %2 = add(%1, %p0);
+      %3 = nn.relu(%2);
+      %3
+    };
+    %r = %f(%x, %w, %b);
+    %r
+  })");
+}
+
+// exp has two consumers, so it ends its group; add joins the group of its first argument.
+TEST(FuseOps, AValueWithTwoConsumersEndsItsGroup) {
+  ExpectFused(R"(fn (%x: Tensor[(4), float32]) {
+    %0 = exp(%x);
+    %1 = nn.relu(%0);
+    %2 = sigmoid(%0);
+    %3 = add(%1, %2);
+    %3
+  })",
+              R"(fn (%x: Tensor[(4), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = exp(%p0); %0 };
+    %e = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = sigmoid(%p0); %0 };
+    %s = %f1(%e);
+    %f2 = fn [Primitive=1] (%p0: Tensor[(4), float32], %p1: Tensor[(4), float32]) { %0 = nn.relu(%p0); %1 = add(%0, %p1); %1 };
+    %r = %f2(%e, %s);
+    %r
+  })");
+}
+
+TEST(FuseOps, OpaqueOpsStandAloneAndHeavyOpsDoNotTakeInjectiveOps) {
+  ExpectFused(R"(fn (%x: Tensor[(2, 8), float32], %w: Tensor[(4, 8), float32]) {
+    %0 = nn.dense(%x, %w);
+    %1 = reshape(%0, newshape=[8]);
+    %2 = nn.softmax(%1);
+    %3 = multiply(%2, %2);
+    %3
+  })",
+              R"(fn (%x: Tensor[(2, 8), float32], %w: Tensor[(4, 8), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(2, 8), float32], %p1: Tensor[(4, 8), float32]) { %0 = nn.dense(%p0, %p1); %0 };
+    %d = %f0(%x, %w);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(2, 4), float32]) { %0 = reshape(%p0, newshape=[8]); %0 };
+    %r = %f1(%d);
+    %f2 = fn [Primitive=1] (%p0: Tensor[(8), float32]) { %0 = nn.softmax(%p0); %0 };
+    %s = %f2(%r);
+    %f3 = fn [Primitive=1] (%p0: Tensor[(8), float32]) { %0 = multiply(%p0, %p0); %0 };
+    %m = %f3(%s);
+    %m
+  })");
+}
+
+TEST(FuseOps, InjectiveChainsFuseAndGraphOutputsStayVisible) {
+  ExpectFused(R"(fn (%x: Tensor[(2, 3), float32]) {
+    %0 = transpose(%x);
+    %1 = reshape(%0, newshape=[6]);
+    %2 = negative(%1);
+    %3 = exp(%2);
+    (%2, %3)
+  })",
+              R"(fn (%x: Tensor[(2, 3), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(2, 3), float32]) {
+      %0 = transpose(%p0);
+      %1 = reshape(%0, newshape=[6]);
+      %2 = negative(%1);
+      %2
+    };
+    %n = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(6), float32]) { %0 = exp(%p0); %0 };
+    %e = %f1(%n);
+    (%n, %e)
+  })");
+}
+
+TEST(FuseOps, MaxDepthLimitsGroups) {
+  const char* chain = R"(fn (%x: Tensor[(4), float32]) {
+    %0 = exp(%x); %1 = negative(%0); %2 = abs(%1); %2
+  })";
+  FuseOptions one;
+  one.max_depth = 1;
+  ExpectFused(chain, R"(fn (%x: Tensor[(4), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = exp(%p0); %0 };
+    %a = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = negative(%p0); %0 };
+    %b = %f1(%a);
+    %f2 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = abs(%p0); %0 };
+    %c = %f2(%b);
+    %c
+  })", one);
+  FuseOptions two;
+  two.max_depth = 2;
+  ExpectFused(chain, R"(fn (%x: Tensor[(4), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = exp(%p0); %1 = negative(%0); %1 };
+    %a = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = abs(%p0); %0 };
+    %b = %f1(%a);
+    %b
+  })", two);
+  EXPECT_THROW(FuseOps(ir::ParseFunction(chain), FuseOptions{0}), runtime::Error);
+}
+
+TEST(FuseOps, RefusesAlreadyFusedFunctions) {
+  ir::Expr fused = FuseOps(ir::ParseFunction("fn (%x: Tensor[(4), float32]) { %0 = exp(%x); %0 }"));
+  EXPECT_THROW(FuseOps(fused), runtime::Error);
+}
+
+}  // namespace
+}  // namespace kiln::transform
