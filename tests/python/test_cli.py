@@ -48,7 +48,8 @@ def test_compile_run_inspect_with_symbolic_batch(tmp_path):
     assert "Execution time summary" in timed.stdout and "median (ms)" in timed.stdout
     assert "Top 2 of output 0" in timed.stdout and "Total" in timed.stdout
     inspected = kiln("inspect", tmp_path / "m.so").stdout
-    assert "float32[2, 4]" in inspected and "Operator functions: 2 distinct" in inspected
+    assert "float32[2, 4]" in inspected and "Operator functions: 1 distinct, 1 calls" in inspected
+    assert "tvmgen_default_fused_nn_dense_nn_relu" in inspected  # MatMul and Relu fused
 
 
 def test_tvmc_format_and_target(tmp_path):
