@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sstream>
+
 #include "backend/codegen/host_codegen.h"
+#include "backend/constant_evaluator.h"
 #include "backend/graph_codegen.h"
 #include "runtime/error.h"
 #include "runtime/graph_executor_factory.h"
-#include "transform/fuse_ops.h"
 
 namespace kiln::backend {
 namespace {
@@ -29,19 +31,26 @@ void WriteFile(const std::string& path, const std::string& data) {
 
 }  // namespace
 
-ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options, BuildReport* report) {
-  runtime::Check(options.opt_level >= 0 && options.opt_level <= 3, "opt_level must be 0 to 3, got ", options.opt_level);
-  transform::FuseOptions fuse;
-  fuse.max_depth = options.opt_level == 0 ? 1 : 256;  // as TVM: no fusion at opt level 0
-  ir::Expr fused = transform::FuseOps(main, fuse);
+ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options, BuildReport* report, std::ostream* log) {
+  int opt_level = options.pass_context.opt_level;
+  runtime::Check(opt_level >= 0 && opt_level <= 3, "opt_level must be 0 to 3, got ", opt_level);
+  BuildReport local;
+  BuildReport& r = report != nullptr ? *report : local;
+  for (const ir::Expr& e : ir::PostOrder(main->As<ir::FunctionNode>()->body)) {
+    if (const auto* call = e->As<ir::CallNode>(); call != nullptr && call->op != nullptr) ++r.imported_ops;
+  }
+  transform::PassEnvironment environment{options.pass_context, [&](const ir::Expr& function) {
+                                           return EvaluateConstantFunction(function, options.compiler);
+                                         }};
+  std::ostringstream discard;
+  ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
   GraphCodegenResult graph = GenerateGraph(fused, options.module_name);
   std::vector<SourceFile> sources;
   for (const OperatorFunction& f : graph.functions) {
     sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(f.symbol, f.function)});
   }
-  BuildReport local;
-  BuildReport& r = report != nullptr ? *report : local;
   r.primitive_functions = static_cast<int>(graph.functions.size());
+  for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
   r.planned_bytes = graph.planned_bytes;
   r.unshared_bytes = graph.unshared_bytes;
   std::vector<std::string> objects = CompileObjects(sources, options.compiler, &r.compile);

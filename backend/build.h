@@ -8,17 +8,22 @@
 #include "backend/compiler.h"
 #include "ir/expr.h"
 #include "runtime/params.h"
+#include "transform/pass_context.h"
+#include "transform/pipeline.h"
 
 namespace kiln::backend {
 
 struct BuildOptions {
-  int opt_level = 3;
+  transform::PassContext pass_context;  // opt level, required/disabled passes, config, printing
   std::string module_name = "default";
   CompilerOptions compiler;
 };
 
 struct BuildReport {
-  int primitive_functions = 0;
+  int imported_ops = 0;         // op calls before optimization
+  int primitive_functions = 0;  // distinct compiled operator functions
+  int primitive_calls = 0;      // operator calls in the graph
+  std::vector<transform::PassTiming> pass_timings;
   CompileReport compile;
   int64_t planned_bytes = 0;
   int64_t unshared_bytes = 0;
@@ -49,7 +54,9 @@ class ExecutorFactory {
   CompilerOptions compiler_;
 };
 
-// Optimizes, lowers and compiles `main`. Throws Error for what cannot be compiled.
-ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options = {}, BuildReport* report = nullptr);
+// Optimizes (the pass pipeline), lowers and compiles `main`; pass output (printed IR, timings)
+// goes to `log`. Throws Error for what cannot be compiled.
+ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options = {}, BuildReport* report = nullptr,
+                      std::ostream* log = nullptr);
 
 }  // namespace kiln::backend

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
+#include <set>
 
 #include "backend/build.h"
 #include "frontend/onnx/onnx_import.h"
@@ -21,7 +23,11 @@ const std::vector<OptionSpec> kOptions = {
     {"--input-shapes", "", true, "static input shapes: \"name:[1,3,224,224] other:[1,128]\""},
     {"--target", "", true, "native (default), an -march value (x86-64-v3, skylake-avx512, ...), or \"llvm -mcpu=CPU\""},
     {"--opt-level", "-O", true, "optimization level 0-3 (default 3)"},
-    {"--disabled-pass", "", true, "a pass not to run (repeatable)"},
+    {"--disabled-pass", "", true, "a pass not to run (repeatable; comma-separated lists too)"},
+    {"--required-pass", "", true, "a pass to run whatever the opt level (repeatable)"},
+    {"--pass-config", "", true, "a pass config key=value, e.g. relay.FuseOps.max_depth=8 (repeatable)"},
+    {"--print-ir-after", "", true, "print the IR after this pass, or after all (repeatable)"},
+    {"--print-pass-times", "", false, "print how long each pass took"},
     {"--output", "-o", true, "output library (.so), or directory with --format tvmc"},
     {"--format", "-f", true, "so (default): one library; tvmc: DIR/mod.so + mod.json + mod.params"},
     {"--help", "-h", false, "show this help"},
@@ -98,9 +104,31 @@ int CompileCommand(const std::vector<std::string>& args) {
     output = format == "so" ? stem + ".so" : stem + "_tvmc";
   }
   backend::BuildOptions options;
-  options.opt_level = cli.GetInt("--opt-level", 3);
+  transform::PassContext& passes = options.pass_context;
+  passes.opt_level = cli.GetInt("--opt-level", 3);
+  Check(passes.opt_level >= 0 && passes.opt_level <= 3, "-O must be 0 to 3, got ", passes.opt_level);
   options.compiler.march = MarchFor(cli.Get("--target", "native"));
-  Check(options.opt_level >= 0 && options.opt_level <= 3, "-O must be 0 to 3, got ", options.opt_level);
+  auto names = [&](const char* option) {
+    std::set<std::string> out;
+    for (const std::string& list : cli.GetAll(option)) {
+      for (size_t i = 0; i <= list.size();) {
+        size_t comma = std::min(list.find(',', i), list.size());
+        if (comma > i) out.insert(list.substr(i, comma - i));
+        i = comma + 1;
+      }
+    }
+    return out;
+  };
+  passes.disabled_passes = names("--disabled-pass");
+  passes.required_passes = names("--required-pass");
+  passes.print_ir_after = names("--print-ir-after");
+  passes.print_pass_times = cli.Has("--print-pass-times");
+  passes.CheckPassNames(transform::PassNames());
+  for (const std::string& entry : cli.GetAll("--pass-config")) {
+    size_t eq = entry.find('=');
+    Check(eq != std::string::npos, "--pass-config needs key=value, got '", entry, "'");
+    passes.SetConfig(entry.substr(0, eq), entry.substr(eq + 1));
+  }
 
   frontend::OnnxImportOptions import;
   for (const std::string& text : cli.GetAll("--input-shapes")) {
@@ -116,7 +144,7 @@ int CompileCommand(const std::vector<std::string>& args) {
   std::unique_ptr<backend::ExecutorFactory> factory;
   {
     ProgressStep step("generating and compiling operators");
-    factory = std::make_unique<backend::ExecutorFactory>(backend::Build(main, options, &report));
+    factory = std::make_unique<backend::ExecutorFactory>(backend::Build(main, options, &report, &std::cerr));
   }
   {
     ProgressStep step("linking " + output);
@@ -128,9 +156,10 @@ int CompileCommand(const std::vector<std::string>& args) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr,
-               "kiln: %s -> %s in %.1f s: %d operator functions (%d objects compiled, %d cached); "
-               "intermediate tensors: %s planned, %s unshared\n",
-               model.c_str(), output.c_str(), seconds, report.primitive_functions, report.compile.compiled,
+               "kiln: %s -> %s in %.1f s: %d ops imported, %d operator calls of %d distinct functions "
+               "(%d objects compiled, %d cached); intermediate tensors: %s planned, %s unshared\n",
+               model.c_str(), output.c_str(), seconds, report.imported_ops, report.primitive_calls,
+               report.primitive_functions, report.compile.compiled,
                report.compile.cached, HumanBytes(report.planned_bytes).c_str(), HumanBytes(report.unshared_bytes).c_str());
   return 0;
 }

@@ -1,0 +1,45 @@
+// Compile, load, run once.
+#include "backend/constant_evaluator.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "backend/codegen/host_codegen.h"
+#include "backend/graph_codegen.h"
+#include "runtime/error.h"
+#include "runtime/graph_executor.h"
+#include "runtime/module.h"
+#include "transform/fuse_ops.h"
+
+namespace kiln::backend {
+
+std::vector<runtime::NDArray> EvaluateConstantFunction(const ir::Expr& function, const CompilerOptions& options) {
+  GraphCodegenResult graph = GenerateGraph(transform::FuseOps(function), "fold");
+  std::vector<SourceFile> sources;
+  for (const OperatorFunction& f : graph.functions) {
+    sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(f.symbol, f.function)});
+  }
+  std::vector<std::string> objects = CompileObjects(sources, options);
+  static std::atomic<int> counter{0};
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("kiln_fold_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".so")).string();
+  LinkSharedLibrary(objects, "", path, options);
+  runtime::Module lib;
+  try {
+    lib = runtime::LoadModuleFromFile(path);
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
+  std::filesystem::remove(path);  // the loaded library stays mapped
+  runtime::GraphExecutor executor(graph.graph, lib);
+  executor.LoadParams(graph.params);
+  executor.Run();
+  std::vector<runtime::NDArray> values;
+  for (int i = 0; i < executor.NumOutputs(); ++i) values.push_back(executor.GetOutput(i).Clone());
+  return values;
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,54 @@
+// SimplifyInference.
+#include "transform/simplify_inference.h"
+
+#include "runtime/error.h"
+
+namespace kiln::transform {
+
+using namespace ir;
+
+namespace {
+
+Attrs Shape(const std::vector<int64_t>& shape) {
+  Attrs attrs;
+  attrs.Set("newshape", shape);
+  return attrs;
+}
+
+Expr Scalar(float value) { return FloatConstant({}, {value}); }
+
+// x * scale + shift with scale = gamma / sqrt(var + eps), shift = beta - mean * scale, laid
+// along `axis` of x.
+Expr ExpandBatchNorm(const CallNode& bn, const std::vector<Expr>& in) {
+  const TensorType& x = in[0]->type().tensor();
+  int axis = static_cast<int>(bn.attrs.GetInt("axis"));
+  if (axis < 0) axis += x.ndim();
+  Expr eps = Scalar(static_cast<float>(bn.attrs.GetFloat("epsilon")));
+  if (x.dtype != runtime::kFloat32) eps = Call("cast", {eps}, [&] { Attrs a; a.Set("dtype", DTypeToString(x.dtype)); return a; }());
+  Expr scale = Call("divide", {in[1], Call("sqrt", {Call("add", {in[4], eps})})});
+  Expr shift = Call("subtract", {in[2], Call("multiply", {in[3], scale})});
+  std::vector<int64_t> along(x.ndim() - axis, 1);
+  along[0] = x.shape[axis];
+  if (along.size() > 1) {
+    scale = Call("reshape", {scale}, Shape(along));
+    shift = Call("reshape", {shift}, Shape(along));
+  }
+  return Call("add", {Call("multiply", {in[0], scale}), shift});
+}
+
+}  // namespace
+
+Expr SimplifyInference(const Expr& main, const PassEnvironment&) {
+  const auto* f = main->As<FunctionNode>();
+  Expr body = Rewrite(f->body, [](const Expr& original, const std::vector<Expr>& inputs) -> Expr {
+    const auto* call = original->As<CallNode>();
+    if (call == nullptr || call->op == nullptr) return WithInputs(original, inputs);
+    const std::string& op = call->op->name;
+    if (op == "nn.dropout" || op == "copy") return inputs[0];
+    if (op == "nn.batch_norm") return ExpandBatchNorm(*call, inputs);
+    return WithInputs(original, inputs);
+  });
+  return Function(f->params, body, f->attrs);
+}
+
+}  // namespace kiln::transform
