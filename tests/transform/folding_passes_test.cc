@@ -1,0 +1,101 @@
+// FoldConstant and FoldScaleAxis: IR text before and expected after (constants computed by the
+// code generator, checked against values worked out by hand), and where they must not fire.
+#include "pass_test_util.h"
+#include "transform/fold_constant.h"
+#include "transform/fold_scale_axis.h"
+
+namespace kiln::transform {
+namespace {
+
+// transpose(sqrt([[1, 4], [9, 16]]) + [1, 2]) = transpose([[2, 4], [4, 6]]) = [[2, 4], [4, 6]].
+TEST(FoldConstant, EvaluatesLargestConstantSubgraphs) {
+  ExpectPass(FoldConstant, R"(fn (%x: Tensor[(2, 2), float32]) {
+    %a = const(Tensor[(2, 2), float32], [1, 4, 9, 16]);
+    %b = const(Tensor[(2), float32], [1, 2]);
+    %0 = sqrt(%a);
+    %1 = add(%0, %b);
+    %2 = transpose(%1);
+    %3 = multiply(%x, %2);
+    %4 = exp(%x);
+    (%3, %4)
+  })",
+             R"(fn (%x: Tensor[(2, 2), float32]) {
+    %c = const(Tensor[(2, 2), float32], [2, 4, 4, 6]);
+    %0 = multiply(%x, %c);
+    %1 = exp(%x);
+    (%0, %1)
+  })");
+}
+
+TEST(FoldConstant, WithoutAnEvaluatorOrAboveTheSizeLimitNothingChanges) {
+  const char* text = R"(fn (%x: Tensor[(2), float32]) {
+    %a = const(Tensor[(2), float32], [1, 4]); %0 = sqrt(%a); %1 = add(%x, %0); %1
+  })";
+  PassContext context;
+  ir::Expr f = ir::ParseFunction(text);
+  EXPECT_EQ(FoldConstant(f, PassEnvironment{context, nullptr}), f);
+  context.SetConfig("kiln.FoldConstant.max_elements", "1");
+  EXPECT_TRUE(ir::StructurallyEqual(FoldConstant(f, TestEnvironment(context)), f));
+}
+
+TEST(FoldScaleAxis, ChannelScaleMovesIntoConvWeightsAndBias) {
+  ExpectPass(FoldScaleAxis, R"(fn (%x: Tensor[(1, 1, 3, 3), float32]) {
+    %w = const(Tensor[(2, 1, 1, 1), float32], [1, 2]);
+    %b = const(Tensor[(2), float32], [3, 4]);
+    %s = const(Tensor[(2, 1, 1), float32], [10, 100]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.bias_add(%0, %b);
+    %2 = multiply(%1, %s);
+    %2
+  })",
+             R"(fn (%x: Tensor[(1, 1, 3, 3), float32]) {
+    %w = const(Tensor[(2, 1, 1, 1), float32], [1, 2]);
+    %b = const(Tensor[(2), float32], [3, 4]);
+    %s = const(Tensor[(2, 1, 1), float32], [10, 100]);
+    %0 = reshape(%s, newshape=[2, 1, 1, 1]);
+    %1 = multiply(%w, %0);
+    %2 = nn.conv2d(%x, %1);
+    %3 = reshape(%s, newshape=[2]);
+    %4 = multiply(%b, %3);
+    %5 = nn.bias_add(%2, %4);
+    %5
+  })");
+}
+
+TEST(FoldScaleAxis, DenseScaleAlongOutputs) {
+  ExpectPass(FoldScaleAxis, R"(fn (%x: Tensor[(1, 2), float32]) {
+    %w = const(Tensor[(3, 2), float32], [1, 2, 3, 4, 5, 6]);
+    %s = const(Tensor[(3), float32], [1, 2, 3]);
+    %0 = nn.dense(%x, %w);
+    %1 = multiply(%s, %0);
+    %1
+  })",
+             R"(fn (%x: Tensor[(1, 2), float32]) {
+    %w = const(Tensor[(3, 2), float32], [1, 2, 3, 4, 5, 6]);
+    %s = const(Tensor[(3), float32], [1, 2, 3]);
+    %0 = reshape(%s, newshape=[3, 1]);
+    %1 = multiply(%w, %0);
+    %2 = nn.dense(%x, %1);
+    %2
+  })");
+}
+
+TEST(FoldScaleAxis, DoesNotFireWhenIllegal) {
+  // The scale varies along the width, is not constant, or the conv has another use.
+  const char* text = R"(fn (%x: Tensor[(1, 1, 3, 3), float32], %v: Tensor[(2, 1, 1), float32]) {
+    %w = const(Tensor[(2, 1, 1, 1), float32], [1, 2]);
+    %s = const(Tensor[(1, 1, 3), float32], [1, 2, 3]);
+    %t = const(Tensor[(2, 1, 1), float32], [5, 6]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = multiply(%0, %s);
+    %2 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+    %3 = multiply(%2, %v);
+    %4 = nn.conv2d(%x, %w, strides=[2, 2]);
+    %5 = multiply(%4, %t);
+    (%1, %3, %5, %4)
+  })";
+  ExpectPass(FoldScaleAxis, text, text);
+}
+
+}  // namespace
+}  // namespace kiln::transform

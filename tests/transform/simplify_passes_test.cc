@@ -1,0 +1,128 @@
+// SimplifyInference, SimplifyExpr, EliminateCommonSubexpr and DeadCodeElimination: IR text
+// before and expected after, including where they must not fire.
+#include "pass_test_util.h"
+#include "transform/dead_code_elimination.h"
+#include "transform/eliminate_common_subexpr.h"
+#include "transform/simplify_expr.h"
+#include "transform/simplify_inference.h"
+
+namespace kiln::transform {
+namespace {
+
+TEST(SimplifyInference, BatchNormBecomesScaleAndShiftDropoutDisappears) {
+  ExpectPass(SimplifyInference, R"(fn (%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32], %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
+    %0 = nn.batch_norm(%x, %g, %b, %m, %v, epsilon=0.001);
+    %1 = nn.dropout(%0);
+    %1
+  })",
+             R"(fn (%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32], %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
+    %eps = const(Tensor[(), float32], [0.001]);
+    %0 = add(%v, %eps);
+    %1 = sqrt(%0);
+    %scale = divide(%g, %1);
+    %2 = multiply(%m, %scale);
+    %shift = subtract(%b, %2);
+    %s = reshape(%scale, newshape=[2, 1, 1]);
+    %t = reshape(%shift, newshape=[2, 1, 1]);
+    %3 = multiply(%x, %s);
+    %4 = add(%3, %t);
+    %4
+  })");
+}
+
+TEST(SimplifyInference, LeavesOtherOpsAlone) {
+  const char* text = "fn (%x: Tensor[(4), float32]) { %0 = nn.relu(%x); %1 = nn.softmax(%0); %1 }";
+  ExpectPass(SimplifyInference, text, text);
+}
+
+TEST(SimplifyExpr, ReshapeChainsTransposePairsAndIdentities) {
+  ExpectPass(SimplifyExpr, R"(fn (%x: Tensor[(2, 3, 4), float32]) {
+    %0 = reshape(%x, newshape=[6, 4]);
+    %1 = expand_dims(%0, axis=0);
+    %2 = squeeze(%1, axis=[0]);
+    %3 = reshape(%2, newshape=[24]);
+    %4 = transpose(%x, axes=[1, 0, 2]);
+    %5 = transpose(%4, axes=[1, 0, 2]);
+    %6 = transpose(%x, axes=[2, 0, 1]);
+    %7 = transpose(%6, axes=[0, 2, 1]);
+    %one = const(Tensor[(1), float32], [1]);
+    %zero = const(Tensor[(4), float32], [0, 0, 0, 0]);
+    %8 = multiply(%5, %one);
+    %9 = add(%zero, %8);
+    %10 = cast(%9, dtype="float32");
+    (%3, %10, %7)
+  })",
+             R"(fn (%x: Tensor[(2, 3, 4), float32]) {
+    %0 = reshape(%x, newshape=[24]);
+    %1 = transpose(%x, axes=[2, 1, 0]);
+    (%0, %x, %1)
+  })");
+}
+
+TEST(SimplifyExpr, KeepsWhatChangesValuesOrShapes) {
+  const char* text = R"(fn (%x: Tensor[(4), float32]) {
+    %ones = const(Tensor[(2, 4), float32], [1, 1, 1, 1, 1, 1, 1, 1]);
+    %0 = multiply(%x, %ones);
+    %two = const(Tensor[(1), float32], [2]);
+    %1 = add(%x, %two);
+    %2 = cast(%x, dtype="int64");
+    %3 = transpose(%0, axes=[1, 0]);
+    (%0, %1, %2, %3)
+  })";
+  ExpectPass(SimplifyExpr, text, text);
+}
+
+TEST(EliminateCommonSubexpr, MergesEqualCallsAndConstants) {
+  ExpectPass(EliminateCommonSubexpr, R"(fn (%x: Tensor[(3), float32]) {
+    %c0 = const(Tensor[(3), float32], [1, 2, 3]);
+    %c1 = const(Tensor[(3), float32], [1, 2, 3]);
+    %0 = add(%x, %c0);
+    %1 = add(%x, %c1);
+    %2 = exp(%0);
+    %3 = exp(%1);
+    %4 = clip(%x, a_min=0.0, a_max=1.0);
+    %5 = clip(%x, a_min=0.0, a_max=2.0);
+    (%2, %3, %4, %5)
+  })",
+             R"(fn (%x: Tensor[(3), float32]) {
+    %c = const(Tensor[(3), float32], [1, 2, 3]);
+    %0 = add(%x, %c);
+    %1 = exp(%0);
+    %2 = clip(%x, a_min=0.0, a_max=1.0);
+    %3 = clip(%x, a_min=0.0, a_max=2.0);
+    (%1, %1, %2, %3)
+  })");
+}
+
+TEST(EliminateCommonSubexpr, DifferentInputsStayApart) {
+  const char* text = R"(fn (%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {
+    %0 = exp(%x); %1 = exp(%y); %c = const(Tensor[(3), float32], [1, 2, 3]); %d = const(Tensor[(3), float32], [1, 2, 4]);
+    %2 = add(%0, %c); %3 = add(%0, %d); (%1, %2, %3)
+  })";
+  ExpectPass(EliminateCommonSubexpr, text, text);
+}
+
+TEST(DeadCodeElimination, TupleItemsAndUnusedPrimitiveParameters) {
+  ExpectPass(DeadCodeElimination, R"(fn (%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {
+    %t = (%x, %y);
+    %a = %t.1;
+    %f = fn [Primitive=1] (%p0: Tensor[(3), float32], %p1: Tensor[(3), float32]) { %0 = exp(%p1); %0 };
+    %r = %f(%x, %a);
+    %r
+  })",
+             R"(fn (%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {
+    %f = fn [Primitive=1] (%p1: Tensor[(3), float32]) { %0 = exp(%p1); %0 };
+    %r = %f(%y);
+    %r
+  })");
+}
+
+TEST(DeadCodeElimination, KeepsItemsOfComputedTuples) {
+  const char* text = R"(fn (%x: Tensor[(4), float32]) {
+    %s = split(%x, sections=[1, 3]); %a = %s.1; %a
+  })";
+  ExpectPass(DeadCodeElimination, text, text);
+}
+
+}  // namespace
+}  // namespace kiln::transform
