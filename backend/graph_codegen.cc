@@ -129,6 +129,17 @@ class GraphBuilder {
     node.name = node.func_name;
     node.attrs["func_name"] = node.func_name;
     node.attrs["flatten_data"] = "0";
+    // What the function computes, for `kiln inspect` (readers ignore extra string attributes).
+    std::string ops;
+    OpPattern anchor = OpPattern::kElemWise;
+    for (const Expr& inner : PostOrder(f->body)) {
+      const auto* op_call = inner->As<CallNode>();
+      if (op_call == nullptr || op_call->op == nullptr) continue;
+      ops += (ops.empty() ? "" : ",") + op_call->op->name;
+      anchor = std::max(anchor, op_call->op->pattern);
+    }
+    node.attrs["kiln_ops"] = ops;
+    node.attrs["kiln_pattern"] = OpPatternName(anchor);
     for (const Expr& arg : call->args) {
       for (const Entry& entry : EntriesOf(arg)) node.inputs.push_back({entry.node, entry.index, 0});
     }

@@ -47,15 +47,29 @@ int InspectCommand(const std::vector<std::string>& args) {
   for (const runtime::TensorInfo& info : exec.GetOutputInfo()) {
     std::printf("  %-24s %s\n", info.name.c_str(), TypeText(info.shape, info.dtype).c_str());
   }
-  std::map<std::string, int> calls;
+  struct FunctionInfo {
+    int calls = 0;
+    std::string pattern, ops;
+  };
+  std::map<std::string, FunctionInfo> functions;
   size_t op_nodes = 0;
   for (const runtime::GraphNode& node : g.nodes) {
     if (node.is_input()) continue;
     ++op_nodes;
-    ++calls[node.func_name];
+    FunctionInfo& info = functions[node.func_name];
+    ++info.calls;
+    auto attr = [&](const char* key) {
+      auto it = node.attrs.find(key);
+      return it == node.attrs.end() ? std::string("?") : it->second;
+    };
+    info.pattern = attr("kiln_pattern");
+    info.ops = attr("kiln_ops");
   }
-  std::printf("Operator functions: %zu distinct, %zu calls\n", calls.size(), op_nodes);
-  for (const auto& [name, count] : calls) std::printf("  %4d x %s\n", count, name.c_str());
+  std::printf("Operator functions: %zu distinct, %zu calls\n", functions.size(), op_nodes);
+  std::printf("  %5s  %-20s  %s\n", "calls", "pattern", "function (ops)");
+  for (const auto& [name, info] : functions) {
+    std::printf("  %5d  %-20s  %s (%s)\n", info.calls, info.pattern.c_str(), name.c_str(), info.ops.c_str());
+  }
   std::set<uint32_t> storage(g.storage_ids.begin(), g.storage_ids.end());
   std::printf("Memory plan: %zu entries in %zu storage buffers, %.2f MB allocated by the executor\n", g.num_entries(),
               storage.size(), exec.OwnedStorageBytes() / 1048576.0);
