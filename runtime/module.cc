@@ -31,6 +31,8 @@ std::vector<std::vector<size_t>> CheckImportTree(const std::vector<uint64_t>& ro
   std::vector<size_t> in_degree(num_modules, 0);
   for (size_t m = 0; m < num_modules; ++m) {
     if (row_ptr[m] > row_ptr[m + 1]) reader.FailAt("import tree row pointers decrease");
+  }
+  for (size_t m = 0; m < num_modules; ++m) {
     for (uint64_t j = row_ptr[m]; j < row_ptr[m + 1]; ++j) {
       if (children[j] >= num_modules) {
         reader.FailAt(StrCat("import tree: module ", m, " imports module ", children[j],
