@@ -1,5 +1,6 @@
 # kiln: `make` builds everything into build/, `make test` runs all tests (also under sanitizers
-# and the fuzzers briefly), `make demo` runs a model. Each installs what it needs first.
+# and the fuzzers briefly), `make demo` compiles and runs ResNet-18. Each installs what it needs
+# first (`make deps`: Debian packages, then the Python environment of scripts/python_env.sh).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
@@ -11,9 +12,11 @@ all: build
 
 deps:
 	@scripts/deps.sh
+	@scripts/python_env.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKILN_PYTHON=$$(scripts/python_env.sh --print-python) \
+	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: test-unit test-asan test-tsan test-fuzz
@@ -26,7 +29,7 @@ test-unit: build
 test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE python
 
 # The concurrency tests under ThreadSanitizer.
 test-tsan: deps
@@ -50,7 +53,7 @@ fuzz:
 	@$(MAKE) test-fuzz FUZZ_SECONDS=600
 
 demo: build
-	@./$(BUILD)/bin/kiln_runtime_demo $(BUILD)/lib/libkiln_test_model_good.so
+	@$$(scripts/python_env.sh --print-python) scripts/demo.py --kiln $(BUILD)/bin/kiln
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

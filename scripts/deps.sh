@@ -7,6 +7,7 @@ packages=(
   cmake g++ clang libclang-rt-14-dev  # compilers; clang for the fuzzers and its sanitizer runtimes
   libgtest-dev libgmock-dev           # tests
   nlohmann-json3-dev libdlpack-dev    # JSON, DLPack
+  libprotobuf-dev protobuf-compiler libonnx-dev  # the ONNX frontend
 )
 
 missing=()

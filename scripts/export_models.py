@@ -1,0 +1,123 @@
+"""Exports the model suite to ONNX (opset 14) with seeded random weights, once, into the model
+cache (${KILN_MODEL_CACHE:-~/.cache/kiln/models}/<name>.onnx). Nothing is downloaded: the
+torchvision architectures are built with weights=None. Batch-norm statistics are calibrated on
+random data and parameters that start at zero (classifier heads) are re-randomised, so that the
+outputs are not degenerate. Run with the Python of scripts/python_env.sh (Debian's PyTorch).
+
+    python scripts/export_models.py [--models resnet18,bert_2layer] [--list]
+"""
+import argparse
+import math
+import os
+import pathlib
+import time
+
+import torch
+
+CACHE = pathlib.Path(os.environ.get("KILN_MODEL_CACHE", pathlib.Path.home() / ".cache/kiln/models"))
+VISION = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "vit_b_16"]
+BERT = {"bert_base": 12, "bert_2layer": 2}
+HIDDEN, HEADS, FFN, VOCAB, SEQUENCE = 768, 12, 3072, 30522, 128
+
+
+class EncoderLayer(torch.nn.Module):
+    """A BERT encoder layer written with Linear/matmul/softmax so it exports to plain ONNX ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.query, self.key, self.value = (torch.nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
+        self.attention_out = torch.nn.Linear(HIDDEN, HIDDEN)
+        self.attention_norm = torch.nn.LayerNorm(HIDDEN, eps=1e-12)
+        self.intermediate = torch.nn.Linear(HIDDEN, FFN)
+        self.output = torch.nn.Linear(FFN, HIDDEN)
+        self.output_norm = torch.nn.LayerNorm(HIDDEN, eps=1e-12)
+
+    def forward(self, x):
+        batch, head_size = x.shape[0], HIDDEN // HEADS
+
+        def heads(t):
+            return t.view(batch, SEQUENCE, HEADS, head_size).transpose(1, 2)
+
+        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(head_size)
+        context = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(batch, SEQUENCE, HIDDEN)
+        x = self.attention_norm(x + self.attention_out(context))
+        return self.output_norm(x + self.output(torch.nn.functional.gelu(self.intermediate(x))))
+
+
+class BertEncoder(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(VOCAB, HIDDEN)
+        self.positions = torch.nn.Embedding(SEQUENCE, HIDDEN)
+        self.norm = torch.nn.LayerNorm(HIDDEN, eps=1e-12)
+        self.layers = torch.nn.ModuleList(EncoderLayer() for _ in range(layers))
+        for module in self.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                torch.nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, input_ids):
+        positions = torch.arange(SEQUENCE).unsqueeze(0)
+        x = self.norm(self.tokens(input_ids) + self.positions(positions))
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def vision_model(name):
+    import torchvision
+
+    model = getattr(torchvision.models, name)(weights=None)
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.momentum = None  # cumulative average over the calibration batches
+    model.train()
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn(8, 3, 224, 224))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 1 and float(p.abs().max()) == 0.0:
+                torch.nn.init.normal_(p, std=0.05)
+    return model.eval(), torch.randn(1, 3, 224, 224), "input"
+
+
+def export(name):
+    torch.manual_seed(0)
+    if name in BERT:
+        model, example, input_name = BertEncoder(BERT[name]).eval(), torch.randint(0, VOCAB, (1, SEQUENCE)), "input_ids"
+    else:
+        model, example, input_name = vision_model(name)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    target = CACHE / f"{name}.onnx"
+    temporary = CACHE / f".{name}.{os.getpid()}.onnx"
+    with torch.no_grad():
+        out = model(example)
+    # Outside no_grad: there torchvision's attention takes a fused fast path ONNX cannot express.
+    torch.onnx.export(model, example, str(temporary), opset_version=14, input_names=[input_name],
+                      output_names=["output"], do_constant_folding=True)
+    temporary.rename(target)
+    return float(out.std())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(VISION + list(BERT)))
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(VISION + list(BERT)))
+        return
+    torch.set_num_threads(os.cpu_count() or 1)
+    for name in args.models.split(","):
+        if name not in VISION and name not in BERT:
+            raise SystemExit(f"unknown model '{name}' (known: {', '.join(VISION + list(BERT))})")
+        if (CACHE / f"{name}.onnx").exists():
+            continue
+        start = time.time()
+        spread = export(name)
+        print(f"exported {name} in {time.time() - start:.1f} s (output std {spread:.3g})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

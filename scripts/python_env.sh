@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Python environment for the model suite (export, ONNX Runtime reference, pytest): Debian's
+# PyTorch 1.13 (apt, usable only from /usr/bin/python3) plus a venv that sees it
+# (--system-site-packages) and holds pinned onnx / onnxruntime / numpy / pytest from PyPI.
+# Idempotent and quiet when everything is in place.
+#   scripts/python_env.sh                  set up (if needed)
+#   scripts/python_env.sh --print-python   set up (if needed), then print the venv's python
+# The venv lives at ${KILN_VENV:-$HOME/.cache/kiln/venv}.
+set -euo pipefail
+
+venv=${KILN_VENV:-$HOME/.cache/kiln/venv}
+# numpy stays on 1.x: Debian's torch 1.13 is built against numpy 1.24's ABI.
+pins=(onnx==1.16.2 onnxruntime==1.19.2 numpy==1.26.4 pytest==8.3.3)
+apt_packages=(python3-torch python3-torchvision libopenblas0-openmp python3-venv)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+  echo "python_env: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# A stamp holding the pin list marks a complete venv; changing the pins reinstalls.
+stamp="$venv/.kiln-pins"
+if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]]; then
+  echo "python_env: setting up $venv (${pins[*]})" >&2
+  [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
+  "$venv/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, numpy' >&2
+  echo "${pins[*]}" >"$stamp"
+fi
+
+if [[ "${1:-}" == "--print-python" ]]; then
+  echo "$venv/bin/python"
+fi
