@@ -1,6 +1,8 @@
 """Single-op ONNX test cases for the frontend conformance test: each group is one ONNX model
 whose outputs are several variants (attribute combinations, shapes) of one op family, so one
 `kiln compile` covers them all. Inputs are seeded random; ONNX Runtime is the reference."""
+import zlib
+
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
@@ -14,7 +16,7 @@ class Group:
     def __init__(self, name, opset=14, rtol=1e-5):
         self.name, self.opset, self.rtol = name, opset, rtol
         self.inputs, self.inits, self.nodes, self.outputs, self.feeds = [], [], [], [], {}
-        self.rng = np.random.default_rng(abs(hash(name)) % (2**32))
+        self.rng = np.random.default_rng(zlib.crc32(name.encode()))  # the same inputs on every run
         self.count = 0
 
     def fresh(self, prefix):
@@ -54,8 +56,8 @@ class Group:
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)], ir_version=8)
 
 
-def conv():
-    g = Group("conv", rtol=1e-4)
+def conv(opset=14):
+    g = Group("conv", opset, rtol=1e-4)
     x = g.input((1, 4, 9, 9))
     g.node("Conv", [x, g.weight((6, 4, 3, 3)), g.weight((6,))], pads=[1, 1, 1, 1])
     g.node("Conv", [x, g.weight((5, 4, 3, 3))], strides=[2, 2])
@@ -68,8 +70,8 @@ def conv():
     return g
 
 
-def pooling():
-    g = Group("pool")
+def pooling(opset=14):
+    g = Group("pool", opset)
     x = g.input((2, 3, 10, 11))
     g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
@@ -83,29 +85,30 @@ def pooling():
     return g
 
 
-def normalization():
-    g = Group("normalization", opset=17, rtol=1e-4)
+def normalization(opset=17):
+    g = Group("normalization", opset, rtol=1e-4)
     x = g.input((2, 5, 4, 3))
     var = g.const(g.rng.uniform(0.5, 2.0, 5))
     g.node("BatchNormalization", [x, g.weight((5,)), g.weight((5,)), g.weight((5,)), var], epsilon=1e-3)
     t = g.input((2, 7, 16))
-    g.node("LayerNormalization", [t, g.weight((16,)), g.weight((16,))], axis=-1, epsilon=1e-5)
-    g.node("LayerNormalization", [t, g.weight((16,))], axis=2)
+    if opset >= 17:  # LayerNormalization is new in opset 17
+        g.node("LayerNormalization", [t, g.weight((16,)), g.weight((16,))], axis=-1, epsilon=1e-5)
+        g.node("LayerNormalization", [t, g.weight((16,))], axis=2)
     g.node("Softmax", [t], axis=1)
     g.node("Softmax", [t], axis=-1)
     return g
 
 
-def softmax_opset11():
-    g = Group("softmax11", opset=11)
+def softmax_opset11(opset=11):
+    g = Group("softmax11", opset)
     t = g.input((2, 3, 4))
     g.node("Softmax", [t], axis=1)  # before opset 13: over the input flattened at axis 1
     g.node("Softmax", [t])
     return g
 
 
-def matmul():
-    g = Group("matmul", rtol=1e-4)
+def matmul(opset=14):
+    g = Group("matmul", opset, rtol=1e-4)
     a2, a3, a4 = g.input((5, 8)), g.input((3, 5, 8)), g.input((2, 3, 5, 8))
     g.node("MatMul", [a2, g.weight((8, 6))])
     g.node("MatMul", [a3, g.weight((8, 6))])
@@ -121,8 +124,8 @@ def matmul():
     return g
 
 
-def elementwise():
-    g = Group("elementwise")
+def elementwise(opset=14):
+    g = Group("elementwise", opset)
     a, b, c = g.input((2, 3, 4)), g.input((3, 1)), g.input((4,))
     for op in ["Add", "Sub", "Mul", "Div"]:
         g.node(op, [a, b])
@@ -146,8 +149,8 @@ def elementwise():
     return g
 
 
-def compare_and_cast():
-    g = Group("compare")
+def compare_and_cast(opset=14):
+    g = Group("compare", opset)
     a, b = g.input((3, 4)), g.input((1, 4))
     for op in ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]:
         g.node(op, [g.input((3, 4), np.int64), g.input((4,), np.int64)])
@@ -158,8 +161,8 @@ def compare_and_cast():
     return g
 
 
-def shapes():
-    g = Group("shapes")
+def shapes(opset=14):
+    g = Group("shapes", opset)
     x = g.input((2, 3, 4, 5))
     g.node("Reshape", [x, g.const([0, -1, 5], np.int64)])
     g.node("Reshape", [x, g.const([6, 20], np.int64)])
@@ -198,8 +201,8 @@ def shapes():
     return g
 
 
-def reductions():
-    g = Group("reduce", rtol=1e-5)
+def reductions(opset=14):
+    g = Group("reduce", opset, rtol=1e-5)
     x = g.input((3, 4, 5))
     g.node("ReduceMean", [x], axes=[-1], keepdims=1)
     g.node("ReduceMean", [x], axes=[0, 2], keepdims=0)
@@ -211,4 +214,31 @@ def reductions():
     return g
 
 
-GROUPS = [conv, pooling, normalization, softmax_opset11, matmul, elementwise, compare_and_cast, shapes, reductions]
+def attribute_forms_before_opset13(opset=11):
+    """Ops whose axes/splits were attributes before opset 13 (inputs from 13 on)."""
+    g = Group("attribute_forms", opset, rtol=1e-5)
+    x = g.input((2, 3, 4, 5))
+    g.node("Squeeze", [g.input((1, 3, 1, 2))], axes=[0, -2])
+    g.node("Unsqueeze", [x], axes=[0, 5])
+    g.node("ReduceSum", [x], axes=[1, -1], keepdims=0)
+    g.node("ReduceSum", [x], keepdims=1)
+    g.node("Split", [x], n_outputs=2, axis=1, split=[1, 2])
+    g.node("Split", [x], n_outputs=2, axis=-1, split=[3, 2])
+    g.node("Softmax", [x], axis=2)
+    g.node("Dropout", [x])
+    return g
+
+
+# Each group with the opsets it is built at: the model suite's ops over opsets 11 to 17.
+GROUPS = [
+    (conv, [11, 14, 17]),
+    (pooling, [11, 17]),
+    (normalization, [11, 14, 17]),
+    (softmax_opset11, [11, 12]),
+    (attribute_forms_before_opset13, [11, 12]),
+    (matmul, [11, 17]),
+    (elementwise, [13, 17]),
+    (compare_and_cast, [13, 17]),
+    (shapes, [13, 17]),
+    (reductions, [13, 17]),
+]

@@ -26,9 +26,12 @@ def run_kiln(tmp_path, model, feeds):
     return [out[f"output_{i}"] for i in range(len(out.files))]
 
 
-@pytest.mark.parametrize("make_group", onnx_op_cases.GROUPS, ids=lambda f: f.__name__)
-def test_op_family_matches_onnxruntime(tmp_path, make_group):
-    group = make_group()
+CASES = [(make_group, opset) for make_group, opsets in onnx_op_cases.GROUPS for opset in opsets]
+
+
+@pytest.mark.parametrize("make_group,opset", CASES, ids=[f"{f.__name__}-opset{o}" for f, o in CASES])
+def test_op_family_matches_onnxruntime(tmp_path, make_group, opset):
+    group = make_group(opset)
     model = group.model()
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = session.run(None, group.feeds)
