@@ -22,6 +22,21 @@ constexpr size_t kMaxDims = 64;
 
 const char* KindOf(const json& value) { return value.type_name(); }
 
+// A value quoted in an error message. Unlike dump(), which recurses once per nesting level (and
+// so overflows the stack on hostile input such as 100000 nested arrays), this stops a few levels
+// down and after a few elements.
+std::string Show(const json& value, int depth = 0) {
+  if (value.is_object()) return "{...}";
+  if (!value.is_array()) return value.dump();
+  if (depth == 4) return "[...]";
+  std::string text = "[";
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (i == 16) return text + ",...]";
+    text += (i > 0 ? "," : "") + Show(value[i], depth + 1);
+  }
+  return text + "]";
+}
+
 const json& Field(const json& object, const char* key, const std::string& where) {
   auto it = object.find(key);
   if (it == object.end()) Bad(where, StrCat("missing field '", key, "'"));
@@ -34,7 +49,7 @@ const json& ArrayOf(const json& value, const std::string& where) {
 }
 
 uint32_t Id(const json& value, const std::string& where) {
-  if (!value.is_number_integer()) Bad(where, StrCat("expected a non-negative integer, got ", value.dump()));
+  if (!value.is_number_integer()) Bad(where, StrCat("expected a non-negative integer, got ", Show(value)));
   int64_t id = value.get<int64_t>();
   if (id < 0 || id >= kMaxId) Bad(where, StrCat("id ", id, " is out of range"));
   return static_cast<uint32_t>(id);
@@ -60,7 +75,7 @@ uint32_t CountAttr(const std::map<std::string, std::string>& attrs, const char* 
 GraphEntryRef Entry(const json& value, const std::string& where) {
   ArrayOf(value, where);
   if (value.size() != 2 && value.size() != 3) {
-    Bad(where, StrCat("expected [node_id, index] or [node_id, index, version], got ", value.dump()));
+    Bad(where, StrCat("expected [node_id, index] or [node_id, index, version], got ", Show(value)));
   }
   GraphEntryRef e;
   e.node_id = Id(value[0], where + " node_id");
@@ -158,7 +173,7 @@ void ParseAttrs(const json& attrs, Graph& graph) {
     std::vector<int64_t> shape;
     for (const json& d : dims) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0) {
-        Bad(where, StrCat("dimension ", d.dump(), " is not a non-negative integer"));
+        Bad(where, StrCat("dimension ", Show(d), " is not a non-negative integer"));
       }
       shape.push_back(d.get<int64_t>());
     }
@@ -168,8 +183,9 @@ void ParseAttrs(const json& attrs, Graph& graph) {
   const json& dtypes = AttrValues(attrs, "dltype", "list_str", num_entries, true);
   for (size_t e = 0; e < num_entries; ++e) {
     std::string where = StrCat("attrs.dltype of entry ", e);
+    std::string text = String(dtypes[e], where);
     try {
-      graph.dtypes.push_back(ParseDType(String(dtypes[e], where)));
+      graph.dtypes.push_back(ParseDType(text));
     } catch (const Error& error) {
       Bad(where, error.what());
     }

@@ -105,10 +105,14 @@ Module ProcessModuleBlob(std::string_view payload, const Module& lib) {
   uint64_t count = reader.ReadCount("entry count", sizeof(uint64_t));
   std::vector<Module> modules;
   std::vector<uint64_t> row_ptr, children;
-  bool has_tree = false;
+  bool has_tree = false, has_lib = false;
   for (uint64_t i = 0; i < count; ++i) {
     std::string key = reader.ReadString("entry type key");
     if (key == kLibKey) {
+      // Like TVM: all compiled code is one library. Two entries would be one module at two
+      // places in the tree, so a tree could make it import itself (a reference cycle).
+      if (has_lib) reader.FailAt("more than one '_lib' entry");
+      has_lib = true;
       modules.push_back(lib);
     } else if (key == kImportTreeKey) {
       if (has_tree) reader.FailAt("more than one import tree");

@@ -1,6 +1,9 @@
 // Typed access to packed arguments and the owned return value.
 #include "runtime/packed_func.h"
 
+#include <unordered_set>
+#include <vector>
+
 #include "runtime/error.h"
 #include "runtime/module.h"
 
@@ -160,9 +163,21 @@ PackedFunc Module::GetFunction(const std::string& name, bool query_imports) cons
   Check(defined(), "GetFunction('", name, "') on an empty module");
   PackedFunc f = node_->GetFunction(name);
   if (f || !query_imports) return f;
-  for (const Module& import : node_->imports()) {
-    f = import.GetFunction(name, true);
+  // Depth first through the imports in order, as TVM does, but each module of the import DAG
+  // once: a crafted blob of shared imports cannot make a failed lookup take exponential time.
+  std::unordered_set<const ModuleNode*> visited{node_.get()};
+  std::vector<const Module*> pending;
+  auto push_imports = [&pending](const ModuleNode& node) {
+    for (auto it = node.imports().rbegin(); it != node.imports().rend(); ++it) pending.push_back(&*it);
+  };
+  push_imports(*node_);
+  while (!pending.empty()) {
+    const Module& module = *pending.back();
+    pending.pop_back();
+    if (!visited.insert(module.node_.get()).second) continue;
+    f = module.node_->GetFunction(name);
     if (f) return f;
+    push_imports(*module.node_);
   }
   return f;
 }

@@ -51,7 +51,11 @@ ArrayHeader ReadArrayHeader(ByteReader& reader) {
   dtype.lanes = reader.Read<uint16_t>("array dtype lanes");
   bool known_code = dtype.code == kDLInt || dtype.code == kDLUInt || dtype.code == kDLFloat ||
                     dtype.code == kDLBfloat;
-  if (!known_code || dtype.bits == 0 || dtype.lanes != 1) {
+  // The widths ParseDType accepts: no float7 or bfloat32 arrays that no graph could use.
+  bool valid_bits = dtype.code == kDLFloat    ? dtype.bits == 16 || dtype.bits == 32 || dtype.bits == 64
+                    : dtype.code == kDLBfloat ? dtype.bits == 16
+                                              : dtype.bits != 0;
+  if (!known_code || !valid_bits || dtype.lanes != 1) {
     reader.FailAt(StrCat("array has an unknown dtype (code ", int{dtype.code}, ", bits ",
                          int{dtype.bits}, ", lanes ", dtype.lanes, ")"));
   }
