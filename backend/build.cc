@@ -1,8 +1,15 @@
 // The build pipeline and export.
 #include "backend/build.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <sstream>
 
@@ -31,7 +38,47 @@ void WriteFile(const std::string& path, const std::string& data) {
 
 }  // namespace
 
-ExecutorFactory Build(const ir::Expr& main, const BuildOptions& options, BuildReport* report, std::ostream* log) {
+ir::Expr BindParams(const ir::Expr& main, const runtime::NamedArrays& params) {
+  if (params.empty()) return main;
+  const auto* function = main->As<ir::FunctionNode>();
+  runtime::Check(function != nullptr, "build: main is not a function");
+  std::map<std::string, const runtime::NDArray*> values;
+  for (const auto& [name, value] : params) {
+    runtime::Check(value.defined(), "build: param '", name, "' has no value");
+    runtime::Check(values.emplace(name, &value).second, "build: param '", name, "' is given twice");
+  }
+  std::map<const ir::ExprNode*, ir::Expr> constants;
+  std::vector<ir::Expr> kept;
+  std::string names;
+  for (const ir::Expr& param : function->params) {
+    const std::string& name = param->As<ir::VarNode>()->name;
+    names += (names.empty() ? "" : ", ") + name;
+    auto it = values.find(name);
+    if (it == values.end()) {
+      kept.push_back(param);
+      continue;
+    }
+    ir::Expr constant = ir::Constant(it->second->Clone());  // later changes to the array do not leak in
+    runtime::Check(constant->type() == param->type(), "build: param '", name, "' is ", constant->type().ToString(),
+                   " but main's parameter of that name is ", param->type().ToString());
+    constants[param.get()] = constant;
+    values.erase(it);
+  }
+  if (!values.empty()) {
+    runtime::Fail("build: main has no parameter '", values.begin()->first, "' (parameters: ", names, ")");
+  }
+  ir::Expr body = ir::Rewrite(function->body, [&](const ir::Expr& original, const std::vector<ir::Expr>& inputs) {
+    auto it = constants.find(original.get());
+    return it != constants.end() ? it->second : ir::WithInputs(original, inputs);
+  });
+  return ir::Function(std::move(kept), std::move(body), function->attrs);
+}
+
+ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options, BuildReport* report,
+                      std::ostream* log) {
+  runtime::Check(unbound_main != nullptr && unbound_main->As<ir::FunctionNode>() != nullptr,
+                 "build: main is not a function");
+  ir::Expr main = BindParams(unbound_main, options.params);
   int opt_level = options.pass_context.opt_level;
   runtime::Check(opt_level >= 0 && opt_level <= 3, "opt_level must be 0 to 3, got ", opt_level);
   BuildReport local;
@@ -62,6 +109,27 @@ void ExecutorFactory::ExportLibrary(const std::string& path) const {
   runtime::Module code(std::make_shared<CompiledCode>());
   runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, code);
   LinkSharedLibrary(objects_, runtime::SerializeModuleBlob(factory), path, compiler_);
+}
+
+runtime::Module ExecutorFactory::Load() const {
+  static std::atomic<uint64_t> counter{0};
+  // Unique per process and call, so dlopen never mistakes it for a library loaded before.
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("kiln_load_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_XXXXXX.so"))
+                         .string();
+  int fd = mkstemps(path.data(), 3);
+  runtime::Check(fd >= 0, "cannot create a temporary library '", path, "': ", std::strerror(errno));
+  close(fd);
+  std::error_code ignored;
+  try {
+    ExportLibrary(path);
+    runtime::Module module = runtime::LoadModuleFromFile(path);
+    std::filesystem::remove(path, ignored);
+    return module;
+  } catch (...) {
+    std::filesystem::remove(path, ignored);
+    throw;
+  }
 }
 
 void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {

@@ -7,6 +7,7 @@
 
 #include "backend/compiler.h"
 #include "ir/expr.h"
+#include "runtime/module.h"
 #include "runtime/params.h"
 #include "transform/pass_context.h"
 #include "transform/pipeline.h"
@@ -17,6 +18,10 @@ struct BuildOptions {
   transform::PassContext pass_context;  // opt level, required/disabled passes, config, printing
   std::string module_name = "default";
   CompilerOptions compiler;
+  // Values for parameters of `main`, by name (TVM's relay.build params): each becomes a constant
+  // and is no longer an input. A name main has no parameter of, or a value of another shape or
+  // dtype, is an Error.
+  runtime::NamedArrays params;
 };
 
 struct BuildReport {
@@ -45,6 +50,9 @@ class ExecutorFactory {
   void ExportLibrary(const std::string& path) const;
   // The three-file form: <dir>/mod.so (operators only), mod.json, mod.params (tvmc's layout).
   void ExportThreeFiles(const std::string& directory) const;
+  // The module ExportLibrary + LoadModuleFromFile would give, without a file to keep: the library
+  // is linked to a unique temporary file, loaded and the file removed (the code stays mapped).
+  runtime::Module Load() const;
 
  private:
   std::string graph_json_;
@@ -53,6 +61,9 @@ class ExecutorFactory {
   std::string module_name_;
   CompilerOptions compiler_;
 };
+
+// `main` with the named parameters replaced by constants (see BuildOptions::params).
+ir::Expr BindParams(const ir::Expr& main, const runtime::NamedArrays& params);
 
 // Optimizes (the pass pipeline), lowers and compiles `main`; pass output (printed IR, timings)
 // goes to `log`. Throws Error for what cannot be compiled.

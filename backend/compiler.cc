@@ -28,7 +28,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The kernel library sources, compiled into every model library.
-const char* const kKernelSources[] = {"support.cc", "gemm.cc", "conv2d.cc", "pool.cc", "normalization.cc"};
+const char* const kKernelSources[] = {"support.cc", "gemm.cc",        "conv2d.cc",       "conv2d_nchwc.cc",
+                                      "pool.cc",    "pool_nchwc.cc", "normalization.cc"};
 
 std::string Compiler(const CompilerOptions& options) {
   if (!options.cxx.empty()) return options.cxx;
@@ -125,8 +126,8 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
   }
   // Kernel headers are part of every object's content.
   std::string headers;
-  for (const char* header : {"kernels/kernels.h", "kernels/backend_api.h", "include/kiln/c_backend_api.h",
-                             "include/kiln/c_runtime_api.h"}) {
+  for (const char* header : {"kernels/kernels.h", "kernels/backend_api.h", "kernels/simd.h",
+                             "include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"}) {
     headers += runtime::ReadFile(std::string(KILN_SOURCE_DIR "/") + header);
   }
   std::string cxx = Compiler(options);

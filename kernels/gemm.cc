@@ -1,6 +1,6 @@
 // Matrix product with plain cache-blocked loops (the inner loop vectorizes); rows and column
 // blocks of C are split across threads. Transposed operands are copied into row-major
-// workspace first.
+// workspace first, except a transposed B against a few rows of A (dot products).
 #include <algorithm>
 #include <cstring>
 
@@ -43,6 +43,39 @@ void GemmTiles(int64_t begin, int64_t end, void* context) {
   }
 }
 
+// Few rows times a transposed B (a dense layer at batch 1): each C[i, j] is a dot product of
+// two contiguous rows, so B is read once and never copied. Eight partial sums per dot product
+// let the compiler vectorize without reassociating floating point.
+constexpr int64_t kMaxDotRows = 4;
+
+struct DotJob {
+  int64_t m, k;
+  const float* a;
+  int64_t lda;
+  const float* b;  // [n, k]
+  int64_t ldb;
+  float* c;
+  int64_t ldc;
+};
+
+void DotColumns(int64_t begin, int64_t end, void* context) {
+  const auto& g = *static_cast<const DotJob*>(context);
+  for (int64_t j = begin; j < end; ++j) {
+    const float* b = g.b + j * g.ldb;
+    for (int64_t i = 0; i < g.m; ++i) {
+      const float* a = g.a + i * g.lda;
+      float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int64_t kk = 0;
+      for (; kk + 8 <= g.k; kk += 8) {
+        for (int lane = 0; lane < 8; ++lane) partial[lane] += a[kk + lane] * b[kk + lane];
+      }
+      float sum = ((partial[0] + partial[1]) + (partial[2] + partial[3])) + ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+      for (; kk < g.k; ++kk) sum += a[kk] * b[kk];
+      g.c[i * g.ldc + j] = sum;
+    }
+  }
+}
+
 // dst[cols, rows] = src[rows, cols]^T with row stride ld.
 void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -54,6 +87,11 @@ void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* 
 
 void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b,
           int64_t ldb, bool b_transposed, float* c, int64_t ldc) {
+  if (b_transposed && !a_transposed && m <= kMaxDotRows) {
+    DotJob job{m, k, a, lda, b, ldb, c, ldc};
+    ParallelFor(n, DotColumns, &job);
+    return;
+  }
   Workspace a_copy(a_transposed ? m * k * sizeof(float) : 0);
   Workspace b_copy(b_transposed ? k * n * sizeof(float) : 0);
   if (a_transposed) {  // a is [k, m]

@@ -35,6 +35,43 @@ struct Pool2DParams {
 void MaxPool2D(const Pool2DParams& p, const float* data, float* out);
 void AvgPool2D(const Pool2DParams& p, const float* data, float* out);
 
+// ---- Blocked layouts (conv2d_nchwc.cc, pool_nchwc.cc) ---------------------------------------
+// Data in NCHW[x]c is [N, C / x, H, W, x]; x = 1 is plain NCHW. Convolution weights are
+// [O / ob, C / ib, KH, KW, ib, ob] ("OIHW{ib}i{ob}o") with ib the data's block, or for a
+// depthwise convolution (groups == C == O, ib == ob) [O / ob, 1, KH, KW, 1, ob]. The output
+// block ob is 8 or 16.
+
+// An elementwise op applied to a convolution's result while it is in registers, in order:
+// result = op(result, operand), or for kReverseSubtract operand - result.
+struct EpilogueStep {
+  enum Op : int { kAdd, kSubtract, kReverseSubtract, kMultiply, kMaximum, kMinimum, kRelu, kClip, kSwish };
+  enum Operand : int {
+    kNone,     // relu, clip, swish (x * sigmoid(x))
+    kScalar,   // data[0]
+    kChannel,  // data[o]: one value per output channel (a [O] or [1, O / ob, 1, 1, ob] tensor)
+    kTensor,   // data of the output's shape and layout (e.g. a residual)
+  };
+  Op op;
+  Operand operand;
+  const float* data;
+  float lo, hi;  // kClip bounds
+};
+
+struct Conv2DNCHWcParams {
+  int64_t batch, in_channels, in_height, in_width, in_block;
+  int64_t out_channels, out_block, kernel_height, kernel_width, out_height, out_width;
+  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  bool depthwise;
+};
+// out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)). Returns non-zero (with the error
+// message set) when the parameters are not a supported form.
+int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
+                const EpilogueStep* epilogue, int epilogue_size);
+
+// Pooling of NCHW[block]c data: Pool2DParams::batch_channels counts planes (N * C / block).
+void MaxPool2DNCHWc(const Pool2DParams& p, int64_t block, const float* data, float* out);
+void AvgPool2DNCHWc(const Pool2DParams& p, int64_t block, const float* data, float* out);
+
 // Over `inner` contiguous rows of length `axis_size`, each repeated `outer` times with stride:
 // data is [outer, axis_size, inner].
 void Softmax(int64_t outer, int64_t axis_size, int64_t inner, const float* data, float* out);

@@ -26,9 +26,45 @@ struct Group {
 
 // Whether `op` (pattern p) may join a group whose strongest pattern is `anchor`.
 bool CanJoin(OpPattern anchor, OpPattern p) {
-  if (p > OpPattern::kInjective) return false;  // heavy, reduce and opaque ops start groups
+  // A reduction takes elementwise and injective producers as its input stage.
+  if (p == OpPattern::kCommReduce) return anchor <= OpPattern::kInjective;
+  if (p > OpPattern::kInjective) return false;  // heavy and opaque ops start groups
   if (anchor == OpPattern::kOutEWiseFusable || anchor == OpPattern::kCommReduce) return p <= OpPattern::kBroadcast;
   return anchor <= OpPattern::kInjective;
+}
+
+constexpr size_t kMaxDiamond = 8;  // ops between a value and the op where its readers meet again
+
+// The ops from the readers of `value` (read more than once) up to the first op where every path
+// from `value` meets again, in topological order, when they form such a diamond: only the last
+// is read from outside it (or is a graph output). Then no op outside depends on `value` except
+// through the last, so the diamond and `value`'s group make one group without a cycle. Empty
+// otherwise. x * sigmoid(x) is the common case.
+std::vector<Expr> Diamond(const Expr& value, const std::vector<Expr>& order,
+                          const std::unordered_map<const ExprNode*, size_t>& position,
+                          const std::unordered_map<const ExprNode*, int>& consumers,
+                          const std::unordered_set<const ExprNode*>& outputs) {
+  std::unordered_map<const ExprNode*, int> open;  // values with readers not reached yet
+  open[value.get()] = consumers.at(value.get());
+  std::vector<Expr> region;
+  for (size_t i = position.at(value.get()) + 1; i < order.size() && region.size() < kMaxDiamond; ++i) {
+    const Expr& e = order[i];
+    bool reads_open = false;
+    for (const Expr& input : Inputs(e)) reads_open = reads_open || open.count(input.get()) != 0;
+    if (!reads_open) continue;
+    if (!IsOpCall(e)) return {};
+    for (const Expr& input : Inputs(e)) {
+      auto it = open.find(input.get());
+      if (it != open.end() && --it->second == 0) open.erase(it);
+    }
+    region.push_back(e);
+    if (open.empty()) return region;  // all paths meet in e
+    if (outputs.count(e.get()) != 0) return {};           // read from outside before they meet
+    auto readers = consumers.find(e.get());
+    if (readers == consumers.end()) return {};
+    open[e.get()] = readers->second;
+  }
+  return {};
 }
 
 }  // namespace
@@ -53,14 +89,20 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
     outputs.insert(f->body.get());
   }
 
-  // Assign groups.
+  std::unordered_map<const ExprNode*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i].get()] = i;
+
+  // Assign groups. The ops of a diamond after a group's result join that group together.
   std::vector<Group> groups;
   std::unordered_map<const ExprNode*, int> group_of;
+  std::unordered_map<const ExprNode*, int> diamond_group;  // op -> the group it joins
   for (const Expr& e : order) {
     if (!IsOpCall(e)) continue;
     OpPattern p = PatternOf(e);
     int joined = -1;
+    if (auto it = diamond_group.find(e.get()); it != diamond_group.end()) joined = it->second;
     for (const Expr& arg : e->As<CallNode>()->args) {
+      if (joined >= 0) break;
       auto it = group_of.find(arg.get());
       if (it == group_of.end()) continue;
       Group& g = groups[it->second];
@@ -78,6 +120,16 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
     groups[joined].members.push_back(e);
     groups[joined].anchor = std::max(groups[joined].anchor, p);
     group_of[e.get()] = joined;
+    // A result read more than once joins with the diamond of its readers, when all of it fits.
+    if (consumers[e.get()] > 1 && outputs.count(e.get()) == 0) {
+      std::vector<Expr> diamond = Diamond(e, order, position, consumers, outputs);
+      Group& g = groups[joined];
+      bool fits = !diamond.empty() && g.members.size() + diamond.size() <= static_cast<size_t>(options.max_depth);
+      for (const Expr& d : diamond) fits = fits && CanJoin(g.anchor, PatternOf(d)) && PatternOf(d) != OpPattern::kCommReduce;
+      for (const Expr& d : diamond) {
+        if (fits) diamond_group[d.get()] = joined;
+      }
+    }
   }
 
   // Rebuild the main function with a primitive function per group.

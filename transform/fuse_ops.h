@@ -3,10 +3,14 @@
 //   - a heavy op (conv2d, dense, batch_matmul, pooling: out-elementwise-fusable) or a reduction
 //     starts a group and takes the elementwise/broadcast ops that follow it (bias, batch-norm
 //     scale and shift, residual add, activation) as its epilogue;
-//   - elementwise, broadcast and injective ops (reshape, transpose, ...) fuse into chains;
+//   - elementwise, broadcast and injective ops (reshape, transpose, ...) fuse into chains, and a
+//     reduction takes such a chain as its input stage (x - mean, squared, then mean);
 //   - opaque ops (softmax, layer_norm, ...) stay alone.
 // An op joins its producer's group only when it is that producer's single consumer and the
-// producer is not a graph output, so every group has one result and no cycles can form.
+// producer is not a graph output, so every group has one result and no cycles can form. The one
+// exception is a diamond: when a group's result is read several times and all paths from it
+// meet again in one op within a few elementwise/broadcast ops (x * sigmoid(x)), those ops join
+// the group together.
 //
 // May run: on a type-correct main function whose body holds op calls only. After it, the main
 // function calls only primitive functions.

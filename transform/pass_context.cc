@@ -12,7 +12,8 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"relay.FuseOps.max_depth", ConfigKey::Kind::kInt, "256", "the most ops fused into one primitive function"},
       {"kiln.FoldConstant.max_elements", ConfigKey::Kind::kInt, "67108864",
        "constant results larger than this many elements are not folded"},
-      {"kiln.AlterOpLayout.block", ConfigKey::Kind::kInt, "16", "channel block of the NCHW[x]c layout"},
+      {"kiln.AlterOpLayout.block", ConfigKey::Kind::kInt, "16",
+       "channel block of the NCHW[x]c layout of convolutions (8 or 16; 0 turns AlterOpLayout off)"},
       {"tir.disable_vectorize", ConfigKey::Kind::kBool, "false", "accepted for TVM compatibility; no effect"},
   };
   return keys;

@@ -6,6 +6,7 @@
 
 #include "ir/text.h"
 #include "runtime/error.h"
+#include "transform/alter_op_layout.h"
 #include "transform/dead_code_elimination.h"
 #include "transform/eliminate_common_subexpr.h"
 #include "transform/fold_constant.h"
@@ -39,6 +40,7 @@ const std::vector<Pass>& BuildPipeline() {
       {"FoldConstant", 2, FoldConstant},
       {"FoldScaleAxis", 3, FoldScaleAxis},
       {"FoldConstant", 2, FoldConstant},
+      {"AlterOpLayout", 3, AlterOpLayout},
       {"SimplifyExpr", 0, SimplifyExpr},
       {"DeadCodeElimination", 1, DeadCodeElimination},
       {"FuseOps", 0, RunFuseOps},

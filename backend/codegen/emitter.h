@@ -26,6 +26,17 @@ class CodeWriter {
   int counter_ = 0;
 };
 
+// An op that the kernel of the op before it applies to that op's result while it is in
+// registers (a fused epilogue): `call` reads the result once and, for a binary op, one other
+// operand; or, for `swish`, `call` is the multiply of result * sigmoid(result).
+struct FusedOp {
+  const ir::CallNode* call;
+  std::string operand;  // pointer expression of the other operand; empty for a unary op
+  ir::TensorType operand_type;
+  bool operand_first = false;  // the other operand is the first argument (x - result)
+  bool swish = false;
+};
+
 struct EmitContext {
   CodeWriter& code;
   const ir::CallNode& call;
@@ -34,6 +45,7 @@ struct EmitContext {
   std::vector<std::string> outputs;  // one per output tensor
   std::vector<ir::TensorType> output_types;
   std::string function;  // the generated function's name, for error messages
+  std::vector<FusedOp> epilogue;  // applied to the result before it is stored (see FusedEpilogueLength)
 };
 
 using OpEmitter = void (*)(EmitContext& context);
@@ -50,6 +62,16 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& shape);
 std::string IntList(const std::vector<int64_t>& values);
 // A float literal that reads back bit-exactly ("0.100000001f", "-INFINITY").
 std::string FloatLiteral(double value);
+
+// How many ops at the start of `chain` the emitter of `anchor` (with inputs of types
+// `anchor_inputs`) applies in its kernel as a fused epilogue; 0 when it applies none. `chain`
+// holds the ops that read the anchor's result one after another, each the only reader of the
+// one before, whose other operands are parameters of the function.
+size_t FusedEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
+                           const std::vector<FusedOp>& chain);
+
+// Whether a nn.conv2d has a blocked layout (NCHW[x]c data or output, packed weights).
+bool IsBlockedConv(const ir::CallNode& call);
 
 // The emitters of each op family.
 void EmitElementwise(EmitContext& context);
@@ -68,5 +90,7 @@ void EmitStridedSlice(EmitContext& context);
 void EmitTake(EmitContext& context);
 void EmitSplit(EmitContext& context);
 void EmitPad(EmitContext& context);
+void EmitConv2DNCHWc(EmitContext& context);
+void EmitLayoutTransform(EmitContext& context);
 
 }  // namespace kiln::backend

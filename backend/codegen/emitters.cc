@@ -33,6 +33,7 @@ OpEmitter FindEmitter(const std::string& op_name) {
     table["take"] = EmitTake;
     table["split"] = EmitSplit;
     table["nn.pad"] = EmitPad;
+    table["layout_transform"] = EmitLayoutTransform;
     return table;
   }();
   auto it = kEmitters.find(op_name);

@@ -2,6 +2,7 @@
 #include "backend/codegen/host_codegen.h"
 
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "backend/codegen/emitter.h"
@@ -48,6 +49,72 @@ std::vector<OutputRef> OutputsOf(const Expr& body) {
     add(body);
   }
   return outputs;
+}
+
+// The value x * sigmoid(x) when `x`'s readers are exactly that sigmoid (read only there) and
+// that multiply; null otherwise.
+const CallNode* SwishOf(const Expr& x, const std::unordered_map<const ExprNode*, std::vector<Expr>>& readers,
+                        const std::set<const ExprNode*>& returned, Expr* sigmoid, Expr* multiply) {
+  auto it = readers.find(x.get());
+  if (it == readers.end() || it->second.size() != 2) return nullptr;
+  for (int s = 0; s < 2; ++s) {
+    const Expr& sig = it->second[s];
+    const Expr& mul = it->second[1 - s];
+    const auto* sig_call = sig->As<CallNode>();
+    const auto* mul_call = mul->As<CallNode>();
+    if (sig_call == nullptr || sig_call->op == nullptr || sig_call->op->name != "sigmoid") continue;
+    if (mul_call == nullptr || mul_call->op == nullptr || mul_call->op->name != "multiply") continue;
+    auto sig_readers = readers.find(sig.get());
+    if (sig_readers == readers.end() || sig_readers->second.size() != 1 || sig_readers->second[0] != mul) continue;
+    if (returned.count(sig.get()) != 0) continue;
+    bool pair = (mul_call->args[0] == x && mul_call->args[1] == sig) || (mul_call->args[0] == sig && mul_call->args[1] == x);
+    if (!pair) continue;
+    *sigmoid = sig;
+    *multiply = mul;
+    return mul_call;
+  }
+  return nullptr;
+}
+
+// The ops that read `anchor`'s result one after another, each the only reader of the one before
+// and none returned before the last, whose other operands are parameters (so they can move up
+// to the anchor), as links: the ops one FusedOp (in `ops`) stands for, its result last. A link
+// is one op, or the sigmoid and multiply of x * sigmoid(x).
+std::vector<std::vector<Expr>> EpilogueChain(const Expr& anchor,
+                                             const std::unordered_map<const ExprNode*, std::vector<Expr>>& readers,
+                                             const std::set<const ExprNode*>& returned,
+                                             const std::unordered_map<const ExprNode*, std::vector<Buffer>>& buffers,
+                                             std::vector<FusedOp>* ops) {
+  std::vector<std::vector<Expr>> links;
+  Expr current = anchor;
+  while (returned.count(current.get()) == 0 && current->type().is_tensor()) {
+    Expr sigmoid, multiply;
+    if (const CallNode* swish = SwishOf(current, readers, returned, &sigmoid, &multiply)) {
+      ops->push_back(FusedOp{swish, "", {}, false, true});
+      links.push_back({sigmoid, multiply});
+      current = multiply;
+      continue;
+    }
+    auto it = readers.find(current.get());
+    if (it == readers.end() || it->second.size() != 1) break;
+    const Expr& next = it->second[0];
+    const auto* call = next->As<CallNode>();
+    if (call == nullptr || call->op == nullptr || call->args.size() > 2) break;
+    FusedOp op{call, "", {}, false, false};
+    bool ok = true;
+    for (size_t i = 0; i < call->args.size(); ++i) {
+      if (call->args[i] == current) continue;
+      ok = ok && call->args[i]->kind() == ExprKind::kVar && op.operand.empty();
+      if (!ok) break;
+      const Buffer& b = buffers.at(call->args[i].get()).at(0);
+      op = FusedOp{call, b.pointer, b.type, i == 0, false};
+    }
+    if (!ok) break;
+    ops->push_back(op);
+    links.push_back({next});
+    current = next;
+  }
+  return links;
 }
 
 }  // namespace
@@ -102,8 +169,17 @@ std::string GenerateOperatorSource(const std::string& symbol, const Expr& primit
     output_slots.emplace(std::make_pair(outputs[k].value.get(), outputs[k].index), k);
   }
 
-  for (const Expr& e : PostOrder(f->body)) {
-    if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kTuple) continue;
+  std::vector<Expr> order = PostOrder(f->body);
+  std::unordered_map<const ExprNode*, std::vector<Expr>> readers;  // within the function
+  for (const Expr& e : order) {
+    for (const Expr& input : Inputs(e)) readers[input.get()].push_back(e);
+  }
+  std::set<const ExprNode*> returned;
+  for (const OutputRef& o : outputs) returned.insert(o.value.get());
+  std::set<const ExprNode*> fused;  // ops computed in the epilogue of an earlier op
+
+  for (const Expr& e : order) {
+    if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kTuple || fused.count(e.get()) != 0) continue;
     if (const auto* item = e->As<TupleGetItemNode>()) {
       buffers[e.get()] = {buffers.at(item->tuple.get()).at(item->index)};
       continue;
@@ -113,23 +189,31 @@ std::string GenerateOperatorSource(const std::string& symbol, const Expr& primit
                    " holds something other than op calls (constants must be parameters)");
     OpEmitter emitter = FindEmitter(call->op->name);
     runtime::Check(emitter != nullptr, "op ", call->op->name, " is not supported by the host code generator");
-    EmitContext context{code, *call, {}, {}, {}, {}, symbol};
+    EmitContext context{code, *call, {}, {}, {}, {}, symbol, {}};
     for (const Expr& arg : call->args) {
       const Buffer& b = buffers.at(arg.get()).at(0);
       context.inputs.push_back(b.pointer);
       context.input_types.push_back(b.type);
     }
+    // Ops the kernel applies as its epilogue: the result is that of the last of them.
+    std::vector<std::vector<Expr>> links = EpilogueChain(e, readers, returned, buffers, &context.epilogue);
+    context.epilogue.resize(links.empty() ? 0 : FusedEpilogueLength(*call, context.input_types, context.epilogue));
+    links.resize(context.epilogue.size());
+    std::vector<Expr> chain;
+    for (const std::vector<Expr>& link : links) chain.insert(chain.end(), link.begin(), link.end());
+    Expr result = chain.empty() ? e : chain.back();
+    for (const Expr& member : chain) fused.insert(member.get());
     std::vector<TensorType> result_types;
     if (e->type().is_tuple()) {
       for (const Type& t : e->type().fields()) result_types.push_back(t.tensor());
     } else {
       result_types.push_back(e->type().tensor());
     }
-    std::vector<Buffer>& results = buffers[e.get()];
+    std::vector<Buffer>& results = buffers[result.get()];
     for (size_t r = 0; r < result_types.size(); ++r) {
       const TensorType& t = result_types[r];
       std::string name;
-      auto slot = output_slots.find(std::make_pair(e.get(), r));
+      auto slot = output_slots.find(std::make_pair(result.get(), r));
       if (slot != output_slots.end()) {
         name = "out" + std::to_string(slot->second);
       } else {
@@ -143,6 +227,8 @@ std::string GenerateOperatorSource(const std::string& symbol, const Expr& primit
       context.outputs.push_back(name);
       context.output_types.push_back(t);
     }
+    for (const Expr& member : chain) buffers[member.get()] = results;
+    if (result != e) buffers[e.get()] = results;
     code.Open("");  // a scope per op keeps the emitters' local names apart
     emitter(context);
     code.Close();

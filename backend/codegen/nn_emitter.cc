@@ -1,6 +1,9 @@
 // Heavy ops as calls of the kernel library: convolution, dense, batched matmul, pooling,
 // softmax and layer norm.
+#include <algorithm>
+
 #include "backend/codegen/emitter.h"
+#include "ir/layout.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -18,6 +21,7 @@ std::string I(int64_t v) { return std::to_string(v) + "LL"; }
 }  // namespace
 
 void EmitConv2D(EmitContext& c) {
+  if (IsBlockedConv(c.call)) return EmitConv2DNCHWc(c);
   RequireFloat32(c);
   const auto& data = c.input_types[0].shape;
   const auto& weight = c.input_types[1].shape;
@@ -60,8 +64,10 @@ void EmitBatchMatmul(EmitContext& c) {
   c.code.Close();
 }
 
+// NCHW, or NCHW[x]c with the planes of a channel block pooled together.
 void EmitPool2D(EmitContext& c) {
   RequireFloat32(c);
+  int64_t block = ir::ChannelBlock(c.call.attrs.GetString("layout"));
   const auto& data = c.input_types[0].shape;
   const auto& out = c.output_types[0].shape;
   const ir::Attrs& attrs = c.call.attrs;
@@ -77,19 +83,26 @@ void EmitPool2D(EmitContext& c) {
               I(strides[0]) + ", " + I(strides[1]) + ", " + I(dilation[0]) + ", " + I(dilation[1]) + ", " +
               I(padding[0]) + ", " + I(padding[1]) + ", " + I(padding[2]) + ", " + I(padding[3]) + ", " +
               (include_pad ? "true" : "false") + "};");
-  c.code.Line(std::string("kiln::kernels::") + (average ? "AvgPool2D(" : "MaxPool2D(") + p + ", " + c.inputs[0] + ", " +
-              c.outputs[0] + ");");
+  std::string kernel = std::string(average ? "AvgPool2D" : "MaxPool2D") + (block == 0 ? "(" : "NCHWc(");
+  std::string block_arg = block == 0 ? "" : I(block) + ", ";
+  c.code.Line("kiln::kernels::" + kernel + p + ", " + block_arg + c.inputs[0] + ", " + c.outputs[0] + ");");
 }
 
+// Sums in double per channel; in NCHW[x]c the `block` channels of a plane side by side.
 void EmitGlobalAvgPool2D(EmitContext& c) {
   RequireFloat32(c);
   const auto& data = c.input_types[0].shape;
+  int64_t block = std::max<int64_t>(1, ir::ChannelBlock(c.call.attrs.GetString("layout")));
   int64_t planes = data[0] * data[1], size = data[2] * data[3];
   std::string i = c.code.Fresh("plane");
   c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + I(planes) + "; ++" + i + ")");
-  c.code.Line("double sum = 0;");
-  c.code.Line("for (int64_t j = 0; j < " + I(size) + "; ++j) sum += " + c.inputs[0] + "[" + i + " * " + I(size) + " + j];");
-  c.code.Line(c.outputs[0] + "[" + i + "] = static_cast<float>(sum / " + I(size) + ");");
+  c.code.Line("double sum[" + I(block) + "] = {};");
+  c.code.Open("for (int64_t j = 0; j < " + I(size) + "; ++j)");
+  c.code.Line("for (int64_t k = 0; k < " + I(block) + "; ++k) sum[k] += " + c.inputs[0] + "[(" + i + " * " + I(size) +
+              " + j) * " + I(block) + " + k];");
+  c.code.Close();
+  c.code.Line("for (int64_t k = 0; k < " + I(block) + "; ++k) " + c.outputs[0] + "[" + i + " * " + I(block) +
+              " + k] = static_cast<float>(sum[k] / " + I(size) + ");");
   c.code.Close();
 }
 

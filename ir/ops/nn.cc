@@ -1,5 +1,6 @@
 // Neural-network ops: convolution, dense and batched matmul, pooling, normalization, softmax,
 // padding and bias.
+#include "ir/layout.h"
 #include "ir/op.h"
 #include "ir/ops/infer_util.h"
 
@@ -29,14 +30,30 @@ void CheckPadding(const std::vector<int64_t>& padding) {
   for (int64_t v : padding) Check(v >= 0, "padding must not be negative, got ", AttrValueText(padding));
 }
 
+// The primal (NCHW or OIHW) shape of an argument given in `layout_text`, whose primal axes must
+// be `primal`.
+std::vector<int64_t> PrimalShape(const TensorType& t, const std::string& layout_text, const char* primal,
+                                 const char* what) {
+  Layout layout = Layout::Parse(layout_text);
+  Check(layout.primal() == primal, what, " layout ", layout_text, " must have the primal axes ", primal);
+  return layout.ToPrimal(t.shape);
+}
+
+// The output type of a data-layout op: `primal_shape` laid out as `layout_text`.
+Type InLayout(const std::vector<int64_t>& primal_shape, const std::string& layout_text, DLDataType dtype) {
+  Layout layout = Layout::Parse(layout_text);
+  Check(layout.primal() == "NCHW", "layout ", layout_text, " must have the primal axes NCHW");
+  return Type::Tensor(layout.FromPrimal(primal_shape), dtype);
+}
+
+// Layouts: data "NCHW" or blocked "NCHW16c"; weights "OIHW" or blocked "OIHW16i16o"; the output
+// in out_layout (empty: the data layout). Shapes are checked on the primal NCHW / OIHW shapes.
 Type Conv2D(const std::vector<Type>& args, const Attrs& attrs) {
-  const TensorType& data = TensorArg(args, 0);
-  const TensorType& weight = TensorArg(args, 1);
   CheckSameDType(args);
-  Check(attrs.GetString("data_layout") == "NCHW" && attrs.GetString("kernel_layout") == "OIHW",
-        "layout ", attrs.GetString("data_layout"), "/", attrs.GetString("kernel_layout"), " is not supported");
-  Check(data.ndim() == 4, "data must be 4-D (NCHW), got ", ShapeText(data.shape));
-  Check(weight.ndim() == 4, "weight must be 4-D (OIHW), got ", ShapeText(weight.shape));
+  const std::string& data_layout = attrs.GetString("data_layout");
+  const std::string& out_layout = attrs.GetString("out_layout");
+  std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), data_layout, "NCHW", "data");
+  std::vector<int64_t> weight = PrimalShape(TensorArg(args, 1), attrs.GetString("kernel_layout"), "OIHW", "kernel");
   const auto& strides = attrs.GetInts("strides");
   const auto& dilation = attrs.GetInts("dilation");
   const auto& padding = attrs.GetInts("padding");
@@ -44,13 +61,14 @@ Type Conv2D(const std::vector<Type>& args, const Attrs& attrs) {
   CheckPositive(strides, 2, "strides");
   CheckPositive(dilation, 2, "dilation");
   CheckPadding(padding);
-  Check(groups >= 1 && data.shape[1] % groups == 0 && weight.shape[0] % groups == 0,
-        "groups ", groups, " must divide the input channels ", data.shape[1], " and output channels ", weight.shape[0]);
-  Check(weight.shape[1] * groups == data.shape[1], "weight has ", weight.shape[1], " input channels per group but the data has ",
-        data.shape[1], " channels in ", groups, " groups");
-  int64_t oh = PooledSize(data.shape[2], padding[0], padding[2], weight.shape[2], strides[0], dilation[0], false);
-  int64_t ow = PooledSize(data.shape[3], padding[1], padding[3], weight.shape[3], strides[1], dilation[1], false);
-  return Type::Tensor({data.shape[0], weight.shape[0], oh, ow}, data.dtype);
+  Check(groups >= 1 && data[1] % groups == 0 && weight[0] % groups == 0,
+        "groups ", groups, " must divide the input channels ", data[1], " and output channels ", weight[0]);
+  Check(weight[1] * groups == data[1], "weight has ", weight[1], " input channels per group but the data has ",
+        data[1], " channels in ", groups, " groups");
+  int64_t oh = PooledSize(data[2], padding[0], padding[2], weight[2], strides[0], dilation[0], false);
+  int64_t ow = PooledSize(data[3], padding[1], padding[3], weight[3], strides[1], dilation[1], false);
+  return InLayout({data[0], weight[0], oh, ow}, out_layout.empty() ? data_layout : out_layout,
+                  TensorArg(args, 0).dtype);
 }
 
 Type Dense(const std::vector<Type>& args, const Attrs&) {
@@ -113,10 +131,10 @@ Type LayerNorm(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(data);
 }
 
+// Layout "NCHW" or blocked "NCHW16c"; shapes are checked on the primal NCHW shape.
 Type Pool2D(const std::vector<Type>& args, const Attrs& attrs) {
-  const TensorType& data = TensorArg(args, 0);
-  Check(attrs.GetString("layout") == "NCHW", "layout ", attrs.GetString("layout"), " is not supported");
-  Check(data.ndim() == 4, "data must be 4-D (NCHW), got ", ShapeText(data.shape));
+  const std::string& layout = attrs.GetString("layout");
+  std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), layout, "NCHW", "data");
   const auto& pool = attrs.GetInts("pool_size");
   const auto& strides = attrs.GetInts("strides");
   const auto& dilation = attrs.GetInts("dilation");
@@ -128,15 +146,15 @@ Type Pool2D(const std::vector<Type>& args, const Attrs& attrs) {
   Check(padding[0] < (pool[0] - 1) * dilation[0] + 1 && padding[1] < (pool[1] - 1) * dilation[1] + 1,
         "padding must be smaller than the window");
   bool ceil_mode = attrs.GetInt("ceil_mode") != 0;
-  int64_t oh = PooledSize(data.shape[2], padding[0], padding[2], pool[0], strides[0], dilation[0], ceil_mode);
-  int64_t ow = PooledSize(data.shape[3], padding[1], padding[3], pool[1], strides[1], dilation[1], ceil_mode);
-  return Type::Tensor({data.shape[0], data.shape[1], oh, ow}, data.dtype);
+  int64_t oh = PooledSize(data[2], padding[0], padding[2], pool[0], strides[0], dilation[0], ceil_mode);
+  int64_t ow = PooledSize(data[3], padding[1], padding[3], pool[1], strides[1], dilation[1], ceil_mode);
+  return InLayout({data[0], data[1], oh, ow}, layout, TensorArg(args, 0).dtype);
 }
 
-Type GlobalPool2D(const std::vector<Type>& args, const Attrs&) {
-  const TensorType& data = TensorArg(args, 0);
-  Check(data.ndim() == 4, "data must be 4-D (NCHW), got ", ShapeText(data.shape));
-  return Type::Tensor({data.shape[0], data.shape[1], 1, 1}, data.dtype);
+Type GlobalPool2D(const std::vector<Type>& args, const Attrs& attrs) {
+  const std::string& layout = attrs.GetString("layout");
+  std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), layout, "NCHW", "data");
+  return InLayout({data[0], data[1], 1, 1}, layout, TensorArg(args, 0).dtype);
 }
 
 Type Softmax(const std::vector<Type>& args, const Attrs& attrs) {
@@ -169,7 +187,7 @@ std::vector<AttrSchema> PoolAttrs(bool average) {
       {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "dilation height, width"},
       {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},
       {"ceil_mode", AttrKind::kInt, int64_t{0}, "round the output size up"},
-      {"layout", AttrKind::kString, std::string("NCHW"), "data layout"}};
+      {"layout", AttrKind::kString, std::string("NCHW"), "data layout: NCHW or blocked NCHW16c"}};
   if (average) attrs.push_back({"count_include_pad", AttrKind::kInt, int64_t{0}, "divide by the full window"});
   return attrs;
 }
@@ -185,7 +203,8 @@ void RegisterNnOps(OpTable& table) {
                {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "dilation height, width"},
                {"groups", AttrKind::kInt, int64_t{1}, "channel groups"},
                {"data_layout", AttrKind::kString, std::string("NCHW"), "data layout"},
-               {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"}},
+               {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"},
+               {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
               OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution"});
   Add(table, {"nn.dense", 2, 2, {}, OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T"});
   Add(table, {"nn.batch_matmul", 2, 2,
@@ -204,7 +223,9 @@ void RegisterNnOps(OpTable& table) {
               OpPattern::kOpaque, LayerNorm, "layer norm over one axis (data, gamma, beta)"});
   Add(table, {"nn.max_pool2d", 1, 1, PoolAttrs(false), OpPattern::kOutEWiseFusable, Pool2D, "2-D max pooling"});
   Add(table, {"nn.avg_pool2d", 1, 1, PoolAttrs(true), OpPattern::kOutEWiseFusable, Pool2D, "2-D average pooling"});
-  Add(table, {"nn.global_avg_pool2d", 1, 1, {}, OpPattern::kOutEWiseFusable, GlobalPool2D, "mean over H and W"});
+  Add(table, {"nn.global_avg_pool2d", 1, 1,
+              {{"layout", AttrKind::kString, std::string("NCHW"), "data layout: NCHW or blocked NCHW16c"}},
+              OpPattern::kOutEWiseFusable, GlobalPool2D, "mean over H and W"});
   Add(table, {"nn.softmax", 1, 1, {{"axis", AttrKind::kInt, int64_t{-1}, "normalized axis"}}, OpPattern::kOpaque,
               Softmax, "softmax along an axis"});
   Add(table, {"nn.pad", 1, 1,

@@ -1,7 +1,8 @@
 // Data-movement ops: reshape, transpose, concatenate, squeeze, expand_dims, strided_slice,
-// take, split, broadcast_to.
+// take, split, broadcast_to, layout_transform.
 #include <numeric>
 
+#include "ir/layout.h"
 #include "ir/op.h"
 #include "ir/ops/infer_util.h"
 
@@ -154,6 +155,21 @@ Type BroadcastTo(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(shape, data.dtype);
 }
 
+// The same primal axes in another order or blocking (ir/layout.h).
+Type LayoutTransform(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  Layout src = Layout::Parse(attrs.GetString("src_layout"));
+  Layout dst = Layout::Parse(attrs.GetString("dst_layout"));
+  std::string src_axes = src.primal(), dst_axes = dst.primal();
+  bool same = src_axes.size() == dst_axes.size();
+  for (char c : dst_axes) same = same && src_axes.find(c) != std::string::npos;
+  Check(same, "layouts ", src.name(), " and ", dst.name(), " have different primal axes");
+  std::vector<int64_t> src_primal = src.ToPrimal(data.shape);
+  std::vector<int64_t> dst_primal;
+  for (char c : dst_axes) dst_primal.push_back(src_primal[src_axes.find(c)]);
+  return Type::Tensor(dst.FromPrimal(dst_primal), data.dtype);
+}
+
 void Add(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
 
 }  // namespace
@@ -181,6 +197,10 @@ void RegisterTransformOps(OpTable& table) {
   Add(table, {"split", 1, 1,
               {{"sections", AttrKind::kInts, {}, "sizes of the pieces"}, {"axis", AttrKind::kInt, int64_t{0}, "split axis"}},
               OpPattern::kInjective, Split, "splits into a tuple of pieces"});
+  Add(table, {"layout_transform", 1, 1,
+              {{"src_layout", AttrKind::kString, {}, "layout of the input, e.g. NCHW"},
+               {"dst_layout", AttrKind::kString, {}, "layout of the result, e.g. NCHW16c"}},
+              OpPattern::kInjective, LayoutTransform, "moves data between layouts of the same primal axes"});
   Add(table, {"broadcast_to", 1, 1, {{"shape", AttrKind::kInts, {}, "target shape"}}, OpPattern::kBroadcast,
               BroadcastTo, "numpy broadcast to a shape"});
 }

@@ -37,22 +37,92 @@ TEST(FuseOps, ConvTakesBiasResidualAddAndActivation) {
   })");
 }
 
-// exp has two consumers, so it ends its group; add joins the group of its first argument.
+// exp has two consumers that meet again only through an opaque op (softmax), so it ends its
+// group; add joins the group of its first argument.
 TEST(FuseOps, AValueWithTwoConsumersEndsItsGroup) {
   ExpectFused(R"(fn (%x: Tensor[(4), float32]) {
     %0 = exp(%x);
     %1 = nn.relu(%0);
-    %2 = sigmoid(%0);
+    %2 = nn.softmax(%0);
     %3 = add(%1, %2);
     %3
   })",
               R"(fn (%x: Tensor[(4), float32]) {
     %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = exp(%p0); %0 };
     %e = %f0(%x);
-    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = sigmoid(%p0); %0 };
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = nn.softmax(%p0); %0 };
     %s = %f1(%e);
     %f2 = fn [Primitive=1] (%p0: Tensor[(4), float32], %p1: Tensor[(4), float32]) { %0 = nn.relu(%p0); %1 = add(%0, %p1); %1 };
     %r = %f2(%e, %s);
+    %r
+  })");
+}
+
+// A result read twice whose readers meet again (swish: x * sigmoid(x)) stays in its group: the
+// convolution, its bias, sigmoid and multiply are one function. When a reader is a graph output
+// the paths do not meet inside and the group ends.
+TEST(FuseOps, DiamondsJoinTheGroupOfTheirSource) {
+  ExpectFused(R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 1, 1), float32], %b: Tensor[(2), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.bias_add(%0, %b);
+    %2 = sigmoid(%1);
+    %3 = multiply(%1, %2);
+    %4 = nn.relu(%3);
+    %4
+  })",
+              R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 1, 1), float32], %b: Tensor[(2), float32]) {
+    %f = fn [Primitive=1] (%p0: Tensor[(1, 2, 4, 4), float32], %p1: Tensor[(2, 2, 1, 1), float32], %p2: Tensor[(2), float32]) {
+      %0 = nn.conv2d(%p0, %p1);
+      %1 = nn.bias_add(%0, %p2);
+      %2 = sigmoid(%1);
+      %3 = multiply(%1, %2);
+      %4 = nn.relu(%3);
+      %4
+    };
+    %r = %f(%x, %w, %b);
+    %r
+  })");
+  ExpectFused(R"(fn (%x: Tensor[(4), float32]) {
+    %0 = exp(%x); %1 = sigmoid(%0); %2 = multiply(%0, %1); (%1, %2)
+  })",
+              R"(fn (%x: Tensor[(4), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = exp(%p0); %0 };
+    %e = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = sigmoid(%p0); %0 };
+    %s = %f1(%e);
+    %f2 = fn [Primitive=1] (%p0: Tensor[(4), float32], %p1: Tensor[(4), float32]) { %0 = multiply(%p0, %p1); %0 };
+    %m = %f2(%e, %s);
+    (%s, %m)
+  })");
+}
+
+// Layer norm written out: the reduction takes the elementwise ops before it (the squared
+// difference) as its input stage; x - mean, read twice, ends the first group because the second
+// reduction cannot join a reduction's group.
+TEST(FuseOps, ReductionsTakeElementwiseProducers) {
+  ExpectFused(R"(fn (%x: Tensor[(2, 8), float32]) {
+    %two = const(Tensor[(), float32], [2]);
+    %eps = const(Tensor[(), float32], [1e-05]);
+    %0 = mean(%x, axis=[-1], keepdims=1);
+    %1 = subtract(%x, %0);
+    %2 = power(%1, %two);
+    %3 = mean(%2, axis=[-1], keepdims=1);
+    %4 = add(%3, %eps);
+    %5 = sqrt(%4);
+    %6 = divide(%1, %5);
+    %6
+  })",
+              R"(fn (%x: Tensor[(2, 8), float32]) {
+    %two = const(Tensor[(), float32], [2]);
+    %eps = const(Tensor[(), float32], [1e-05]);
+    %f0 = fn [Primitive=1] (%p0: Tensor[(2, 8), float32]) {
+      %0 = mean(%p0, axis=[-1], keepdims=1); %1 = subtract(%p0, %0); %1
+    };
+    %d = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(2, 8), float32], %p1: Tensor[(), float32], %p2: Tensor[(), float32]) {
+      %0 = power(%p0, %p1); %1 = mean(%0, axis=[-1], keepdims=1); %2 = add(%1, %p2); %3 = sqrt(%2); %4 = divide(%p0, %3); %4
+    };
+    %r = %f1(%d, %two, %eps);
     %r
   })");
 }

@@ -1,0 +1,345 @@
+// 2-D convolution in blocked layouts (NCHW[x]c data, packed weights; see kernels.h): a direct
+// convolution whose micro-kernel keeps a tile of T output positions of one output channel block
+// in registers (simd.h), accumulates over input channels and kernel taps, applies the fused
+// epilogue and stores. Padded inputs are first copied with their zeros written out (depthwise
+// ones excepted), so tiles need no checks; tiles that still touch the border, or are narrower
+// than the compiled tiles, check each tap. A strided 1x1 convolution first gathers the positions
+// it reads, and a 1x1 convolution over a small plane runs as one long row.
+//
+// Work items are (batch, output channel block, a few output rows), split across threads. Input
+// channel blocks are taken in chunks whose weights fit in L1 cache; between chunks the partial
+// sums wait in the output (no operator works in place, so the output aliases no input).
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "kernels/backend_api.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+namespace kiln::kernels {
+namespace {
+
+constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of input channels
+constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
+constexpr int64_t kMaxFlatPositions = 256;        // pointwise planes up to this size run as one row
+
+struct Job {
+  const Conv2DNCHWcParams* p;
+  const float* data;
+  const float* weight;
+  float* out;
+  const EpilogueStep* epilogue;
+  int epilogue_size;
+  int64_t in_blocks, out_blocks;    // C / ib, O / ob
+  int64_t rows_per_item, row_items;  // output rows per work item; items per (n, output block)
+  int64_t chunk;                     // input channel blocks per chunk
+  int64_t tiles, tile_base, tile_extra;  // an output row is `tiles` tiles, the first `tile_extra` one wider
+};
+
+// One call of a tile function: output positions [ow0, ow0 + count) of row oh of block ocb.
+struct Tile {
+  int64_t n, ocb, oh, ow0, count;
+  int64_t icb_begin, icb_end;  // the chunk of input channel blocks
+  bool first, last;            // first chunk: start from zero; last chunk: epilogue
+};
+
+// Taps k in [begin, end) with 0 <= start + k * step < size, for k < count.
+inline void ValidRange(int64_t start, int64_t step, int64_t size, int64_t count, int64_t* begin, int64_t* end) {
+  *begin = start >= 0 ? 0 : (-start + step - 1) / step;
+  *end = size - 1 - start < 0 ? 0 : std::min(count, (size - 1 - start) / step + 1);
+  if (*begin > *end) *begin = *end;
+}
+
+template <int OB>
+KILN_ALWAYS_INLINE Vec<OB> Apply(const EpilogueStep& s, Vec<OB> x, Vec<OB> y) {
+  using V = Vec<OB>;
+  switch (s.op) {
+    case EpilogueStep::kAdd: return V::Add(x, y);
+    case EpilogueStep::kSubtract: return V::Sub(x, y);
+    case EpilogueStep::kReverseSubtract: return V::Sub(y, x);
+    case EpilogueStep::kMultiply: return V::Mul(x, y);
+    case EpilogueStep::kMaximum: return V::Max(y, x);  // std::max(x, y): x when either is NaN
+    case EpilogueStep::kMinimum: return V::Min(y, x);
+    case EpilogueStep::kRelu: return V::Max(x, V::Zero());
+    case EpilogueStep::kClip: return V::Min(V::Broadcast(&s.hi), V::Max(V::Broadcast(&s.lo), x));
+    case EpilogueStep::kSwish: return V::Swish(x);
+  }
+  return x;
+}
+
+// Applies the epilogue (on the last chunk) and stores the first `count` positions at `out`.
+template <int OB, int T>
+KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[T], float* out) {
+  using V = Vec<OB>;
+  if (tile.last) {
+    int64_t offset = out - job.out;
+    for (int s = 0; s < job.epilogue_size; ++s) {
+      const EpilogueStep& step = job.epilogue[s];
+      if (step.operand == EpilogueStep::kTensor) {
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) {
+          if (t < count) acc[t] = Apply<OB>(step, acc[t], V::Load(step.data + offset + t * OB));
+        }
+        continue;
+      }
+      V y = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + tile.ocb * OB)
+            : step.operand == EpilogueStep::kScalar ? V::Broadcast(step.data)
+                                                    : V::Zero();
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[t] = Apply<OB>(step, acc[t], y);
+    }
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    if (t < count) acc[t].Store(out + t * OB);
+  }
+}
+
+template <int OB, int T>
+KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[T]) {
+  const Conv2DNCHWcParams& p = *job.p;
+  float* out = job.out + (((tile.n * job.out_blocks + tile.ocb) * p.out_height + tile.oh) * p.out_width + tile.ow0) * OB;
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) acc[t] = tile.first || t >= count ? Vec<OB>::Zero() : Vec<OB>::Load(out + t * OB);
+  return out;
+}
+
+// groups == 1: each input channel's value is broadcast against OB weights. Unchecked tiles
+// have count == T and all taps inside the input; checked ones test each tap and position.
+template <int OB, int T, bool kChecked>
+void ConvTile(const Job& job, const Tile& tile) {
+  using V = Vec<OB>;
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t ib = p.in_block, width = p.in_width, x_step = p.stride_w * ib;
+  const int64_t count = kChecked ? tile.count : T;
+  V acc[T];
+  float* out = TileStart<OB, T>(job, tile, count, acc);
+  int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
+  int64_t kh_begin, kh_end;
+  ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
+  const int64_t w_tap = ib * OB;
+  for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
+    const float* x_plane = job.data + (tile.n * job.in_blocks + icb) * p.in_height * width * ib;
+    const float* w_block = job.weight + (tile.ocb * job.in_blocks + icb) * p.kernel_height * p.kernel_width * w_tap;
+    for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+      const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * ib;
+      const float* w_row = w_block + kh * p.kernel_width * w_tap;
+      for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
+        int64_t iw0 = iw_first + kw * p.dilation_w;
+        const float* w = w_row + kw * w_tap;
+        if (!kChecked) {
+          const float* x = x_row + iw0 * ib;
+          for (int64_t ic = 0; ic < ib; ++ic) {
+            V wv = V::Load(w + ic * OB);
+            wv.Pin();
+#pragma GCC unroll 16
+            for (int t = 0; t < T; ++t) acc[t] = V::Fma(V::Broadcast(x + t * x_step + ic), wv, acc[t]);
+          }
+          continue;
+        }
+        int64_t t_begin, t_end;
+        ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
+        for (int64_t ic = 0; ic < ib; ++ic) {
+          V wv = V::Load(w + ic * OB);
+          wv.Pin();
+#pragma GCC unroll 16
+          for (int t = 0; t < T; ++t) {
+            if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::Broadcast(x_row + (iw0 + t * p.stride_w) * ib + ic), wv, acc[t]);
+          }
+        }
+      }
+    }
+  }
+  Finish<OB, T>(job, tile, count, acc, out);
+}
+
+// Depthwise: channel c of the output reads channel c of the input; vectors on both sides.
+template <int OB, int T, bool kChecked>
+void DepthwiseTile(const Job& job, const Tile& tile) {
+  using V = Vec<OB>;
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t width = p.in_width, x_step = p.stride_w * OB;
+  const int64_t count = kChecked ? tile.count : T;
+  V acc[T];
+  float* out = TileStart<OB, T>(job, tile, count, acc);
+  int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
+  int64_t kh_begin, kh_end;
+  ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
+  const float* x_plane = job.data + (tile.n * job.out_blocks + tile.ocb) * p.in_height * width * OB;
+  const float* w_block = job.weight + tile.ocb * p.kernel_height * p.kernel_width * OB;
+  for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+    const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * OB;
+    for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
+      int64_t iw0 = iw_first + kw * p.dilation_w;
+      V wv = V::Load(w_block + (kh * p.kernel_width + kw) * OB);
+      if (!kChecked) {
+        const float* x = x_row + iw0 * OB;
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) acc[t] = V::Fma(V::Load(x + t * x_step), wv, acc[t]);
+        continue;
+      }
+      int64_t t_begin, t_end;
+      ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::Load(x_row + (iw0 + t * p.stride_w) * OB), wv, acc[t]);
+      }
+    }
+  }
+  Finish<OB, T>(job, tile, count, acc, out);
+}
+
+using TileFn = void (*)(const Job&, const Tile&);
+
+// Register tiles of kMinTile<OB> .. kTileWidth<OB> positions are compiled (fewer would leave
+// too few independent accumulators); a narrower tile runs checked in the narrowest of them.
+template <int OB>
+constexpr int kMinTile = (kTileWidth<OB> + 1) / 2;
+
+// table[T - kMinTile] computes tiles with T positions in registers.
+template <int OB, bool kDepthwise, bool kChecked, int... I>
+std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
+  if constexpr (kDepthwise) {
+    return {&DepthwiseTile<OB, kMinTile<OB> + I, kChecked>...};
+  } else {
+    return {&ConvTile<OB, kMinTile<OB> + I, kChecked>...};
+  }
+}
+
+template <int OB, bool kDepthwise>
+void RunItems(int64_t begin, int64_t end, void* context) {
+  constexpr int kTiles = kTileWidth<OB> - kMinTile<OB> + 1;
+  static const auto interior = TileTable<OB, kDepthwise, false>(std::make_integer_sequence<int, kTiles>());
+  static const auto border = TileTable<OB, kDepthwise, true>(std::make_integer_sequence<int, kTiles>());
+  const Job& job = *static_cast<const Job*>(context);
+  const Conv2DNCHWcParams& p = *job.p;
+  int64_t in_total = kDepthwise ? 1 : job.in_blocks;
+  for (int64_t item = begin; item < end; ++item) {
+    int64_t row_item = item % job.row_items, block = item / job.row_items;
+    int64_t oh_begin = row_item * job.rows_per_item;
+    int64_t oh_end = std::min(p.out_height, oh_begin + job.rows_per_item);
+    for (int64_t c0 = 0; c0 < in_total; c0 += job.chunk) {
+      Tile tile{block / job.out_blocks, block % job.out_blocks, 0, 0, 0, c0, std::min(in_total, c0 + job.chunk),
+                c0 == 0, c0 + job.chunk >= in_total};
+      for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+        tile.oh = oh;
+        int64_t ow0 = 0;
+        for (int64_t k = 0; k < job.tiles; ++k) {
+          int64_t count = job.tile_base + (k < job.tile_extra ? 1 : 0);
+          tile.ow0 = ow0;
+          tile.count = count;
+          int64_t first_iw = ow0 * p.stride_w - p.pad_left;
+          int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
+          bool inside = first_iw >= 0 && last_iw < p.in_width && count >= kMinTile<OB>;
+          int64_t width = std::max<int64_t>(count, kMinTile<OB>);
+          (inside ? interior : border)[width - kMinTile<OB>](job, tile);
+          ow0 += count;
+        }
+      }
+    }
+  }
+}
+
+template <int OB>
+int Run(Job& job) {
+  const Conv2DNCHWcParams& p = *job.p;
+  constexpr int64_t kMaxTile = kTileWidth<OB>;
+  job.tiles = (p.out_width + kMaxTile - 1) / kMaxTile;
+  job.tile_base = p.out_width / job.tiles;
+  job.tile_extra = p.out_width % job.tiles;
+  int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * static_cast<int64_t>(sizeof(float));
+  job.chunk = std::max<int64_t>(1, kChunkWeightBytes / chunk_bytes);
+  job.rows_per_item = std::min(p.out_height, std::max<int64_t>(1, (kPositionsPerItem + p.out_width - 1) / p.out_width));
+  job.row_items = (p.out_height + job.rows_per_item - 1) / job.rows_per_item;
+  int64_t items = p.batch * job.out_blocks * job.row_items;
+  return ParallelFor(items, p.depthwise ? RunItems<OB, true> : RunItems<OB, false>, &job);
+}
+
+// A copy of the input that makes the convolution simpler: with its padding written out as zeros,
+// so that every tile runs unchecked (checking the taps of border tiles costs more than the copy,
+// measured on ResNet layers), or for a strided 1x1 convolution with only the positions it reads,
+// so that it runs as a pointwise one. Element [r, c] of each plane of the copy is input element
+// [r * step_h - pad_top, c * step_w - pad_left], zero outside the input.
+struct GatherJob {
+  const Conv2DNCHWcParams* p;  // the original parameters
+  const float* data;
+  float* copy;
+  int64_t height, width, step_h, step_w;  // of the copy's planes
+};
+
+void GatherPlanes(int64_t begin, int64_t end, void* context) {
+  const auto& job = *static_cast<const GatherJob*>(context);
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t ib = p.in_block;
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const float* in = job.data + plane * p.in_height * p.in_width * ib;
+    float* out = job.copy + plane * job.height * job.width * ib;
+    for (int64_t r = 0; r < job.height; ++r, out += job.width * ib) {
+      int64_t h = r * job.step_h - (job.step_h == 1 ? p.pad_top : 0);
+      if (h < 0 || h >= p.in_height) {
+        std::fill(out, out + job.width * ib, 0.0f);
+        continue;
+      }
+      const float* row = in + h * p.in_width * ib;
+      if (job.step_w > 1) {  // no padding: every position is inside
+        for (int64_t c = 0; c < job.width; ++c) std::copy(row + c * job.step_w * ib, row + (c * job.step_w + 1) * ib, out + c * ib);
+        continue;
+      }
+      // Columns [0, pad_left) and [pad_left + in_width, width) are padding.
+      int64_t left = std::min(p.pad_left, job.width);
+      int64_t inside = std::max<int64_t>(0, std::min(p.in_width, job.width - left));
+      std::fill(out, out + left * ib, 0.0f);
+      std::copy(row, row + inside * ib, out + left * ib);
+      std::fill(out + (left + inside) * ib, out + job.width * ib, 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
+                const EpilogueStep* epilogue, int epilogue_size) {
+  bool shape_ok = p.in_block >= 1 && p.in_channels % p.in_block == 0 && (p.out_block == 8 || p.out_block == 16) &&
+                  p.out_channels % p.out_block == 0 && p.out_height > 0 && p.out_width > 0;
+  if (!shape_ok) return Fail("Conv2DNCHWc: channels do not fit the blocks (output block must be 8 or 16)");
+  if (p.depthwise && (p.in_channels != p.out_channels || p.in_block != p.out_block)) {
+    return Fail("Conv2DNCHWc: a depthwise convolution needs equal channels and blocks on both sides");
+  }
+  Conv2DNCHWcParams run = p;
+  // The input extent the windows cover, padding included.
+  int64_t height = (p.out_height - 1) * p.stride_h + (p.kernel_height - 1) * p.dilation_h + 1;
+  int64_t width = (p.out_width - 1) * p.stride_w + (p.kernel_width - 1) * p.dilation_w + 1;
+  bool padded = p.pad_top > 0 || p.pad_left > 0 || p.in_height + p.pad_top < height || p.in_width + p.pad_left < width;
+  bool one_by_one = p.kernel_height == 1 && p.kernel_width == 1;
+  GatherJob gather{&p, data, nullptr, height, width, 1, 1};
+  if (!p.depthwise && one_by_one && !padded && (p.stride_h > 1 || p.stride_w > 1)) {
+    gather = GatherJob{&p, data, nullptr, p.out_height, p.out_width, p.stride_h, p.stride_w};
+    run.stride_h = run.stride_w = 1;
+  } else if (p.depthwise || !padded) {
+    gather.data = nullptr;  // reads the input as it is
+  }
+  Workspace copy(gather.data != nullptr ? p.batch * p.in_channels * gather.height * gather.width * sizeof(float) : 0);
+  if (gather.data != nullptr) {
+    if (!copy.ok()) return Fail("Conv2DNCHWc: out of workspace memory");
+    gather.copy = copy.as<float>();
+    ParallelFor(p.batch * (p.in_channels / p.in_block), GatherPlanes, &gather);
+    data = gather.copy;
+    run.in_height = gather.height;
+    run.in_width = gather.width;
+    run.pad_top = run.pad_left = 0;
+  }
+  // A 1x1 convolution with stride 1 and no padding reads position p of a plane for output
+  // position p: small planes run as one row, so that tiles need not stop at row ends.
+  bool pointwise = one_by_one && run.stride_h == 1 && run.stride_w == 1 && run.pad_top == 0 && run.pad_left == 0 &&
+                   run.out_height == run.in_height && run.out_width == run.in_width;
+  if (pointwise && p.out_height * p.out_width <= kMaxFlatPositions) {
+    run.in_width = run.out_width = p.out_height * p.out_width;
+    run.in_height = run.out_height = 1;
+  }
+  Job job{&run, data, weight, out, epilogue, epilogue_size, p.in_channels / p.in_block, p.out_channels / p.out_block,
+          0, 0, 0, 0, 0, 0};
+  return p.out_block == 16 ? Run<16>(job) : Run<8>(job);
+}
+
+}  // namespace kiln::kernels

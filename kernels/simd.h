@@ -1,0 +1,188 @@
+// Fixed-width float vectors for the micro-kernels of the blocked-layout kernels: Vec<16> and
+// Vec<8> hold one channel block of 16 or 8 floats in registers. With AVX-512 they are one zmm /
+// ymm register, with AVX2 + FMA two / one ymm registers, and otherwise plain arrays that the
+// compiler vectorizes as well as the target allows. Loads and stores are unaligned.
+//
+// Swish(x) = x * sigmoid(x), with a vector exp where the target has one (about 2e-7 relative
+// error). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
+// vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
+// when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
+// std::max(x, lo).
+#pragma once
+
+#include <cmath>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define KILN_SIMD_AVX2 1
+#endif
+#if defined(__AVX512F__)
+#define KILN_SIMD_AVX512 1
+#endif
+
+// Helpers that take a micro-kernel's accumulators by reference must be inlined, or the
+// accumulators leave the registers.
+#define KILN_ALWAYS_INLINE inline __attribute__((always_inline))
+
+namespace kiln::kernels {
+
+template <int N>
+struct Vec;
+
+#if defined(KILN_SIMD_AVX2)
+// exp(x) for 8 floats: Cephes' range reduction and polynomial (as in XNNPACK's and
+// avx_mathfun's expf), relative error about 2e-7; x is clamped to [-88.38, 88], so very negative
+// x gives 0 and no result overflows.
+inline __m256 Exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.3762626647949f)), _mm256_set1_ps(88.0f));
+  __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // x - n * ln 2, in two parts
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(x, x), x), _mm256_set1_ps(1.0f));
+  __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));  // y * 2^n
+}
+
+// x * sigmoid(x) = x * (1 / (1 + exp(-x))).
+inline __m256 Swish8(__m256 x) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_mul_ps(x, _mm256_div_ps(one, _mm256_add_ps(one, Exp8(_mm256_sub_ps(_mm256_setzero_ps(), x)))));
+}
+
+template <>
+struct Vec<8> {
+  __m256 v;
+  static Vec Zero() { return {_mm256_setzero_ps()}; }
+  static Vec Load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  static Vec Broadcast(const float* p) { return {_mm256_broadcast_ss(p)}; }
+  void Store(float* p) const { _mm256_storeu_ps(p, v); }
+  static Vec Fma(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }  // a * b + c
+  static Vec Add(Vec a, Vec b) { return {_mm256_add_ps(a.v, b.v)}; }
+  static Vec Sub(Vec a, Vec b) { return {_mm256_sub_ps(a.v, b.v)}; }
+  static Vec Mul(Vec a, Vec b) { return {_mm256_mul_ps(a.v, b.v)}; }
+  static Vec Max(Vec a, Vec b) { return {_mm256_max_ps(a.v, b.v)}; }
+  static Vec Min(Vec a, Vec b) { return {_mm256_min_ps(a.v, b.v)}; }
+  static Vec Swish(Vec a) { return {Swish8(a.v)}; }
+  void Pin() { asm("" : "+x"(v)); }
+};
+#endif
+
+#if defined(KILN_SIMD_AVX512)
+template <>
+struct Vec<16> {
+  __m512 v;
+  static Vec Zero() { return {_mm512_setzero_ps()}; }
+  static Vec Load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  static Vec Broadcast(const float* p) { return {_mm512_set1_ps(*p)}; }
+  void Store(float* p) const { _mm512_storeu_ps(p, v); }
+  static Vec Fma(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+  static Vec Add(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
+  static Vec Sub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
+  static Vec Mul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
+  static Vec Max(Vec a, Vec b) { return {_mm512_max_ps(a.v, b.v)}; }
+  static Vec Min(Vec a, Vec b) { return {_mm512_min_ps(a.v, b.v)}; }
+  static Vec Swish(Vec a) {  // in two halves, with the AVX2 form
+    __m256 lo = Swish8(_mm512_castps512_ps256(a.v));
+    __m256 hi = Swish8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+    return {_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1))};
+  }
+  void Pin() { asm("" : "+v"(v)); }
+};
+#elif defined(KILN_SIMD_AVX2)
+template <>
+struct Vec<16> {
+  __m256 lo, hi;
+  static Vec Zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static Vec Load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static Vec Broadcast(const float* p) {
+    __m256 b = _mm256_broadcast_ss(p);
+    return {b, b};
+  }
+  void Store(float* p) const {
+    _mm256_storeu_ps(p, lo);
+    _mm256_storeu_ps(p + 8, hi);
+  }
+  static Vec Fma(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static Vec Add(Vec a, Vec b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+  static Vec Sub(Vec a, Vec b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+  static Vec Mul(Vec a, Vec b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static Vec Max(Vec a, Vec b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+  static Vec Min(Vec a, Vec b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+  static Vec Swish(Vec a) { return {Swish8(a.lo), Swish8(a.hi)}; }
+  void Pin() { asm("" : "+x"(lo), "+x"(hi)); }
+};
+#endif
+
+// The portable form, for the widths the target has no registers for.
+template <int N>
+struct Vec {
+  float v[N];
+  static Vec Zero() {
+    Vec r;
+    for (int i = 0; i < N; ++i) r.v[i] = 0.0f;
+    return r;
+  }
+  static Vec Load(const float* p) {
+    Vec r;
+    for (int i = 0; i < N; ++i) r.v[i] = p[i];
+    return r;
+  }
+  static Vec Broadcast(const float* p) {
+    Vec r;
+    for (int i = 0; i < N; ++i) r.v[i] = *p;
+    return r;
+  }
+  void Store(float* p) const {
+    for (int i = 0; i < N; ++i) p[i] = v[i];
+  }
+  static Vec Fma(Vec a, Vec b, Vec c) {
+    for (int i = 0; i < N; ++i) c.v[i] += a.v[i] * b.v[i];
+    return c;
+  }
+  static Vec Add(Vec a, Vec b) {
+    for (int i = 0; i < N; ++i) a.v[i] += b.v[i];
+    return a;
+  }
+  static Vec Sub(Vec a, Vec b) {
+    for (int i = 0; i < N; ++i) a.v[i] -= b.v[i];
+    return a;
+  }
+  static Vec Mul(Vec a, Vec b) {
+    for (int i = 0; i < N; ++i) a.v[i] *= b.v[i];
+    return a;
+  }
+  static Vec Max(Vec a, Vec b) {  // b when either is NaN, as the intrinsics
+    for (int i = 0; i < N; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static Vec Min(Vec a, Vec b) {
+    for (int i = 0; i < N; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static Vec Swish(Vec a) {  // x * sigmoid(x)
+    for (int i = 0; i < N; ++i) a.v[i] = a.v[i] * (1.0f / (1.0f + std::exp(-a.v[i])));
+    return a;
+  }
+  void Pin() {}
+};
+
+// Output positions a micro-kernel keeps in registers per channel block: as many accumulators as
+// the register file holds next to a weight vector and a broadcast.
+#if defined(KILN_SIMD_AVX512)
+template <int N>
+constexpr int kTileWidth = 14;
+#elif defined(KILN_SIMD_AVX2)
+template <int N>
+constexpr int kTileWidth = N == 16 ? 6 : 12;
+#else
+template <int N>
+constexpr int kTileWidth = N == 16 ? 4 : 8;
+#endif
+
+}  // namespace kiln::kernels

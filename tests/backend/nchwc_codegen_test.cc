@@ -1,0 +1,202 @@
+// Code generation for blocked layouts: a blocked convolution's elementwise tail becomes the
+// kernel's epilogue (read in the generated source), layout_transform loops agree with
+// ir::TransformLayout, and a small CNN built at -O3 (AlterOpLayout: blocked convolutions,
+// depthwise, pooling, concatenation, reductions, borders) computes what it computes at -O2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "backend/build.h"
+#include "backend/codegen/host_codegen.h"
+#include "ir/layout.h"
+#include "ir/text.h"
+#include "runtime/graph_executor_module.h"
+
+namespace kiln::backend {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(NchwcCodegen, ConvolutionTailBecomesTheKernelEpilogue) {
+  ir::Expr f = ir::ParseFunction(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32], %p3: Tensor[(1, 1, 4, 4, 16), float32]) {
+    %0 = nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %1 = add(%0, %p2);
+    %2 = subtract(%p3, %1);
+    %3 = clip(%2, a_min=0, a_max=6);
+    %4 = sigmoid(%3);
+    %4
+  })");
+  std::string source = GenerateOperatorSource("fused", f);
+  EXPECT_EQ(Count(source, "kiln::kernels::Conv2DNCHWc("), 1);
+  EXPECT_THAT(source, HasSubstr("{kiln::kernels::EpilogueStep::kAdd, kiln::kernels::EpilogueStep::kChannel, p2"));
+  EXPECT_THAT(source, HasSubstr("{kiln::kernels::EpilogueStep::kReverseSubtract, kiln::kernels::EpilogueStep::kTensor, p3"));
+  EXPECT_THAT(source, HasSubstr("kiln::kernels::EpilogueStep::kClip, kiln::kernels::EpilogueStep::kNone, nullptr"));
+  EXPECT_THAT(source, HasSubstr(", 3) != 0) return -1;"));  // three steps
+  // sigmoid has no epilogue form: one loop after the kernel, over its result.
+  EXPECT_EQ(Count(source, "std::exp("), 1);
+  EXPECT_EQ(Count(source, "for ("), 1);
+
+  // x * sigmoid(x) after the bias is one step, and relu after it another.
+  std::string swish = GenerateOperatorSource("swish", ir::ParseFunction(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 1, 1, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32]) {
+    %0 = nn.conv2d(%p0, %p1, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %1 = add(%0, %p2);
+    %2 = sigmoid(%1);
+    %3 = multiply(%2, %1);
+    %4 = nn.relu(%3);
+    %4
+  })"));
+  EXPECT_THAT(swish, HasSubstr("{kiln::kernels::EpilogueStep::kSwish, kiln::kernels::EpilogueStep::kNone, nullptr"));
+  EXPECT_THAT(swish, HasSubstr(", 3) != 0) return -1;"));
+  EXPECT_EQ(Count(swish, "for ("), 0);
+
+  // A plain (NCHW) convolution keeps its tail as loops.
+  std::string plain = GenerateOperatorSource("plain", ir::ParseFunction(R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w); %1 = nn.relu(%0); %1
+  })"));
+  EXPECT_THAT(plain, HasSubstr("kiln::kernels::Conv2D("));
+  EXPECT_THAT(plain, Not(HasSubstr("EpilogueStep")));
+}
+
+TEST(NchwcCodegen, UnsupportedBlockedFormIsAClearError) {
+  ir::Expr f = ir::ParseFunction(R"(fn (%x: Tensor[(1, 1, 4, 4, 16), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w, data_layout="NCHW16c", out_layout="NCHW16c"); %0
+  })");
+  try {
+    GenerateOperatorSource("f", f);
+    FAIL() << "no error";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not supported by the host code generator: the kernel layout must be OIHW16i16o"));
+  }
+}
+
+class BlockedBuildTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) / ("kiln_nchwc_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Builds `text` at `opt_level` with `params` bound, runs it on `inputs`, returns the outputs.
+  std::vector<runtime::NDArray> Run(const std::string& text, int opt_level, const runtime::NamedArrays& params,
+                                    const std::vector<runtime::NDArray>& inputs, std::string* graph_json = nullptr) {
+    BuildOptions options;
+    options.pass_context.opt_level = opt_level;
+    options.params = params;
+    ExecutorFactory factory = Build(ir::ParseFunction(text), options);
+    if (graph_json != nullptr) *graph_json = factory.graph_json();
+    std::string path = (dir_ / ("model" + std::to_string(counter_++) + ".so")).string();
+    factory.ExportLibrary(path);
+    runtime::Module lib = runtime::LoadModuleFromFile(path);
+    auto exec = runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
+    for (size_t i = 0; i < inputs.size(); ++i) exec->SetInput(static_cast<int>(i), *inputs[i].get());
+    exec->Run();
+    std::vector<runtime::NDArray> outputs;
+    for (int i = 0; i < exec->NumOutputs(); ++i) outputs.push_back(exec->GetOutput(i).Clone());
+    return outputs;
+  }
+
+  static runtime::NDArray Random(const std::vector<int64_t>& shape, std::mt19937& rng, float scale = 1.0f) {
+    runtime::NDArray a = runtime::NDArray::Empty(shape, runtime::kFloat32);
+    std::uniform_real_distribution<float> uniform(-scale, scale);
+    auto* data = static_cast<float*>(a.data());
+    for (size_t i = 0; i < a.NumBytes() / sizeof(float); ++i) data[i] = uniform(rng);
+    return a;
+  }
+
+  static std::vector<float> Values(const runtime::NDArray& a) {
+    std::vector<float> v(a.NumBytes() / sizeof(float));
+    a.CopyToBytes(v.data(), a.NumBytes());
+    return v;
+  }
+
+  std::filesystem::path dir_;
+  int counter_ = 0;
+};
+
+// Each transform is its own operator at -O0 (nothing cancels them) and equals the reference.
+TEST_F(BlockedBuildTest, LayoutTransformsMatchTheReference) {
+  std::mt19937 rng(1);
+  runtime::NDArray x = Random({2, 48, 3, 5}, rng), w = Random({32, 48, 3, 3}, rng);
+  std::vector<runtime::NDArray> out = Run(R"(fn (%x: Tensor[(2, 48, 3, 5), float32], %w: Tensor[(32, 48, 3, 3), float32]) {
+    %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %1 = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW8c");
+    %2 = layout_transform(%1, src_layout="NCHW8c", dst_layout="NCHW");
+    %3 = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW16i8o");
+    (%0, %1, %2, %3)
+  })", 0, {}, {x, w});
+  using ir::Layout;
+  Layout nchw = Layout::Parse("NCHW"), c16 = Layout::Parse("NCHW16c"), c8 = Layout::Parse("NCHW8c");
+  EXPECT_EQ(Values(out[0]), Values(ir::TransformLayout(x, nchw, c16)));
+  EXPECT_EQ(Values(out[1]), Values(ir::TransformLayout(x, nchw, c8)));
+  EXPECT_EQ(Values(out[2]), Values(x));
+  EXPECT_EQ(Values(out[3]), Values(ir::TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"))));
+}
+
+// A small CNN touching every blocked form: a 3-channel stem read as NCHW, max pooling, a
+// residual block, a depthwise convolution with swish, 24 channels (block 8), clip, average pooling, a
+// channel concatenation, a squeeze-and-excitation scale (mean over H and W, sigmoid, multiply),
+// global pooling and a dense head on the plain tensor.
+TEST_F(BlockedBuildTest, SmallCnnMatchesAtO2AndO3) {
+  const char* model = R"(fn (%x: Tensor[(2, 3, 21, 19), float32], %w0: Tensor[(16, 3, 3, 3), float32], %b0: Tensor[(16), float32],
+                             %w1: Tensor[(16, 16, 3, 3), float32], %b1: Tensor[(16, 1, 1), float32], %wd: Tensor[(16, 1, 3, 3), float32],
+                             %w2: Tensor[(24, 16, 1, 1), float32], %w3: Tensor[(16, 24, 3, 3), float32], %w4: Tensor[(16, 24, 1, 1), float32],
+                             %ws: Tensor[(32, 32, 1, 1), float32], %fc: Tensor[(10, 32), float32]) {
+    %0 = nn.conv2d(%x, %w0, strides=[2, 2], padding=[1, 1, 1, 1]);
+    %1 = nn.bias_add(%0, %b0);
+    %2 = nn.relu(%1);
+    %3 = nn.max_pool2d(%2, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]);
+    %4 = nn.conv2d(%3, %w1, padding=[1, 1, 1, 1]);
+    %5 = add(%4, %b1);
+    %6 = add(%5, %3);
+    %7 = nn.relu(%6);
+    %8a = nn.conv2d(%7, %wd, groups=16, padding=[1, 1, 1, 1]);
+    %8b = sigmoid(%8a);
+    %8 = multiply(%8a, %8b);
+    %9 = nn.conv2d(%8, %w2);
+    %10 = clip(%9, a_min=0, a_max=6);
+    %11 = nn.avg_pool2d(%10, pool_size=[2, 2], strides=[1, 1], count_include_pad=1, padding=[0, 0, 1, 1]);
+    %12 = nn.conv2d(%11, %w3, padding=[1, 1, 1, 1]);
+    %13 = nn.conv2d(%11, %w4);
+    %14 = concatenate(%12, %13, axis=1);
+    %15 = mean(%14, axis=[2, 3], keepdims=1);
+    %16 = nn.conv2d(%15, %ws);
+    %17 = sigmoid(%16);
+    %18 = multiply(%14, %17);
+    %19 = nn.global_avg_pool2d(%18);
+    %20 = reshape(%19, newshape=[2, 32]);
+    %21 = nn.dense(%20, %fc);
+    (%21, %14)
+  })";
+  std::mt19937 rng(2);
+  runtime::NamedArrays params = {
+      {"w0", Random({16, 3, 3, 3}, rng, 0.5f)},  {"b0", Random({16}, rng)},
+      {"w1", Random({16, 16, 3, 3}, rng, 0.2f)}, {"b1", Random({16, 1, 1}, rng)},
+      {"wd", Random({16, 1, 3, 3}, rng, 0.5f)},  {"w2", Random({24, 16, 1, 1}, rng, 0.5f)},
+      {"w3", Random({16, 24, 3, 3}, rng, 0.2f)}, {"w4", Random({16, 24, 1, 1}, rng, 0.5f)},
+      {"ws", Random({32, 32, 1, 1}, rng, 0.5f)}, {"fc", Random({10, 32}, rng, 0.5f)}};
+  runtime::NDArray x = Random({2, 3, 21, 19}, rng);
+  std::string plain_graph, blocked_graph;
+  std::vector<runtime::NDArray> want = Run(model, 2, params, {x}, &plain_graph);
+  std::vector<runtime::NDArray> got = Run(model, 3, params, {x}, &blocked_graph);
+  EXPECT_THAT(plain_graph, Not(HasSubstr("layout_transform")));
+  EXPECT_THAT(blocked_graph, HasSubstr("layout_transform"));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    std::vector<float> a = Values(got[k]), b = Values(want[k]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * std::max(1.0f, std::abs(b[i]))) << k << ":" << i;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::backend

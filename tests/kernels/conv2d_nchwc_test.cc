@@ -1,0 +1,341 @@
+// The blocked-layout kernels (conv2d_nchwc.cc, pool_nchwc.cc) against a naive reference in this
+// file and against the NCHW kernels, over random shapes: input and output blocks, strides,
+// padding, dilation, depthwise groups, odd widths, fused epilogues; serial and on the thread
+// pool. Also Gemm's dot-product path for dense layers at small batch. Compiled with -march=native like model libraries, so the vector path of this machine is
+// the one tested.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend_api.h"
+#include "kernels/kernels.h"
+#include "kiln/c_runtime_api.h"
+
+namespace kiln::kernels {
+namespace {
+
+struct Shape {
+  int64_t n, c, h, w, o, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, ib, ob;
+  bool depthwise;
+  int64_t oh() const { return (h + pt + pb - (kh - 1) * dh - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
+  std::string Text() const {
+    return "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(w) +
+           " o" + std::to_string(o) + " k" + std::to_string(kh) + "x" + std::to_string(kw) + " s" +
+           std::to_string(sh) + "," + std::to_string(sw) + " d" + std::to_string(dh) + "," + std::to_string(dw) +
+           " p" + std::to_string(pt) + "," + std::to_string(pl) + "," + std::to_string(pb) + "," + std::to_string(pr) +
+           " ib" + std::to_string(ib) + " ob" + std::to_string(ob) + (depthwise ? " depthwise" : "");
+  }
+};
+
+// Connects the kernels to kiln's runtime (workspace pool, thread pool, error text), as the
+// loader of a model library does.
+class KernelEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    __TVMAPISetLastError = TVMAPISetLastError;
+    __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
+    __TVMBackendFreeWorkspace = TVMBackendFreeWorkspace;
+  }
+};
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new KernelEnvironment);
+
+void UseThreads(bool parallel) {
+  __TVMBackendParallelLaunch = parallel ? TVMBackendParallelLaunch : nullptr;
+  __TVMBackendParallelBarrier = parallel ? TVMBackendParallelBarrier : nullptr;
+}
+
+std::vector<float> Random(size_t size, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> v(size);
+  for (float& x : v) x = uniform(rng);
+  return v;
+}
+
+// NCHW -> NCHW[b]c and back.
+std::vector<float> Block(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw, int64_t b) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < hw; ++p) y[((i * (c / b) + k / b) * hw + p) * b + k % b] = x[(i * c + k) * hw + p];
+  return y;
+}
+std::vector<float> Unblock(const std::vector<float>& y, int64_t n, int64_t c, int64_t hw, int64_t b) {
+  std::vector<float> x(y.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < hw; ++p) x[(i * c + k) * hw + p] = y[((i * (c / b) + k / b) * hw + p) * b + k % b];
+  return x;
+}
+
+// OIHW [O, I, KH, KW] -> [O / ob, I / ib, KH, KW, ib, ob] (depthwise: I = ib = 1).
+std::vector<float> PackWeights(const std::vector<float>& w, const Shape& s) {
+  int64_t in = s.depthwise ? 1 : s.c, ib = s.depthwise ? 1 : s.ib, taps = s.kh * s.kw;
+  std::vector<float> packed(w.size());
+  for (int64_t o = 0; o < s.o; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t t = 0; t < taps; ++t) {
+        int64_t dst = (((o / s.ob) * (in / ib) + i / ib) * taps + t) * ib * s.ob + (i % ib) * s.ob + o % s.ob;
+        packed[dst] = w[(o * in + i) * taps + t];
+      }
+  return packed;
+}
+
+// The convolution by its definition, in double.
+std::vector<float> ReferenceConv(const std::vector<float>& x, const std::vector<float>& w, const Shape& s) {
+  int64_t oh = s.oh(), ow = s.ow(), groups = s.depthwise ? s.c : 1;
+  int64_t in_per_group = s.c / groups, out_per_group = s.o / groups;
+  std::vector<float> out(s.n * s.o * oh * ow);
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.o; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t z = 0; z < ow; ++z) {
+          double sum = 0;
+          for (int64_t i = 0; i < in_per_group; ++i) {
+            int64_t c = (o / out_per_group) * in_per_group + i;
+            for (int64_t a = 0; a < s.kh; ++a)
+              for (int64_t b = 0; b < s.kw; ++b) {
+                int64_t ih = y * s.sh - s.pt + a * s.dh, iw = z * s.sw - s.pl + b * s.dw;
+                if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+                sum += double(x[((n * s.c + c) * s.h + ih) * s.w + iw]) * w[((o * in_per_group + i) * s.kh + a) * s.kw + b];
+              }
+          }
+          out[((n * s.o + o) * oh + y) * ow + z] = static_cast<float>(sum);
+        }
+  return out;
+}
+
+Conv2DNCHWcParams Params(const Shape& s) {
+  return {s.n, s.c, s.h, s.w, s.depthwise ? s.ob : s.ib, s.o, s.ob, s.kh, s.kw, s.oh(), s.ow(),
+          s.sh, s.sw, s.dh, s.dw, s.pt, s.pl, s.depthwise};
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i]))) << what << " at " << i;
+  }
+}
+
+Shape RandomShape(std::mt19937& rng, bool depthwise) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Shape s{};
+  s.depthwise = depthwise;
+  s.n = pick(1, 2);
+  s.ob = pick(0, 1) ? 16 : 8;
+  const int64_t in_blocks[] = {1, 3, 4, 8, 16};
+  s.ib = depthwise ? s.ob : in_blocks[pick(0, 4)];
+  s.c = depthwise ? s.ob * pick(1, 3) : s.ib * pick(1, 4);
+  s.o = depthwise ? s.c : s.ob * pick(1, 3);
+  s.kh = pick(1, 5);
+  s.kw = pick(1, 5);
+  s.sh = pick(1, 3);
+  s.sw = pick(1, 3);
+  s.dh = pick(1, 2);
+  s.dw = pick(1, 2);
+  s.pt = pick(0, 3);
+  s.pl = pick(0, 3);
+  s.pb = pick(0, 3);
+  s.pr = pick(0, 3);
+  s.h = pick(1, 19);
+  s.w = pick(1, 41);
+  // Keep the window inside the padded input.
+  s.h = std::max(s.h, (s.kh - 1) * s.dh + 1 - s.pt - s.pb);
+  s.w = std::max(s.w, (s.kw - 1) * s.dw + 1 - s.pl - s.pr);
+  return s;
+}
+
+void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
+  UseThreads(parallel);
+  std::mt19937 rng(seed);
+  for (int iteration = 0; iteration < 150; ++iteration) {
+    Shape s = RandomShape(rng, depthwise);
+    std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng);
+    std::vector<float> w = Random(s.o * (depthwise ? 1 : s.c) * s.kh * s.kw, rng);
+    int64_t ib = depthwise ? s.ob : s.ib, out_size = s.n * s.o * s.oh() * s.ow();
+    std::vector<float> out(out_size, NAN);
+    Conv2DNCHWcParams p = Params(s);
+    ASSERT_EQ(Conv2DNCHWc(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(), nullptr, 0), 0)
+        << TVMGetLastError();
+    std::vector<float> want = ReferenceConv(x, w, s);
+    ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), want, s.Text());
+    // The NCHW kernel agrees too.
+    Conv2DParams nchw{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl,
+                      depthwise ? s.c : 1};
+    std::vector<float> old(out_size);
+    ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data()), 0);
+    ExpectNear(old, want, s.Text() + " (NCHW kernel)");
+  }
+  UseThreads(false);
+}
+
+TEST(Conv2DNCHWc, MatchesTheReferenceOnRandomShapes) { CheckRandomConvolutions(false, false, 1); }
+TEST(Conv2DNCHWc, MatchesTheReferenceOnRandomShapesInParallel) { CheckRandomConvolutions(false, true, 2); }
+TEST(Conv2DNCHWc, DepthwiseMatchesTheReference) { CheckRandomConvolutions(true, false, 3); }
+TEST(Conv2DNCHWc, DepthwiseMatchesTheReferenceInParallel) { CheckRandomConvolutions(true, true, 4); }
+
+// A ResNet-like 3x3 layer wide enough for several interior tiles and input channel chunks.
+TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
+  UseThreads(true);
+  std::mt19937 rng(5);
+  Shape s{1, 96, 30, 57, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, false};
+  std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng);
+  std::vector<float> out(s.n * s.o * s.oh() * s.ow());
+  ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(), nullptr, 0), 0);
+  ExpectNear(Unblock(out, 1, s.o, s.oh() * s.ow(), 16), ReferenceConv(x, w, s), s.Text());
+  UseThreads(false);
+}
+
+float ApplyStep(const EpilogueStep& step, float v, float operand) {
+  switch (step.op) {
+    case EpilogueStep::kAdd: return v + operand;
+    case EpilogueStep::kSubtract: return v - operand;
+    case EpilogueStep::kReverseSubtract: return operand - v;
+    case EpilogueStep::kMultiply: return v * operand;
+    case EpilogueStep::kMaximum: return std::max(v, operand);
+    case EpilogueStep::kMinimum: return std::min(v, operand);
+    case EpilogueStep::kRelu: return v > 0 ? v : 0.0f;
+    case EpilogueStep::kClip: return std::min(std::max(v, step.lo), step.hi);
+    case EpilogueStep::kSwish: return v * (1.0f / (1.0f + std::exp(-v)));
+  }
+  return v;
+}
+
+// Every epilogue op with every operand kind, in one chain, against applying the chain to the
+// reference result (blocked output positions: channel = block * ob + lane).
+TEST(Conv2DNCHWc, EpilogueStepsApplyInOrder) {
+  std::mt19937 rng(6);
+  for (bool depthwise : {false, true}) {
+    Shape s{2, 32, 9, 13, 32, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 16, 16, depthwise};
+    std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * (depthwise ? 1 : s.c) * 9, rng);
+    int64_t positions = s.oh() * s.ow(), out_size = s.n * s.o * positions;
+    std::vector<float> bias = Random(s.o, rng), scale = Random(s.o, rng), residual = Random(out_size, rng);
+    float scalar = 0.25f;
+    std::vector<EpilogueStep> steps = {
+        {EpilogueStep::kMultiply, EpilogueStep::kChannel, scale.data(), 0, 0},
+        {EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+        {EpilogueStep::kSubtract, EpilogueStep::kScalar, &scalar, 0, 0},
+        {EpilogueStep::kReverseSubtract, EpilogueStep::kTensor, residual.data(), 0, 0},
+        {EpilogueStep::kMaximum, EpilogueStep::kScalar, &scalar, 0, 0},
+        {EpilogueStep::kMinimum, EpilogueStep::kChannel, bias.data(), 0, 0},
+        {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0},
+        {EpilogueStep::kClip, EpilogueStep::kNone, nullptr, -0.5f, 0.75f},
+        {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0},
+    };
+    std::vector<float> out(out_size);
+    ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, s.n, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(),
+                          steps.data(), static_cast<int>(steps.size())),
+              0);
+    std::vector<float> want = Block(ReferenceConv(x, w, s), s.n, s.o, positions, 16);
+    for (int64_t i = 0; i < out_size; ++i) {
+      int64_t channel = (i / (positions * 16)) % (s.o / 16) * 16 + i % 16;
+      for (const EpilogueStep& step : steps) {
+        float operand = step.operand == EpilogueStep::kChannel  ? step.data[channel]
+                        : step.operand == EpilogueStep::kScalar ? step.data[0]
+                        : step.operand == EpilogueStep::kTensor ? step.data[i]
+                                                                : 0.0f;
+        want[i] = ApplyStep(step, want[i], operand);
+      }
+    }
+    ExpectNear(out, want, depthwise ? "depthwise epilogue" : "epilogue");
+  }
+}
+
+// The vector exp behind swish, over the whole float range that matters: an identity 1x1
+// convolution passes x through, the epilogue computes x * sigmoid(x).
+TEST(Conv2DNCHWc, SwishIsAccurateOverTheWholeRange) {
+  for (int64_t ob : {16, 8}) {
+    int64_t positions = 4001;
+    Shape s{1, ob, 1, positions, ob, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, ob, ob, false};
+    std::vector<float> w(ob * ob, 0.0f), x(ob * positions);
+    for (int64_t c = 0; c < ob; ++c) w[c * ob + c] = 1.0f;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = -100.0f + 200.0f * static_cast<float>(i) / static_cast<float>(x.size());
+    EpilogueStep swish{EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0};
+    std::vector<float> out(x.size());
+    ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, ob, positions, ob).data(), PackWeights(w, s).data(), out.data(), &swish, 1), 0);
+    std::vector<float> got = Unblock(out, 1, ob, positions, ob);
+    for (size_t i = 0; i < x.size(); ++i) {
+      double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+      ASSERT_NEAR(got[i], want, 1e-6 * std::abs(want) + 1e-30) << "swish(" << x[i] << ")";
+    }
+  }
+}
+
+TEST(Conv2DNCHWc, UnsupportedBlocksAreErrors) {
+  Shape s{1, 16, 4, 4, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 16, 12, false};
+  std::vector<float> buffer(4096);
+  EXPECT_EQ(Conv2DNCHWc(Params(s), buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("output block must be 8 or 16"));
+  Shape d{1, 32, 4, 4, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, true};
+  Conv2DNCHWcParams p = Params(d);
+  p.in_block = 8;
+  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("depthwise"));
+}
+
+// Blocked pooling equals NCHW pooling, for max and average (with and without the padding in the
+// divisor), blocks 16, 8 and 4 (the element-by-element path).
+TEST(PoolNCHWc, MatchesTheNchwKernels) {
+  std::mt19937 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int iteration = 0; iteration < 120; ++iteration) {
+    UseThreads(iteration % 2 == 0);
+    int64_t block = std::vector<int64_t>{16, 8, 4}[pick(0, 2)];
+    int64_t n = pick(1, 2), c = block * pick(1, 3);
+    Pool2DParams p{};
+    p.pool_h = pick(1, 3);
+    p.pool_w = pick(1, 3);
+    p.stride_h = pick(1, 2);
+    p.stride_w = pick(1, 2);
+    p.dilation_h = pick(1, 2);
+    p.dilation_w = pick(1, 2);
+    p.pad_top = pick(0, p.pool_h - 1);
+    p.pad_left = pick(0, p.pool_w - 1);
+    p.pad_bottom = pick(0, p.pool_h - 1);
+    p.pad_right = pick(0, p.pool_w - 1);
+    p.in_height = pick(3, 15) + (p.pool_h - 1) * p.dilation_h;
+    p.in_width = pick(3, 15) + (p.pool_w - 1) * p.dilation_w;
+    p.out_height = (p.in_height + p.pad_top + p.pad_bottom - (p.pool_h - 1) * p.dilation_h - 1) / p.stride_h + 1;
+    p.out_width = (p.in_width + p.pad_left + p.pad_right - (p.pool_w - 1) * p.dilation_w - 1) / p.stride_w + 1;
+    p.count_include_pad = pick(0, 1) == 1;
+    std::vector<float> x = Random(n * c * p.in_height * p.in_width, rng);
+    int64_t out_hw = p.out_height * p.out_width;
+    for (bool average : {false, true}) {
+      std::vector<float> want(n * c * out_hw), got(n * c * out_hw);
+      p.batch_channels = n * c;
+      (average ? AvgPool2D : MaxPool2D)(p, x.data(), want.data());
+      p.batch_channels = n * c / block;
+      (average ? AvgPool2DNCHWc : MaxPool2DNCHWc)(p, block, Block(x, n, c, p.in_height * p.in_width, block).data(),
+                                                   got.data());
+      ExpectNear(Unblock(got, n, c, out_hw, block), want, (average ? "avg" : "max") + std::string(" pool"));
+    }
+  }
+  UseThreads(false);
+}
+
+// Dense layers at small batch take the dot-product path of Gemm (B transposed, no copy); larger
+// batches the blocked one. Both against the definition.
+TEST(Gemm, TransposedBAgainstTheReference) {
+  std::mt19937 rng(8);
+  for (int64_t m : {1, 2, 4, 5, 9}) {
+    for (int64_t k : {1, 7, 8, 37, 300}) {
+      int64_t n = 19;
+      std::vector<float> a = Random(m * k, rng), b = Random(n * k, rng), c(m * n, NAN);
+      Gemm(m, n, k, a.data(), k, false, b.data(), k, true, c.data(), n);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t x = 0; x < k; ++x) want += double(a[i * k + x]) * b[j * k + x];
+          ASSERT_NEAR(c[i * n + j], want, 1e-5 * std::max(1.0, std::abs(want))) << m << "x" << n << "x" << k;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::kernels

@@ -1,0 +1,248 @@
+// AlterOpLayout: IR text before and the expected IR text after — blocked convolution chains with
+// transforms only at the borders, layout-aware consumers, constants packed at build time,
+// transform pairs cancelled — and where it must not fire (opt level below 3, channels that fit
+// no block, grouped convolutions, graphs without convolutions, block 0), and its errors.
+#include "transform/alter_op_layout.h"
+
+#include <gmock/gmock.h>
+
+#include <sstream>
+
+#include "pass_test_util.h"
+#include "runtime/error.h"
+
+namespace kiln::transform {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+void ExpectAltered(const std::string& before, const std::string& expected, int64_t block = 16) {
+  AlterOpLayoutOptions options;
+  options.block = block;
+  ir::Expr actual = AlterOpLayout(ir::ParseFunction(before), options);
+  ir::Expr want = ir::ParseFunction(expected);
+  EXPECT_TRUE(ir::StructurallyEqual(actual, want)) << "got:\n" << ir::PrintFunction(actual) << "expected:\n"
+                                                   << ir::PrintFunction(want);
+}
+
+void ExpectUnchanged(const std::string& text, int64_t block = 16) { ExpectAltered(text, text, block); }
+
+// The first convolution reads the 3-channel input as it is (NCHW, weights OIHW1i16o); bias,
+// relu, the second convolution, the residual add and relu stay in NCHW16c; one transform brings
+// the result back.
+TEST(AlterOpLayout, ConvChainIsBlockedWithTransformsOnlyAtTheBorders) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 3, 8, 8), float32], %w1: Tensor[(16, 3, 3, 3), float32], %b: Tensor[(16), float32], %w2: Tensor[(16, 16, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1]);
+    %1 = nn.bias_add(%0, %b);
+    %2 = nn.relu(%1);
+    %3 = nn.conv2d(%2, %w2);
+    %4 = add(%3, %2);
+    %5 = nn.relu(%4);
+    %5
+  })",
+                R"(fn (%x: Tensor[(1, 3, 8, 8), float32], %w1: Tensor[(16, 3, 3, 3), float32], %b: Tensor[(16), float32], %w2: Tensor[(16, 16, 1, 1), float32]) {
+    %p1 = layout_transform(%w1, src_layout="OIHW", dst_layout="OIHW1i16o");
+    %0 = nn.conv2d(%x, %p1, padding=[1, 1, 1, 1], kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %b4 = reshape(%b, newshape=[1, 16, 1, 1]);
+    %b5 = reshape(%b4, newshape=[1, 1, 1, 1, 16]);
+    %1 = add(%0, %b5);
+    %2 = nn.relu(%1);
+    %p2 = layout_transform(%w2, src_layout="OIHW", dst_layout="OIHW16i16o");
+    %3 = nn.conv2d(%2, %p2, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %4 = add(%3, %2);
+    %5 = nn.relu(%4);
+    %6 = layout_transform(%5, src_layout="NCHW16c", dst_layout="NCHW");
+    %6
+  })");
+}
+
+// Weights and per-channel constants are transformed now: OIHW [8, 2, 1, 1] with values 0..15
+// packed as OIHW1i8o holds w[o][i] at [i][o]; the bias becomes [1, 1, 1, 1, 8].
+TEST(AlterOpLayout, ConstantsArePackedAtBuildTime) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 2, 1, 2), float32]) {
+    %w = const(Tensor[(8, 2, 1, 1), float32], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    %b = const(Tensor[(8, 1, 1), float32], [1, 2, 3, 4, 5, 6, 7, 8]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = add(%0, %b);
+    %1
+  })",
+                R"(fn (%x: Tensor[(1, 2, 1, 2), float32]) {
+    %w = const(Tensor[(1, 2, 1, 1, 1, 8), float32], [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]);
+    %b = const(Tensor[(1, 1, 1, 1, 8), float32], [1, 2, 3, 4, 5, 6, 7, 8]);
+    %0 = nn.conv2d(%x, %w, kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+    %1 = add(%0, %b);
+    %2 = layout_transform(%1, src_layout="NCHW8c", dst_layout="NCHW");
+    %2
+  })",
+                8);
+}
+
+// 24 output channels fit no block of 16 but one of 8; the depthwise convolution, max pooling,
+// global pooling and a mean over H and W follow the input's block; the flatten gets the plain
+// tensor, which for H = W = 1 is a reshape.
+TEST(AlterOpLayout, DepthwisePoolingAndReductionsFollowTheBlock) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 6, 6), float32], %w: Tensor[(24, 16, 1, 1), float32], %d: Tensor[(24, 1, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.conv2d(%0, %d, groups=24, padding=[1, 1, 1, 1]);
+    %2 = nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2]);
+    %3 = mean(%2, axis=[-1, -2], keepdims=1);
+    %4 = nn.global_avg_pool2d(%2);
+    %5 = add(%3, %4);
+    %6 = reshape(%5, newshape=[1, 24]);
+    %6
+  })",
+                R"(fn (%x: Tensor[(1, 16, 6, 6), float32], %w: Tensor[(24, 16, 1, 1), float32], %d: Tensor[(24, 1, 3, 3), float32]) {
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i8o");
+    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+    %pd = layout_transform(%d, src_layout="OIHW", dst_layout="OIHW1i8o");
+    %1 = nn.conv2d(%0, %pd, groups=24, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+    %2 = nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2], layout="NCHW8c");
+    %3 = mean(%2, axis=[2, 3], keepdims=1);
+    %4 = nn.global_avg_pool2d(%2, layout="NCHW8c");
+    %5 = add(%3, %4);
+    %6 = reshape(%5, newshape=[1, 24, 1, 1]);
+    %7 = reshape(%6, newshape=[1, 24]);
+    %7
+  })");
+}
+
+// The other operand of broadcasting arithmetic: a scalar stays, a spatial map is reshaped to
+// [N, 1, H, W, 1], a per-channel [C, 1, 1] is transformed, and a plain activation is transformed
+// at the border. A blocked value read by a plain op (softmax) is transformed back once, shared.
+TEST(AlterOpLayout, BroadcastOperandsAndSharedBorderTransforms) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 2, 2), float32], %w: Tensor[(16, 16, 1, 1), float32], %s: Tensor[(1, 1, 2, 2), float32], %c: Tensor[(16, 1, 1), float32]) {
+    %k = const(Tensor[(), float32], [2]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = multiply(%0, %k);
+    %2 = add(%1, %s);
+    %3 = subtract(%c, %2);
+    %4 = maximum(%3, %x);
+    %5 = nn.softmax(%4, axis=1);
+    %6 = nn.softmax(%4, axis=2);
+    (%5, %6)
+  })",
+                R"(fn (%x: Tensor[(1, 16, 2, 2), float32], %w: Tensor[(16, 16, 1, 1), float32], %s: Tensor[(1, 1, 2, 2), float32], %c: Tensor[(16, 1, 1), float32]) {
+    %k = const(Tensor[(), float32], [2]);
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
+    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %1 = multiply(%0, %k);
+    %s5 = reshape(%s, newshape=[1, 1, 2, 2, 1]);
+    %2 = add(%1, %s5);
+    %c4 = reshape(%c, newshape=[1, 16, 1, 1]);
+    %c5 = reshape(%c4, newshape=[1, 1, 1, 1, 16]);
+    %3 = subtract(%c5, %2);
+    %x5 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %4 = maximum(%3, %x5);
+    %plain = layout_transform(%4, src_layout="NCHW16c", dst_layout="NCHW");
+    %5 = nn.softmax(%plain, axis=1);
+    %6 = nn.softmax(%plain, axis=2);
+    (%5, %6)
+  })");
+}
+
+// Channel concatenation stays blocked when every input's channels divide by the block.
+TEST(AlterOpLayout, ConcatenateOnChannels) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 8, 3, 3), float32], %w: Tensor[(16, 8, 1, 1), float32], %v: Tensor[(16, 8, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.conv2d(%x, %v, padding=[1, 1, 1, 1]);
+    %2 = concatenate(%0, %1, axis=-3);
+    %2
+  })",
+                R"(fn (%x: Tensor[(1, 8, 3, 3), float32], %w: Tensor[(16, 8, 1, 1), float32], %v: Tensor[(16, 8, 3, 3), float32]) {
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
+    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %pv = layout_transform(%v, src_layout="OIHW", dst_layout="OIHW1i16o");
+    %1 = nn.conv2d(%x, %pv, padding=[1, 1, 1, 1], kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %2 = concatenate(%0, %1, axis=1);
+    %3 = layout_transform(%2, src_layout="NCHW16c", dst_layout="NCHW");
+    %3
+  })");
+}
+
+// Transforms already in the IR compose with those the pass makes; a pair that meets its
+// inverse cancels.
+TEST(AlterOpLayout, TransformPairsCancelAndCompose) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 2, 2), float32]) {
+    %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %1 = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW");
+    %2 = nn.relu(%1);
+    %3 = layout_transform(%2, src_layout="NCHW", dst_layout="NCHW16c");
+    %4 = layout_transform(%3, src_layout="NCHW16c", dst_layout="NCHW8c");
+    %4
+  })",
+                R"(fn (%x: Tensor[(1, 16, 2, 2), float32]) {
+    %0 = nn.relu(%x);
+    %1 = layout_transform(%0, src_layout="NCHW", dst_layout="NCHW8c");
+    %1
+  })");
+}
+
+TEST(AlterOpLayout, DoesNotFireWhereItShouldNot) {
+  // Output channels that fit no block (12 with blocks 16 and 8), and so their consumers neither.
+  ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(12, 16, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w); %1 = nn.relu(%0); %2 = nn.max_pool2d(%1, pool_size=[2, 2]); %2
+  })");
+  // A grouped convolution that is not depthwise.
+  ExpectUnchanged(R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, groups=4); %0
+  })");
+  // No convolutions.
+  ExpectUnchanged(R"(fn (%x: Tensor[(2, 16), float32], %w: Tensor[(32, 16), float32]) {
+    %0 = nn.dense(%x, %w); %1 = nn.relu(%0); %1
+  })");
+  ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float32]) {
+    %0 = nn.max_pool2d(%x, pool_size=[2, 2]); %1 = add(%0, %0); %1
+  })");
+  // Not float32.
+  ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float64], %w: Tensor[(16, 16, 1, 1), float64]) {
+    %0 = nn.conv2d(%x, %w); %0
+  })");
+  // Block 0: off.
+  ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w); %0
+  })",
+                  0);
+}
+
+TEST(AlterOpLayout, RunsAtOptLevelThreeOnly) {
+  const char* model = R"(fn (%x: Tensor[(1, 3, 8, 8), float32]) {
+    %w = const(Tensor[(16, 3, 1, 1), float32], [0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.relu(%0);
+    %1
+  })";
+  for (int level : {2, 3}) {
+    PassContext context;
+    context.opt_level = level;
+    context.print_ir_after = {"AlterOpLayout"};
+    std::ostringstream log;
+    RunPipeline(ir::ParseFunction(model), TestEnvironment(context), log);
+    if (level == 3) {
+      EXPECT_THAT(log.str(), HasSubstr("out_layout=\"NCHW16c\""));
+      EXPECT_THAT(log.str(), HasSubstr("layout_transform("));
+    } else {
+      EXPECT_EQ(log.str(), "");
+    }
+  }
+  PassContext off;
+  off.SetConfig("kiln.AlterOpLayout.block", "0");
+  off.print_ir_after = {"AlterOpLayout"};
+  std::ostringstream log;
+  RunPipeline(ir::ParseFunction(model), TestEnvironment(off), log);
+  EXPECT_THAT(log.str(), Not(HasSubstr("layout_transform(")));
+}
+
+TEST(AlterOpLayout, BlocksOtherThanEightAndSixteenAreErrors) {
+  PassContext context;
+  context.SetConfig("kiln.AlterOpLayout.block", "4");
+  try {
+    AlterOpLayout(ir::ParseFunction("fn (%x: Tensor[(4), float32]) { %0 = nn.relu(%x); %0 }"), TestEnvironment(context));
+    FAIL() << "no error";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the channel block must be 8 or 16 (0 disables the pass), got 4"));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::transform

@@ -1,0 +1,272 @@
+// AlterOpLayout: one walk over the main function in topological order. Each value is held either
+// as in the original function or, for a 4-D NCHW tensor, in NCHW[x]c; a consumer that cannot
+// take the blocked form gets the plain tensor through one shared layout_transform.
+#include "transform/alter_op_layout.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "ir/layout.h"
+#include "runtime/error.h"
+
+namespace kiln::transform {
+
+using namespace ir;
+
+namespace {
+
+// A value of the rewritten function: the original value's computation, in NCHW[block]c when
+// block > 0 (the original is then a 4-D NCHW tensor), else in the original's layout.
+struct Value {
+  Expr expr;
+  int64_t block = 0;
+};
+
+Attrs NewShape(const std::vector<int64_t>& shape) {
+  Attrs attrs;
+  attrs.Set("newshape", shape);
+  return attrs;
+}
+
+const CallNode* OpCall(const Expr& e, const char* name) {
+  const auto* call = e->As<CallNode>();
+  return call != nullptr && call->op != nullptr && call->op->name == name ? call : nullptr;
+}
+
+bool IsFloat32(const Expr& e) { return e->type().is_tensor() && e->type().tensor().dtype == runtime::kFloat32; }
+
+bool Is4D(const Expr& e) { return e->type().is_tensor() && e->type().tensor().ndim() == 4; }
+
+bool IsBinaryArithmetic(const std::string& op) {
+  for (const char* name : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}) {
+    if (op == name) return true;
+  }
+  return false;
+}
+
+class LayoutRewriter {
+ public:
+  explicit LayoutRewriter(int64_t block) : block_(block) {}
+
+  Expr Run(const FunctionNode& f) {
+    std::unordered_map<const ExprNode*, Value> values;
+    for (const Expr& e : PostOrder(f.body)) {
+      std::vector<Value> inputs;
+      for (const Expr& input : Inputs(e)) inputs.push_back(values.at(input.get()));
+      const auto* call = e->As<CallNode>();
+      if (call != nullptr && call->op != nullptr) {
+        values[e.get()] = RewriteCall(*call, inputs);
+        continue;
+      }
+      std::vector<Expr> plain;
+      for (const Value& v : inputs) plain.push_back(ToPlain(v));
+      values[e.get()] = {WithInputs(e, plain), 0};
+    }
+    return Function(f.params, ToPlain(values.at(f.body.get())), f.attrs);
+  }
+
+ private:
+  // The block a convolution with this many output channels computes in; 0: none fits.
+  int64_t OutBlock(int64_t channels) const {
+    if (channels % block_ == 0) return block_;
+    if (block_ % 2 == 0 && block_ / 2 >= 8 && channels % (block_ / 2) == 0) return block_ / 2;
+    return 0;
+  }
+
+  // `e` (laid out as `src`) laid out as `dst`: constants now, transforms of transforms composed
+  // or cancelled, tensors with H = W = 1 reshaped. Shared per (value, layouts).
+  Expr Transform(const Expr& e, const std::string& src, const std::string& dst) {
+    if (src == dst) return e;
+    auto key = std::make_pair(e.get(), src + ">" + dst);
+    auto it = transforms_.find(key);
+    if (it != transforms_.end()) return it->second.second;
+    Layout from = Layout::Parse(src), to = Layout::Parse(dst);
+    std::vector<int64_t> primal = from.ToPrimal(e->type().tensor().shape);
+    Expr result;
+    if (const auto* constant = e->As<ConstantNode>()) {
+      result = Constant(TransformLayout(constant->value, from, to));
+    } else if (const CallNode* inner = OpCall(e, "layout_transform");
+               inner != nullptr && inner->attrs.GetString("dst_layout") == src) {
+      const std::string& origin = inner->attrs.GetString("src_layout");
+      result = origin == dst ? inner->args[0] : Transform(inner->args[0], origin, dst);
+    } else if (from.primal() == "NCHW" && to.primal() == "NCHW" && primal[2] == 1 && primal[3] == 1) {
+      std::vector<int64_t> shape = to.FromPrimal(primal);  // the same bytes in either layout
+      const CallNode* reshape = OpCall(e, "reshape");
+      bool undo = reshape != nullptr && reshape->args[0]->type().tensor().shape == shape;
+      result = undo ? reshape->args[0] : Call("reshape", {e}, NewShape(shape));
+    } else {
+      Attrs attrs;
+      attrs.Set("src_layout", src);
+      attrs.Set("dst_layout", dst);
+      result = Call("layout_transform", {e}, attrs);
+    }
+    transforms_[key] = {e, result};
+    return result;
+  }
+
+  Expr ToPlain(const Value& v) { return v.block == 0 ? v.expr : Transform(v.expr, BlockedDataLayout(v.block), "NCHW"); }
+
+  Expr ToBlocked(const Value& v, int64_t block) {
+    return Transform(v.expr, BlockedDataLayout(v.block), BlockedDataLayout(block));
+  }
+
+  Value Plain(const CallNode& call, const std::vector<Value>& args) {
+    std::vector<Expr> plain;
+    for (const Value& v : args) plain.push_back(ToPlain(v));
+    return {Call(*call.op, plain, call.attrs), 0};
+  }
+
+  Value RewriteCall(const CallNode& call, const std::vector<Value>& args) {
+    const std::string& op = call.op->name;
+    if (op == "nn.conv2d") return Conv2D(call, args);
+    if (op == "layout_transform") {
+      return {Transform(ToPlain(args[0]), call.attrs.GetString("src_layout"), call.attrs.GetString("dst_layout")), 0};
+    }
+    if (args.empty() || args[0].block == 0) {
+      if (IsBinaryArithmetic(op) && args.size() == 2 && args[1].block != 0) return Broadcast(call, args, args[1].block);
+      if (op == "concatenate") return Concatenate(call, args);
+      return Plain(call, args);
+    }
+    int64_t block = args[0].block;
+    if (call.op->pattern == OpPattern::kElemWise && args.size() == 1) {
+      return {Call(*call.op, {args[0].expr}, call.attrs), block};
+    }
+    if (IsBinaryArithmetic(op) && args.size() == 2) return Broadcast(call, args, block);
+    if (op == "nn.bias_add" && NormalizeAxis(call.attrs.GetInt("axis")) == 1) {
+      return {Call("add", {args[0].expr, ToBlocked({Along(args[1].expr, 1), 0}, block)}), block};
+    }
+    if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
+      Attrs attrs = call.attrs;
+      attrs.Set("layout", BlockedDataLayout(block));
+      return {Call(*call.op, {args[0].expr}, attrs), block};
+    }
+    if ((op == "mean" || op == "sum" || op == "max" || op == "min") && SpatialReduction(call)) {
+      Attrs attrs = call.attrs;
+      attrs.Set("axis", std::vector<int64_t>{2, 3});
+      return {Call(*call.op, {args[0].expr}, attrs), block};
+    }
+    if (op == "concatenate") return Concatenate(call, args);
+    return Plain(call, args);
+  }
+
+  static int64_t NormalizeAxis(int64_t axis) { return axis < 0 ? axis + 4 : axis; }
+
+  // A 1-D per-channel tensor as [1, C, 1, 1] (`axis` 1 of NCHW).
+  static Expr Along(const Expr& e, int axis) {
+    std::vector<int64_t> shape(4, 1);
+    shape[axis] = e->type().tensor().shape[0];
+    return Reshaped(e, shape);
+  }
+
+  static bool SpatialReduction(const CallNode& call) {
+    if (call.attrs.GetInt("keepdims") == 0) return false;
+    std::vector<int64_t> axes = call.attrs.GetInts("axis");
+    for (int64_t& a : axes) a = NormalizeAxis(a);
+    return axes == std::vector<int64_t>{2, 3} || axes == std::vector<int64_t>{3, 2};
+  }
+
+  Value Conv2D(const CallNode& call, const std::vector<Value>& args) {
+    const Attrs& attrs = call.attrs;
+    bool plain_form = attrs.GetString("data_layout") == "NCHW" && attrs.GetString("kernel_layout") == "OIHW" &&
+                      (attrs.GetString("out_layout").empty() || attrs.GetString("out_layout") == "NCHW");
+    if (!plain_form || !IsFloat32(call.args[0]) || !IsFloat32(call.args[1])) return Plain(call, args);
+    const auto& data = call.args[0]->type().tensor().shape;
+    const auto& weight = call.args[1]->type().tensor().shape;
+    int64_t groups = attrs.GetInt("groups"), channels = data[1], out_channels = weight[0];
+    int64_t out_block = OutBlock(out_channels);
+    bool depthwise = groups > 1 && groups == channels && out_channels == channels;
+    if (out_block == 0 || (groups > 1 && !depthwise)) return Plain(call, args);
+    Expr input;
+    int64_t in_block;
+    if (depthwise) {
+      input = ToBlocked(args[0], out_block);
+      in_block = out_block;
+    } else {
+      in_block = args[0].block;  // what the producer gives; 0 reads plain NCHW
+      input = args[0].expr;
+    }
+    std::string kernel_layout =
+        "OIHW" + std::to_string(depthwise || in_block == 0 ? 1 : in_block) + "i" + std::to_string(out_block) + "o";
+    Attrs blocked = attrs;
+    blocked.Set("data_layout", BlockedDataLayout(in_block));
+    blocked.Set("kernel_layout", kernel_layout);
+    blocked.Set("out_layout", BlockedDataLayout(out_block));
+    Expr packed = Transform(ToPlain(args[1]), "OIHW", kernel_layout);
+    return {Call(*call.op, {input, packed}, blocked), out_block};
+  }
+
+  // Broadcasting arithmetic whose result is a 4-D NCHW tensor, in NCHW[block]c. An operand that
+  // varies along channels is transformed; one that does not is reshaped to [N, 1, H, W, 1].
+  Value Broadcast(const CallNode& call, const std::vector<Value>& args, int64_t block) {
+    const Type& type = call.type();
+    if (!type.is_tensor() || type.tensor().ndim() != 4 || type.tensor().shape[1] % block != 0) return Plain(call, args);
+    std::vector<Expr> operands;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Value& v = args[i];
+      const TensorType& t = call.args[i]->type().tensor();
+      if (v.block != 0) {
+        operands.push_back(ToBlocked(v, block));
+        continue;
+      }
+      if (t.NumElements() == 1) {
+        operands.push_back(v.expr);
+        continue;
+      }
+      std::vector<int64_t> shape(4 - t.ndim(), 1);
+      shape.insert(shape.end(), t.shape.begin(), t.shape.end());
+      Expr four_d = t.ndim() == 4 ? v.expr : Reshaped(v.expr, shape);
+      if (shape[1] == 1) {
+        operands.push_back(Reshaped(v.expr, {shape[0], 1, shape[2], shape[3], 1}));
+      } else {
+        operands.push_back(ToBlocked({four_d, 0}, block));
+      }
+    }
+    return {Call(*call.op, operands, call.attrs), block};
+  }
+
+  // A reshape, computed now for a constant.
+  static Expr Reshaped(const Expr& e, const std::vector<int64_t>& shape) {
+    if (const auto* constant = e->As<ConstantNode>()) {
+      return Constant(constant->value.CreateView(shape, constant->value.dtype()));
+    }
+    return Call("reshape", {e}, NewShape(shape));
+  }
+
+  // On channels, blocked when some input is blocked and every input's channels divide by its
+  // block.
+  Value Concatenate(const CallNode& call, const std::vector<Value>& args) {
+    int64_t block = 0;
+    for (const Value& v : args) block = block == 0 ? v.block : block;
+    bool fits = block != 0 && Is4D(call.args[0]) && NormalizeAxis(call.attrs.GetInt("axis")) == 1;
+    for (const Expr& arg : call.args) fits = fits && arg->type().tensor().shape[1] % block == 0;
+    if (!fits) return Plain(call, args);
+    std::vector<Expr> operands;
+    for (const Value& v : args) operands.push_back(ToBlocked(v, block));
+    Attrs attrs = call.attrs;
+    attrs.Set("axis", int64_t{1});
+    return {Call(*call.op, operands, attrs), block};
+  }
+
+  int64_t block_;
+  // (value, "src>dst") -> (the value, kept alive so that its address stays its own; the result)
+  std::map<std::pair<const ExprNode*, std::string>, std::pair<Expr, Expr>> transforms_;
+};
+
+}  // namespace
+
+Expr AlterOpLayout(const Expr& main, const AlterOpLayoutOptions& options) {
+  const auto* f = main->As<FunctionNode>();
+  runtime::Check(f != nullptr, "AlterOpLayout: expected a function");
+  runtime::Check(options.block == 0 || options.block == 8 || options.block == 16,
+                 "AlterOpLayout: the channel block must be 8 or 16 (0 disables the pass), got ", options.block);
+  if (options.block == 0) return main;
+  return LayoutRewriter(options.block).Run(*f);
+}
+
+Expr AlterOpLayout(const Expr& main, const PassEnvironment& environment) {
+  AlterOpLayoutOptions options;
+  options.block = environment.context.GetInt("kiln.AlterOpLayout.block");
+  return AlterOpLayout(main, options);
+}
+
+}  // namespace kiln::transform
