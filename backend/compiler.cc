@@ -44,9 +44,14 @@ std::string CacheDir(const CompilerOptions& options) {
   return std::string(home != nullptr ? home : "/tmp") + "/.cache/kiln/objects";
 }
 
+std::string SourceDir(const CompilerOptions& options) {
+  return options.source_dir.empty() ? KILN_SOURCE_DIR : options.source_dir;
+}
+
 std::vector<std::string> CompileFlags(const CompilerOptions& options) {
+  std::string source = SourceDir(options);
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-w",
-                                    "-I" KILN_SOURCE_DIR, "-I" KILN_SOURCE_DIR "/include", "-I" KILN_DLPACK_INCLUDE_DIR};
+                                    "-I" + source, "-I" + source + "/include", "-I" KILN_DLPACK_INCLUDE_DIR};
   if (!options.march.empty()) flags.push_back("-march=" + options.march);
   if (!options.mcpu.empty()) flags.push_back("-mcpu=" + options.mcpu);
   flags.insert(flags.end(), options.flags.begin(), options.flags.end());
@@ -107,6 +112,22 @@ void WriteFile(const std::string& path, const std::string& data) {
 
 }  // namespace
 
+std::string MarchForTarget(const std::string& target) {
+  if (target.empty() || target == "native" || target == "llvm" || target == "cpu") return "native";
+  size_t mcpu = target.find("-mcpu=");
+  if (mcpu != std::string::npos) {
+    std::string kind = target.substr(0, target.find(' '));
+    runtime::Check(kind == "cpu" || kind == "llvm", "target '", target, "': only cpu and llvm take -mcpu");
+    std::string cpu = target.substr(mcpu + 6);
+    cpu = cpu.substr(0, cpu.find(' '));
+    runtime::Check(!cpu.empty(), "target '", target, "': -mcpu= needs a CPU name");
+    return cpu;
+  }
+  runtime::Check(target.find(' ') == std::string::npos && target[0] != '-', "target '", target,
+                 "' is not understood (try cpu, \"cpu -mcpu=NAME\" or an -march name such as x86-64-v3)");
+  return target;
+}
+
 std::string ContentHash(const std::string& data) {
   uint64_t hash = 1469598103934665603ULL;
   for (unsigned char c : data) {
@@ -122,13 +143,13 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
                                         CompileReport* report) {
   std::vector<SourceFile> all = sources;
   for (const char* kernel : kKernelSources) {
-    all.push_back({std::string("kernels/") + kernel, runtime::ReadFile(std::string(KILN_SOURCE_DIR "/kernels/") + kernel)});
+    all.push_back({std::string("kernels/") + kernel, runtime::ReadFile(SourceDir(options) + "/kernels/" + kernel)});
   }
   // Kernel headers are part of every object's content.
   std::string headers;
   for (const char* header : {"kernels/kernels.h", "kernels/backend_api.h", "kernels/simd.h",
                              "include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"}) {
-    headers += runtime::ReadFile(std::string(KILN_SOURCE_DIR "/") + header);
+    headers += runtime::ReadFile(SourceDir(options) + "/" + header);
   }
   std::string cxx = Compiler(options);
   std::vector<std::string> flags = CompileFlags(options);

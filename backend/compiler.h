@@ -14,6 +14,9 @@ struct CompilerOptions {
   std::string mcpu;                 // -mcpu=<mcpu> (targets that use it); empty: none
   std::vector<std::string> flags;   // extra flags
   std::string cache_dir;            // empty: $KILN_CACHE_DIR, else ~/.cache/kiln/objects
+  // The tree holding kernels/ and include/kiln/ that generated code is compiled against (an
+  // installed Python package ships a copy); empty: the source tree kiln was built from.
+  std::string source_dir;
   int jobs = 0;                     // 0: one per hardware thread
 };
 
@@ -35,6 +38,10 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
 // Links objects and an import blob (embedded as `__tvm_dev_mblob`; empty: none) into `output`.
 void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
                        const std::string& output, const CompilerOptions& options);
+
+// The -march value for a target string: "native", "cpu" or "llvm" (the host), "cpu -mcpu=NAME"
+// or "llvm -mcpu=NAME" (NAME), or an -march name ("x86-64-v3"). Throws Error for anything else.
+std::string MarchForTarget(const std::string& target);
 
 // A stable 64-bit hash (FNV-1a) as 16 hex digits, for cache keys.
 std::string ContentHash(const std::string& data);

@@ -144,6 +144,11 @@ NDArray NDArray::WrapExternal(const DLTensor& tensor) {
 NDArray NDArray::FromDLPack(DLManagedTensor* tensor) {
   Check(tensor != nullptr, "DLPack tensor is null");
   NDArray array = WrapExternal(tensor->dl_tensor);
+  // DLPack 0.8's kDLBool (code 6, one byte per element; numpy and newer frameworks export bool
+  // arrays so) is kiln's bool.
+  constexpr uint8_t kDLPackBool = 6;
+  DLDataType& dtype = array.container_->dl.dtype;
+  if (dtype.code == kDLPackBool && dtype.bits == 8 && dtype.lanes == 1) dtype = DLDataType{kDLUInt, 1, 1};
   array.container_->dlpack = tensor;
   return array;
 }

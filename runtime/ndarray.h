@@ -34,7 +34,9 @@ class NDArray {
   static NDArray Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice device = kCPU);
   // Wraps memory the caller owns; the caller keeps it alive while any copy of this NDArray lives.
   static NDArray WrapExternal(const DLTensor& tensor);
-  // Takes ownership of a DLPack tensor; its deleter runs when the last copy is gone.
+  // Takes ownership of a DLPack tensor; its deleter runs when the last copy is gone. Throws Error
+  // (leaving the tensor to the caller) for a non-CPU or non-compact tensor. A DLPack 0.8 bool
+  // (kDLBool, 8 bits) becomes kiln's bool.
   static NDArray FromDLPack(DLManagedTensor* tensor);
   // A DLPack tensor that keeps this array alive until its deleter is called.
   DLManagedTensor* ToDLPack() const;

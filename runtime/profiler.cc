@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -116,6 +117,74 @@ std::vector<std::vector<double>> RunIndividual(GraphExecutor& executor, int numb
     }
   }
   return times;
+}
+
+BenchmarkResult SummarizeTimes(std::vector<double> seconds) {
+  Check(!seconds.empty(), "benchmark: no measurements to summarize");
+  BenchmarkResult r;
+  r.results = seconds;
+  std::sort(seconds.begin(), seconds.end());
+  size_t n = seconds.size();
+  r.min = seconds.front();
+  r.max = seconds.back();
+  r.median = n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+  for (double t : seconds) r.mean += t / static_cast<double>(n);
+  double variance = 0;
+  for (double t : seconds) variance += (t - r.mean) * (t - r.mean) / static_cast<double>(n);
+  r.std = std::sqrt(variance);
+  return r;
+}
+
+std::string BenchmarkResult::Summary() const {
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "Execution time summary:\n %-12s %-12s %-12s %-12s %-12s\n %-12.4f %-12.4f %-12.4f %-12.4f %-12.4f\n",
+                "mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)", mean * 1e3, median * 1e3,
+                max * 1e3, min * 1e3, std * 1e3);
+  return text;
+}
+
+BenchmarkResult Benchmark(GraphExecutor& executor, const BenchmarkOptions& options, const NamedArrays& inputs) {
+  Check(options.number > 0 && options.repeat > 0 && options.min_repeat_ms >= 0,
+        "benchmark: number and repeat must be positive and min_repeat_ms not negative, got number=",
+        options.number, " repeat=", options.repeat, " min_repeat_ms=", options.min_repeat_ms);
+  std::vector<std::pair<int, const DLTensor*>> bound;
+  for (const auto& [name, array] : inputs) {
+    Check(array.defined(), "benchmark: input '", name, "' is an empty array");
+    bound.emplace_back(executor.InputIndex(name), array.get());
+  }
+  // Every input is checked (and set) before the first run.
+  for (const auto& [index, tensor] : bound) executor.SetInput(index, *tensor);
+  std::vector<NDArray> outputs;
+  if (options.end_to_end) {
+    for (int i = 0; i < executor.NumOutputs(); ++i) {
+      NDArray view = executor.GetOutput(i);
+      outputs.push_back(NDArray::Empty(view.shape(), view.dtype()));
+    }
+  }
+  auto run_once = [&]() {
+    if (options.end_to_end) {
+      for (const auto& [index, tensor] : bound) executor.SetInput(index, *tensor);
+    }
+    executor.Run();
+    for (size_t i = 0; i < outputs.size(); ++i) executor.CopyOutputTo(static_cast<int>(i), *outputs[i].get());
+  };
+  run_once();  // warm up
+  std::vector<double> seconds;
+  for (int r = 0; r < options.repeat; ++r) {
+    int runs = options.number;
+    while (true) {
+      Clock::time_point start = Clock::now();
+      for (int k = 0; k < runs; ++k) run_once();
+      double elapsed_us = MicrosecondsBetween(start, Clock::now());
+      if (elapsed_us >= options.min_repeat_ms * 1000.0 || runs >= (1 << 24)) {
+        seconds.push_back(elapsed_us * 1e-6 / runs);
+        break;
+      }
+      runs *= 2;
+    }
+  }
+  return SummarizeTimes(std::move(seconds));
 }
 
 }  // namespace kiln::runtime

@@ -1,5 +1,5 @@
 // The profiling executor's measurements: per-node timings of one run (sorted table, Chrome trace
-// JSON that opens in Perfetto or chrome://tracing) and TVM's run_individual.
+// JSON that opens in Perfetto or chrome://tracing), TVM's run_individual, and whole-run benchmarks.
 #pragma once
 
 #include <string>
@@ -35,5 +35,32 @@ ProfileReport ProfileRun(GraphExecutor& executor);
 // a measurement is repeated with more runs until it lasts at least `min_repeat_ms`.
 std::vector<std::vector<double>> RunIndividual(GraphExecutor& executor, int number, int repeat,
                                                int min_repeat_ms);
+
+// Timing of whole runs (TVM's time_evaluator behind GraphModule.benchmark): one warm-up run, then
+// `repeat` measurements, each the mean seconds of `number` runs; a measurement is repeated with
+// more runs until it lasts at least `min_repeat_ms`. With `end_to_end`, every run also copies the
+// given inputs in and every output out (into arrays allocated before timing); otherwise the
+// inputs are set once, before timing.
+struct BenchmarkOptions {
+  int number = 1;
+  int repeat = 5;
+  int min_repeat_ms = 0;
+  bool end_to_end = false;
+};
+
+struct BenchmarkResult {
+  std::vector<double> results;  // seconds per run, one per measurement
+  double mean = 0, median = 0, min = 0, max = 0, std = 0;  // of `results`; std is the population's
+
+  // "Execution time summary:" and a row of mean, median, max, min and std in milliseconds.
+  std::string Summary() const;
+};
+
+// Throws Error for non-positive number/repeat, a negative min_repeat_ms or a bad input (checked
+// before anything runs).
+BenchmarkResult Benchmark(GraphExecutor& executor, const BenchmarkOptions& options,
+                          const NamedArrays& inputs = {});
+// The statistics of measurements (seconds); throws Error when there are none.
+BenchmarkResult SummarizeTimes(std::vector<double> seconds);
 
 }  // namespace kiln::runtime

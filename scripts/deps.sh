@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev           # tests
   nlohmann-json3-dev libdlpack-dev    # JSON, DLPack
   libprotobuf-dev protobuf-compiler libonnx-dev  # the ONNX frontend
+  pybind11-dev                        # the Python bindings (python/)
 )
 
 missing=()

@@ -21,7 +21,7 @@ namespace {
 
 const std::vector<OptionSpec> kOptions = {
     {"--input-shapes", "", true, "static input shapes: \"name:[1,3,224,224] other:[1,128]\""},
-    {"--target", "", true, "native (default), an -march value (x86-64-v3, skylake-avx512, ...), or \"llvm -mcpu=CPU\""},
+    {"--target", "", true, "native or cpu (default), an -march value (x86-64-v3, skylake-avx512, ...), or \"cpu -mcpu=CPU\" / \"llvm -mcpu=CPU\""},
     {"--opt-level", "-O", true, "optimization level 0-3 (default 3)"},
     {"--disabled-pass", "", true, "a pass not to run (repeatable; comma-separated lists too)"},
     {"--required-pass", "", true, "a pass to run whatever the opt level (repeatable)"},
@@ -68,18 +68,6 @@ std::map<std::string, std::vector<int64_t>> ParseInputShapes(const std::string& 
   return shapes;
 }
 
-// --target: "native", an -march name, or tvmc's "llvm -mcpu=NAME".
-std::string MarchFor(const std::string& target) {
-  if (target.empty() || target == "native" || target == "llvm" || target == "cpu") return "native";
-  size_t mcpu = target.find("-mcpu=");
-  if (mcpu != std::string::npos) {
-    std::string cpu = target.substr(mcpu + 6);
-    return cpu.substr(0, cpu.find(' '));
-  }
-  Check(target.find(' ') == std::string::npos, "--target '", target, "' is not understood (try native or an -march name)");
-  return target;
-}
-
 std::string HumanBytes(int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f MB", static_cast<double>(bytes) / (1024.0 * 1024.0));
@@ -107,7 +95,7 @@ int CompileCommand(const std::vector<std::string>& args) {
   transform::PassContext& passes = options.pass_context;
   passes.opt_level = cli.GetInt("--opt-level", 3);
   Check(passes.opt_level >= 0 && passes.opt_level <= 3, "-O must be 0 to 3, got ", passes.opt_level);
-  options.compiler.march = MarchFor(cli.Get("--target", "native"));
+  options.compiler.march = backend::MarchForTarget(cli.Get("--target", "native"));
   auto names = [&](const char* option) {
     std::set<std::string> out;
     for (const std::string& list : cli.GetAll(option)) {

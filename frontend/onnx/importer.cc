@@ -62,7 +62,8 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
     if (inputs.count(name) == 0) {
       std::string known;
       for (const std::string& n : inputs) known += (known.empty() ? "" : ", ") + n;
-      runtime::Fail("--input-shapes names '", name, "', which is not an input of the model (its inputs are: ", known, ")");
+      runtime::Fail("--input-shapes (Python: shape_dict) names '", name,
+                    "', which is not an input of the model (its inputs are: ", known, ")");
     }
   }
 }
@@ -134,7 +135,8 @@ class GraphImporter {
       params.push_back(var);
     }
     runtime::Check(missing_shapes.empty(), "the model's inputs ", missing_shapes,
-                   " have no static shape; give them with --input-shapes name:[d0,d1,...]");
+                   " have no static shape; give them with --input-shapes name:[d0,d1,...] "
+                   "(Python: from_onnx's shape_dict)");
     for (int i = 0; i < graph_.node_size(); ++i) ConvertNode(graph_.node(i), i);
     std::vector<Expr> outputs;
     for (const auto& output : graph_.output()) {

@@ -85,6 +85,8 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
         (["compile", small_model(tmp_path), "--input-shapes", "x:[2,5]"], "shape inference"),
         (["compile", small_model(tmp_path), "-O", "7"], "-O must be 0 to 3"),
         (["compile", small_model(tmp_path), "--bogus"], "unknown option '--bogus'"),
+        (["compile", small_model(tmp_path), "--target", "cuda -mcpu=sm_80"], "only cpu and llvm take -mcpu"),
+        (["compile", small_model(tmp_path), "--target", "cpu --fast"], "is not understood"),
         (["run", tmp_path / "nothing.so"], "does not exist"),
         (["frobnicate"], "unknown command 'frobnicate'"),
     ]

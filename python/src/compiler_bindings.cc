@@ -1,0 +1,135 @@
+// Compiler bindings: the IR main function (printed and parsed as IR text), the ONNX frontend,
+// PassContext, build (target string, params) and the executor factory it returns.
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/build.h"
+#include "frontend/onnx/onnx_import.h"
+#include "ir/text.h"
+#include "python/src/bindings.h"
+#include "transform/pass_context.h"
+#include "transform/pipeline.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+namespace {
+
+// The model as the frontend returns it: kiln's main function (TVM's IRModule holding "main").
+struct IRModule {
+  ir::Expr main;
+};
+
+std::string ConfigValueText(const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? "true" : "false";
+  return py::str(value);
+}
+
+void RegisterIR(py::module_& m) {
+  py::class_<IRModule>(m, "IRModule", "A model in kiln's IR: its main function (made by kiln.frontend.from_onnx).")
+      .def_static("from_text", [](const std::string& text) { return IRModule{ir::ParseFunction(text)}; },
+                  py::arg("text"), "Parses the IR text of a main function.")
+      .def("astext", [](const IRModule& mod, int64_t max_constant_elements) {
+             return ir::PrintFunction(mod.main, ir::PrintOptions{max_constant_elements});
+           },
+           py::arg("max_constant_elements") = 1024, "The IR text (larger constants print as `...`).")
+      .def("__str__", [](const IRModule& mod) { return ir::PrintFunction(mod.main); })
+      .def("structural_equal", [](const IRModule& a, const IRModule& b) { return ir::StructurallyEqual(a.main, b.main); },
+           py::arg("other"))
+      .def_property_readonly("params", [](const IRModule& mod) {
+        std::vector<py::tuple> params;
+        for (const ir::Expr& p : mod.main->As<ir::FunctionNode>()->params) {
+          const ir::TensorType& t = p->type().tensor();
+          params.push_back(py::make_tuple(p->As<ir::VarNode>()->name, py::tuple(py::cast(t.shape)),
+                                          runtime::DTypeToString(t.dtype)));
+        }
+        return params;
+      }, "The inputs of main as (name, shape, dtype).");
+}
+
+void RegisterFrontend(py::module_& m) {
+  using Shapes = std::map<std::string, std::vector<int64_t>>;
+  m.def("import_onnx_file", [](const std::string& path, const Shapes& shapes) {
+    py::gil_scoped_release release;
+    return IRModule{frontend::ImportOnnxFile(path, frontend::OnnxImportOptions{shapes})};
+  }, py::arg("path"), py::arg("shapes"));
+  m.def("import_onnx_bytes", [](const py::bytes& bytes, const Shapes& shapes) {
+    std::string data = bytes;
+    py::gil_scoped_release release;
+    return IRModule{frontend::ImportOnnxBytes(data, frontend::OnnxImportOptions{shapes})};
+  }, py::arg("bytes"), py::arg("shapes"));
+  m.def("supported_onnx_ops", &frontend::SupportedOnnxOps);
+}
+
+void RegisterPassContext(py::module_& m) {
+  py::class_<transform::PassContext>(m, "PassContext")
+      .def(py::init([](int opt_level, const std::set<std::string>& required, const std::set<std::string>& disabled,
+                       const py::dict& config) {
+             transform::PassContext context;
+             context.opt_level = opt_level;
+             context.required_passes = required;
+             context.disabled_passes = disabled;
+             context.CheckPassNames(transform::PassNames());
+             for (const auto& [key, value] : config) context.SetConfig(py::str(key), ConfigValueText(value));
+             return context;
+           }),
+           py::arg("opt_level"), py::arg("required_pass"), py::arg("disabled_pass"), py::arg("config"))
+      .def_readonly("opt_level", &transform::PassContext::opt_level)
+      .def_readonly("required_pass", &transform::PassContext::required_passes)
+      .def_readonly("disabled_pass", &transform::PassContext::disabled_passes);
+  m.def("pass_names", &transform::PassNames);
+  m.def("config_keys", []() {
+    std::vector<py::tuple> keys;
+    for (const transform::ConfigKey& key : transform::ConfigKeys()) {
+      const char* kind = key.kind == transform::ConfigKey::Kind::kInt ? "int"
+                         : key.kind == transform::ConfigKey::Kind::kBool ? "bool" : "str";
+      keys.push_back(py::make_tuple(key.name, kind, key.default_value, key.doc));
+    }
+    return keys;
+  });
+}
+
+void RegisterBuild(py::module_& m) {
+  py::class_<backend::ExecutorFactory>(m, "ExecutorFactory")
+      .def("export_library", [](const backend::ExecutorFactory& f, const std::string& path) {
+        py::gil_scoped_release release;
+        f.ExportLibrary(path);
+      }, py::arg("path"))
+      .def("export_three_files", [](const backend::ExecutorFactory& f, const std::string& directory) {
+        py::gil_scoped_release release;
+        f.ExportThreeFiles(directory);
+      }, py::arg("directory"))
+      .def("load", [](const backend::ExecutorFactory& f) {
+        py::gil_scoped_release release;
+        return f.Load();
+      })
+      .def_property_readonly("graph_json", &backend::ExecutorFactory::graph_json)
+      .def_property_readonly("params", &backend::ExecutorFactory::params)
+      .def_property_readonly("module_name", &backend::ExecutorFactory::module_name);
+  m.def("build", [](const IRModule& mod, const transform::PassContext& context, const std::string& target,
+                    const runtime::NamedArrays& params, const std::string& module_name, const std::string& source_dir) {
+    backend::BuildOptions options;
+    options.pass_context = context;
+    options.module_name = module_name;
+    options.compiler.march = backend::MarchForTarget(target);
+    options.compiler.source_dir = source_dir;
+    options.params = params;
+    py::gil_scoped_release release;
+    return backend::Build(mod.main, options);
+  }, py::arg("mod"), py::arg("pass_context"), py::arg("target"), py::arg("params"), py::arg("module_name"),
+     py::arg("source_dir"));
+}
+
+}  // namespace
+
+void RegisterCompiler(py::module_& m) {
+  RegisterIR(m);
+  RegisterFrontend(m);
+  RegisterPassContext(m);
+  RegisterBuild(m);
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,96 @@
+// Build options the Python package passes through: target strings, params bound to main's
+// inputs (TVM's relay.build params), and a factory loaded without a file to keep.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "backend/build.h"
+#include "ir/text.h"
+#include "runtime/graph_executor_module.h"
+
+namespace kiln::backend {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const runtime::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+runtime::NDArray Floats(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  runtime::NDArray a = runtime::NDArray::Empty(shape, runtime::kFloat32);
+  a.CopyFromBytes(values.data(), values.size() * sizeof(float));
+  return a;
+}
+
+TEST(MarchForTargetTest, TargetStrings) {
+  EXPECT_EQ(MarchForTarget("cpu"), "native");
+  EXPECT_EQ(MarchForTarget(""), "native");
+  EXPECT_EQ(MarchForTarget("llvm"), "native");
+  EXPECT_EQ(MarchForTarget("cpu -mcpu=skylake-avx512"), "skylake-avx512");
+  EXPECT_EQ(MarchForTarget("llvm -mcpu=znver3 -opt-level=3"), "znver3");
+  EXPECT_EQ(MarchForTarget("x86-64-v3"), "x86-64-v3");
+  EXPECT_THAT(ErrorOf([] { MarchForTarget("cuda -mcpu=sm_80"); }), HasSubstr("only cpu and llvm take -mcpu"));
+  EXPECT_THAT(ErrorOf([] { MarchForTarget("cpu -mcpu="); }), HasSubstr("-mcpu= needs a CPU name"));
+  EXPECT_THAT(ErrorOf([] { MarchForTarget("cpu -foo"); }), HasSubstr("is not understood"));
+}
+
+const char* kScaleAdd = R"(fn (%x: Tensor[(2), float32], %w: Tensor[(2), float32]) {
+  %0 = multiply(%x, %w);
+  %1 = add(%0, %w);
+  %1
+})";
+
+TEST(BindParamsTest, NamedParametersBecomeConstants) {
+  ir::Expr bound = BindParams(ir::ParseFunction(kScaleAdd), {{"w", Floats({2}, {0.5f, 2.0f})}});
+  ir::Expr want = ir::ParseFunction(R"(fn (%x: Tensor[(2), float32]) {
+  %0 = const(Tensor[(2), float32], [0.5, 2]);
+  %1 = multiply(%x, %0);
+  %2 = add(%1, %0);
+  %2
+})");
+  EXPECT_TRUE(ir::StructurallyEqual(bound, want)) << ir::PrintFunction(bound);
+  ir::Expr unchanged = ir::ParseFunction(kScaleAdd);
+  EXPECT_EQ(BindParams(unchanged, {}), unchanged);
+}
+
+TEST(BindParamsTest, UnknownNamesMismatchesAndDuplicatesAreErrors) {
+  ir::Expr main = ir::ParseFunction(kScaleAdd);
+  EXPECT_THAT(ErrorOf([&] { BindParams(main, {{"v", Floats({2}, {1, 2})}}); }),
+              HasSubstr("main has no parameter 'v' (parameters: x, w)"));
+  EXPECT_THAT(ErrorOf([&] { BindParams(main, {{"w", Floats({3}, {1, 2, 3})}}); }),
+              HasSubstr("param 'w' is Tensor[(3), float32] but main's parameter of that name is Tensor[(2), float32]"));
+  EXPECT_THAT(ErrorOf([&] { BindParams(main, {{"w", Floats({2}, {1, 2})}, {"w", Floats({2}, {1, 2})}}); }),
+              HasSubstr("param 'w' is given twice"));
+}
+
+TEST(BuildOptionsTest, BoundParamsAreCompiledInAndLoadRunsWithoutAFile) {
+  BuildOptions options;  // objects come from the shared cache (~/.cache/kiln/objects)
+  runtime::NDArray w = Floats({2}, {0.5f, 2.0f});
+  options.params = {{"w", w}};
+  ExecutorFactory factory = Build(ir::ParseFunction(kScaleAdd), options);
+  w.CopyFromBytes(std::vector<float>{9, 9}.data(), 2 * sizeof(float));  // the build took a copy
+  runtime::Module lib = factory.Load();
+  auto exec = runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
+  EXPECT_EQ(exec->GetInputInfo().size(), 1u);  // only x is left
+  exec->SetInput(0, *Floats({2}, {1.0f, 3.0f}).get());
+  exec->Run();
+  std::vector<float> y(2);
+  exec->GetOutput(0).CopyToBytes(y.data(), sizeof(float) * 2);
+  EXPECT_EQ(y, (std::vector<float>{1.0f, 8.0f}));  // x * w + w
+  runtime::Module again = factory.Load();           // a second load is a separate library
+  EXPECT_NE(again.get(), lib.get());
+}
+
+TEST(BuildOptionsTest, MissingSourceDirIsAnErrorNamingThePath) {
+  BuildOptions options;
+  options.compiler.source_dir = "/nonexistent/kiln-share";
+  EXPECT_THAT(ErrorOf([&] { Build(ir::ParseFunction(kScaleAdd), options); }), HasSubstr("/nonexistent/kiln-share"));
+}
+
+}  // namespace
+}  // namespace kiln::backend

@@ -1,0 +1,57 @@
+"""Small ONNX models (onnx.helper) and references shared by the Python API tests."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+W = (np.arange(12, dtype=np.float32).reshape(4, 3) - 5) / 10
+
+
+def make_model(nodes, inputs, outputs, inits=(), opset=14):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def value(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def dense_relu(batch="N"):
+    """y = relu(x @ W), x: [batch, 4]; W is an initializer."""
+    return make_model([helper.make_node("MatMul", ["x", "w"], ["y0"]), helper.make_node("Relu", ["y0"], ["y"])],
+                      [value("x", [batch, 4])], [value("y", [batch, 3])], [numpy_helper.from_array(W, "w")])
+
+
+def two_inputs_two_outputs():
+    """s = relu((a + b) @ W) [2, 3] and d = a - b [2, 4]."""
+    return make_model([helper.make_node("Add", ["a", "b"], ["ab"]), helper.make_node("MatMul", ["ab", "w"], ["m"]),
+                       helper.make_node("Relu", ["m"], ["s"]), helper.make_node("Sub", ["a", "b"], ["d"])],
+                      [value("a", [2, 4]), value("b", [2, 4])], [value("s", [2, 3]), value("d", [2, 4])],
+                      [numpy_helper.from_array(W, "w")])
+
+
+def weights_as_input():
+    """y = x @ w with w a graph input (for build's params)."""
+    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [value("x", [2, 4]), value("w", [4, 3])],
+                      [value("y", [2, 3])])
+
+
+def ort_run(model, feeds):
+    if isinstance(model, onnx.ModelProto):
+        model = model.SerializeToString()
+    else:
+        model = str(model)
+    return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def close(got, want):
+    """The model suite's tolerance: max|kiln - ort| <= 1e-4 * max(1, max|ort|)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    error = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    bound = 1e-4 * max(1.0, float(np.max(np.abs(want))) if want.size else 0.0)
+    assert error <= bound, f"max error {error} > {bound}"

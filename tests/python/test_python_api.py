@@ -1,0 +1,355 @@
+"""The Python package's API end to end on small ONNX models checked against ONNX Runtime:
+from_onnx, PassContext, build and the factory, load_module, GraphModule (inputs, outputs, params,
+benchmark, profile) and the errors each raises with the library's message."""
+import json
+import threading
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import kiln
+from kiln import graph_executor
+from python_api_models import (W, close, dense_relu, make_model, ort_run, rand, two_inputs_two_outputs, value,
+                               weights_as_input)
+
+
+def build(model, shape_dict=None, **kwargs):
+    mod, params = kiln.frontend.from_onnx(model, shape_dict)
+    return kiln.build(mod, params=params, **kwargs)
+
+
+def gmod_of(lib):
+    return graph_executor.GraphModule(lib["default"](kiln.cpu()))
+
+
+@pytest.fixture(scope="module")
+def two_io_lib():
+    return build(two_inputs_two_outputs())
+
+
+@pytest.fixture
+def two_io(two_io_lib):
+    return gmod_of(two_io_lib)
+
+
+# ---- frontend ---------------------------------------------------------------------------------
+
+def test_from_onnx_takes_a_model_a_path_or_bytes(tmp_path):
+    model = dense_relu(batch=2)
+    onnx.save(model, tmp_path / "m.onnx")
+    texts = set()
+    for source in (model, tmp_path / "m.onnx", str(tmp_path / "m.onnx"), model.SerializeToString()):
+        mod, params = kiln.frontend.from_onnx(source)
+        assert params == {}  # initializers are constants of mod (TVM's freeze_params=True)
+        assert isinstance(mod, kiln.ir.IRModule)
+        assert mod.params == [("x", (2, 4), "float32")]
+        texts.add(str(mod))
+    assert len(texts) == 1 and "nn.dense" in texts.pop()
+
+
+def test_from_onnx_shape_dict_gives_static_shapes():
+    mod, _ = kiln.frontend.from_onnx(dense_relu(), shape_dict={"x": np.array([5, 4])})
+    assert mod.params == [("x", (5, 4), "float32")]
+    with pytest.raises(kiln.KilnError, match=r"'x' \(dimension 'N'\) have no static shape.*shape_dict"):
+        kiln.frontend.from_onnx(dense_relu())
+    with pytest.raises(kiln.KilnError, match="shape_dict\\) names 'y', which is not an input of the model \\(its inputs are: x\\)"):
+        kiln.frontend.from_onnx(dense_relu(), shape_dict={"x": [1, 4], "y": [1]})
+
+
+def test_ir_text_round_trip():
+    mod, _ = kiln.frontend.from_onnx(dense_relu(2))
+    again = kiln.ir.IRModule.from_text(mod.astext())
+    assert again.structural_equal(mod)
+    assert "..." in mod.astext(max_constant_elements=4)
+    with pytest.raises(kiln.KilnError, match="line 1"):
+        kiln.ir.IRModule.from_text("fn (")
+
+
+def test_from_onnx_errors():
+    with pytest.raises(kiln.KilnError, match="nonexistent.onnx"):
+        kiln.frontend.from_onnx("/nonexistent.onnx")
+    with pytest.raises(kiln.KilnError):
+        kiln.frontend.from_onnx(b"not a model")
+    with pytest.raises(TypeError, match="from_onnx expects"):
+        kiln.frontend.from_onnx(42)
+    unsupported = make_model([onnx.helper.make_node("Det", ["x"], ["y"], name="det_node")], [value("x", [3, 3])],
+                             [value("y", [])])
+    with pytest.raises(kiln.KilnError, match="det_node"):
+        kiln.frontend.from_onnx(unsupported)
+    assert "Conv" in kiln.frontend.supported_onnx_ops()
+
+
+# ---- PassContext and build ------------------------------------------------------------------------
+
+def test_pass_context_is_a_nested_thread_local_context_manager():
+    assert kiln.transform.PassContext.current().opt_level == 3
+    with kiln.transform.PassContext(opt_level=1, disabled_pass=["FoldScaleAxis"]) as outer:
+        assert kiln.transform.PassContext.current() is outer
+        with kiln.transform.PassContext(opt_level=2, required_pass=["FuseOps"], config={"relay.FuseOps.max_depth": 4,
+                                                                                      "tir.disable_vectorize": True}) as inner:
+            assert kiln.transform.PassContext.current() is inner
+            seen = []
+            thread = threading.Thread(target=lambda: seen.append(kiln.transform.PassContext.current().opt_level))
+            thread.start()
+            thread.join()
+            assert seen == [3]  # another thread has its own stack
+        assert kiln.transform.PassContext.current() is outer
+    assert kiln.transform.PassContext.current().opt_level == 3
+    assert "FuseOps" in kiln.transform.pass_names()
+    configs = kiln.transform.PassContext.list_configs()
+    assert configs["relay.FuseOps.max_depth"]["type"] == "int"
+
+
+def test_pass_context_rejects_unknown_passes_and_config():
+    with pytest.raises(kiln.KilnError, match="unknown pass 'NoSuchPass' \\(passes: .*FuseOps"):
+        kiln.transform.PassContext(disabled_pass=["NoSuchPass"])
+    with pytest.raises(kiln.KilnError, match="unknown pass config key 'no.such.key' \\(known keys: "):
+        kiln.transform.PassContext(config={"no.such.key": 1})
+    with pytest.raises(kiln.KilnError, match="needs an integer"):
+        kiln.transform.PassContext(config={"relay.FuseOps.max_depth": "deep"})
+    with pytest.raises(kiln.KilnError, match="needs true or false"):
+        kiln.transform.PassContext(config={"tir.disable_vectorize": "maybe"})
+    mod, params = kiln.frontend.from_onnx(dense_relu(2))
+    with kiln.transform.PassContext(opt_level=7):
+        with pytest.raises(kiln.KilnError, match="opt_level must be 0 to 3, got 7"):
+            kiln.build(mod, params=params)
+
+
+def operator_calls(lib):
+    return sum(1 for node in json.loads(lib.get_graph_json())["nodes"] if node["op"] == "tvm_op")
+
+
+def test_build_uses_the_current_pass_context():
+    mod, params = kiln.frontend.from_onnx(dense_relu(2))
+    assert operator_calls(kiln.build(mod, params=params)) == 1  # dense + relu fused
+    with kiln.transform.PassContext(opt_level=3, config={"relay.FuseOps.max_depth": 1}):
+        assert operator_calls(kiln.build(mod, params=params)) == 2
+    with kiln.transform.PassContext(disabled_pass=["FuseOps"]):
+        with pytest.raises(kiln.KilnError, match="FuseOps cannot be disabled"):
+            kiln.build(mod, params=params)
+    with kiln.transform.PassContext(opt_level=0):
+        assert operator_calls(kiln.build(mod, params=params)) == 2
+
+
+def test_factory_graph_json_params_and_export(tmp_path, two_io_lib):
+    graph = json.loads(two_io_lib.get_graph_json())
+    assert {"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr"} <= set(graph)
+    params = two_io_lib.get_params()
+    assert params and all(isinstance(v, kiln.nd.NDArray) for v in params.values())
+    assert any(np.array_equal(v.numpy(), W.T) or np.array_equal(v.numpy(), W) for v in params.values())
+    two_io_lib.export_library(tmp_path / "m.so")
+    a, b = rand(2, 4, seed=1), rand(2, 4, seed=2)
+    want = ort_run(two_inputs_two_outputs(), {"a": a, "b": b})
+    for lib in (kiln.runtime.load_module(tmp_path / "m.so"), two_io_lib):
+        gmod = gmod_of(lib)
+        gmod.run(a=a, b=b)
+        close(gmod.get_output(0).numpy(), want[0])
+        close(gmod.get_output(1).numpy(), want[1])
+
+
+def test_three_file_form_with_create_load_params_and_share_params(tmp_path, two_io_lib):
+    two_io_lib.export_three_files(tmp_path / "out")
+    graph_json = (tmp_path / "out/mod.json").read_text()
+    ops = kiln.runtime.load_module(tmp_path / "out/mod.so")
+    params_bytes = (tmp_path / "out/mod.params").read_bytes()
+    assert set(kiln.runtime.load_param_dict(params_bytes)) == set(two_io_lib.get_params())
+    assert kiln.runtime.save_param_dict(two_io_lib.get_params()) == params_bytes
+    first = graph_executor.create(graph_json, ops, kiln.cpu())
+    first.load_params(params_bytes)
+    second = graph_executor.create(graph_json, ops, kiln.cpu())
+    second.share_params(first, bytearray(params_bytes))
+    a, b = rand(2, 4, seed=3), rand(2, 4, seed=4)
+    want = ort_run(two_inputs_two_outputs(), {"a": a, "b": b})
+    for gmod in (first, second):
+        gmod.run(a=a, b=b)
+        close(gmod.get_output(0).numpy(), want[0])
+    with pytest.raises(kiln.KilnError):
+        first.load_params(b"garbage")
+
+
+def test_build_targets():
+    mod, params = kiln.frontend.from_onnx(dense_relu(2))
+    x = rand(2, 4)
+    for target in ("cpu", "cpu -mcpu=x86-64-v2", "llvm -mcpu=x86-64", "x86-64-v2"):
+        gmod = gmod_of(kiln.build(mod, target=target, params=params))
+        gmod.run(x=x)
+        close(gmod.get_output(0).numpy(), np.maximum(x @ W, 0))
+    for bad in ("cuda -mcpu=sm_80", "cpu -foo"):
+        with pytest.raises(kiln.KilnError, match="target"):
+            kiln.build(mod, target=bad, params=params)
+
+
+def test_build_params_bind_inputs_by_name():
+    mod, _ = kiln.frontend.from_onnx(weights_as_input())
+    gmod = gmod_of(kiln.build(mod, params={"w": W}))
+    assert gmod.get_input_info() == ({"x": (2, 4)}, {"x": "float32"})
+    x = rand(2, 4)
+    gmod.run(x=x)
+    close(gmod.get_output(0).numpy(), x @ W)
+    with pytest.raises(kiln.KilnError, match="main has no parameter 'v' \\(parameters: x, w\\)"):
+        kiln.build(mod, params={"v": W})
+    with pytest.raises(kiln.KilnError, match="param 'w' is Tensor\\[\\(3, 4\\), float32\\]"):
+        kiln.build(mod, params={"w": W.T.copy()})
+
+
+# ---- GraphModule ----------------------------------------------------------------------------------
+
+def test_set_input_by_name_index_keyword_and_array_kind(two_io):
+    a, b = rand(2, 4, seed=5), rand(2, 4, seed=6)
+    want = ort_run(two_inputs_two_outputs(), {"a": a, "b": b})
+    setters = [
+        lambda: (two_io.set_input("a", a), two_io.set_input("b", b)),
+        lambda: (two_io.set_input(0, a), two_io.set_input(1, kiln.nd.array(b))),
+        lambda: two_io.set_input(a=kiln.nd.from_dlpack(a), b=torch.from_numpy(b)),
+        lambda: two_io.set_input("a", np.asfortranarray(a), b=b[:, ::-1][:, ::-1]),  # non-contiguous: copied
+    ]
+    for set_inputs in setters:
+        two_io.set_input(a=np.zeros_like(a), b=np.zeros_like(b))
+        set_inputs()
+        two_io.run()
+        close(two_io.get_output(0).numpy(), want[0])
+        close(two_io.get_output(1).numpy(), want[1])
+    np.testing.assert_array_equal(two_io.get_input("a").numpy(), a)
+    np.testing.assert_array_equal(two_io.get_input(1, out=kiln.nd.empty((2, 4))).numpy(), b)
+
+
+def test_outputs_and_infos(two_io):
+    a, b = rand(2, 4, seed=7), rand(2, 4, seed=8)
+    two_io.run(a=a, b=b)
+    assert two_io.get_num_outputs() == 2
+    assert two_io.get_num_inputs() >= 2  # parameters count as inputs, as in TVM
+    assert two_io.get_input_index("b") == 1 and two_io.get_input_index("zz") == -1
+    assert two_io.get_input_info() == ({"a": (2, 4), "b": (2, 4)}, {"a": "float32", "b": "float32"})
+    shapes, dtypes = two_io.get_output_info()
+    assert sorted(shapes.values()) == [(2, 3), (2, 4)] and set(dtypes.values()) == {"float32"}
+    out = kiln.nd.empty((2, 4))
+    assert two_io.get_output(1, out) is out
+    np.testing.assert_allclose(out.numpy(), a - b, rtol=1e-6)
+    view = two_io.get_output(1)
+    assert view.shape == (2, 4) and view.dtype == "float32"
+    assert two_io["get_num_outputs"]() == 2
+
+
+def test_benchmark(two_io):
+    a, b = rand(2, 4), rand(2, 4)
+    result = two_io.benchmark(repeat=4, number=3, a=a, b=b)
+    assert len(result.results) == 4
+    assert 0 < result.min <= result.median <= result.max and result.std >= 0
+    assert result.min <= result.mean <= result.max
+    assert "Execution time summary" in str(result) and "median (ms)" in str(result)
+    close(two_io.get_output(1).numpy(), a - b)  # the inputs were set
+    end_to_end = two_io.benchmark(kiln.cpu(), repeat=2, number=1, min_repeat_ms=1, end_to_end=True, a=b, b=a)
+    assert len(end_to_end.results) == 2 and end_to_end.mean > 0
+    close(two_io.get_output(1).numpy(), b - a)
+    with pytest.raises(kiln.KilnError, match="number and repeat must be positive"):
+        two_io.benchmark(repeat=0)
+    with pytest.raises(kiln.KilnError, match="zz"):
+        two_io.benchmark(zz=a)
+    with pytest.raises(ValueError, match="CPU"):
+        two_io.benchmark(kiln.Device(2, 0))
+
+
+def test_profile_report_and_debug_executor(two_io_lib):
+    gmod = gmod_of(two_io_lib)
+    gmod.set_input(a=rand(2, 4), b=rand(2, 4))
+    report = gmod.profile()
+    assert len(report.nodes) >= 2 and report.total_us >= 0
+    assert "Total" in str(report) and "Time (us)" in report.table()
+    assert {n.function for n in report.nodes} <= {n["attrs"]["func_name"] for n in
+                                                  json.loads(two_io_lib.get_graph_json())["nodes"] if "attrs" in n}
+    trace = json.loads(report.chrome_trace())
+    assert len(trace["traceEvents"]) == len(report.nodes)
+    debug = graph_executor.GraphModule(two_io_lib["debug_create"]("default", kiln.cpu()))
+    debug.run(a=rand(2, 4), b=rand(2, 4))
+    assert "Total" in debug["profile"]()
+    assert json.loads(debug["profile_chrome_trace"]())["traceEvents"]
+    assert "Total" in str(debug.profile())
+
+
+def test_executors_sharing_params_run_in_threads(tmp_path, two_io_lib):
+    two_io_lib.export_three_files(tmp_path / "out")
+    graph_json = (tmp_path / "out/mod.json").read_text()
+    ops = kiln.runtime.load_module(tmp_path / "out/mod.so")
+    params_bytes = (tmp_path / "out/mod.params").read_bytes()
+    owner = graph_executor.create(graph_json, ops, kiln.cpu())
+    owner.load_params(params_bytes)
+    results, errors = {}, []
+
+    def work(i):
+        try:
+            gmod = graph_executor.create(graph_json, ops, kiln.cpu())
+            gmod.share_params(owner, params_bytes)
+            a, b = rand(2, 4, seed=10 + i), rand(2, 4, seed=20 + i)
+            for _ in range(20):
+                gmod.run(a=a, b=b)
+            results[i] = (gmod.get_output(0).numpy(), ort_run(two_inputs_two_outputs(), {"a": a, "b": b})[0])
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for got, want in results.values():
+        close(got, want)
+
+
+# ---- errors: Python exceptions with the library's message, never a crash ----------------------
+
+def test_graph_module_errors(two_io, tmp_path):
+    with pytest.raises(kiln.KilnError, match="'zz'.*a, b"):
+        two_io.set_input("zz", rand(2, 4))
+    with pytest.raises(kiln.KilnError, match="set_input 'a': expected float32 of shape \\[2, 4\\], got float32 of shape \\[4, 2\\]"):
+        two_io.set_input("a", rand(4, 2))
+    with pytest.raises(kiln.KilnError, match="float32"):
+        two_io.set_input("a", np.zeros((2, 4), np.int32))
+    with pytest.raises(kiln.KilnError, match="output"):
+        two_io.get_output(5)
+    with pytest.raises(TypeError, match="no value given"):
+        two_io.set_input("a")
+    with pytest.raises(TypeError, match="cannot pass a list"):
+        two_io["set_input"]("a", [1, 2])
+    with pytest.raises(kiln.KilnError, match="expected 2 arguments"):
+        two_io["set_input"]("a")
+    with pytest.raises(kiln.KilnError, match="no_such.so"):
+        kiln.runtime.load_module(tmp_path / "no_such.so")
+    (tmp_path / "garbage.so").write_bytes(b"\x7fELF garbage")
+    with pytest.raises(kiln.KilnError, match="garbage.so"):
+        kiln.runtime.load_module(tmp_path / "garbage.so")
+    with pytest.raises(AttributeError, match="has no function 'nope'"):
+        two_io.module["nope"]
+    with pytest.raises(ValueError, match="no global function"):
+        kiln.runtime.get_global_func("no.such.function")
+    assert kiln.runtime.get_global_func("no.such.function", allow_missing=True) is None
+
+
+def test_graph_module_needs_an_executor_module(two_io_lib, tmp_path):
+    two_io_lib.export_library(tmp_path / "m.so")
+    lib = kiln.runtime.load_module(tmp_path / "m.so")
+    assert lib.type_key == "GraphExecutorFactory"
+    with pytest.raises(AttributeError, match="has no function 'set_input'"):
+        graph_executor.GraphModule(lib)
+    with pytest.raises(kiln.KilnError, match="expected a graph executor module"):
+        kiln._ffi.benchmark(lib, 1, 1, 0, False, {})
+
+
+def test_exception_types():
+    assert issubclass(kiln.KilnError, RuntimeError)
+    assert issubclass(kiln.InternalError, kiln.KilnError)
+
+
+def test_public_api_is_documented_and_typed():
+    import pathlib
+    package = pathlib.Path(kiln.__file__).parent
+    assert (package / "py.typed").exists() and (package / "_ffi.pyi").exists()
+    documented = [kiln.frontend.from_onnx, kiln.transform.PassContext, kiln.build, kiln.runtime.load_module,
+                  kiln.cpu, kiln.nd.array, kiln.nd.from_dlpack, kiln.nd.empty, kiln.graph_executor.GraphModule,
+                  kiln.graph_executor.create, kiln.GraphExecutorFactoryModule.export_library,
+                  kiln.graph_executor.GraphModule.benchmark, kiln.graph_executor.GraphModule.profile,
+                  kiln.runtime.save_param_dict, kiln.nd.NDArray, kiln.nd.NDArray.numpy]
+    for item in documented:
+        assert item.__doc__ and item.__doc__.strip(), item
