@@ -34,6 +34,9 @@ struct Pool2DParams {
 };
 void MaxPool2D(const Pool2DParams& p, const float* data, float* out);
 void AvgPool2D(const Pool2DParams& p, const float* data, float* out);
+// Either, element by element, over planes of `block` interleaved channels (1: NCHW; the
+// NCHW[x]c kernels below use it for blocks without a vector form).
+void Pool2DElementwise(const Pool2DParams& p, int64_t block, const float* data, float* out, bool average);
 
 // ---- Blocked layouts (conv2d_nchwc.cc, pool_nchwc.cc) ---------------------------------------
 // Data in NCHW[x]c is [N, C / x, H, W, x]; x = 1 is plain NCHW. Convolution weights are

@@ -1,6 +1,7 @@
 // Max and average pooling of NCHW[x]c data: each output position is a vector of one channel
 // block (simd.h), so the window is walked once for all channels of the block. One (batch,
-// channel block) plane per work item. Same window and divisor rules as pool.cc.
+// channel block) plane per work item. Same window and divisor rules as pool.cc, which pools
+// blocks without a vector form.
 #include <limits>
 
 #include "kernels/kernels.h"
@@ -53,44 +54,13 @@ void PoolPlanes(int64_t begin, int64_t end, void* context) {
   }
 }
 
-// Blocks without a vector form go element by element.
-void PoolPlanesAnyBlock(const PoolJob& job, int64_t block) {
-  const Pool2DParams& p = *job.p;
-  for (int64_t plane = 0; plane < p.batch_channels; ++plane) {
-    for (int64_t c = 0; c < block; ++c) {
-      for (int64_t oh = 0; oh < p.out_height; ++oh) {
-        for (int64_t ow = 0; ow < p.out_width; ++ow) {
-          float best = -std::numeric_limits<float>::infinity(), sum = 0;
-          int64_t inside = 0, padded_window = 0;
-          for (int64_t kh = 0; kh < p.pool_h; ++kh) {
-            int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-            for (int64_t kw = 0; kw < p.pool_w; ++kw) {
-              int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-              if (ih < p.in_height + p.pad_bottom && iw < p.in_width + p.pad_right) ++padded_window;
-              if (ih < 0 || ih >= p.in_height || iw < 0 || iw >= p.in_width) continue;
-              float v = job.data[((plane * p.in_height + ih) * p.in_width + iw) * block + c];
-              best = best < v ? v : best;
-              sum += v;
-              ++inside;
-            }
-          }
-          int64_t divisor = p.count_include_pad ? padded_window : inside;
-          float value = job.average ? (divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f) : best;
-          job.out[((plane * p.out_height + oh) * p.out_width + ow) * block + c] = value;
-        }
-      }
-    }
-  }
-}
-
 void Pool(const Pool2DParams& p, int64_t block, const float* data, float* out, bool average) {
+  if (block != 16 && block != 8) return Pool2DElementwise(p, block, data, out, average);
   PoolJob job{&p, data, out, average};
   if (block == 16) {
     ParallelFor(p.batch_channels, PoolPlanes<16>, &job);
-  } else if (block == 8) {
-    ParallelFor(p.batch_channels, PoolPlanes<8>, &job);
   } else {
-    PoolPlanesAnyBlock(job, block);
+    ParallelFor(p.batch_channels, PoolPlanes<8>, &job);
   }
 }
 
