@@ -1,12 +1,13 @@
 # kiln: `make` builds everything into build/, `make test` runs all tests (also under sanitizers
 # and the fuzzers briefly), `make demo` compiles and runs ResNet-18. Each installs what it needs
 # first (`make deps`: Debian packages, then the Python environment of scripts/python_env.sh).
+# `make benchmark` times the model suite beside ONNX Runtime.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz demo clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz demo benchmark clean
 
 all: build
 
@@ -54,6 +55,10 @@ fuzz:
 
 demo: build
 	@$$(scripts/python_env.sh --print-python) scripts/demo.py --kiln $(BUILD)/bin/kiln
+
+# kiln beside ONNX Runtime on the model suite (scripts/benchmark.py; BENCHMARK_ARGS="--models resnet18").
+benchmark: build
+	@PYTHONPATH=$(BUILD)/python $$(scripts/python_env.sh --print-python) scripts/benchmark.py $(BENCHMARK_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

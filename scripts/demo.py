@@ -6,18 +6,15 @@ input, and the largest difference between the two outputs.
     python scripts/demo.py --kiln build/bin/kiln [--model resnet18] [--repeat 20]
 """
 import argparse
-import os
 import pathlib
 import re
 import subprocess
-import sys
 import time
 
 import numpy as np
 import onnxruntime as ort
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CACHE = pathlib.Path(os.environ.get("KILN_MODEL_CACHE", pathlib.Path.home() / ".cache/kiln/models"))
+from model_suite import ROOT, model_path
 
 
 def main():
@@ -30,10 +27,7 @@ def main():
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
 
-    model = CACHE / f"{args.model}.onnx"
-    if not model.exists():
-        print(f"exporting {args.model} (once; cached in {CACHE}) ...", flush=True)
-        subprocess.run([sys.executable, str(ROOT / "scripts/export_models.py"), "--models", args.model], check=True)
+    model = model_path(args.model)
     library = work / f"{args.model}.so"
     print(f"$ kiln compile {model.name} -o {library}", flush=True)
     subprocess.run([args.kiln, "compile", str(model), "-o", str(library)], check=True)

@@ -13,34 +13,8 @@ import onnxruntime as ort
 import pytest
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-CACHE = pathlib.Path(os.environ.get("KILN_MODEL_CACHE", pathlib.Path.home() / ".cache/kiln/models"))
-MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "vit_b_16", "bert_2layer",
-          "bert_base"]
-
-
-def model_path(name):
-    path = CACHE / f"{name}.onnx"
-    if not path.exists():
-        subprocess.run([sys.executable, str(ROOT / "scripts/export_models.py"), "--models", name], check=True)
-    assert path.exists(), f"export of {name} did not produce {path}"
-    return path
-
-
-def seeded_inputs(model):
-    rng = np.random.default_rng(0)
-    initializers = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
-        if value.type.tensor_type.elem_type == onnx.TensorProto.INT64:
-            vocab = max((i.dims[0] for i in model.graph.initializer if len(i.dims) == 2), default=100)
-            feeds[value.name] = rng.integers(0, vocab, shape).astype(np.int64)
-        else:
-            feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
-    return feeds
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+from model_suite import MODELS, model_path, seeded_inputs  # noqa: E402  (test_python_models imports these from here)
 
 
 @pytest.mark.parametrize("opt_level", [3, 0])
