@@ -3,12 +3,14 @@
 Each model (scripts/model_suite.py: seeded weights and inputs) is compiled through kiln's Python
 package and loaded as an exported library; ONNX Runtime gets the same file with all graph
 optimizations and the same number of threads. Both are timed end to end (inputs in, outputs out
-as numpy arrays) in interleaved rounds, so that load on this shared machine hits both alike; a
-round is the mean of --number runs, and the table gives the median round of each, their ratio
-and the largest difference between the two outputs.
+as numpy arrays) in interleaved rounds, so that load on this shared machine hits both alike. A
+round first runs untimed for --settle seconds: ONNX Runtime's worker threads keep spinning for tens
+of milliseconds after a run, and would otherwise take the cores from kiln's next runs (and kiln's
+from ONNX Runtime's). A round's time is the mean of --number runs; the table gives the median round
+of each, their ratio and the largest difference between the two outputs.
 
     PYTHONPATH=build/python python scripts/benchmark.py [--models resnet18,bert_2layer]
-        [--opt-level 3] [--rounds 15] [--number 5] [--threads N]
+        [--opt-level 3] [--rounds 15] [--number 5] [--settle 0.1] [--threads N]
 """
 import argparse
 import os
@@ -24,14 +26,19 @@ def parse_args():
     parser.add_argument("--models", default=None, help="comma-separated names (default: the whole suite)")
     parser.add_argument("--opt-level", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--number", type=int, default=5, help="runs per round")
+    parser.add_argument("--number", type=int, default=5, help="timed runs per round")
+    parser.add_argument("--settle", type=float, default=0.1, help="seconds of untimed runs that start a round")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     return parser.parse_args()
 
 
-def timed_rounds(run, rounds, number):
-    """The mean seconds of `number` calls of run, once per round (a generator, so rounds interleave)."""
+def timed_rounds(run, rounds, number, settle):
+    """The mean seconds of `number` calls of run after `settle` seconds of untimed calls, once per
+    round (a generator, so that two engines' rounds interleave)."""
     for _ in range(rounds):
+        start = time.perf_counter()
+        while time.perf_counter() - start < settle:
+            run()
         start = time.perf_counter()
         for _ in range(number):
             run()
@@ -67,12 +74,9 @@ def benchmark(name, args, work, kiln, onnx, ort, model_suite):
     got, want = run_kiln(), run_ort()
     error = max(float(np.abs(g.astype(np.float64) - w).max()) / max(1.0, float(np.abs(w).max()))
                 for g, w in zip(got, want))
-    for _ in range(2):  # warm-up: caches, thread pools, lazy initialization
-        run_kiln()
-        run_ort()
     kiln_rounds, ort_rounds = [], []
-    for kiln_time, ort_time in zip(timed_rounds(run_kiln, args.rounds, args.number),
-                                   timed_rounds(run_ort, args.rounds, args.number)):
+    for kiln_time, ort_time in zip(timed_rounds(run_kiln, args.rounds, args.number, args.settle),
+                                   timed_rounds(run_ort, args.rounds, args.number, args.settle)):
         kiln_rounds.append(kiln_time)
         ort_rounds.append(ort_time)
     return compile_seconds, statistics.median(kiln_rounds), statistics.median(ort_rounds), error
