@@ -95,8 +95,10 @@ int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float*
         ParallelFor(kernel_size, Im2ColRows, &job);
         matrix = col.as<float>();
       }
-      Gemm(out_per_group, pixels, kernel_size, weight + g * out_per_group * kernel_size, kernel_size, false,
-           matrix, pixels, false, out + (n * p.out_channels + g * out_per_group) * pixels, pixels);
+      if (Gemm(out_per_group, pixels, kernel_size, weight + g * out_per_group * kernel_size, kernel_size, false,
+               matrix, pixels, false, out + (n * p.out_channels + g * out_per_group) * pixels, pixels) != 0) {
+        return -1;
+      }
     }
   }
   return 0;

@@ -1,51 +1,98 @@
-// Matrix product with plain cache-blocked loops (the inner loop vectorizes); rows and column
-// blocks of C are split across threads. Transposed operands are copied into row-major
-// workspace first, except a transposed B against a few rows of A (dot products).
+// Matrix products on packed panels of B. B is laid out as [ceil(N / 16), K, 16] (TVM's "NK16n"
+// for a dense weight [N, K]; the last panel padded with zeros): dense layers get their constant
+// weights packed so at build time, other products pack B into workspace per call. A micro-kernel
+// keeps a tile of kTileRows rows x 16 columns of C in registers and walks K with one load of a
+// panel row and one broadcast of A per tile row. C is split across threads in blocks of rows x
+// panels, and K is walked in blocks so that a panel's part stays in L1 while it meets every row
+// of the block.
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "kernels/backend_api.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 namespace kiln::kernels {
 namespace {
 
-constexpr int64_t kBlockK = 256;
-constexpr int64_t kBlockN = 512;
+using V = Vec<kGemmPanel>;
+constexpr int kTileRows = kTileWidth<kGemmPanel>;  // 6 with AVX2 (12 ymm accumulators), 14 with AVX-512
+constexpr int64_t kBlockK = 256;                   // a panel's block: 256 x 16 floats, 16 KiB
+constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 96 x 256 floats with AVX2
+constexpr int64_t kBlockPanels = 4;                // 64 columns of C per task
 
-struct GemmJob {
+// C[rows, 16] (+)= A[rows, k] * panel[k, 16], with row strides lda and ldc.
+template <int R>
+void Tile(int64_t k, const float* a, int64_t lda, const float* panel, bool accumulate, float* c, int64_t ldc) {
+  V acc[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) acc[r] = accumulate ? V::Load(c + r * ldc) : V::Zero();
+  for (int64_t x = 0; x < k; ++x) {
+    V w = V::Load(panel + x * kGemmPanel);
+    w.Pin();
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r] = V::Fma(V::Broadcast(a + r * lda + x), w, acc[r]);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) acc[r].Store(c + r * ldc);
+}
+
+using TileFunction = void (*)(int64_t, const float*, int64_t, const float*, bool, float*, int64_t);
+
+template <int... I>
+constexpr auto MakeTiles(std::integer_sequence<int, I...>) {
+  return std::array<TileFunction, sizeof...(I)>{Tile<I + 1>...};
+}
+// kTiles[r - 1] computes r rows.
+constexpr auto kTiles = MakeTiles(std::make_integer_sequence<int, kTileRows>());
+
+// A tile of `rows` x `cols` (cols < 16 at C's right edge goes through a full-width copy).
+void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* panel, bool accumulate,
+             float* c, int64_t ldc) {
+  if (cols == kGemmPanel) return kTiles[rows - 1](k, a, lda, panel, accumulate, c, ldc);
+  float tile[kTileRows * kGemmPanel];
+  if (accumulate) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(tile + r * kGemmPanel, c + r * ldc, cols * sizeof(float));
+  }
+  kTiles[rows - 1](k, a, lda, panel, accumulate, tile, kGemmPanel);
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kGemmPanel, cols * sizeof(float));
+}
+
+struct PackedJob {
   int64_t m, n, k;
-  const float* a;  // [m, k] row-major, row stride lda
+  const float* a;
   int64_t lda;
-  const float* b;  // [k, n] row-major, row stride ldb
-  int64_t ldb;
+  const float* b;  // [panels, k, 16]
   float* c;
   int64_t ldc;
-  int64_t n_blocks;
+  int64_t block_rows, col_blocks;
 };
 
-void GemmTiles(int64_t begin, int64_t end, void* context) {
-  const auto& g = *static_cast<const GemmJob*>(context);
-  for (int64_t tile = begin; tile < end; ++tile) {
-    int64_t i = tile / g.n_blocks;
-    int64_t j0 = (tile % g.n_blocks) * kBlockN, j1 = std::min(g.n, j0 + kBlockN);
-    float* c = g.c + i * g.ldc;
-    std::fill(c + j0, c + j1, 0.0f);
-    const float* a = g.a + i * g.lda;
+void PackedBlocks(int64_t begin, int64_t end, void* context) {
+  const auto& g = *static_cast<const PackedJob*>(context);
+  int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t i0 = task / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
+    int64_t p0 = task % g.col_blocks * kBlockPanels, p1 = std::min(panels, p0 + kBlockPanels);
     for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
-      int64_t k1 = std::min(g.k, k0 + kBlockK);
-      for (int64_t kk = k0; kk < k1; ++kk) {
-        float av = a[kk];
-        const float* b = g.b + kk * g.ldb;
-        for (int64_t j = j0; j < j1; ++j) c[j] += av * b[j];
+      int64_t kc = std::min(kBlockK, g.k - k0);
+      for (int64_t p = p0; p < p1; ++p) {
+        const float* panel = g.b + (p * g.k + k0) * kGemmPanel;
+        int64_t cols = std::min<int64_t>(kGemmPanel, g.n - p * kGemmPanel);
+        for (int64_t i = i0; i < i1; i += kTileRows) {
+          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, g.a + i * g.lda + k0, g.lda, panel, k0 > 0,
+                  g.c + i * g.ldc + p * kGemmPanel, g.ldc);
+        }
       }
     }
   }
 }
 
-// Few rows times a transposed B (a dense layer at batch 1): each C[i, j] is a dot product of
-// two contiguous rows, so B is read once and never copied. Eight partial sums per dot product
-// let the compiler vectorize without reassociating floating point.
+// Few rows times a transposed B (a dense layer at batch 1 whose weight is not packed): each
+// C[i, j] is a dot product of two contiguous rows, so B is read once and never copied. Eight
+// partial sums per dot product let the compiler vectorize without reassociating.
 constexpr int64_t kMaxDotRows = 4;
 
 struct DotJob {
@@ -76,6 +123,23 @@ void DotColumns(int64_t begin, int64_t end, void* context) {
   }
 }
 
+// B [k, n] (or [n, k] when transposed), row stride ldb, as panels [ceil(n / 16), k, 16].
+void PackB(int64_t n, int64_t k, const float* b, int64_t ldb, bool transposed, float* packed) {
+  for (int64_t p = 0; p * kGemmPanel < n; ++p) {
+    float* panel = packed + p * k * kGemmPanel;
+    int64_t cols = std::min<int64_t>(kGemmPanel, n - p * kGemmPanel);
+    if (cols < kGemmPanel) std::fill(panel, panel + k * kGemmPanel, 0.0f);
+    if (transposed) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const float* column = b + (p * kGemmPanel + j) * ldb;
+        for (int64_t x = 0; x < k; ++x) panel[x * kGemmPanel + j] = column[x];
+      }
+    } else {
+      for (int64_t x = 0; x < k; ++x) std::memcpy(panel + x * kGemmPanel, b + x * ldb + p * kGemmPanel, cols * sizeof(float));
+    }
+  }
+}
+
 // dst[cols, rows] = src[rows, cols]^T with row stride ld.
 void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -85,27 +149,39 @@ void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* 
 
 }  // namespace
 
-void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b,
-          int64_t ldb, bool b_transposed, float* c, int64_t ldc) {
+int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
+               int64_t ldc) {
+  if (m <= 0 || n <= 0) return 0;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return 0;
+  }
+  // Row blocks of equal size (a multiple of the tile), so that threads get equal work.
+  int64_t row_blocks = (m + kMaxBlockRows - 1) / kMaxBlockRows;
+  int64_t block_rows = ((m + row_blocks - 1) / row_blocks + kTileRows - 1) / kTileRows * kTileRows;
+  row_blocks = (m + block_rows - 1) / block_rows;
+  int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
+  PackedJob job{m, n, k, a, lda, b_packed, c, ldc, block_rows, (panels + kBlockPanels - 1) / kBlockPanels};
+  return ParallelFor(row_blocks * job.col_blocks, PackedBlocks, &job);
+}
+
+int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b, int64_t ldb,
+         bool b_transposed, float* c, int64_t ldc) {
   if (b_transposed && !a_transposed && m <= kMaxDotRows) {
     DotJob job{m, k, a, lda, b, ldb, c, ldc};
-    ParallelFor(n, DotColumns, &job);
-    return;
+    return ParallelFor(n, DotColumns, &job);
   }
+  int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
   Workspace a_copy(a_transposed ? m * k * sizeof(float) : 0);
-  Workspace b_copy(b_transposed ? k * n * sizeof(float) : 0);
+  Workspace b_packed(panels * k * kGemmPanel * sizeof(float));
+  if (!a_copy.ok() || !b_packed.ok()) return Fail("Gemm: out of workspace memory");
   if (a_transposed) {  // a is [k, m]
     Transpose(a, k, m, lda, a_copy.as<float>());
     a = a_copy.as<float>();
     lda = k;
   }
-  if (b_transposed) {  // b is [n, k]
-    Transpose(b, n, k, ldb, b_copy.as<float>());
-    b = b_copy.as<float>();
-    ldb = n;
-  }
-  GemmJob job{m, n, k, a, lda, b, ldb, c, ldc, (n + kBlockN - 1) / kBlockN};
-  ParallelFor(m * job.n_blocks, GemmTiles, &job);
+  PackB(n, k, b, ldb, b_transposed, b_packed.as<float>());
+  return GemmPacked(m, n, k, a, lda, b_packed.as<float>(), c, ldc);
 }
 
 }  // namespace kiln::kernels

@@ -11,9 +11,19 @@
 
 namespace kiln::kernels {
 
-// C[M, N] = A[M, K] * B (B is [K, N], or [N, K] when b_transposed); row strides lda, ldb, ldc.
-void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b,
-          int64_t ldb, bool b_transposed, float* c, int64_t ldc);
+// C[M, N] = A[M, K] * B (B is [K, N], or [N, K] when b_transposed; A is [K, M] when
+// a_transposed); row strides lda, ldb, ldc. Returns non-zero (with the error message set) when
+// the workspace for packing B is not available.
+int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b, int64_t ldb,
+         bool b_transposed, float* c, int64_t ldc);
+
+// The column panel of packed matrices: B packed is [ceil(N / 16), K, 16], column j of B at
+// [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this
+// as layout "NK16n".
+constexpr int kGemmPanel = 16;
+// C[M, N] = A[M, K] * B with B packed; row strides lda, ldc.
+int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
+               int64_t ldc);
 
 struct Conv2DParams {
   int64_t batch, in_channels, in_height, in_width;

@@ -1,6 +1,7 @@
 // AlterOpLayout: one walk over the main function in topological order. Each value is held either
 // as in the original function or, for a 4-D NCHW tensor, in NCHW[x]c; a consumer that cannot
-// take the blocked form gets the plain tensor through one shared layout_transform.
+// take the blocked form gets the plain tensor through one shared layout_transform. Constant
+// dense weights are packed for the packed matrix kernel.
 #include "transform/alter_op_layout.h"
 
 #include <map>
@@ -119,6 +120,7 @@ class LayoutRewriter {
   Value RewriteCall(const CallNode& call, const std::vector<Value>& args) {
     const std::string& op = call.op->name;
     if (op == "nn.conv2d") return Conv2D(call, args);
+    if (op == "nn.dense") return Dense(call, args);
     if (op == "layout_transform") {
       return {Transform(ToPlain(args[0]), call.attrs.GetString("src_layout"), call.attrs.GetString("dst_layout")), 0};
     }
@@ -193,6 +195,19 @@ class LayoutRewriter {
     blocked.Set("out_layout", BlockedDataLayout(out_block));
     Expr packed = Transform(ToPlain(args[1]), "OIHW", kernel_layout);
     return {Call(*call.op, {input, packed}, blocked), out_block};
+  }
+
+  // A dense layer with a constant float32 weight [N, K], N a multiple of 16, gets the weight
+  // packed now into panels of 16 output columns ("NK16n", [N / 16, K, 16]: the packed matrix
+  // kernel's form), so that no run packs it.
+  Value Dense(const CallNode& call, const std::vector<Value>& args) {
+    Expr weight = ToPlain(args[1]);
+    bool packable = call.attrs.GetString("weight_layout") == "NK" && weight->As<ConstantNode>() != nullptr &&
+                    IsFloat32(weight) && IsFloat32(call.args[0]) && weight->type().tensor().shape[0] % 16 == 0;
+    if (!packable) return Plain(call, args);
+    Attrs attrs = call.attrs;
+    attrs.Set("weight_layout", std::string("NK16n"));
+    return {Call(*call.op, {ToPlain(args[0]), Transform(weight, "NK", "NK16n")}, attrs), 0};
   }
 
   // Broadcasting arithmetic whose result is a 4-D NCHW tensor, in NCHW[block]c. An operand that

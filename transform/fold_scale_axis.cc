@@ -35,6 +35,15 @@ int64_t ChannelScale(const Expr& scale, const TensorType& out, int axis) {
   return axis >= offset ? out.shape[axis] : -1;
 }
 
+// A convolution in NCHW / OIHW or a dense layer with an [N, K] weight (not blocked or packed by
+// AlterOpLayout).
+bool PlainLayouts(const CallNode& layer) {
+  if (layer.op->name == "nn.dense") return layer.attrs.GetString("weight_layout") == "NK";
+  const std::string& out = layer.attrs.GetString("out_layout");
+  return layer.attrs.GetString("data_layout") == "NCHW" && layer.attrs.GetString("kernel_layout") == "OIHW" &&
+         (out.empty() || out == "NCHW");
+}
+
 }  // namespace
 
 Expr FoldScaleAxis(const Expr& main, const PassEnvironment&) {
@@ -67,6 +76,7 @@ Expr FoldScaleAxis(const Expr& main, const PassEnvironment&) {
       }
       bool conv = layer->op->name == "nn.conv2d";
       if (!conv && layer->op->name != "nn.dense") continue;
+      if (!PlainLayouts(*layer)) continue;  // the weight's output channels must come first, unblocked
       const TensorType& out = layer_out->type().tensor();
       if (original->type().tensor() != out) continue;  // the scale must not broadcast the result
       int axis = conv ? 1 : out.ndim() - 1;

@@ -38,13 +38,21 @@ void EmitConv2D(EmitContext& c) {
               ") != 0) return -1;");
 }
 
+// The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n").
 void EmitDense(EmitContext& c) {
   RequireFloat32(c);
-  const auto& weight = c.input_types[1].shape;
-  int64_t k = weight[1], n = weight[0];
+  const std::string& layout = c.call.attrs.GetString("weight_layout");
+  int64_t k = c.input_types[0].shape.back(), n = c.output_types[0].shape.back();
   int64_t m = c.input_types[0].NumElements() / k;
-  c.code.Line("kiln::kernels::Gemm(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + ", " + I(k) + ", false, " +
-              c.inputs[1] + ", " + I(k) + ", true, " + c.outputs[0] + ", " + I(n) + ");");
+  if (layout == "NK16n") {
+    c.code.Line("if (kiln::kernels::GemmPacked(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + ", " + I(k) +
+                ", " + c.inputs[1] + ", " + c.outputs[0] + ", " + I(n) + ") != 0) return -1;");
+    return;
+  }
+  runtime::Check(layout == "NK", "nn.dense with weight layout ", layout,
+                 " is not supported by the host code generator (NK or NK16n)");
+  c.code.Line("if (kiln::kernels::Gemm(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + ", " + I(k) + ", false, " +
+              c.inputs[1] + ", " + I(k) + ", true, " + c.outputs[0] + ", " + I(n) + ") != 0) return -1;");
 }
 
 void EmitBatchMatmul(EmitContext& c) {
@@ -58,9 +66,9 @@ void EmitBatchMatmul(EmitContext& c) {
   c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + I(batch) + "; ++" + i + ")");
   std::string a_offset = a[0] == 1 ? "0" : i + " * " + I(a[1] * a[2]);
   std::string b_offset = b[0] == 1 ? "0" : i + " * " + I(b[1] * b[2]);
-  c.code.Line("kiln::kernels::Gemm(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + " + " + a_offset + ", " +
+  c.code.Line("if (kiln::kernels::Gemm(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + " + " + a_offset + ", " +
               I(a[2]) + ", " + (ta ? "true" : "false") + ", " + c.inputs[1] + " + " + b_offset + ", " + I(b[2]) + ", " +
-              (tb ? "true" : "false") + ", " + c.outputs[0] + " + " + i + " * " + I(m * n) + ", " + I(n) + ");");
+              (tb ? "true" : "false") + ", " + c.outputs[0] + " + " + i + " * " + I(m * n) + ", " + I(n) + ") != 0) return -1;");
   c.code.Close();
 }
 

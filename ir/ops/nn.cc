@@ -30,7 +30,7 @@ void CheckPadding(const std::vector<int64_t>& padding) {
   for (int64_t v : padding) Check(v >= 0, "padding must not be negative, got ", AttrValueText(padding));
 }
 
-// The primal (NCHW or OIHW) shape of an argument given in `layout_text`, whose primal axes must
+// The primal (NCHW, OIHW or NK) shape of an argument given in `layout_text`, whose primal axes must
 // be `primal`.
 std::vector<int64_t> PrimalShape(const TensorType& t, const std::string& layout_text, const char* primal,
                                  const char* what) {
@@ -71,15 +71,17 @@ Type Conv2D(const std::vector<Type>& args, const Attrs& attrs) {
                   TensorArg(args, 0).dtype);
 }
 
-Type Dense(const std::vector<Type>& args, const Attrs&) {
+// The weight is [N, K] ("NK") or blocked, as "NK16n" ([N / 16, K, 16]) for the packed kernel.
+Type Dense(const std::vector<Type>& args, const Attrs& attrs) {
   const TensorType& data = TensorArg(args, 0);
-  const TensorType& weight = TensorArg(args, 1);
+  const TensorType& weight_type = TensorArg(args, 1);
   CheckSameDType(args);
-  Check(data.ndim() >= 1 && weight.ndim() == 2, "expects data [..., K] and weight [N, K], got ",
-        ShapeText(data.shape), " and ", ShapeText(weight.shape));
-  Check(data.shape.back() == weight.shape[1], "data has K = ", data.shape.back(), " but weight has K = ", weight.shape[1]);
+  Check(data.ndim() >= 1 && weight_type.ndim() >= 2, "expects data [..., K] and weight [N, K], got ",
+        ShapeText(data.shape), " and ", ShapeText(weight_type.shape));
+  std::vector<int64_t> weight = PrimalShape(weight_type, attrs.GetString("weight_layout"), "NK", "weight");
+  Check(data.shape.back() == weight[1], "data has K = ", data.shape.back(), " but weight has K = ", weight[1]);
   std::vector<int64_t> shape = data.shape;
-  shape.back() = weight.shape[0];
+  shape.back() = weight[0];
   return Type::Tensor(shape, data.dtype);
 }
 
@@ -206,7 +208,9 @@ void RegisterNnOps(OpTable& table) {
                {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"},
                {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
               OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution"});
-  Add(table, {"nn.dense", 2, 2, {}, OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T"});
+  Add(table, {"nn.dense", 2, 2,
+              {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"}},
+              OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T"});
   Add(table, {"nn.batch_matmul", 2, 2,
               {{"transpose_a", AttrKind::kInt, int64_t{0}, "a is [B, K, M]"},
                {"transpose_b", AttrKind::kInt, int64_t{0}, "b is [B, N, K]"}},

@@ -76,6 +76,15 @@ TEST(OpType, DenseAndMatmul) {
   EXPECT_EQ(TypeOf("nn.dense", {In({4, 512}), In({1000, 512})}), "Tensor[(4, 1000), float32]");
   EXPECT_EQ(TypeOf("nn.dense", {In({2, 128, 768}), In({3072, 768})}), "Tensor[(2, 128, 3072), float32]");
   EXPECT_THAT(ErrorOf("nn.dense", {In({4, 512}), In({1000, 511})}), HasSubstr("data has K = 512 but weight has K = 511"));
+  // A weight packed in panels of 16 output columns: [N / 16, K, 16].
+  EXPECT_EQ(TypeOf("nn.dense", {In({2, 128, 768}), In({192, 768, 16})}, A({{"weight_layout", std::string("NK16n")}})),
+            "Tensor[(2, 128, 3072), float32]");
+  EXPECT_THAT(ErrorOf("nn.dense", {In({4, 512}), In({64, 511, 16})}, A({{"weight_layout", std::string("NK16n")}})),
+              HasSubstr("data has K = 512 but weight has K = 511"));
+  EXPECT_THAT(ErrorOf("nn.dense", {In({4, 512}), In({512, 1000})}, A({{"weight_layout", std::string("KN")}})),
+              HasSubstr("weight layout KN must have the primal axes NK"));
+  EXPECT_THAT(ErrorOf("nn.dense", {In({4, 512}), In({1000, 512})}, A({{"weight_layout", std::string("NK16n")}})),
+              HasSubstr("NK16n"));
   EXPECT_EQ(TypeOf("nn.batch_matmul", {In({12, 128, 64}), In({12, 64, 128})}), "Tensor[(12, 128, 128), float32]");
   EXPECT_EQ(TypeOf("nn.batch_matmul", {In({12, 128, 64}), In({1, 128, 64})}, A({{"transpose_b", int64_t{1}}})),
             "Tensor[(12, 128, 128), float32]");

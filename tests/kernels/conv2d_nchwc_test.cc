@@ -1,7 +1,7 @@
 // The blocked-layout kernels (conv2d_nchwc.cc, pool_nchwc.cc) against a naive reference in this
 // file and against the NCHW kernels, over random shapes: input and output blocks, strides,
 // padding, dilation, depthwise groups, odd widths, fused epilogues; serial and on the thread
-// pool. Also Gemm's dot-product path for dense layers at small batch. Compiled with -march=native like model libraries, so the vector path of this machine is
+// pool. Compiled with -march=native like model libraries, so the vector path of this machine is
 // the one tested.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend_api.h"
 #include "kernels/kernels.h"
-#include "kiln/c_runtime_api.h"
+#include "kernel_test_util.h"
 
 namespace kiln::kernels {
 namespace {
@@ -31,30 +30,6 @@ struct Shape {
            " ib" + std::to_string(ib) + " ob" + std::to_string(ob) + (depthwise ? " depthwise" : "");
   }
 };
-
-// Connects the kernels to kiln's runtime (workspace pool, thread pool, error text), as the
-// loader of a model library does.
-class KernelEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    __TVMAPISetLastError = TVMAPISetLastError;
-    __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
-    __TVMBackendFreeWorkspace = TVMBackendFreeWorkspace;
-  }
-};
-const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new KernelEnvironment);
-
-void UseThreads(bool parallel) {
-  __TVMBackendParallelLaunch = parallel ? TVMBackendParallelLaunch : nullptr;
-  __TVMBackendParallelBarrier = parallel ? TVMBackendParallelBarrier : nullptr;
-}
-
-std::vector<float> Random(size_t size, std::mt19937& rng) {
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> v(size);
-  for (float& x : v) x = uniform(rng);
-  return v;
-}
 
 // NCHW -> NCHW[b]c and back.
 std::vector<float> Block(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw, int64_t b) {
@@ -315,26 +290,6 @@ TEST(PoolNCHWc, MatchesTheNchwKernels) {
     }
   }
   UseThreads(false);
-}
-
-// Dense layers at small batch take the dot-product path of Gemm (B transposed, no copy); larger
-// batches the blocked one. Both against the definition.
-TEST(Gemm, TransposedBAgainstTheReference) {
-  std::mt19937 rng(8);
-  for (int64_t m : {1, 2, 4, 5, 9}) {
-    for (int64_t k : {1, 7, 8, 37, 300}) {
-      int64_t n = 19;
-      std::vector<float> a = Random(m * k, rng), b = Random(n * k, rng), c(m * n, NAN);
-      Gemm(m, n, k, a.data(), k, false, b.data(), k, true, c.data(), n);
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double want = 0;
-          for (int64_t x = 0; x < k; ++x) want += double(a[i * k + x]) * b[j * k + x];
-          ASSERT_NEAR(c[i * n + j], want, 1e-5 * std::max(1.0, std::abs(want))) << m << "x" << n << "x" << k;
-        }
-      }
-    }
-  }
 }
 
 }  // namespace

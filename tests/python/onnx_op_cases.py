@@ -121,6 +121,9 @@ def matmul(opset=14):
     g.node("Gemm", [a2, g.weight((8, 6)), g.weight((6,))])
     g.node("Gemm", [a2, g.weight((6, 8)), g.weight((5, 6))], transB=1, alpha=0.5, beta=2.0)
     g.node("Gemm", [g.input((8, 5)), g.weight((8, 6))], transA=1)
+    # Weights with N a multiple of 16 are packed at build time (NK16n); K = 300 spans two blocks.
+    g.node("MatMul", [a3, g.weight((8, 32))])
+    g.node("Gemm", [g.input((7, 300)), g.weight((48, 300)), g.weight((48,))], transB=1)
     return g
 
 

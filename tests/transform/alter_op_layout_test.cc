@@ -1,5 +1,5 @@
 // AlterOpLayout: IR text before and the expected IR text after — blocked convolution chains with
-// transforms only at the borders, layout-aware consumers, constants packed at build time,
+// transforms only at the borders, layout-aware consumers, constants (dense weights too) packed at build time,
 // transform pairs cancelled — and where it must not fire (opt level below 3, channels that fit
 // no block, grouped convolutions, graphs without convolutions, block 0), and its errors.
 #include "transform/alter_op_layout.h"
@@ -76,6 +76,23 @@ TEST(AlterOpLayout, ConstantsArePackedAtBuildTime) {
     %2
   })",
                 8);
+}
+
+// A constant dense weight [N, K] = [16, 2] with values 0..31 (w[n][k] = 2n + k) is packed as
+// NK16n [1, 2, 16], w[n][k] at [0][k][n]: first the 16 values of k = 0, then those of k = 1.
+TEST(AlterOpLayout, ConstantDenseWeightsArePackedAtBuildTime) {
+  ExpectAltered(R"(fn (%x: Tensor[(3, 2), float32]) {
+    %w = const(Tensor[(16, 2), float32], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]);
+    %0 = nn.dense(%x, %w);
+    %1 = nn.relu(%0);
+    %1
+  })",
+                R"(fn (%x: Tensor[(3, 2), float32]) {
+    %w = const(Tensor[(1, 2, 16), float32], [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]);
+    %0 = nn.dense(%x, %w, weight_layout="NK16n");
+    %1 = nn.relu(%0);
+    %1
+  })");
 }
 
 // 24 output channels fit no block of 16 but one of 8; the depthwise convolution, max pooling,
@@ -187,9 +204,14 @@ TEST(AlterOpLayout, DoesNotFireWhereItShouldNot) {
   ExpectUnchanged(R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
     %0 = nn.conv2d(%x, %w, groups=4); %0
   })");
-  // No convolutions.
+  // No convolutions, and a dense layer whose weight is not a constant.
   ExpectUnchanged(R"(fn (%x: Tensor[(2, 16), float32], %w: Tensor[(32, 16), float32]) {
     %0 = nn.dense(%x, %w); %1 = nn.relu(%0); %1
+  })");
+  // A constant dense weight whose N (8) is not a multiple of the panel (16).
+  ExpectUnchanged(R"(fn (%x: Tensor[(2, 1), float32]) {
+    %w = const(Tensor[(8, 1), float32], [0, 1, 2, 3, 4, 5, 6, 7]);
+    %0 = nn.dense(%x, %w); %0
   })");
   ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float32]) {
     %0 = nn.max_pool2d(%x, pool_size=[2, 2]); %1 = add(%0, %0); %1

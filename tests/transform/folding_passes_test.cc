@@ -97,5 +97,17 @@ TEST(FoldScaleAxis, DoesNotFireWhenIllegal) {
   ExpectPass(FoldScaleAxis, text, text);
 }
 
+TEST(FoldScaleAxis, DoesNotFireOnPackedDenseWeights) {
+  // AlterOpLayout's packed form NK16n: the weight's first axis is not the output column any more.
+  const char* text = R"(fn (%x: Tensor[(1, 2), float32]) {
+    %w = const(Tensor[(1, 2, 16), float32], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32]);
+    %s = const(Tensor[(16), float32], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+    %0 = nn.dense(%x, %w, weight_layout="NK16n");
+    %1 = multiply(%0, %s);
+    %1
+  })";
+  ExpectPass(FoldScaleAxis, text, text);
+}
+
 }  // namespace
 }  // namespace kiln::transform

@@ -1,0 +1,138 @@
+// Gemm and GemmPacked against the definition (sums in double): every combination of transposed
+// operands, row strides wider than the rows, sizes around the micro-kernel's tile (rows), panel
+// (16 columns) and K block (256), row blocks, batch-1 dense layers (the dot-product path);
+// serial and on the thread pool. Compiled with -march=native (the vector path of this machine)
+// and for baseline x86-64 (the portable path).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernel_test_util.h"
+
+namespace kiln::kernels {
+namespace {
+
+struct Problem {
+  int64_t m, n, k;
+  bool a_transposed, b_transposed;
+  int64_t pad;  // extra elements at the end of each row of A, B and C
+  std::string Text() const {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (a_transposed ? " A^T" : "") +
+           (b_transposed ? " B^T" : "") + " pad " + std::to_string(pad);
+  }
+};
+
+struct Operands {
+  std::vector<float> a, b;
+  int64_t lda, ldb;
+};
+
+Operands MakeOperands(const Problem& p, std::mt19937& rng) {
+  Operands o;
+  int64_t a_rows = p.a_transposed ? p.k : p.m, a_cols = p.a_transposed ? p.m : p.k;
+  int64_t b_rows = p.b_transposed ? p.n : p.k, b_cols = p.b_transposed ? p.k : p.n;
+  o.lda = a_cols + p.pad;
+  o.ldb = b_cols + p.pad;
+  o.a = Random(a_rows * o.lda, rng);
+  o.b = Random(b_rows * o.ldb, rng);
+  return o;
+}
+
+float A(const Problem& p, const Operands& o, int64_t i, int64_t x) {
+  return p.a_transposed ? o.a[x * o.lda + i] : o.a[i * o.lda + x];
+}
+float B(const Problem& p, const Operands& o, int64_t x, int64_t j) {
+  return p.b_transposed ? o.b[j * o.ldb + x] : o.b[x * o.ldb + j];
+}
+
+// C (row stride ldc) against sum_x A[i, x] B[x, j] in double, within 1e-5 of sum_x |A B|
+// (float32 accumulation over up to 600 terms of magnitude below 1); padding untouched.
+void ExpectProduct(const Problem& p, const Operands& o, const std::vector<float>& c, int64_t ldc,
+                   const std::string& what) {
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      if (j >= p.n) {
+        ASSERT_TRUE(std::isnan(c[i * ldc + j])) << what << " " << p.Text() << ": wrote C's padding at " << i << ", " << j;
+        continue;
+      }
+      double want = 0, scale = 0;
+      for (int64_t x = 0; x < p.k; ++x) {
+        double term = double(A(p, o, i, x)) * B(p, o, x, j);
+        want += term;
+        scale += std::abs(term);
+      }
+      ASSERT_NEAR(c[i * ldc + j], want, 1e-5 * std::max(1.0, scale)) << what << " " << p.Text() << " at " << i << ", " << j;
+    }
+  }
+}
+
+std::vector<Problem> Problems() {
+  std::vector<Problem> problems;
+  for (int64_t m : {1, 2, 4, 5, 6, 7, 13, 97, 200}) {
+    for (int64_t n : {1, 15, 16, 17, 33, 100}) {
+      for (int64_t k : {1, 7, 256, 300}) {
+        for (int transposes = 0; transposes < 4; ++transposes) {
+          problems.push_back({m, n, k, (transposes & 1) != 0, (transposes & 2) != 0, (m + n + k) % 3});
+        }
+      }
+    }
+  }
+  problems.push_back({128, 768, 600, false, true, 0});  // a BERT-sized dense layer, K in three blocks
+  return problems;
+}
+
+TEST(Gemm, AgainstTheDefinition) {
+  std::mt19937 rng(8);
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (const Problem& p : Problems()) {
+      Operands o = MakeOperands(p, rng);
+      int64_t ldc = p.n + p.pad;
+      std::vector<float> c(p.m * ldc, NAN);
+      ASSERT_EQ(Gemm(p.m, p.n, p.k, o.a.data(), o.lda, p.a_transposed, o.b.data(), o.ldb, p.b_transposed, c.data(), ldc),
+                0);
+      ExpectProduct(p, o, c, ldc, parallel ? "threads" : "serial");
+    }
+  }
+  UseThreads(false);
+}
+
+// A dense weight [N, K] packed by its definition in kernels.h ("NK16n", zeros past N).
+std::vector<float> PackNK16n(const std::vector<float>& weight, int64_t n, int64_t k, int64_t ld) {
+  int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
+  std::vector<float> packed(panels * k * kGemmPanel, 0.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t x = 0; x < k; ++x) packed[(j / kGemmPanel * k + x) * kGemmPanel + j % kGemmPanel] = weight[j * ld + x];
+  }
+  return packed;
+}
+
+TEST(GemmPacked, AgainstTheDefinition) {
+  std::mt19937 rng(9);
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (Problem p : Problems()) {
+      if (p.a_transposed || !p.b_transposed) continue;
+      Operands o = MakeOperands(p, rng);
+      std::vector<float> packed = PackNK16n(o.b, p.n, p.k, o.ldb);
+      int64_t ldc = p.n + p.pad;
+      std::vector<float> c(p.m * ldc, NAN);
+      ASSERT_EQ(GemmPacked(p.m, p.n, p.k, o.a.data(), o.lda, packed.data(), c.data(), ldc), 0);
+      ExpectProduct(p, o, c, ldc, parallel ? "threads" : "serial");
+    }
+  }
+  UseThreads(false);
+}
+
+TEST(GemmPacked, EmptyInnerDimensionGivesZeros) {
+  std::vector<float> a(1), packed(1), c(3 * 5, NAN);
+  ASSERT_EQ(GemmPacked(3, 5, 0, a.data(), 0, packed.data(), c.data(), 5), 0);
+  for (float v : c) EXPECT_EQ(v, 0.0f);
+}
+
+}  // namespace
+}  // namespace kiln::kernels
