@@ -90,6 +90,10 @@ Expr Simplify(const Expr& original, const std::vector<Expr>& inputs) {
     if (IsConstantOf(call->args[1], 0) && keeps_type(call->args[0])) return call->args[0];
     if (IsConstantOf(call->args[0], 0) && keeps_type(call->args[1])) return call->args[1];
   }
+  if (op == "power" && keeps_type(call->args[0])) {  // std::pow is slow; x * x is the same square
+    if (IsConstantOf(call->args[1], 2)) return Call("multiply", {call->args[0], call->args[0]});
+    if (IsConstantOf(call->args[1], 1)) return call->args[0];
+  }
   if ((op == "subtract" && IsConstantOf(call->args[1], 0)) || (op == "divide" && IsConstantOf(call->args[1], 1))) {
     if (keeps_type(call->args[0])) return call->args[0];
   }

@@ -1,5 +1,7 @@
 // Elementwise and broadcasting ops as loops over the output: one flat loop when every input has
 // the output's shape, otherwise nested loops with per-input strides (0 on broadcast dimensions).
+// A group of such ops with one output shape shares one loop, each element computed through the
+// whole group in registers.
 #include "backend/codegen/emitter.h"
 #include "runtime/error.h"
 
@@ -47,6 +49,7 @@ std::string ElementExpr(const ir::CallNode& call, const std::vector<std::string>
   if (op == "sigmoid") return t + "(1) / (" + t + "(1) + std::exp(-" + v[0] + "))";
   if (op == "rsqrt") return t + "(1) / std::sqrt(" + v[0] + ")";
   if (op == "round") return "std::nearbyint(" + v[0] + ")";
+  if (op == "erf" && t == "float") return "kiln::kernels::Erf(" + v[0] + ")";  // vectorizes; std::erf does not
   for (const char* f : {"tanh", "exp", "log", "sqrt", "erf", "floor", "ceil"}) {
     if (op == f) return std::string("std::") + f + "(" + v[0] + ")";
   }
@@ -66,60 +69,130 @@ std::string ElementExpr(const ir::CallNode& call, const std::vector<std::string>
   runtime::Fail("no elementwise expression for op ", op);
 }
 
+// Loops over at least this many elements are split across threads: in rows of the last
+// dimension, or for a flat loop in chunks of kChunk elements.
+constexpr int64_t kParallelElements = 1 << 15;
+constexpr int64_t kChunk = 4096;
+
+// Opens `ParallelFor(tasks, body, context_)` with the body a captureless lambda over
+// [begin_, end_): the buffers the members read and write travel in an array of pointers and get
+// their names and types back inside.
+void OpenParallelLoop(CodeWriter& code, const std::vector<ElementwiseMember>& members, int64_t tasks) {
+  std::vector<std::pair<std::string, std::string>> buffers;  // (name, element type with const)
+  auto add = [&](const std::string& name, const std::string& type) {
+    for (const auto& b : buffers) {
+      if (b.first == name) return;
+    }
+    buffers.emplace_back(name, type);
+  };
+  for (const ElementwiseMember& member : members) {
+    for (size_t k = 0; k < member.inputs.size(); ++k) {
+      if (member.member_inputs[k] < 0) add(member.inputs[k], "const " + CType(member.input_types[k].dtype));
+    }
+    if (!member.output.empty()) add(member.output, CType(member.output_type.dtype));
+  }
+  std::string list;
+  for (const auto& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.first;
+  code.Line("void* context_[] = {" + list + "};");
+  code.Open("if (kiln::kernels::ParallelFor(" + std::to_string(tasks) +
+            "LL, [](int64_t begin_, int64_t end_, void* pointers_)");
+  code.Line("void** context_ = static_cast<void**>(pointers_);");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    code.Line(buffers[i].second + "* " + buffers[i].first + " = static_cast<" + buffers[i].second + "*>(context_[" +
+              std::to_string(i) + "]);");
+  }
+}
+
 }  // namespace
 
-void EmitElementwise(EmitContext& c) {
-  const TensorType& out = c.output_types[0];
-  const std::string& op = c.call.op->name;
-  int ndim = out.ndim();
-  // Which inputs lie along one axis instead of broadcasting from the right.
-  int param_axis = -1;
-  size_t first_param = c.inputs.size();
-  if (op == "nn.bias_add" || op == "nn.batch_norm") {
-    param_axis = static_cast<int>(c.call.attrs.GetInt("axis"));
-    if (param_axis < 0) param_axis += ndim;
-    first_param = 1;
-  }
-  std::vector<std::vector<int64_t>> strides;
+void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>& members) {
+  const std::vector<int64_t>& shape = members.front().output_type.shape;
+  int ndim = static_cast<int>(shape.size());
+  std::vector<int64_t> out_strides = Strides(shape);
+  // Read strides of every buffer input; one flat loop when all are read as the output is laid out.
+  std::vector<std::vector<std::vector<int64_t>>> strides(members.size());
   bool flat = true;
-  std::vector<int64_t> out_strides = Strides(out.shape);
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    strides.push_back(ReadStrides(c.input_types[i].shape, out.shape, i >= first_param ? param_axis : -1));
-    flat = flat && strides.back() == out_strides;
+  for (size_t m = 0; m < members.size(); ++m) {
+    const ElementwiseMember& member = members[m];
+    runtime::Check(member.output_type.shape == shape, "elementwise group: member shapes differ");
+    const std::string& op = member.call->op->name;
+    int param_axis = -1;
+    size_t first_param = member.inputs.size();
+    if (op == "nn.bias_add" || op == "nn.batch_norm") {  // their parameters lie along one axis
+      param_axis = static_cast<int>(member.call->attrs.GetInt("axis"));
+      if (param_axis < 0) param_axis += ndim;
+      first_param = 1;
+    }
+    for (size_t k = 0; k < member.inputs.size(); ++k) {
+      if (member.member_inputs[k] >= 0) {
+        strides[m].push_back(out_strides);
+        continue;
+      }
+      strides[m].push_back(ReadStrides(member.input_types[k].shape, shape, k >= first_param ? param_axis : -1));
+      flat = flat && strides[m].back() == out_strides;
+    }
   }
-  std::string t = CType(c.input_types[0].dtype);
-  std::string to = CType(out.dtype);
-  bool to_bool = out.dtype.code == kDLUInt && out.dtype.bits == 1;
-  auto store = [&](const std::vector<std::string>& values, const std::string& out_index) {
-    std::string expr = ElementExpr(c.call, values, t);
-    if (to_bool && op == "cast") expr = "(" + expr + ") != 0";
-    c.code.Line(c.outputs[0] + "[" + out_index + "] = static_cast<" + to + ">(" + expr + ");");
-  };
-  if (flat || ndim == 0) {
-    c.code.Open("for (int64_t i = 0; i < " + std::to_string(out.NumElements()) + "LL; ++i)");
-    std::vector<std::string> values;
-    for (const std::string& in : c.inputs) values.push_back(in + "[i]");
-    store(values, "i");
-    c.code.Close();
-    return;
-  }
-  std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  for (int d = 0; d < ndim; ++d) {
-    std::string i = "i" + std::to_string(d);
-    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + std::to_string(out.shape[d]) + "LL; ++" + i + ")");
-  }
-  std::vector<std::string> values;
-  for (size_t k = 0; k < c.inputs.size(); ++k) {
+  auto index_of = [&](const std::vector<int64_t>& s) {
+    if (flat || ndim == 0) return std::string("i");
     std::string index;
     for (int d = 0; d < ndim; ++d) {
-      if (strides[k][d] == 0) continue;
-      index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(strides[k][d]) + "LL";
+      if (s[d] == 0) continue;
+      index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(s[d]) + "LL";
     }
-    values.push_back(c.inputs[k] + "[" + (index.empty() ? "0" : index) + "]");
+    return index.empty() ? std::string("0") : index;
+  };
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  bool parallel = count >= kParallelElements;
+  if (parallel) OpenParallelLoop(code, members, flat || ndim == 0 ? (count + kChunk - 1) / kChunk : count / shape.back());
+  if (flat || ndim == 0) {
+    if (parallel) {
+      code.Open("for (int64_t i = begin_ * " + std::to_string(kChunk) + "LL; i < std::min<int64_t>(end_ * " +
+                std::to_string(kChunk) + "LL, " + std::to_string(count) + "LL); ++i)");
+    } else {
+      code.Open("for (int64_t i = 0; i < " + std::to_string(count) + "LL; ++i)");
+    }
+  } else if (parallel) {  // rows of the last dimension; a row's index split into the outer indices
+    code.Open("for (int64_t row_ = begin_; row_ < end_; ++row_)");
+    code.Line("int64_t rest_ = row_;");
+    for (int d = ndim - 2; d >= 0; --d) {
+      std::string extent = std::to_string(shape[d]) + "LL";
+      code.Line("const int64_t i" + std::to_string(d) + " = rest_ % " + extent + ";");
+      if (d > 0) code.Line("rest_ /= " + extent + ";");
+    }
+    std::string i = "i" + std::to_string(ndim - 1);
+    code.Open("for (int64_t " + i + " = 0; " + i + " < " + std::to_string(shape.back()) + "LL; ++" + i + ")");
+  } else {
+    for (int d = 0; d < ndim; ++d) {
+      std::string i = "i" + std::to_string(d);
+      code.Open("for (int64_t " + i + " = 0; " + i + " < " + std::to_string(shape[d]) + "LL; ++" + i + ")");
+    }
   }
-  store(values, counter + "++");
-  for (int d = 0; d < ndim; ++d) c.code.Close();
+  for (size_t m = 0; m < members.size(); ++m) {
+    const ElementwiseMember& member = members[m];
+    std::vector<std::string> values;
+    for (size_t k = 0; k < member.inputs.size(); ++k) {
+      int source = member.member_inputs[k];
+      values.push_back(source >= 0 ? "v" + std::to_string(source) : member.inputs[k] + "[" + index_of(strides[m][k]) + "]");
+    }
+    const std::string& op = member.call->op->name;
+    std::string expr = ElementExpr(*member.call, values, CType(member.input_types[0].dtype));
+    const ir::TensorType& out = member.output_type;
+    if (op == "cast" && out.dtype.code == kDLUInt && out.dtype.bits == 1) expr = "(" + expr + ") != 0";
+    std::string to = CType(out.dtype);
+    std::string value = "v" + std::to_string(m);
+    code.Line("const " + to + " " + value + " = static_cast<" + to + ">(" + expr + ");");
+    if (!member.output.empty()) code.Line(member.output + "[" + index_of(out_strides) + "] = " + value + ";");
+  }
+  int loops = flat || ndim == 0 ? 1 : parallel ? 2 : ndim;
+  for (int d = 0; d < loops; ++d) code.Close();
+  if (parallel) code.Close(", context_) != 0) return -1;");
+}
+
+void EmitElementwise(EmitContext& c) {
+  ElementwiseMember member{&c.call, std::vector<int>(c.inputs.size(), -1), c.inputs, c.input_types, c.outputs[0],
+                           c.output_types[0]};
+  EmitElementwiseGroup(c.code, {member});
 }
 
 }  // namespace kiln::backend

@@ -73,6 +73,19 @@ size_t FusedEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::Ten
 // Whether a nn.conv2d has a blocked layout (NCHW[x]c data or output, packed weights).
 bool IsBlockedConv(const ir::CallNode& call);
 
+// One op of a group of elementwise ops of one output shape that share a loop: each reads
+// buffers (broadcast to the shape) or the values of earlier members at the same element.
+struct ElementwiseMember {
+  const ir::CallNode* call;
+  std::vector<int> member_inputs;  // per argument: the index of the member computing it, or -1
+  std::vector<std::string> inputs;  // per argument read from a buffer: its pointer expression
+  std::vector<ir::TensorType> input_types;
+  std::string output;  // pointer the value is stored to; empty when only members read it
+  ir::TensorType output_type;
+};
+// One loop over the members' output shape computing every member per element, in order.
+void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>& members);
+
 // The emitters of each op family.
 void EmitElementwise(EmitContext& context);
 void EmitReduce(EmitContext& context);

@@ -152,6 +152,19 @@ def elementwise(opset=14):
     return g
 
 
+def elementwise_chains(opset=14):
+    # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
+    # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
+    g = Group("elementwise_chains", opset)
+    x = g.node("Add", [g.input((64, 600), low=-4.0, high=4.0), g.weight((600,))], output=False)
+    erf = g.node("Erf", [g.node("Div", [x, g.const(1.4142135)], output=False)], output=False)
+    g.node("Mul", [g.node("Mul", [x, g.node("Add", [erf, g.const(1.0)], output=False)], output=False), g.const(0.5)])
+    y = g.input((40000,))
+    g.node("Sub", [g.node("Mul", [g.node("Erf", [y], output=False), y], output=False), g.node("Sigmoid", [y], output=False)])
+    g.node("Relu", [g.node("Mul", [g.input((4, 100, 100)), g.input((100, 1))], output=False)])  # rows of 3-D
+    return g
+
+
 def compare_and_cast(opset=14):
     g = Group("compare", opset)
     a, b = g.input((3, 4)), g.input((1, 4))
@@ -241,6 +254,7 @@ GROUPS = [
     (attribute_forms_before_opset13, [11, 12]),
     (matmul, [11, 17]),
     (elementwise, [13, 17]),
+    (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17]),
     (reductions, [13, 17]),

@@ -59,6 +59,29 @@ TEST(SimplifyExpr, ReshapeChainsTransposePairsAndIdentities) {
   })");
 }
 
+// x^2 is x * x and x^1 is x; other exponents, and exponents that broadcast x, stay powers.
+TEST(SimplifyExpr, SquaresAndFirstPowers) {
+  ExpectPass(SimplifyExpr, R"(fn (%x: Tensor[(4), float32]) {
+    %two = const(Tensor[(), float32], [2]);
+    %one = const(Tensor[(1), float32], [1]);
+    %three = const(Tensor[(), float32], [3]);
+    %twos = const(Tensor[(2, 4), float32], [2, 2, 2, 2, 2, 2, 2, 2]);
+    %0 = power(%x, %two);
+    %1 = power(%x, %one);
+    %2 = power(%x, %three);
+    %3 = power(%x, %twos);
+    (%0, %1, %2, %3)
+  })",
+             R"(fn (%x: Tensor[(4), float32]) {
+    %three = const(Tensor[(), float32], [3]);
+    %twos = const(Tensor[(2, 4), float32], [2, 2, 2, 2, 2, 2, 2, 2]);
+    %0 = multiply(%x, %x);
+    %1 = power(%x, %three);
+    %2 = power(%x, %twos);
+    (%0, %x, %1, %2)
+  })");
+}
+
 TEST(SimplifyExpr, KeepsWhatChangesValuesOrShapes) {
   const char* text = R"(fn (%x: Tensor[(4), float32]) {
     %ones = const(Tensor[(2, 4), float32], [1, 1, 1, 1, 1, 1, 1, 1]);
