@@ -60,34 +60,62 @@ void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda,
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kGemmPanel, cols * sizeof(float));
 }
 
+// `batch` products; operand X of product i at X + i * x_stride (0: shared by all).
 struct PackedJob {
   int64_t m, n, k;
   const float* a;
-  int64_t lda;
-  const float* b;  // [panels, k, 16]
+  int64_t lda, a_stride;
+  const float* b;  // [panels, k, 16] per product
+  int64_t b_stride;
   float* c;
-  int64_t ldc;
-  int64_t block_rows, col_blocks;
+  int64_t ldc, c_stride;
+  int64_t row_blocks, block_rows, col_blocks;
 };
 
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackedJob*>(context);
   int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
+  int64_t blocks = g.row_blocks * g.col_blocks;
   for (int64_t task = begin; task < end; ++task) {
-    int64_t i0 = task / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
-    int64_t p0 = task % g.col_blocks * kBlockPanels, p1 = std::min(panels, p0 + kBlockPanels);
+    int64_t product = task / blocks, block = task % blocks;
+    const float* a = g.a + product * g.a_stride;
+    const float* b = g.b + product * g.b_stride;
+    float* c = g.c + product * g.c_stride;
+    int64_t i0 = block / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
+    int64_t p0 = block % g.col_blocks * kBlockPanels, p1 = std::min(panels, p0 + kBlockPanels);
     for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
       int64_t kc = std::min(kBlockK, g.k - k0);
       for (int64_t p = p0; p < p1; ++p) {
-        const float* panel = g.b + (p * g.k + k0) * kGemmPanel;
+        const float* panel = b + (p * g.k + k0) * kGemmPanel;
         int64_t cols = std::min<int64_t>(kGemmPanel, g.n - p * kGemmPanel);
         for (int64_t i = i0; i < i1; i += kTileRows) {
-          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, g.a + i * g.lda + k0, g.lda, panel, k0 > 0,
-                  g.c + i * g.ldc + p * kGemmPanel, g.ldc);
+          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, a + i * g.lda + k0, g.lda, panel, k0 > 0,
+                  c + i * g.ldc + p * kGemmPanel, g.ldc);
         }
       }
     }
   }
+}
+
+// All products of the job, B packed: zeros for an empty K, else row blocks of equal size (a
+// multiple of the tile, so that threads get equal work) x blocks of panels, of every product.
+int RunPacked(int64_t batch, PackedJob job) {
+  if (batch <= 0 || job.m <= 0 || job.n <= 0) return 0;
+  if (job.k == 0) {
+    for (int64_t product = 0; product < batch; ++product) {
+      for (int64_t i = 0; i < job.m; ++i) {
+        float* row = job.c + product * job.c_stride + i * job.ldc;
+        std::fill(row, row + job.n, 0.0f);
+      }
+    }
+    return 0;
+  }
+  int64_t row_blocks = (job.m + kMaxBlockRows - 1) / kMaxBlockRows;
+  job.block_rows = ((job.m + row_blocks - 1) / row_blocks + kTileRows - 1) / kTileRows * kTileRows;
+  job.row_blocks = (job.m + job.block_rows - 1) / job.block_rows;
+  int64_t panels = (job.n + kGemmPanel - 1) / kGemmPanel;
+  job.col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
+  return ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
 }
 
 // Few rows times a transposed B (a dense layer at batch 1 whose weight is not packed): each
@@ -151,37 +179,41 @@ void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* 
 
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
                int64_t ldc) {
-  if (m <= 0 || n <= 0) return 0;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, b_packed, 0, c, ldc, 0, 0, 0, 0});
+}
+
+int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,
+              bool a_transposed, const float* b, int64_t ldb, int64_t b_stride, bool b_transposed, float* c,
+              int64_t ldc, int64_t c_stride) {
+  if (b_transposed && !a_transposed && m <= kMaxDotRows) {
+    for (int64_t product = 0; product < batch; ++product) {
+      DotJob job{m, k, a + product * a_stride, lda, b + product * b_stride, ldb, c + product * c_stride, ldc};
+      if (ParallelFor(n, DotColumns, &job) != 0) return -1;
+    }
     return 0;
   }
-  // Row blocks of equal size (a multiple of the tile), so that threads get equal work.
-  int64_t row_blocks = (m + kMaxBlockRows - 1) / kMaxBlockRows;
-  int64_t block_rows = ((m + row_blocks - 1) / row_blocks + kTileRows - 1) / kTileRows * kTileRows;
-  row_blocks = (m + block_rows - 1) / block_rows;
-  int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
-  PackedJob job{m, n, k, a, lda, b_packed, c, ldc, block_rows, (panels + kBlockPanels - 1) / kBlockPanels};
-  return ParallelFor(row_blocks * job.col_blocks, PackedBlocks, &job);
+  int64_t a_count = a_stride == 0 ? 1 : batch, b_count = b_stride == 0 ? 1 : batch;
+  int64_t packed_size = (n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel;
+  Workspace a_copy(a_transposed ? a_count * m * k * sizeof(float) : 0);
+  Workspace b_packed(b_count * packed_size * sizeof(float));
+  if (!a_copy.ok() || !b_packed.ok()) return Fail("Gemm: out of workspace memory");
+  if (a_transposed) {  // each a is [k, m]
+    for (int64_t i = 0; i < a_count; ++i) Transpose(a + i * a_stride, k, m, lda, a_copy.as<float>() + i * m * k);
+    a = a_copy.as<float>();
+    lda = k;
+    a_stride = a_stride == 0 ? 0 : m * k;
+  }
+  for (int64_t i = 0; i < b_count; ++i) {
+    PackB(n, k, b + i * b_stride, ldb, b_transposed, b_packed.as<float>() + i * packed_size);
+  }
+  PackedJob job{m, n, k, a, lda, a_stride, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size, c, ldc, c_stride,
+                0, 0, 0};
+  return RunPacked(batch, job);
 }
 
 int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b, int64_t ldb,
          bool b_transposed, float* c, int64_t ldc) {
-  if (b_transposed && !a_transposed && m <= kMaxDotRows) {
-    DotJob job{m, k, a, lda, b, ldb, c, ldc};
-    return ParallelFor(n, DotColumns, &job);
-  }
-  int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
-  Workspace a_copy(a_transposed ? m * k * sizeof(float) : 0);
-  Workspace b_packed(panels * k * kGemmPanel * sizeof(float));
-  if (!a_copy.ok() || !b_packed.ok()) return Fail("Gemm: out of workspace memory");
-  if (a_transposed) {  // a is [k, m]
-    Transpose(a, k, m, lda, a_copy.as<float>());
-    a = a_copy.as<float>();
-    lda = k;
-  }
-  PackB(n, k, b, ldb, b_transposed, b_packed.as<float>());
-  return GemmPacked(m, n, k, a, lda, b_packed.as<float>(), c, ldc);
+  return BatchGemm(1, m, n, k, a, lda, 0, a_transposed, b, ldb, 0, b_transposed, c, ldc, 0);
 }
 
 }  // namespace kiln::kernels

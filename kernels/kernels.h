@@ -16,6 +16,11 @@ namespace kiln::kernels {
 // the workspace for packing B is not available.
 int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b, int64_t ldb,
          bool b_transposed, float* c, int64_t ldc);
+// `batch` products as Gemm's, C + i * c_stride = (A + i * a_stride) * (B + i * b_stride); a
+// stride of 0 shares one matrix among all products. All products run in one parallel launch.
+int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,
+              bool a_transposed, const float* b, int64_t ldb, int64_t b_stride, bool b_transposed, float* c,
+              int64_t ldc, int64_t c_stride);
 
 // The column panel of packed matrices: B packed is [ceil(N / 16), K, 16], column j of B at
 // [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this

@@ -62,14 +62,12 @@ void EmitBatchMatmul(EmitContext& c) {
   bool ta = c.call.attrs.GetInt("transpose_a") != 0, tb = c.call.attrs.GetInt("transpose_b") != 0;
   int64_t m = ta ? a[2] : a[1], k = ta ? a[1] : a[2], n = tb ? b[1] : b[2];
   int64_t batch = c.output_types[0].shape[0];
-  std::string i = c.code.Fresh("batch");
-  c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + I(batch) + "; ++" + i + ")");
-  std::string a_offset = a[0] == 1 ? "0" : i + " * " + I(a[1] * a[2]);
-  std::string b_offset = b[0] == 1 ? "0" : i + " * " + I(b[1] * b[2]);
-  c.code.Line("if (kiln::kernels::Gemm(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + " + " + a_offset + ", " +
-              I(a[2]) + ", " + (ta ? "true" : "false") + ", " + c.inputs[1] + " + " + b_offset + ", " + I(b[2]) + ", " +
-              (tb ? "true" : "false") + ", " + c.outputs[0] + " + " + i + " * " + I(m * n) + ", " + I(n) + ") != 0) return -1;");
-  c.code.Close();
+  std::string a_stride = a[0] == 1 ? "0" : I(a[1] * a[2]);
+  std::string b_stride = b[0] == 1 ? "0" : I(b[1] * b[2]);
+  c.code.Line("if (kiln::kernels::BatchGemm(" + I(batch) + ", " + I(m) + ", " + I(n) + ", " + I(k) + ", " +
+              c.inputs[0] + ", " + I(a[2]) + ", " + a_stride + ", " + (ta ? "true" : "false") + ", " + c.inputs[1] +
+              ", " + I(b[2]) + ", " + b_stride + ", " + (tb ? "true" : "false") + ", " + c.outputs[0] + ", " + I(n) +
+              ", " + I(m * n) + ") != 0) return -1;");
 }
 
 // NCHW, or NCHW[x]c with the planes of a channel block pooled together.

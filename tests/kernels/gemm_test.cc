@@ -1,4 +1,4 @@
-// Gemm and GemmPacked against the definition (sums in double): every combination of transposed
+// Gemm, BatchGemm and GemmPacked against the definition (sums in double): every combination of transposed
 // operands, row strides wider than the rows, sizes around the micro-kernel's tile (rows), panel
 // (16 columns) and K block (256), row blocks, batch-1 dense layers (the dot-product path);
 // serial and on the thread pool. Compiled with -march=native (the vector path of this machine)
@@ -96,6 +96,44 @@ TEST(Gemm, AgainstTheDefinition) {
       ASSERT_EQ(Gemm(p.m, p.n, p.k, o.a.data(), o.lda, p.a_transposed, o.b.data(), o.ldb, p.b_transposed, c.data(), ldc),
                 0);
       ExpectProduct(p, o, c, ldc, parallel ? "threads" : "serial");
+    }
+  }
+  UseThreads(false);
+}
+
+// Three products in one call, with A or B shared (stride 0) or one per product, transposed or
+// not; each product against the definition, one of them with rows in several row blocks.
+TEST(BatchGemm, EachProductAgainstTheDefinition) {
+  std::mt19937 rng(10);
+  std::vector<Problem> problems = {{5, 17, 7, false, false, 0}, {13, 33, 300, false, true, 1},
+                                   {7, 16, 9, true, false, 2},  {2, 19, 37, false, true, 0},
+                                   {200, 100, 64, true, true, 1}};
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (const Problem& p : problems) {
+      for (int shared = 0; shared < 3; ++shared) {  // 0: none, 1: A shared, 2: B shared
+        const int64_t batch = 3;
+        std::vector<Operands> operands;
+        for (int64_t i = 0; i < batch; ++i) operands.push_back(MakeOperands(p, rng));
+        if (shared == 1) for (Operands& o : operands) o.a = operands[0].a;
+        if (shared == 2) for (Operands& o : operands) o.b = operands[0].b;
+        std::vector<float> a, b;
+        for (const Operands& o : operands) {
+          a.insert(a.end(), o.a.begin(), o.a.end());
+          b.insert(b.end(), o.b.begin(), o.b.end());
+        }
+        int64_t a_stride = shared == 1 ? 0 : operands[0].a.size(), b_stride = shared == 2 ? 0 : operands[0].b.size();
+        int64_t ldc = p.n + p.pad, c_stride = p.m * ldc;
+        std::vector<float> c(batch * c_stride, NAN);
+        ASSERT_EQ(BatchGemm(batch, p.m, p.n, p.k, a.data(), operands[0].lda, a_stride, p.a_transposed, b.data(),
+                            operands[0].ldb, b_stride, p.b_transposed, c.data(), ldc, c_stride),
+                  0);
+        for (int64_t i = 0; i < batch; ++i) {
+          std::vector<float> product(c.begin() + i * c_stride, c.begin() + (i + 1) * c_stride);
+          ExpectProduct(p, operands[i], product, ldc,
+                        "product " + std::to_string(i) + " shared " + std::to_string(shared));
+        }
+      }
     }
   }
   UseThreads(false);
