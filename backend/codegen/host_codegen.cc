@@ -119,8 +119,9 @@ std::vector<std::vector<Expr>> EpilogueChain(const Expr& anchor,
 
 // Emits the run of elementwise ops that starts at order[begin] as one loop: the ops that follow
 // it in order while each is elementwise, has the first one's output shape, is not in an earlier
-// kernel's epilogue, and reads only values computed before the run or in it. A member gets a buffer only when something outside the run
-// reads it or the function returns it. Returns the position after the run.
+// kernel's epilogue, and reads only values computed before the run or in it. A member gets a
+// buffer only when something outside the run reads it or the function returns it. Returns the
+// position after the run.
 template <typename Allocate>
 size_t EmitElementwiseRun(const std::vector<Expr>& order, size_t begin,
                           const std::unordered_map<const ExprNode*, std::vector<Expr>>& readers,
