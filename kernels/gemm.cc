@@ -1,5 +1,5 @@
-// Matrix products on packed panels of B. B is laid out as [ceil(N / 16), K, 16] (TVM's "NK16n"
-// for a dense weight [N, K]; the last panel padded with zeros): dense layers get their constant
+// Matrix products on packed panels of B. B is laid out as [ceil(N / 16), K, 16] (layout "NK16n"
+// of a dense weight [N, K]; the last panel padded with zeros): dense layers get their constant
 // weights packed so at build time, other products pack B into workspace per call. A micro-kernel
 // keeps a tile of kTileRows rows x 16 columns of C in registers and walks K with one load of a
 // panel row and one broadcast of A per tile row. C is split across threads in blocks of rows x
@@ -52,7 +52,7 @@ constexpr auto kTiles = MakeTiles(std::make_integer_sequence<int, kTileRows>());
 void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* panel, bool accumulate,
              float* c, int64_t ldc) {
   if (cols == kGemmPanel) return kTiles[rows - 1](k, a, lda, panel, accumulate, c, ldc);
-  float tile[kTileRows * kGemmPanel];
+  float tile[kTileRows * kGemmPanel] = {};  // columns past `cols` are computed and dropped
   if (accumulate) {
     for (int64_t r = 0; r < rows; ++r) std::memcpy(tile + r * kGemmPanel, c + r * ldc, cols * sizeof(float));
   }
