@@ -4,11 +4,9 @@
 // keeps a tile of kTileRows rows x 16 columns of C in registers and walks K with one load of a
 // panel row and one broadcast of A per tile row. C is split across threads in blocks of rows x
 // panels, and K is walked in blocks so that a panel's part stays in L1 while it meets every row
-// of the block; after the last K block a tile gets the fused epilogue (bias, residual, activation)
-// while it is in L1.
+// of the block.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -72,48 +70,7 @@ struct PackedJob {
   float* c;
   int64_t ldc, c_stride;
   int64_t row_blocks, block_rows, col_blocks;
-  const EpilogueStep* epilogue;  // single products only
-  int epilogue_size;
 };
-
-// The epilogue on C[i0:i0+rows, j0:j0+cols], step by step, each a loop the compiler vectorizes.
-// Max and min keep the accumulated value when either is NaN, as the generated elementwise code.
-void ApplyEpilogue(const PackedJob& g, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
-  for (int s = 0; s < g.epilogue_size; ++s) {
-    const EpilogueStep& step = g.epilogue[s];
-    for (int64_t i = i0; i < i0 + rows; ++i) {
-      float* c = g.c + i * g.ldc + j0;
-      const float* y = step.operand == EpilogueStep::kTensor    ? step.data + i * g.n + j0
-                       : step.operand == EpilogueStep::kChannel ? step.data + j0
-                                                                : nullptr;
-      float scalar = step.operand == EpilogueStep::kScalar ? step.data[0] : 0.0f;
-      int64_t y_step = y != nullptr ? 1 : 0;
-      if (y == nullptr) y = &scalar;
-      switch (step.op) {
-        case EpilogueStep::kAdd: for (int64_t j = 0; j < cols; ++j) c[j] = c[j] + y[j * y_step]; break;
-        case EpilogueStep::kSubtract: for (int64_t j = 0; j < cols; ++j) c[j] = c[j] - y[j * y_step]; break;
-        case EpilogueStep::kReverseSubtract: for (int64_t j = 0; j < cols; ++j) c[j] = y[j * y_step] - c[j]; break;
-        case EpilogueStep::kMultiply: for (int64_t j = 0; j < cols; ++j) c[j] = c[j] * y[j * y_step]; break;
-        case EpilogueStep::kMaximum:
-          for (int64_t j = 0; j < cols; ++j) c[j] = c[j] < y[j * y_step] ? y[j * y_step] : c[j];
-          break;
-        case EpilogueStep::kMinimum:
-          for (int64_t j = 0; j < cols; ++j) c[j] = y[j * y_step] < c[j] ? y[j * y_step] : c[j];
-          break;
-        case EpilogueStep::kRelu: for (int64_t j = 0; j < cols; ++j) c[j] = c[j] > 0 ? c[j] : 0.0f; break;
-        case EpilogueStep::kClip:
-          for (int64_t j = 0; j < cols; ++j) {
-            float x = c[j] < step.lo ? step.lo : c[j];
-            c[j] = step.hi < x ? step.hi : x;
-          }
-          break;
-        case EpilogueStep::kSwish:
-          for (int64_t j = 0; j < cols; ++j) c[j] = c[j] * (1.0f / (1.0f + std::exp(-c[j])));
-          break;
-      }
-    }
-  }
-}
 
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackedJob*>(context);
@@ -131,11 +88,9 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
       for (int64_t p = p0; p < p1; ++p) {
         const float* panel = b + (p * g.k + k0) * kGemmPanel;
         int64_t cols = std::min<int64_t>(kGemmPanel, g.n - p * kGemmPanel);
-        bool last = k0 + kc == g.k;
         for (int64_t i = i0; i < i1; i += kTileRows) {
-          int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
-          AnyTile(rows, cols, kc, a + i * g.lda + k0, g.lda, panel, k0 > 0, c + i * g.ldc + p * kGemmPanel, g.ldc);
-          if (last && g.epilogue_size > 0) ApplyEpilogue(g, i, rows, p * kGemmPanel, cols);
+          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, a + i * g.lda + k0, g.lda, panel, k0 > 0,
+                  c + i * g.ldc + p * kGemmPanel, g.ldc);
         }
       }
     }
@@ -223,14 +178,8 @@ void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* 
 }  // namespace
 
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
-               int64_t ldc, const EpilogueStep* epilogue, int epilogue_size) {
-  PackedJob job{m, n, k, a, lda, 0, b_packed, 0, c, ldc, 0, 0, 0, 0, epilogue, epilogue_size};
-  if (k == 0 && epilogue_size > 0) {  // zeros, then the epilogue
-    if (RunPacked(1, job) != 0) return -1;
-    ApplyEpilogue(job, 0, m, 0, n);
-    return 0;
-  }
-  return RunPacked(1, job);
+               int64_t ldc) {
+  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, b_packed, 0, c, ldc, 0, 0, 0, 0});
 }
 
 int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,
@@ -258,7 +207,7 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
     PackB(n, k, b + i * b_stride, ldb, b_transposed, b_packed.as<float>() + i * packed_size);
   }
   PackedJob job{m, n, k, a, lda, a_stride, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size, c, ldc, c_stride,
-                0, 0, 0, nullptr, 0};
+                0, 0, 0};
   return RunPacked(batch, job);
 }
 

@@ -22,6 +22,13 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
               bool a_transposed, const float* b, int64_t ldb, int64_t b_stride, bool b_transposed, float* c,
               int64_t ldc, int64_t c_stride);
 
+// The column panel of packed matrices: B packed is [ceil(N / 16), K, 16], column j of B at
+// [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this
+// as layout "NK16n".
+constexpr int kGemmPanel = 16;
+// C[M, N] = A[M, K] * B with B packed; row strides lda, ldc.
+int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
+               int64_t ldc);
 
 struct Conv2DParams {
   int64_t batch, in_channels, in_height, in_width;
@@ -67,16 +74,6 @@ struct EpilogueStep {
   const float* data;
   float lo, hi;  // kClip bounds
 };
-
-// The column panel of packed matrices: B packed is [ceil(N / 16), K, 16], column j of B at
-// [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this
-// as layout "NK16n".
-constexpr int kGemmPanel = 16;
-// C[M, N] = epilogue(A[M, K] * B) with B packed; row strides lda, ldc. The epilogue runs on each
-// tile of C while it is in L1; its operands: kChannel one value per column (a [N] tensor),
-// kTensor a dense [M, N] tensor.
-int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
-               int64_t ldc, const EpilogueStep* epilogue = nullptr, int epilogue_size = 0);
 
 struct Conv2DNCHWcParams {
   int64_t batch, in_channels, in_height, in_width, in_block;

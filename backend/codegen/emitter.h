@@ -70,10 +70,6 @@ std::string FloatLiteral(double value);
 size_t FusedEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                            const std::vector<FusedOp>& chain);
 
-// Writes the EpilogueStep array of `context.epilogue` for the conv or dense kernel and returns
-// its name, or "nullptr" when there is no epilogue.
-std::string EmitEpilogueSteps(EmitContext& context, const std::string& prefix);
-
 // Whether a nn.conv2d has a blocked layout (NCHW[x]c data or output, packed weights).
 bool IsBlockedConv(const ir::CallNode& call);
 

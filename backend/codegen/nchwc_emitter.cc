@@ -1,8 +1,7 @@
 // Blocked layouts in generated code: nn.conv2d in NCHW[x]c as a call of the blocked direct
 // convolution (kernels/conv2d_nchwc.cc) that applies the elementwise ops following it in the
 // primitive function (bias, scale, residual add, relu, clip, x * sigmoid(x)) as its fused
-// epilogue, and layout_transform as loops over the destination. The fused epilogues of the
-// blocked convolution and of the packed dense kernel are decided and written here.
+// epilogue, and layout_transform as loops over the destination.
 #include "backend/codegen/emitter.h"
 #include "ir/layout.h"
 #include "runtime/error.h"
@@ -66,16 +65,6 @@ const char* OperandKind(const TensorType& operand, const TensorType& out) {
   return operand.ndim() >= 4 ? "kChannel" : nullptr;
 }
 
-// The same for a packed dense layer's result [..., N]: a tensor of its shape, a single value, or
-// one value per column ([N], or with leading 1s).
-const char* DenseOperandKind(const TensorType& operand, const TensorType& out) {
-  if (!IsFloat32(operand)) return nullptr;
-  if (operand.shape == out.shape) return "kTensor";
-  if (operand.NumElements() == 1) return "kScalar";
-  if (operand.ndim() == 0 || operand.ndim() > out.ndim() || operand.shape.back() != out.shape.back()) return nullptr;
-  return operand.NumElements() == out.shape.back() ? "kChannel" : nullptr;
-}
-
 const char* StepOp(const FusedOp& op) {
   const std::string& name = op.call->op->name;
   if (op.swish) return "kSwish";
@@ -99,49 +88,18 @@ bool IsBlockedConv(const ir::CallNode& call) {
 
 size_t FusedEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
                            const std::vector<FusedOp>& chain) {
-  bool dense = anchor.op->name == "nn.dense";
-  if (dense) {
-    if (anchor.attrs.GetString("weight_layout") != "NK16n" || !IsFloat32(anchor_inputs[0])) return 0;
-  } else {
-    ConvBlocks blocks;
-    std::string why;
-    if (anchor.op->name != "nn.conv2d" || !IsBlockedConv(anchor)) return 0;
-    if (!BlockedConvForm(anchor, anchor_inputs, &blocks, &why)) return 0;
-  }
+  ConvBlocks blocks;
+  std::string why;
+  if (anchor.op->name != "nn.conv2d" || !IsBlockedConv(anchor)) return 0;
+  if (!BlockedConvForm(anchor, anchor_inputs, &blocks, &why)) return 0;
   const TensorType& out = anchor.type().tensor();
   size_t length = 0;
   for (const FusedOp& op : chain) {
     if (StepOp(op) == nullptr || !op.call->type().is_tensor() || op.call->type().tensor() != out) break;
-    if (!op.operand.empty() &&
-        (dense ? DenseOperandKind(op.operand_type, out) : OperandKind(op.operand_type, out)) == nullptr) {
-      break;
-    }
+    if (!op.operand.empty() && OperandKind(op.operand_type, out) == nullptr) break;
     ++length;
   }
   return length;
-}
-
-std::string EmitEpilogueSteps(EmitContext& c, const std::string& prefix) {
-  if (c.epilogue.empty()) return "nullptr";
-  bool dense = c.call.op->name == "nn.dense";
-  const TensorType& out = c.output_types[0];
-  std::string steps = prefix + "_steps";
-  std::string list;
-  for (const FusedOp& op : c.epilogue) {
-    std::string kind = op.operand.empty() ? "kNone"
-                       : dense            ? DenseOperandKind(op.operand_type, out)
-                                          : OperandKind(op.operand_type, out);
-    std::string data_pointer = op.operand.empty() ? "nullptr" : op.operand;
-    std::string lo = "0.0f", hi = "0.0f";
-    if (op.call->op->name == "clip") {
-      lo = "static_cast<float>(" + FloatLiteral(op.call->attrs.GetFloat("a_min")) + ")";
-      hi = "static_cast<float>(" + FloatLiteral(op.call->attrs.GetFloat("a_max")) + ")";
-    }
-    list += std::string(list.empty() ? "" : ", ") + "{kiln::kernels::EpilogueStep::" + StepOp(op) +
-            ", kiln::kernels::EpilogueStep::" + kind + ", " + data_pointer + ", " + lo + ", " + hi + "}";
-  }
-  c.code.Line("const kiln::kernels::EpilogueStep " + steps + "[] = {" + list + "};");
-  return steps;
 }
 
 void EmitConv2DNCHWc(EmitContext& c) {
@@ -169,7 +127,23 @@ void EmitConv2DNCHWc(EmitContext& c) {
               I(out.shape[3]) + ", " + I(strides[0]) + ", " + I(strides[1]) + ", " + I(dilation[0]) + ", " +
               I(dilation[1]) + ", " + I(padding[0]) + ", " + I(padding[1]) + ", " +
               (blocks.depthwise ? "true" : "false") + "};");
-  std::string steps = EmitEpilogueSteps(c, p);
+  std::string steps = "nullptr";
+  if (!c.epilogue.empty()) {
+    steps = p + "_steps";
+    std::string list;
+    for (const FusedOp& op : c.epilogue) {
+      std::string kind = op.operand.empty() ? "kNone" : OperandKind(op.operand_type, out);
+      std::string data_pointer = op.operand.empty() ? "nullptr" : op.operand;
+      std::string lo = "0.0f", hi = "0.0f";
+      if (op.call->op->name == "clip") {
+        lo = "static_cast<float>(" + FloatLiteral(op.call->attrs.GetFloat("a_min")) + ")";
+        hi = "static_cast<float>(" + FloatLiteral(op.call->attrs.GetFloat("a_max")) + ")";
+      }
+      list += std::string(list.empty() ? "" : ", ") + "{kiln::kernels::EpilogueStep::" + StepOp(op) +
+              ", kiln::kernels::EpilogueStep::" + kind + ", " + data_pointer + ", " + lo + ", " + hi + "}";
+    }
+    c.code.Line("const kiln::kernels::EpilogueStep " + steps + "[] = {" + list + "};");
+  }
   c.code.Line("if (kiln::kernels::Conv2DNCHWc(" + p + ", " + c.inputs[0] + ", " + c.inputs[1] + ", " + c.outputs[0] +
               ", " + steps + ", " + std::to_string(c.epilogue.size()) + ") != 0) return -1;");
 }

@@ -38,18 +38,15 @@ void EmitConv2D(EmitContext& c) {
               ") != 0) return -1;");
 }
 
-// The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n"); the packed kernel applies
-// the elementwise ops that follow as its epilogue.
+// The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n").
 void EmitDense(EmitContext& c) {
   RequireFloat32(c);
   const std::string& layout = c.call.attrs.GetString("weight_layout");
   int64_t k = c.input_types[0].shape.back(), n = c.output_types[0].shape.back();
   int64_t m = c.input_types[0].NumElements() / k;
-  if (layout == "NK16n") {  // with the fused epilogue that FusedEpilogueLength allowed
-    std::string steps = EmitEpilogueSteps(c, c.code.Fresh("dense"));
+  if (layout == "NK16n") {
     c.code.Line("if (kiln::kernels::GemmPacked(" + I(m) + ", " + I(n) + ", " + I(k) + ", " + c.inputs[0] + ", " + I(k) +
-                ", " + c.inputs[1] + ", " + c.outputs[0] + ", " + I(n) + ", " + steps + ", " +
-                std::to_string(c.epilogue.size()) + ") != 0) return -1;");
+                ", " + c.inputs[1] + ", " + c.outputs[0] + ", " + I(n) + ") != 0) return -1;");
     return;
   }
   runtime::Check(layout == "NK", "nn.dense with weight layout ", layout,

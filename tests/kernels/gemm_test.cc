@@ -5,7 +5,6 @@
 // and for baseline x86-64 (the portable path).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -162,42 +161,6 @@ TEST(GemmPacked, AgainstTheDefinition) {
       std::vector<float> c(p.m * ldc, NAN);
       ASSERT_EQ(GemmPacked(p.m, p.n, p.k, o.a.data(), o.lda, packed.data(), c.data(), ldc), 0);
       ExpectProduct(p, o, c, ldc, parallel ? "threads" : "serial");
-    }
-  }
-  UseThreads(false);
-}
-
-// A dense layer's fused epilogue: bias per column, a residual tensor, a scale, a reverse subtract
-// and clip, on tiles of every kind (full, short rows, short columns, several K blocks).
-TEST(GemmPacked, EpilogueAppliedToEveryElement) {
-  std::mt19937 rng(11);
-  for (bool parallel : {false, true}) {
-    UseThreads(parallel);
-    for (Problem p : std::vector<Problem>{{13, 33, 300, false, true, 0}, {7, 16, 5, false, true, 0},
-                                          {200, 100, 20, false, true, 0}, {3, 8, 0, false, true, 0}}) {
-      Operands o = MakeOperands(p, rng);
-      std::vector<float> packed = PackNK16n(o.b, p.n, p.k, o.ldb);
-      std::vector<float> bias = Random(p.n, rng), residual = Random(p.m * p.n, rng);
-      float scale = 1.5f, offset = 0.25f;
-      const EpilogueStep steps[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
-                                    {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
-                                    {EpilogueStep::kMultiply, EpilogueStep::kScalar, &scale, 0, 0},
-                                    {EpilogueStep::kReverseSubtract, EpilogueStep::kScalar, &offset, 0, 0},
-                                    {EpilogueStep::kClip, EpilogueStep::kNone, nullptr, -1.0f, 2.0f}};
-      std::vector<float> c(p.m * p.n, NAN);
-      ASSERT_EQ(GemmPacked(p.m, p.n, p.k, o.a.data(), o.lda, packed.data(), c.data(), p.n, steps, 5), 0);
-      for (int64_t i = 0; i < p.m; ++i) {
-        for (int64_t j = 0; j < p.n; ++j) {
-          double product = 0, scale_sum = 0;
-          for (int64_t x = 0; x < p.k; ++x) {
-            product += double(A(p, o, i, x)) * B(p, o, x, j);
-            scale_sum += std::abs(double(A(p, o, i, x)) * B(p, o, x, j));
-          }
-          double want = offset - (product + bias[j] + residual[i * p.n + j]) * scale;
-          want = std::min(2.0, std::max(-1.0, want));
-          ASSERT_NEAR(c[i * p.n + j], want, 2e-5 * std::max(1.0, scale_sum)) << p.Text() << " at " << i << ", " << j;
-        }
-      }
     }
   }
   UseThreads(false);
