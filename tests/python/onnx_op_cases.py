@@ -124,6 +124,9 @@ def matmul(opset=14):
     # Weights with N a multiple of 16 are packed at build time (NK16n); K = 300 spans two blocks.
     g.node("MatMul", [a3, g.weight((8, 32))])
     g.node("Gemm", [g.input((7, 300)), g.weight((48, 300)), g.weight((48,))], transB=1)
+    # A packed dense layer followed by bias, residual and relu in one primitive function.
+    y = g.node("Add", [g.node("MatMul", [a3, g.weight((8, 32))], output=False), g.weight((32,))], output=False)
+    g.node("Relu", [g.node("Add", [y, g.input((3, 5, 32))], output=False)])
     return g
 
 
