@@ -53,7 +53,8 @@ std::vector<std::string> CompileFlags(const CompilerOptions& options) {
   // Operators neither read floating-point exception flags nor errno, so GCC may if-convert and
   // vectorize loops with clamps, divisions and square roots; results are the same.
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-fno-trapping-math", "-fno-math-errno", "-fPIC",
-                                    "-fvisibility=hidden", "-w", "-I" + source, "-I" + source + "/include", "-I" KILN_DLPACK_INCLUDE_DIR};
+                                    "-fvisibility=hidden", "-w", "-I" + source, "-I" + source + "/include",
+                                    "-I" KILN_DLPACK_INCLUDE_DIR};
   if (!options.march.empty()) flags.push_back("-march=" + options.march);
   if (!options.mcpu.empty()) flags.push_back("-mcpu=" + options.mcpu);
   flags.insert(flags.end(), options.flags.begin(), options.flags.end());

@@ -163,7 +163,9 @@ void PackB(int64_t n, int64_t k, const float* b, int64_t ldb, bool transposed, f
         for (int64_t x = 0; x < k; ++x) panel[x * kGemmPanel + j] = column[x];
       }
     } else {
-      for (int64_t x = 0; x < k; ++x) std::memcpy(panel + x * kGemmPanel, b + x * ldb + p * kGemmPanel, cols * sizeof(float));
+      for (int64_t x = 0; x < k; ++x) {
+        std::memcpy(panel + x * kGemmPanel, b + x * ldb + p * kGemmPanel, cols * sizeof(float));
+      }
     }
   }
 }

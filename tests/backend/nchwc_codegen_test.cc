@@ -1,5 +1,6 @@
 // Code generation for blocked layouts: a blocked convolution's elementwise tail becomes the
-// kernel's epilogue (read in the generated source), layout_transform loops agree with
+// kernel's epilogue (read in the generated source), a packed dense layer calls the packed matrix
+// kernel and its tail is one fused loop, layout_transform loops agree with
 // ir::TransformLayout, and a small CNN built at -O3 (AlterOpLayout: blocked convolutions,
 // depthwise, pooling, concatenation, reductions, borders) computes what it computes at -O2.
 #include <gmock/gmock.h>
@@ -75,6 +76,39 @@ TEST(NchwcCodegen, UnsupportedBlockedFormIsAClearError) {
     FAIL() << "no error";
   } catch (const runtime::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("is not supported by the host code generator: the kernel layout must be OIHW16i16o"));
+  }
+}
+
+// A packed dense layer calls the packed matrix kernel; its elementwise tail (bias, erf, scale)
+// is one loop with no buffer between the ops, split across threads at this size (128 x 512).
+TEST(PackedDenseCodegen, PackedKernelAndOneFusedLoop) {
+  std::string source = GenerateOperatorSource("f", ir::ParseFunction(R"(fn (%x: Tensor[(128, 64), float32], %w: Tensor[(32, 64, 16), float32], %b: Tensor[(512), float32], %s: Tensor[(), float32]) {
+    %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = add(%0, %b); %2 = erf(%1); %3 = multiply(%2, %s); %3
+  })"));
+  EXPECT_THAT(source, HasSubstr("kiln::kernels::GemmPacked(128LL, 512LL, 64LL, p0, 64LL, p1, t1, 512LL)"));
+  EXPECT_EQ(Count(source, "kiln::kernels::Workspace "), 1);  // the product only
+  EXPECT_EQ(Count(source, "kiln::kernels::ParallelFor("), 1);
+  EXPECT_THAT(source, HasSubstr("kiln::kernels::Erf(v0)"));
+  EXPECT_THAT(source, HasSubstr("out0["));
+
+  // A small tail stays on the calling thread.
+  std::string small = GenerateOperatorSource("g", ir::ParseFunction(R"(fn (%x: Tensor[(4, 8), float32], %y: Tensor[(4, 8), float32]) {
+    %0 = add(%x, %y); %1 = nn.relu(%0); %1
+  })"));
+  EXPECT_EQ(Count(small, "for ("), 1);
+  EXPECT_EQ(Count(small, "ParallelFor("), 0);
+  EXPECT_EQ(Count(small, "Workspace "), 0);
+}
+
+TEST(PackedDenseCodegen, UnsupportedWeightLayoutIsAClearError) {
+  ir::Expr f = ir::ParseFunction(R"(fn (%x: Tensor[(2, 4), float32], %w: Tensor[(2, 4, 8), float32]) {
+    %0 = nn.dense(%x, %w, weight_layout="NK8n"); %0
+  })");
+  try {
+    GenerateOperatorSource("f", f);
+    FAIL() << "no error";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("nn.dense with weight layout NK8n is not supported by the host code generator"));
   }
 }
 

@@ -3,6 +3,7 @@
 // (16 columns) and K block (256), row blocks, batch-1 dense layers (the dot-product path);
 // serial and on the thread pool. Compiled with -march=native (the vector path of this machine)
 // and for baseline x86-64 (the portable path).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -164,6 +165,19 @@ TEST(GemmPacked, AgainstTheDefinition) {
     }
   }
   UseThreads(false);
+}
+
+void* NoWorkspace(int, int, uint64_t, int, int) { return nullptr; }
+
+// Without workspace for packing B, Gemm fails with a message instead of writing anything.
+TEST(Gemm, MissingWorkspaceIsAnError) {
+  std::vector<float> a(6 * 8, 1.0f), b(8 * 20, 1.0f), c(6 * 20, NAN);
+  __TVMBackendAllocWorkspace = NoWorkspace;
+  int status = Gemm(6, 20, 8, a.data(), 8, false, b.data(), 20, false, c.data(), 20);
+  __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
+  EXPECT_NE(status, 0);
+  EXPECT_THAT(std::string(TVMGetLastError()), ::testing::HasSubstr("Gemm: out of workspace memory"));
+  for (float v : c) EXPECT_TRUE(std::isnan(v));
 }
 
 TEST(GemmPacked, EmptyInnerDimensionGivesZeros) {
