@@ -1,11 +1,29 @@
 // The executor factory module and its binary form (tvm-formats.md A.3).
 #include "runtime/graph_executor_factory.h"
 
+#include <set>
+
 #include "runtime/error.h"
 #include "runtime/graph_executor_module.h"
 
 namespace kiln::runtime {
 namespace {
+
+// The smallest NDArray record: magic, reserved, device, ndim, dtype and data size (tvm-formats.md A.2).
+constexpr size_t kMinArrayRecordBytes = 40;
+
+// Whether the payload after the graph JSON reads as kiln before 0.2 wrote it: the names as a vector, then
+// their count, then an NDArray record. TVM's order (count, then names) never reads this way: its
+// names vector would have to end where a copy of its count and an array magic follow.
+bool HasNamesBeforeCount(ByteReader reader) {
+  uint64_t names = 0, count = 0, magic = 0;
+  if (!reader.TryRead(&names) || names == 0) return false;
+  for (uint64_t i = 0; i < names; ++i) {
+    uint64_t length = 0;
+    if (!reader.TryRead(&length) || !reader.TrySkip(length)) return false;
+  }
+  return reader.TryRead(&count) && count == names && reader.TryRead(&magic) && magic == kNDArrayMagic;
+}
 
 class GraphExecutorFactoryNode final : public ModuleNode {
  public:
@@ -20,11 +38,12 @@ class GraphExecutorFactoryNode final : public ModuleNode {
   bool IsBinarySerializable() const override { return true; }
 
   void SaveToBinary(ByteWriter& writer) const override {
+    // TVM v0.19's GraphExecutorFactory::SaveToBinary: the count comes before the names.
     writer.WriteString(graph_json_);
     std::vector<std::string> names;
     for (const auto& [name, array] : params_) names.push_back(name);
-    writer.WriteStringVector(names);
     writer.Write<uint64_t>(params_.size());
+    writer.WriteStringVector(names);
     for (const auto& [name, array] : params_) WriteNDArray(writer, array);
     writer.WriteString(module_name_);
   }
@@ -90,14 +109,21 @@ Module CreateGraphExecutorFactory(const std::string& graph_json, NamedArrays par
 }
 
 Module LoadGraphExecutorFactory(ByteReader& reader) {
+  // TVM v0.19's GraphExecutorFactoryModuleLoadBinary: graph JSON, count, names, arrays, name.
   std::string graph_json = reader.ReadString("factory graph JSON");
-  std::vector<std::string> names = reader.ReadStringVector("factory parameter names");
-  uint64_t count = reader.Read<uint64_t>("factory parameter count");
-  if (count != names.size()) {
-    reader.FailAt(StrCat("factory lists ", names.size(), " parameter names but ", count, " arrays"));
+  if (HasNamesBeforeCount(reader)) {
+    reader.FailAt("the factory's parameter names come before their count, the layout of kiln before 0.2 "
+                  "that TVM cannot read (TVM writes the count first); export the library again");
   }
+  uint64_t count = reader.ReadCount("factory parameter count", kMinArrayRecordBytes);
+  std::vector<std::string> names = reader.ReadStringVector("factory parameter names");
+  if (count != names.size()) {
+    reader.FailAt(StrCat("factory counts ", count, " parameters but lists ", names.size(), " names"));
+  }
+  std::set<std::string> seen;
   NamedArrays params;
   for (const std::string& name : names) {
+    if (!seen.insert(name).second) reader.FailAt(StrCat("factory parameter '", name, "' appears twice"));
     try {
       params.emplace_back(name, ReadNDArray(reader));
     } catch (const Error& e) {

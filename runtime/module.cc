@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
 
 #include "runtime/error.h"
 #include "runtime/last_error.h"
@@ -146,47 +148,64 @@ Module ProcessModuleBlob(std::string_view payload, const Module& lib) {
 }
 
 std::string SerializeModuleBlob(const Module& root) {
-  // Number the modules in depth-first order; all compiled code (DSO-exportable modules) is one
-  // library and so shares one `_lib` entry.
-  std::vector<ModuleNode*> entries;            // per index, the module written there
+  // Numbered as TVM v0.19's ModuleSerializer (src/target/codegen.cc) numbers them, so kiln writes
+  // the bytes TVM writes: a depth-first walk first numbers the modules outside compiled code; all
+  // compiled (DSO-exportable) modules are then one library, one `_lib` entry, numbered after them;
+  // a second walk from the library numbers what it imports. Each walk pops the last module pushed.
+  std::vector<std::vector<ModuleNode*>> entries;  // per index, the module(s) written there
   std::map<ModuleNode*, size_t> index_of;
-  size_t lib_index = SIZE_MAX;
-  std::vector<ModuleNode*> stack = {root.get()};
+  std::set<ModuleNode*> visited = {root.get()};
+  auto push_imports = [&](ModuleNode* m, std::vector<ModuleNode*>& stack) {
+    for (const Module& child : m->imports()) {
+      if (visited.insert(child.get()).second) stack.push_back(child.get());
+    }
+  };
+  auto number = [&](ModuleNode* m) {
+    index_of[m] = entries.size();
+    entries.push_back({m});
+  };
+  std::vector<ModuleNode*> stack = {root.get()}, compiled;
   while (!stack.empty()) {
     ModuleNode* m = stack.back();
     stack.pop_back();
-    if (index_of.count(m) != 0) continue;
-    if (m->IsDSOExportable() && lib_index != SIZE_MAX) {
-      index_of[m] = lib_index;
+    if (m->IsDSOExportable()) {
+      compiled.push_back(m);
     } else {
-      if (m->IsDSOExportable()) lib_index = entries.size();
-      index_of[m] = entries.size();
-      entries.push_back(m);
+      number(m);
+      push_imports(m, stack);
     }
-    for (auto it = m->imports().rbegin(); it != m->imports().rend(); ++it) stack.push_back(it->get());
   }
-  std::vector<std::vector<uint64_t>> imports(entries.size());
-  for (const auto& [m, index] : index_of) {
-    for (const Module& child : m->imports()) {
-      size_t child_index = index_of.at(child.get());
-      auto& list = imports[index];
-      if (child_index != index && std::find(list.begin(), list.end(), child_index) == list.end()) {
-        list.push_back(child_index);
+  if (!compiled.empty()) {
+    size_t lib_index = entries.size();
+    entries.emplace_back();
+    stack = std::move(compiled);
+    while (!stack.empty()) {
+      ModuleNode* m = stack.back();
+      stack.pop_back();
+      if (m->IsDSOExportable()) {
+        index_of[m] = lib_index;
+        entries[lib_index].push_back(m);
+      } else {
+        number(m);
       }
+      push_imports(m, stack);
     }
   }
   std::vector<uint64_t> row_ptr = {0}, children;
-  for (const auto& list : imports) {
-    children.insert(children.end(), list.begin(), list.end());
+  for (size_t index = 0; index < entries.size(); ++index) {
+    for (ModuleNode* m : entries[index]) {
+      for (const Module& child : m->imports()) {
+        size_t child_index = index_of.at(child.get());
+        if (child_index != index) children.push_back(child_index);
+      }
+    }
     row_ptr.push_back(children.size());
   }
 
   ByteWriter writer;
   writer.Write<uint64_t>(entries.size() + 1);
-  writer.WriteString(kImportTreeKey);
-  writer.WriteU64Vector(row_ptr);
-  writer.WriteU64Vector(children);
-  for (ModuleNode* m : entries) {
+  for (const std::vector<ModuleNode*>& group : entries) {
+    ModuleNode* m = group.front();
     if (m->IsDSOExportable()) {
       writer.WriteString(kLibKey);
     } else {
@@ -196,6 +215,9 @@ std::string SerializeModuleBlob(const Module& root) {
       m->SaveToBinary(writer);
     }
   }
+  writer.WriteString(kImportTreeKey);
+  writer.WriteU64Vector(row_ptr);
+  writer.WriteU64Vector(children);
   return writer.Take();
 }
 

@@ -28,6 +28,20 @@ class ByteReader {
     return value;
   }
   std::string_view ReadBytes(size_t count, const char* field) { return Take(count, field); }
+  // Non-throwing forms for probing a layout: false (and nothing consumed) when too few bytes are left.
+  template <typename T>
+  bool TryRead(T* value) {
+    static_assert(std::is_arithmetic_v<T>);
+    if (remaining() < sizeof(T)) return false;
+    std::memcpy(value, data_.data() + offset_, sizeof(T));
+    offset_ += sizeof(T);
+    return true;
+  }
+  bool TrySkip(uint64_t count) {
+    if (count > remaining()) return false;
+    offset_ += count;
+    return true;
+  }
   std::string ReadString(const char* field);
   std::vector<std::string> ReadStringVector(const char* field);
   std::vector<uint64_t> ReadU64Vector(const char* field);

@@ -35,6 +35,19 @@ class Opaque final : public ModuleNode {
   PackedFunc GetFunction(const std::string&) override { return PackedFunc(); }
 };
 
+// A module with a binary form: its name as a string.
+class Serializable final : public ModuleNode {
+ public:
+  explicit Serializable(std::string key) : key_(std::move(key)) {}
+  const char* type_key() const override { return key_.c_str(); }
+  bool IsBinarySerializable() const override { return true; }
+  void SaveToBinary(ByteWriter& writer) const override { writer.WriteString("payload of " + key_); }
+  PackedFunc GetFunction(const std::string&) override { return PackedFunc(); }
+
+ private:
+  std::string key_;
+};
+
 const char* const kGraph =
     R"({"nodes": [{"op": "null", "name": "p", "inputs": []}], "arg_nodes": [0], "heads": [[0, 0, 0]],)"
     R"( "node_row_ptr": [0, 1], "attrs": {"shape": ["list_shape", [[2]]], "dltype": ["list_str", ["float32"]],)"
@@ -68,9 +81,10 @@ std::string ParamRecord() {
   return b.Raw(std::string("\0\0\x80\x3f\0\0\0\x40", 8)).data;
 }
 
-// A GraphExecutorFactory entry payload: graph JSON, names, arrays (no list magic), module name.
+// A GraphExecutorFactory entry payload as TVM v0.19 writes it (GraphExecutorFactory::SaveToBinary):
+// graph JSON, the parameter count, the names as a vector, the arrays (no list magic), module name.
 std::string FactoryPayload(const std::string& json = kGraph, const std::string& name = "default") {
-  return Bytes().Str(json).U64(1).Str("p").U64(1).Raw(ParamRecord()).Str(name).data;
+  return Bytes().Str(json).U64(1).U64(1).Str("p").Raw(ParamRecord()).Str(name).data;
 }
 
 NDArray Param() {
@@ -98,13 +112,14 @@ std::string BlobError(const std::string& payload) {
 TEST(ModuleBlob, SerializeWritesTheDocumentedLayout) {
   Module lib = Lib();
   std::string blob = SerializeModuleBlob(Factory(lib));
-  // Two modules (factory = 0, the library = 1) plus the tree; module 0 imports module 1.
+  // As TVM writes it: two modules (factory = 0, the library = 1), then the tree, in which
+  // module 0 imports module 1.
   std::string expected = Bytes()
                              .U64(3)
-                             .Tree({0, 1, 1}, {1})
                              .Str("GraphExecutorFactory")
                              .Raw(FactoryPayload())
                              .Str("_lib")
+                             .Tree({0, 1, 1}, {1})
                              .data;
   EXPECT_EQ(blob, expected);
 }
@@ -143,8 +158,30 @@ TEST(ModuleBlob, WriteThenReadGivesTheSameTree) {
   EXPECT_EQ(SerializeModuleBlob(root), blob);
 }
 
+TEST(ModuleBlob, SerializeNumbersModulesAsTvm) {
+  // The shape of a BYOC library: factory -> constants -> {compiled code, external module}. TVM's
+  // ModuleSerializer numbers the modules outside compiled code depth first, taking the last
+  // import pushed first (factory 0, constants 1, external 2), then the library (3).
+  Module lib = Lib();
+  Module constants(std::make_shared<Serializable>("const_loader"));
+  constants->Import(lib);
+  constants->Import(Module(std::make_shared<Serializable>("dnnl_json")));
+  Module factory = Factory(Module());
+  factory->Import(constants);
+  std::string expected = Bytes()
+                             .U64(5)
+                             .Str("GraphExecutorFactory").Raw(FactoryPayload())
+                             .Str("const_loader").Str("payload of const_loader")
+                             .Str("dnnl_json").Str("payload of dnnl_json")
+                             .Str("_lib")
+                             .Tree({0, 1, 3, 3, 3}, {1, 3, 2})
+                             .data;
+  EXPECT_EQ(SerializeModuleBlob(factory), expected);
+}
+
 TEST(ModuleBlob, SharedModulesFormADag) {
-  // a imports the library and b; b imports the same library: one `_lib` entry, used twice.
+  // a imports the library and b; b imports the same library: one `_lib` entry, used twice. TVM
+  // numbers the modules outside compiled code first (a = 0, b = 1), then the library (2).
   Module lib = Lib();
   Module b = Factory(lib, "b");
   Module a = Factory(lib, "a");
@@ -152,10 +189,10 @@ TEST(ModuleBlob, SharedModulesFormADag) {
   std::string blob = SerializeModuleBlob(a);
   std::string expected = Bytes()
                              .U64(4)
-                             .Tree({0, 2, 2, 3}, {1, 2, 1})
                              .Str("GraphExecutorFactory").Raw(FactoryPayload(kGraph, "a"))
-                             .Str("_lib")
                              .Str("GraphExecutorFactory").Raw(FactoryPayload(kGraph, "b"))
+                             .Str("_lib")
+                             .Tree({0, 2, 3, 3}, {2, 1, 2})
                              .data;
   EXPECT_EQ(blob, expected);
 
@@ -300,16 +337,42 @@ TEST(ModuleBlob, RejectsBadFactoryPayloads) {
   };
   EXPECT_THAT(BlobError(with_payload(FactoryPayload("{not json"))), HasSubstr("graph JSON: not valid JSON"));
   EXPECT_THAT(BlobError(with_payload(FactoryPayload(R"({"nodes": []})"))), HasSubstr("graph JSON: top level: missing field"));
-  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).Str("p").U64(2).Raw(ParamRecord()).data)),
-              HasSubstr("factory lists 1 parameter names but 2 arrays"));
+  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).U64s({}).Raw(ParamRecord()).data)),
+              HasSubstr("factory counts 1 parameters but lists 0 names"));
+  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1000).U64(1).Str("p").Raw(ParamRecord()).data)),
+              HasSubstr("factory parameter count claims 1000 elements"));
+  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(2).U64(2).Str("p").Str("p").Raw(ParamRecord())
+                                         .Raw(ParamRecord()).Str("default").data)),
+              HasSubstr("factory parameter 'p' appears twice"));
   std::string bad_record = ParamRecord();
   bad_record[0] ^= 1;
-  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).Str("p").U64(1).Raw(bad_record).Str("default").data)),
+  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).U64(1).Str("p").Raw(bad_record).Str("default").data)),
               HasSubstr("bad array magic"));
-  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).Str("p").U64(1).Raw(bad_record).Str("default").data)),
+  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).U64(1).Str("p").Raw(bad_record).Str("default").data)),
               HasSubstr("in factory parameter 'p'"));
-  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).Str("p").U64(1).Raw(ParamRecord()).data)),
+  EXPECT_THAT(BlobError(with_payload(Bytes().Str(kGraph).U64(1).U64(1).Str("p").Raw(ParamRecord()).data)),
               HasSubstr("truncated: factory module name"));
+}
+
+TEST(ModuleBlob, NamesTheOldFactoryLayout) {
+  // kiln before 0.2 wrote the names before their count, which TVM cannot read. Such libraries get
+  // an error naming the layout, with one parameter, several, and a name as long as the count.
+  auto old_payload = [](const std::vector<std::string>& names) {
+    Bytes b;
+    b.Str(kGraph).U64(names.size());
+    for (const std::string& name : names) b.Str(name);
+    b.U64(names.size());
+    for (size_t i = 0; i < names.size(); ++i) b.Raw(ParamRecord());
+    return b.Str("default").data;
+  };
+  for (const auto& names : std::vector<std::vector<std::string>>{{"p"}, {"p0", "p1"}, {"weight", "b", "c"}}) {
+    std::string blob = Bytes().U64(2).Str("_lib").Str("GraphExecutorFactory").Raw(old_payload(names)).data;
+    EXPECT_THAT(BlobError(blob), HasSubstr("the factory's parameter names come before their count, the layout of "
+                                           "kiln before 0.2 that TVM cannot read"));
+  }
+  // Without parameters both layouts are the same bytes, and load.
+  std::string empty = Bytes().Str(kGraph).U64(0).U64(0).Str("default").data;
+  EXPECT_NO_THROW(ProcessModuleBlob(Bytes().U64(2).Str("_lib").Str("GraphExecutorFactory").Raw(empty).data, Lib()));
 }
 
 TEST(ModuleBlob, FactoryWithoutCodeModuleFailsWhenUsed) {

@@ -3,7 +3,7 @@
 // operators into a model library (what export_library does). Variants write damaged blobs for
 // the error tests, and the three-file form (graph JSON + params file).
 //
-//   pack_factory GRAPH.json OUT.c [good|truncated|unknown_module|garbage|no_import_tree]
+//   pack_factory GRAPH.json OUT.c [good|truncated|unknown_module|garbage|no_import_tree|old_factory_layout]
 //   pack_factory GRAPH.json --params OUT.params
 #include <cstdio>
 #include <fstream>
@@ -96,6 +96,21 @@ int main(int argc, char** argv) {
       w.WriteString("_lib");
       w.WriteString("GraphExecutorFactory");
       factory->SaveToBinary(w);
+      payload = w.Take();
+      claimed = payload.size();
+    } else if (variant == "old_factory_layout") {
+      // kiln before 0.2 wrote the factory's names before their count, which TVM cannot read.
+      ByteWriter w;
+      w.Write<uint64_t>(2);
+      w.WriteString("GraphExecutorFactory");
+      w.WriteString(json);
+      std::vector<std::string> names;
+      for (const auto& [name, array] : params) names.push_back(name);
+      w.WriteStringVector(names);
+      w.Write<uint64_t>(params.size());
+      for (const auto& [name, array] : params) WriteNDArray(w, array);
+      w.WriteString("default");
+      w.WriteString("_lib");
       payload = w.Take();
       claimed = payload.size();
     } else if (variant != "good") {
