@@ -1,6 +1,7 @@
 // Compiling and linking with the system compiler through posix_spawn (no shell).
 #include "backend/compiler.h"
 
+#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,12 +32,6 @@ namespace {
 const char* const kKernelSources[] = {"support.cc", "gemm.cc",        "conv2d.cc",       "conv2d_nchwc.cc",
                                       "pool.cc",    "pool_nchwc.cc", "normalization.cc"};
 
-std::string Compiler(const CompilerOptions& options) {
-  if (!options.cxx.empty()) return options.cxx;
-  const char* cxx = std::getenv("CXX");
-  return cxx != nullptr && *cxx != '\0' ? cxx : "c++";
-}
-
 std::string CacheDir(const CompilerOptions& options) {
   if (!options.cache_dir.empty()) return options.cache_dir;
   if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
@@ -44,8 +39,53 @@ std::string CacheDir(const CompilerOptions& options) {
   return std::string(home != nullptr ? home : "/tmp") + "/.cache/kiln/objects";
 }
 
+// The tree generated code is compiled against. An installation carries one beside the binary that
+// holds this code: the Python extension (<package>/_ffi*.so, tree in <package>/share), the
+// package's command line (<package>/bin/kiln, tree in <package>/share) or `cmake --install`'s
+// (<prefix>/bin/kiln, tree in <prefix>/share/kiln). A build tree uses the sources it came from.
+std::string InstalledOrSourceDir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&InstalledOrSourceDir), &info) != 0 && info.dli_fname != nullptr) {
+    std::error_code error;
+    fs::path binary = fs::canonical(info.dli_fname, error);
+    if (!error) {
+      fs::path dir = binary.parent_path();
+      for (const fs::path& tree : {dir / "share", dir.parent_path() / "share", dir.parent_path() / "share" / "kiln"}) {
+        if (fs::is_regular_file(tree / "kernels" / "kernels.h", error)) return tree.string();
+      }
+    }
+  }
+  return KILN_SOURCE_DIR;
+}
+
 std::string SourceDir(const CompilerOptions& options) {
-  return options.source_dir.empty() ? KILN_SOURCE_DIR : options.source_dir;
+  return options.source_dir.empty() ? KernelSourceDir() : options.source_dir;
+}
+
+// The compiler as a path: `cxx` itself when it names a file, else the first match on PATH; throws
+// Error saying how to get one when there is none.
+std::string FindCompiler(const std::string& cxx) {
+  auto runnable = [](const std::string& path) { return access(path.c_str(), X_OK) == 0 && !fs::is_directory(path); };
+  if (cxx.find('/') != std::string::npos) {
+    if (runnable(cxx)) return cxx;
+  } else {
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path != nullptr ? path : "");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      std::string candidate = (dir.empty() ? "." : dir) + "/" + cxx;
+      if (runnable(candidate)) return candidate;
+    }
+  }
+  runtime::Fail("no C++ compiler found: kiln compiles the code it generates with the system's C++ compiler, and '",
+                cxx, "' is not installed or not on PATH. Install one (Debian and Ubuntu: apt-get install g++; "
+                "Fedora: dnf install gcc-c++) or set CXX to a compiler's path");
+}
+
+// The C++ compiler to run: options.cxx, else $CXX, else c++; throws Error when it is not installed.
+std::string Compiler(const CompilerOptions& options) {
+  if (!options.cxx.empty()) return FindCompiler(options.cxx);
+  const char* cxx = std::getenv("CXX");
+  return FindCompiler(cxx != nullptr && *cxx != '\0' ? cxx : "c++");
 }
 
 std::vector<std::string> CompileFlags(const CompilerOptions& options) {
@@ -115,6 +155,19 @@ void WriteFile(const std::string& path, const std::string& data) {
 
 }  // namespace
 
+std::string KernelSourceDir() {
+  static const std::string* dir = new std::string(InstalledOrSourceDir());
+  return *dir;
+}
+
+std::string CompilerDescription() {
+  try {
+    return Compiler(CompilerOptions());
+  } catch (const runtime::Error& e) {
+    return e.what();
+  }
+}
+
 std::string MarchForTarget(const std::string& target) {
   if (target.empty() || target == "native" || target == "llvm" || target == "cpu") return "native";
   size_t mcpu = target.find("-mcpu=");
@@ -144,6 +197,7 @@ std::string ContentHash(const std::string& data) {
 
 std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, const CompilerOptions& options,
                                         CompileReport* report) {
+  std::string cxx = Compiler(options);
   std::vector<SourceFile> all = sources;
   for (const char* kernel : kKernelSources) {
     all.push_back({std::string("kernels/") + kernel, runtime::ReadFile(SourceDir(options) + "/kernels/" + kernel)});
@@ -154,7 +208,6 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
                              "include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"}) {
     headers += runtime::ReadFile(SourceDir(options) + "/" + header);
   }
-  std::string cxx = Compiler(options);
   std::vector<std::string> flags = CompileFlags(options);
   std::string flag_text;
   for (const std::string& f : flags) flag_text += f + " ";

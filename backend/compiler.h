@@ -43,6 +43,12 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
 // or "llvm -mcpu=NAME" (NAME), or an -march name ("x86-64-v3"). Throws Error for anything else.
 std::string MarchForTarget(const std::string& target);
 
+// The tree generated code is compiled against when CompilerOptions::source_dir is empty: the copy
+// an installation carries beside its binaries, else the source tree kiln was built from.
+std::string KernelSourceDir();
+// The C++ compiler CompileObjects would run with default options: its path, or why there is none.
+std::string CompilerDescription();
+
 // A stable 64-bit hash (FNV-1a) as 16 hex digits, for cache keys.
 std::string ContentHash(const std::string& data);
 

@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev           # tests
   nlohmann-json3-dev libdlpack-dev    # JSON, DLPack
   libprotobuf-dev protobuf-compiler libonnx-dev  # the ONNX frontend
-  pybind11-dev                        # the Python bindings (python/)
+  python3-dev                         # Python's headers for the bindings (python/; pybind11 comes from PyPI)
 )
 
 missing=()

@@ -11,8 +11,8 @@ set -euo pipefail
 venv=${KILN_VENV:-$HOME/.cache/kiln/venv}
 # numpy stays on 1.x: Debian's torch 1.13 is built against numpy 1.24's ABI.
 pins=(onnx==1.16.2 onnxruntime==1.19.2 numpy==1.26.4 pytest==8.3.3)
-# The build backend of pyproject.toml, so that `pip install --no-build-isolation .` works offline.
-pins+=(scikit-build-core==0.10.7 pathspec==0.12.1)
+# The bindings' pybind11 for `make` (>= 2.12 reads numpy 2's dtypes; pip's own builds fetch it).
+pins+=(pybind11==3.1.0)
 apt_packages=(python3-torch python3-torchvision libopenblas0-openmp python3-venv)
 
 missing=()

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backend/compiler.h"
 #include "runtime/error.h"
 #include "tools/commands.h"
 
@@ -11,7 +12,8 @@ const char* kUsage =
     "usage: kiln <command> [options]\n"
     "  compile MODEL.onnx   compile a model into a library (kiln compile --help)\n"
     "  run ARTIFACT         run a compiled model (kiln run --help)\n"
-    "  inspect ARTIFACT     show a compiled model's inputs, outputs, operators and memory plan\n";
+    "  inspect ARTIFACT     show a compiled model's inputs, outputs, operators and memory plan\n"
+    "  --version            the version, where the kernel sources are, and the C++ compiler\n";
 
 }  // namespace
 
@@ -21,6 +23,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string command = argv[1];
+  if (command == "--version") {
+    std::printf("kiln %s\nkernel sources: %s\nC++ compiler: %s\n", KILN_VERSION,
+                kiln::backend::KernelSourceDir().c_str(), kiln::backend::CompilerDescription().c_str());
+    return 0;
+  }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (command == "compile") return kiln::tools::CompileCommand(args);

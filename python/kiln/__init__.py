@@ -17,7 +17,7 @@ from . import frontend, graph_executor, ir, nd, runtime, transform
 from .build_module import GraphExecutorFactoryModule, build
 from .runtime import Device, cpu
 
-__version__ = "0.1.0"
+__version__: str = _ffi.__version__
 
 __all__ = [
     "Device",

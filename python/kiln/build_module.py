@@ -10,10 +10,6 @@ from .transform import PassContext
 
 __all__ = ["GraphExecutorFactoryModule", "build"]
 
-# An installed package carries the kernel sources generated code is compiled against; a build
-# tree uses the source tree it was built from.
-_SHARE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share")
-
 
 class GraphExecutorFactoryModule:
     """What kiln.build returns: graph JSON, parameters and compiled operators (TVM's
@@ -62,6 +58,5 @@ def build(mod: IRModule, target: Optional[str] = "cpu", params: Optional[Mapping
     and mismatched shapes raise KilnError. Compiled objects are cached in ~/.cache/kiln/objects.
     """
     bound = [(str(k), v if isinstance(v, NDArray) else array(v)) for k, v in (params or {}).items()]
-    source_dir = _SHARE_DIR if os.path.isdir(_SHARE_DIR) else ""
-    factory = _ffi.build(mod, PassContext.current()._context, target or "cpu", bound, mod_name, source_dir)
+    factory = _ffi.build(mod, PassContext.current()._context, target or "cpu", bound, mod_name)
     return GraphExecutorFactoryModule(factory)

@@ -110,17 +110,15 @@ void RegisterBuild(py::module_& m) {
       .def_property_readonly("params", &backend::ExecutorFactory::params)
       .def_property_readonly("module_name", &backend::ExecutorFactory::module_name);
   m.def("build", [](const IRModule& mod, const transform::PassContext& context, const std::string& target,
-                    const runtime::NamedArrays& params, const std::string& module_name, const std::string& source_dir) {
+                    const runtime::NamedArrays& params, const std::string& module_name) {
     backend::BuildOptions options;
     options.pass_context = context;
     options.module_name = module_name;
     options.compiler.march = backend::MarchForTarget(target);
-    options.compiler.source_dir = source_dir;
     options.params = params;
     py::gil_scoped_release release;
     return backend::Build(mod.main, options);
-  }, py::arg("mod"), py::arg("pass_context"), py::arg("target"), py::arg("params"), py::arg("module_name"),
-     py::arg("source_dir"));
+  }, py::arg("mod"), py::arg("pass_context"), py::arg("target"), py::arg("params"), py::arg("module_name"));
 }
 
 }  // namespace

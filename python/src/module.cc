@@ -10,6 +10,7 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(_ffi, m) {
   m.doc() = "kiln's C++ library (runtime and compiler) as a Python extension; use the kiln package.";
+  m.attr("__version__") = KILN_VERSION;
   // Translators are tried last-registered first, so the subclass comes second.
   py::exception<kiln::runtime::Error>& error =
       py::register_exception<kiln::runtime::Error>(m, "KilnError", PyExc_RuntimeError);

@@ -1,8 +1,18 @@
-"""Small ONNX models (onnx.helper) and references shared by the Python API tests."""
+"""Small ONNX models (onnx.helper) and references shared by the Python API tests, and PyTorch when
+it is installed (the numpy 2 environment has none: Debian's torch 1.13 works only with numpy 1)."""
+import subprocess
+
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+try:
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed in this environment")
 
 W = (np.arange(12, dtype=np.float32).reshape(4, 3) - 5) / 10
 
@@ -55,3 +65,21 @@ def close(got, want):
     error = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
     bound = 1e-4 * max(1.0, float(np.max(np.abs(want))) if want.size else 0.0)
     assert error <= bound, f"max error {error} > {bound}"
+
+
+def check_cli_round_trip(kiln, tmp_path, env=None):
+    """`kiln compile`, `run` and `inspect` of dense_relu(2) with the command line `kiln` (a path or a
+    name on env's PATH), the output checked against ONNX Runtime."""
+    def run(*args):
+        result = subprocess.run([str(kiln), *map(str, args)], env=env, capture_output=True, text=True)
+        assert result.returncode == 0, f"kiln {' '.join(map(str, args))} failed:\n{result.stderr}"
+        return result.stdout
+
+    model = dense_relu(2)
+    onnx.save(model, tmp_path / "m.onnx")
+    x = rand(2, 4)
+    np.savez(tmp_path / "in.npz", x=x)
+    run("compile", tmp_path / "m.onnx", "-o", tmp_path / "m.so")
+    run("run", tmp_path / "m.so", "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz")
+    close(np.load(tmp_path / "out.npz")["output_0"], ort_run(model, {"x": x})[0])
+    assert "Operator functions: 1 distinct" in run("inspect", tmp_path / "m.so")

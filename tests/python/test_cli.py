@@ -113,3 +113,17 @@ def test_wrong_run_inputs_are_clear_errors(tmp_path):
     for name, message in expect.items():
         result = kiln("run", tmp_path / "m.so", "--inputs", tmp_path / f"{name}.npz", check=False)
         assert result.returncode == 1 and message in result.stderr, (name, result.stderr)
+
+
+def test_missing_compiler_says_how_to_install_one(tmp_path):
+    model = small_model(tmp_path, batch=2)
+    env = {k: v for k, v in os.environ.items() if k != "CXX"}
+    env["PATH"] = str(tmp_path / "empty")  # no compiler on PATH
+    result = subprocess.run([KILN, "compile", model, "-o", tmp_path / "m.so"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "no C++ compiler found" in result.stderr and "'c++' is not installed or not on PATH" in result.stderr
+    assert "apt-get install g++" in result.stderr
+    env["CXX"] = "/nonexistent/g++"
+    result = subprocess.run([KILN, "compile", model, "-o", tmp_path / "m.so"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1 and "'/nonexistent/g++' is not installed" in result.stderr
+    assert not (tmp_path / "m.so").exists()

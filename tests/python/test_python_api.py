@@ -7,12 +7,11 @@ import threading
 import numpy as np
 import onnx
 import pytest
-import torch
 
 import kiln
 from kiln import graph_executor
-from python_api_models import (W, close, dense_relu, make_model, ort_run, rand, two_inputs_two_outputs, value,
-                               weights_as_input)
+from python_api_models import (W, close, dense_relu, make_model, needs_torch, ort_run, rand, torch,
+                               two_inputs_two_outputs, value, weights_as_input)
 
 
 def build(model, shape_dict=None, **kwargs):
@@ -202,7 +201,7 @@ def test_set_input_by_name_index_keyword_and_array_kind(two_io):
     setters = [
         lambda: (two_io.set_input("a", a), two_io.set_input("b", b)),
         lambda: (two_io.set_input(0, a), two_io.set_input(1, kiln.nd.array(b))),
-        lambda: two_io.set_input(a=kiln.nd.from_dlpack(a), b=torch.from_numpy(b)),
+        lambda: two_io.set_input(a=kiln.nd.from_dlpack(a), b=kiln.nd.from_dlpack(b)),
         lambda: two_io.set_input("a", np.asfortranarray(a), b=b[:, ::-1][:, ::-1]),  # non-contiguous: copied
     ]
     for set_inputs in setters:
@@ -213,6 +212,16 @@ def test_set_input_by_name_index_keyword_and_array_kind(two_io):
         close(two_io.get_output(1).numpy(), want[1])
     np.testing.assert_array_equal(two_io.get_input("a").numpy(), a)
     np.testing.assert_array_equal(two_io.get_input(1, out=kiln.nd.empty((2, 4))).numpy(), b)
+
+
+@needs_torch
+def test_set_input_takes_torch_tensors(two_io):
+    a, b = rand(2, 4, seed=5), rand(2, 4, seed=6)
+    want = ort_run(two_inputs_two_outputs(), {"a": a, "b": b})
+    two_io.set_input(a=torch.from_numpy(a), b=kiln.nd.from_dlpack(torch.from_numpy(b)))
+    two_io.run()
+    close(two_io.get_output(0).numpy(), want[0])
+    close(two_io.get_output(1).numpy(), want[1])
 
 
 def test_outputs_and_infos(two_io):

@@ -1,13 +1,14 @@
 """kiln.nd arrays: numpy copies in and out (every dtype numpy shares with kiln, any strides),
 zero-copy DLPack exchange with numpy and PyTorch in both directions, lifetimes, and the rejection
-of tensors kiln cannot read as they are (non-contiguous, consumed capsules)."""
+of tensors kiln cannot read as they are (non-contiguous, consumed capsules). The PyTorch tests are
+skipped, and counted as skipped, where PyTorch is not installed."""
 import gc
 
 import numpy as np
 import pytest
-import torch
 
 import kiln
+from python_api_models import W, dense_relu, needs_torch, torch
 
 DTYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "bool"]
 
@@ -100,8 +101,10 @@ def test_kiln_keeps_numpy_memory_alive():
     np.testing.assert_array_equal(a.numpy(), np.arange(1000))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8, torch.int8])
-def test_torch_round_trip_is_zero_copy(dtype):
+@needs_torch
+@pytest.mark.parametrize("dtype_name", ["float32", "float64", "int64", "int32", "uint8", "int8"])
+def test_torch_round_trip_is_zero_copy(dtype_name):
+    dtype = getattr(torch, dtype_name)
     t = torch.arange(12).reshape(3, 4).to(dtype)
     a = kiln.nd.from_dlpack(t)
     assert a.shape == (3, 4)
@@ -114,6 +117,15 @@ def test_torch_round_trip_is_zero_copy(dtype):
     np.testing.assert_array_equal(from_capsule.numpy(), t.numpy())
 
 
+def test_non_contiguous_numpy_is_rejected_by_from_dlpack():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for view in (x.T, x[:, ::2], x[::2, 1:]):
+        with pytest.raises(kiln.KilnError, match="not compact"):
+            kiln.nd.from_dlpack(view)
+        np.testing.assert_array_equal(kiln.nd.array(view).numpy(), view)  # a copy reads right
+
+
+@needs_torch
 def test_torch_non_contiguous_is_rejected():
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     for view in (t.T, t[:, ::2], torch.zeros(4, 1).expand(4, 3)):
@@ -138,7 +150,18 @@ def test_dlpack_errors():
 
 
 def test_graph_executor_with_dlpack_inputs_and_outputs():
-    from python_api_models import W, dense_relu
+    mod, params = kiln.frontend.from_onnx(dense_relu(2))
+    gmod = kiln.graph_executor.GraphModule(kiln.build(mod, params=params)["default"](kiln.cpu()))
+    x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
+    gmod.run(x=kiln.nd.from_dlpack(x))
+    y = np.from_dlpack(gmod.get_output(0))  # a view of the executor's output buffer
+    np.testing.assert_allclose(y, np.maximum(x @ W, 0), rtol=1e-5, atol=1e-6)
+    gmod.run(x=np.zeros((2, 4), np.float32))
+    assert not y.any()  # the view shows the new run's output
+
+
+@needs_torch
+def test_graph_executor_with_torch_inputs_and_outputs():
     mod, params = kiln.frontend.from_onnx(dense_relu(2))
     gmod = kiln.graph_executor.GraphModule(kiln.build(mod, params=params)["default"](kiln.cpu()))
     x = torch.randn(2, 4)
