@@ -180,6 +180,14 @@ def test_build_targets():
             kiln.build(mod, target=bad, params=params)
 
 
+def test_build_without_a_compiler_says_how_to_install_one(monkeypatch):
+    mod, params = kiln.frontend.from_onnx(dense_relu(2))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(kiln.KilnError, match=r"no C\+\+ compiler found.*'c\+\+' is not installed.*apt-get install g\+\+"):
+        kiln.build(mod, params=params)
+
+
 def test_build_params_bind_inputs_by_name():
     mod, _ = kiln.frontend.from_onnx(weights_as_input())
     gmod = gmod_of(kiln.build(mod, params={"w": W}))
