@@ -1,16 +1,9 @@
 // The build pipeline and export.
 #include "backend/build.h"
 
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-
 #include <sstream>
 
 #include "backend/codegen/host_codegen.h"
@@ -112,14 +105,8 @@ void ExecutorFactory::ExportLibrary(const std::string& path) const {
 }
 
 runtime::Module ExecutorFactory::Load() const {
-  static std::atomic<uint64_t> counter{0};
-  // Unique per process and call, so dlopen never mistakes it for a library loaded before.
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("kiln_load_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_XXXXXX.so"))
-                         .string();
-  int fd = mkstemps(path.data(), 3);
-  runtime::Check(fd >= 0, "cannot create a temporary library '", path, "': ", std::strerror(errno));
-  close(fd);
+  // A new file per call, so dlopen never mistakes it for a library loaded before.
+  std::string path = MakeTempFile(std::filesystem::temp_directory_path().string(), "kiln-load-", ".so");
   std::error_code ignored;
   try {
     ExportLibrary(path);

@@ -9,10 +9,14 @@
 
 #include <fcntl.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <map>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -136,14 +140,31 @@ void Wait(const Process& p) {
   throw runtime::InternalError("compiling " + p.what + " failed:\n" + log);
 }
 
+// A private directory (mkdtemp) named <parent>/<prefix>XXXXXX; removed by the caller.
+std::string MakePrivateDir(const fs::path& parent, const std::string& prefix) {
+  std::string path = (parent / (prefix + "XXXXXX")).string();
+  runtime::Check(mkdtemp(path.data()) != nullptr, "cannot create a directory in '", parent.string(), "': ",
+                 std::strerror(errno));
+  return path;
+}
+
+// The compiler's --version text, once per compiler and process.
 std::string Version(const std::string& cxx) {
+  static std::mutex* mutex = new std::mutex();
   static std::map<std::string, std::string>* cache = new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> lock(*mutex);
   auto it = cache->find(cxx);
   if (it != cache->end()) return it->second;
-  std::string log = (fs::temp_directory_path() / ("kiln_cxx_version_" + std::to_string(getpid()))).string();
-  Wait(Spawn({cxx, "--version"}, log, cxx + " --version"));
-  std::string version = runtime::ReadFile(log);
-  fs::remove(log);
+  std::string dir = MakePrivateDir(fs::temp_directory_path(), "kiln-cxx-version-");
+  std::string version;
+  try {
+    Wait(Spawn({cxx, "--version"}, dir + "/version.log", cxx + " --version"));
+    version = runtime::ReadFile(dir + "/version.log");
+  } catch (...) {
+    fs::remove_all(dir);
+    throw;
+  }
+  fs::remove_all(dir);
   return (*cache)[cxx] = version;
 }
 
@@ -153,7 +174,51 @@ void WriteFile(const std::string& path, const std::string& data) {
   runtime::Check(out.good(), "cannot write '", path, "'");
 }
 
+// A cache entry is <key>.o with <key>.o.sum beside it, holding the object's size and checksum;
+// an object whose .sum is missing or does not match (cut short, damaged, left by a killed
+// compile) is compiled again, never linked.
+std::string ObjectSum(const std::string& object_bytes) {
+  return std::to_string(object_bytes.size()) + " " + ContentHash(object_bytes) + "\n";
+}
+
+bool IsTrustedObject(const std::string& object) {
+  std::error_code error;
+  if (!fs::is_regular_file(object, error) || !fs::is_regular_file(object + ".sum", error)) return false;
+  try {
+    return runtime::ReadFile(object + ".sum") == ObjectSum(runtime::ReadFile(object));
+  } catch (const runtime::Error&) {
+    return false;  // removed or unreadable meanwhile
+  }
+}
+
+// Moves a finished object from a private directory into the cache, its .sum first: a reader that
+// sees the new .sum with an old object finds them unequal and compiles again.
+void PublishObject(const std::string& finished, const std::string& object) {
+  WriteFile(finished + ".sum", ObjectSum(runtime::ReadFile(finished)));
+  fs::rename(finished + ".sum", object + ".sum");
+  fs::rename(finished, object);
+}
+
+// Private directories of compiles killed long ago (a day; compiles take minutes).
+void RemoveStaleWorkDirs(const std::string& cache_dir) {
+  std::error_code error;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(cache_dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().filename().string().rfind("tmp-", 0) != 0) continue;
+    auto modified = fs::last_write_time(it->path(), error);
+    if (!error && now - modified > std::chrono::hours(24)) fs::remove_all(it->path(), error);
+  }
+}
+
 }  // namespace
+
+std::string MakeTempFile(const std::string& directory, const std::string& prefix, const std::string& suffix) {
+  std::string path = (fs::path(directory) / (prefix + "XXXXXX" + suffix)).string();
+  int fd = mkstemps(path.data(), static_cast<int>(suffix.size()));
+  runtime::Check(fd >= 0, "cannot create a file in '", directory, "': ", std::strerror(errno));
+  close(fd);
+  return path;
+}
 
 std::string KernelSourceDir() {
   static const std::string* dir = new std::string(InstalledOrSourceDir());
@@ -214,50 +279,48 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
   std::string dir = CacheDir(options);
   fs::create_directories(dir);
 
+  RemoveStaleWorkDirs(dir);
+
   std::vector<std::string> objects;
   std::vector<std::pair<size_t, std::string>> todo;  // (source index, object path)
   for (size_t i = 0; i < all.size(); ++i) {
     std::string object = dir + "/" + ContentHash(all[i].text + headers + flag_text + Version(cxx)) + ".o";
     objects.push_back(object);
-    if (fs::exists(object)) {
+    if (IsTrustedObject(object)) {
       if (report != nullptr) ++report->cached;
     } else {
       todo.emplace_back(i, object);
     }
   }
+  if (todo.empty()) return objects;
+  // Sources, logs and objects of this compile live in a private directory of the cache (so
+  // renames into the cache stay on one file system) until each object is published.
+  std::string work = MakePrivateDir(dir, "tmp-");
   int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<Process> running;
-  std::vector<std::string> temporaries;
   auto finish_one = [&]() {
     Process p = running.front();
     running.erase(running.begin());
     Wait(p);
   };
   try {
-    for (const auto& [index, object] : todo) {
-      std::string unique = object + "." + std::to_string(getpid());
-      std::string source = unique + ".cc";
-      WriteFile(source, all[index].text);
-      temporaries.push_back(source);
-      temporaries.push_back(unique + ".log");
+    for (size_t n = 0; n < todo.size(); ++n) {
+      std::string base = work + "/" + std::to_string(n);
+      WriteFile(base + ".cc", all[todo[n].first].text);
       std::vector<std::string> argv = {cxx};
       argv.insert(argv.end(), flags.begin(), flags.end());
-      argv.insert(argv.end(), {"-c", source, "-o", unique + ".o"});
+      argv.insert(argv.end(), {"-c", base + ".cc", "-o", base + ".o"});
       if (static_cast<int>(running.size()) >= jobs) finish_one();
-      running.push_back(Spawn(argv, unique + ".log", all[index].name));
+      running.push_back(Spawn(argv, base + ".log", all[todo[n].first].name));
     }
     while (!running.empty()) finish_one();
+    for (size_t n = 0; n < todo.size(); ++n) PublishObject(work + "/" + std::to_string(n) + ".o", todo[n].second);
   } catch (...) {
     for (const Process& p : running) waitpid(p.pid, nullptr, 0);
-    for (const std::string& t : temporaries) fs::remove(t);
+    fs::remove_all(work);
     throw;
   }
-  // Publish atomically so concurrent builds never see half-written objects.
-  for (const auto& [index, object] : todo) {
-    std::string unique = object + "." + std::to_string(getpid());
-    fs::rename(unique + ".o", object);
-  }
-  for (const std::string& t : temporaries) fs::remove(t);
+  fs::remove_all(work);
   if (report != nullptr) report->compiled += static_cast<int>(todo.size());
   return objects;
 }
@@ -265,32 +328,44 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
 void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
                        const std::string& output, const CompilerOptions& options) {
   std::string cxx = Compiler(options);
-  fs::path work = fs::temp_directory_path() / ("kiln_link_" + std::to_string(getpid()) + "_" + ContentHash(output));
-  fs::create_directories(work);
-  std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-o", output};
-  argv.insert(argv.end(), objects.begin(), objects.end());
-  if (!import_blob.empty()) {
-    // The blob goes in through the assembler's .incbin: fast for any size.
-    std::string blob_path = (work / "blob.bin").string();
-    uint64_t size = import_blob.size();
-    WriteFile(blob_path, std::string(reinterpret_cast<const char*>(&size), sizeof(size)) + import_blob);
-    std::string assembly = (work / "devc.S").string();
-    WriteFile(assembly,
-              ".section .rodata.__tvm_dev_mblob,\"a\"\n"
-              ".globl __tvm_dev_mblob\n"
-              ".type __tvm_dev_mblob, @object\n"
-              ".balign 64\n"
-              "__tvm_dev_mblob:\n"
-              ".incbin \"" + blob_path + "\"\n"
-              ".size __tvm_dev_mblob, . - __tvm_dev_mblob\n"
-              ".section .note.GNU-stack,\"\",@progbits\n");
-    argv.push_back(assembly);
+  for (const std::string& object : objects) {
+    runtime::Check(IsTrustedObject(object), "the cached object '", object,
+                   "' was damaged or removed after it was compiled; build the model again");
   }
-  std::string log = (work / "link.log").string();
+  std::string work = MakePrivateDir(fs::temp_directory_path(), "kiln-link-");
+  // The library is linked beside `output` under a name of this process and call, then renamed
+  // onto it, so `output` is never half written. (The linker creates the file: it gets the usual
+  // permissions, which a mkstemp file would not.)
+  static std::atomic<uint64_t> counter{0};
+  fs::path target = fs::absolute(output);
+  std::string linked = (target.parent_path() / ("." + target.filename().string() + "." + std::to_string(getpid()) +
+                                                "." + std::to_string(counter++) + ".tmp")).string();
   try {
-    Wait(Spawn(argv, log, "the library " + output));
+    std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-o", linked};
+    argv.insert(argv.end(), objects.begin(), objects.end());
+    if (!import_blob.empty()) {
+      // The blob goes in through the assembler's .incbin: fast for any size.
+      std::string blob_path = work + "/blob.bin";
+      uint64_t size = import_blob.size();
+      WriteFile(blob_path, std::string(reinterpret_cast<const char*>(&size), sizeof(size)) + import_blob);
+      std::string assembly = work + "/devc.S";
+      WriteFile(assembly,
+                ".section .rodata.__tvm_dev_mblob,\"a\"\n"
+                ".globl __tvm_dev_mblob\n"
+                ".type __tvm_dev_mblob, @object\n"
+                ".balign 64\n"
+                "__tvm_dev_mblob:\n"
+                ".incbin \"" + blob_path + "\"\n"
+                ".size __tvm_dev_mblob, . - __tvm_dev_mblob\n"
+                ".section .note.GNU-stack,\"\",@progbits\n");
+      argv.push_back(assembly);
+    }
+    Wait(Spawn(argv, work + "/link.log", "the library " + output));
+    fs::rename(linked, target);
   } catch (...) {
-    fs::remove_all(work);
+    std::error_code ignored;
+    fs::remove(linked, ignored);
+    fs::remove_all(work, ignored);
     throw;
   }
   fs::remove_all(work);

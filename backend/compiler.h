@@ -1,6 +1,8 @@
 // Driving the system C++ compiler: generated sources and the kernel library are compiled to
 // objects in parallel on all cores, cached by a hash of their content, flags and compiler (so
-// unchanged kernels are not compiled again), then linked into a shared library.
+// unchanged kernels are not compiled again), then linked into a shared library. Each compile and
+// link works in a private directory; cached objects carry a checksum and are compiled again when
+// it does not match, so concurrent, killed or damaged compiles never lead to a bad link.
 #pragma once
 
 #include <string>
@@ -48,6 +50,10 @@ std::string MarchForTarget(const std::string& target);
 std::string KernelSourceDir();
 // The C++ compiler CompileObjects would run with default options: its path, or why there is none.
 std::string CompilerDescription();
+
+// Creates an empty file <directory>/<prefix>XXXXXX<suffix> that no other call or process gets
+// (mkstemps) and returns its path.
+std::string MakeTempFile(const std::string& directory, const std::string& prefix, const std::string& suffix);
 
 // A stable 64-bit hash (FNV-1a) as 16 hex digits, for cache keys.
 std::string ContentHash(const std::string& data);

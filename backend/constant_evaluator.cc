@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 
 #include "backend/codegen/host_codegen.h"
@@ -22,12 +21,10 @@ std::vector<runtime::NDArray> EvaluateConstantFunction(const ir::Expr& function,
     sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(f.symbol, f.function)});
   }
   std::vector<std::string> objects = CompileObjects(sources, options);
-  static std::atomic<int> counter{0};
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("kiln_fold_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".so")).string();
-  LinkSharedLibrary(objects, "", path, options);
+  std::string path = MakeTempFile(std::filesystem::temp_directory_path().string(), "kiln-fold-", ".so");
   runtime::Module lib;
   try {
+    LinkSharedLibrary(objects, "", path, options);
     lib = runtime::LoadModuleFromFile(path);
   } catch (...) {
     std::filesystem::remove(path);

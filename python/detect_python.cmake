@@ -10,7 +10,7 @@ find_package(Python 3.8 COMPONENTS Interpreter Development.Module QUIET)
 if(Python_FOUND)
   execute_process(COMMAND ${Python_EXECUTABLE} -m pybind11 --cmakedir
     OUTPUT_VARIABLE pybind11_cmake_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  find_package(pybind11 2.12 CONFIG QUIET HINTS ${pybind11_cmake_dir} NO_DEFAULT_PATH)
+  find_package(pybind11 2.12 CONFIG QUIET HINTS ${pybind11_cmake_dir})
 endif()
 set(KILN_PYTHON_BINDINGS_DEFAULT OFF)
 if(Python_FOUND AND pybind11_FOUND AND NOT KILN_SANITIZE AND NOT KILN_FUZZ)

@@ -4,6 +4,7 @@
 
 #include "backend/compiler.h"
 #include "runtime/error.h"
+#include "runtime/version.h"
 #include "tools/commands.h"
 
 namespace {
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   }
   std::string command = argv[1];
   if (command == "--version") {
-    std::printf("kiln %s\nkernel sources: %s\nC++ compiler: %s\n", KILN_VERSION,
+    std::printf("kiln %s\nkernel sources: %s\nC++ compiler: %s\n", kiln::runtime::Version(),
                 kiln::backend::KernelSourceDir().c_str(), kiln::backend::CompilerDescription().c_str());
     return 0;
   }

@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
@@ -77,6 +80,86 @@ TEST_F(BuildTest, UnchangedFunctionsComeFromTheCache) {
   BuildAndLoad(kAddRelu, &second);
   EXPECT_EQ(second.compile.compiled, 0);
   EXPECT_EQ(second.compile.cached, first.compile.compiled + first.compile.cached);
+}
+
+TEST_F(BuildTest, BuildsInThreadsShareOneCache) {
+  // Four builds at once in one process on an empty cache: each compiles in its own directory and
+  // publishes the same objects; every library is whole and runs.
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(4);
+  std::vector<std::vector<float>> outputs(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        ExecutorFactory factory = Build(ir::ParseFunction(kAddRelu), options_);
+        std::string path = (dir_ / ("thread" + std::to_string(t) + ".so")).string();
+        factory.ExportLibrary(path);
+        runtime::Module lib = runtime::LoadModuleFromFile(path);
+        auto exec = runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
+        std::vector<float> x = {0, 1, 2, -3, 4, -5};
+        runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
+        input.CopyFromBytes(x.data(), 24);
+        exec->SetInput(0, *input.get());
+        exec->Run();
+        outputs[t] = Values(exec->GetOutput(0));
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(errors[t], "") << "build " << t;
+    EXPECT_EQ(outputs[t], (std::vector<float>{1, 0, 2.5, 0, 2, 0})) << "build " << t;
+  }
+  for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {  // no work left behind
+    std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name.size() > 6 && (name.substr(name.size() - 2) == ".o" || name.substr(name.size() - 6) == ".o.sum"))
+        << name;
+  }
+}
+
+TEST_F(BuildTest, DamagedCacheEntriesAreCompiledAgain) {
+  BuildReport first, second;
+  BuildAndLoad(kAddRelu, &first);
+  ASSERT_GE(first.compile.compiled, 4);
+  std::vector<fs::path> objects;
+  for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {
+    if (entry.path().extension() == ".o") objects.push_back(entry.path());
+  }
+  std::sort(objects.begin(), objects.end());
+  ASSERT_GE(objects.size(), 4u);
+  {  // one byte changed, one cut short, one emptied, one without its checksum
+    std::fstream changed(objects[0], std::ios::in | std::ios::out | std::ios::binary);
+    changed.seekp(100);
+    changed.put('\x5a');
+  }
+  fs::resize_file(objects[1], fs::file_size(objects[1]) / 2);
+  fs::resize_file(objects[2], 0);
+  fs::remove(objects[3].string() + ".sum");
+  auto exec = BuildAndLoad(kAddRelu, &second);
+  EXPECT_EQ(second.compile.compiled, 4);
+  EXPECT_EQ(second.compile.cached, first.compile.compiled + first.compile.cached - 4);
+  std::vector<float> x = {0, 1, 2, -3, 4, -5};
+  runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
+  input.CopyFromBytes(x.data(), 24);
+  exec->SetInput(0, *input.get());
+  exec->Run();
+  EXPECT_EQ(Values(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
+
+  // Objects damaged between build and export are not linked, and no library is written.
+  ExecutorFactory factory = Build(ir::ParseFunction(kAddRelu), options_);
+  for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {
+    if (entry.path().extension() == ".o") fs::resize_file(entry.path(), 10);
+  }
+  std::string path = (dir_ / "damaged.so").string();
+  try {
+    factory.ExportLibrary(path);
+    FAIL() << "linked damaged objects";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("was damaged or removed after it was compiled; build the model again"));
+  }
+  EXPECT_FALSE(fs::exists(path));
 }
 
 TEST_F(BuildTest, ConvPoolDenseSoftmax) {

@@ -1,7 +1,10 @@
 """The kiln command line on good and bad input: compile/run/inspect work end to end on a small
 model, and every error is one clear sentence on stderr with a non-zero exit code."""
 import os
+import re
+import signal
 import subprocess
+import time
 
 import numpy as np
 import onnx
@@ -127,3 +130,42 @@ def test_missing_compiler_says_how_to_install_one(tmp_path):
     result = subprocess.run([KILN, "compile", model, "-o", tmp_path / "m.so"], env=env, capture_output=True, text=True)
     assert result.returncode == 1 and "'/nonexistent/g++' is not installed" in result.stderr
     assert not (tmp_path / "m.so").exists()
+
+
+def test_concurrent_killed_and_damaged_compiles_on_one_cache(tmp_path):
+    """The object cache under faults, on an empty cache: two compiles at once both succeed; compiles
+    killed at several moments leave nothing a later compile trusts; damaged entries are compiled
+    again. Each library is checked against ONNX Runtime."""
+    model = small_model(tmp_path, batch=2)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path / "cache"))
+
+    def compile_and_check(library, *args):
+        result = subprocess.run([KILN, "compile", model, "-o", library, *args], env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        kiln("run", library, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz")
+        np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5, atol=1e-6)
+        return result.stderr
+
+    both = [subprocess.Popen([KILN, "compile", model, "-o", tmp_path / f"at_once{i}.so"], env=env,
+                             stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for i, process in enumerate(both):
+        assert process.wait() == 0, process.stderr.read()
+        compile_and_check(tmp_path / f"at_once{i}.so")  # from the cache both filled
+
+    # Another target gives other objects: kill those compiles at several moments, then finish.
+    for delay in (0.2, 1.0, 3.0, 6.0):
+        process = subprocess.Popen([KILN, "compile", model, "-o", tmp_path / "killed.so", "--target", "x86-64-v2"],
+                                   env=env, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    compile_and_check(tmp_path / "killed.so", "--target", "x86-64-v2")
+
+    objects = sorted((tmp_path / "cache").glob("*.o"))
+    objects[0].write_bytes(objects[0].read_bytes()[:100])  # cut short
+    (tmp_path / "cache" / (objects[1].name + ".sum")).unlink()  # no checksum
+    logs = compile_and_check(tmp_path / "again.so") + compile_and_check(tmp_path / "again.so", "--target", "x86-64-v2")
+    assert sum(int(n) for n in re.findall(r"\((\d+) objects compiled", logs)) == 2, logs  # just the damaged two

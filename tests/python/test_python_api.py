@@ -188,6 +188,15 @@ def test_build_without_a_compiler_says_how_to_install_one(monkeypatch):
         kiln.build(mod, params=params)
 
 
+def test_console_script_without_its_tool_says_to_reinstall(monkeypatch, capsys):
+    from kiln import _cli
+    monkeypatch.setattr(_cli.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(_cli.os, "execv", lambda *args: pytest.fail("execv called without the tool"))
+    with pytest.raises(SystemExit, match=r"the command-line tool is missing from this installation "
+                                         r"\(.*kiln/bin/kiln\); reinstall kiln"):
+        _cli.main()
+
+
 def test_build_params_bind_inputs_by_name():
     mod, _ = kiln.frontend.from_onnx(weights_as_input())
     gmod = gmod_of(kiln.build(mod, params={"w": W}))
