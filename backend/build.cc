@@ -9,19 +9,12 @@
 #include "backend/codegen/host_codegen.h"
 #include "backend/constant_evaluator.h"
 #include "backend/graph_codegen.h"
+#include "backend/host_module.h"
 #include "runtime/error.h"
 #include "runtime/graph_executor_factory.h"
 
 namespace kiln::backend {
 namespace {
-
-// Stands for the compiled code in the import tree of an exported library (written as `_lib`).
-class CompiledCode final : public runtime::ModuleNode {
- public:
-  const char* type_key() const override { return "library"; }
-  bool IsDSOExportable() const override { return true; }
-  runtime::PackedFunc GetFunction(const std::string&) override { return runtime::PackedFunc(); }
-};
 
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary);
@@ -93,15 +86,49 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
   r.planned_bytes = graph.planned_bytes;
   r.unshared_bytes = graph.unshared_bytes;
-  std::vector<std::string> objects = CompileObjects(sources, options.compiler, &r.compile);
-  return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(objects),
+  // External functions first: an unknown or disabled codegen fails before anything is compiled.
+  std::vector<runtime::Module> external;
+  const std::vector<ExternalCodegen>& codegens =
+      options.external_codegens != nullptr ? *options.external_codegens : ExternalCodegens();
+  for (const OperatorFunction& f : graph.external_functions) {
+    const std::string& compiler = f.function->As<ir::FunctionNode>()->attrs.GetString(ir::attr::kCompiler);
+    external.push_back(FindExternalCodegen(compiler, codegens).generate(f.symbol, f.function));
+    runtime::CheckInternal(external.back().defined(), "the external codegen '", compiler, "' made no module for ",
+                           f.symbol);
+  }
+  std::vector<runtime::Module> modules = {
+      runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, options.compiler, &r.compile)))};
+  modules.insert(modules.end(), external.begin(), external.end());
+  return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(modules),
                          options.module_name, options.compiler);
 }
 
+ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays params,
+                                 std::vector<runtime::Module> modules, std::string module_name,
+                                 CompilerOptions compiler)
+    : graph_json_(std::move(graph_json)), params_(std::move(params)), modules_(std::move(modules)),
+      module_name_(std::move(module_name)), compiler_(std::move(compiler)) {
+  runtime::CheckInternal(!modules_.empty() && dynamic_cast<const HostCodeModule*>(modules_[0].get()) != nullptr,
+                 "ExecutorFactory: the first module must be the compiled host code");
+  for (size_t i = 1; i < modules_.size(); ++i) {
+    runtime::CheckInternal(modules_[i].defined() && !modules_[i]->IsDSOExportable() && modules_[i]->IsBinarySerializable(),
+                   "ExecutorFactory: the module of an external function must be serializable into the library");
+  }
+}
+
+runtime::Module ExecutorFactory::CodeTree() const {
+  runtime::Module host(std::make_shared<HostCodeModule>(Objects()));
+  for (size_t i = 1; i < modules_.size(); ++i) host->Import(modules_[i]);
+  return host;
+}
+
+std::vector<std::string> ExecutorFactory::Objects() const {
+  return static_cast<const HostCodeModule*>(modules_[0].get())->objects();
+}
+
 void ExecutorFactory::ExportLibrary(const std::string& path) const {
-  runtime::Module code(std::make_shared<CompiledCode>());
-  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, code);
-  LinkSharedLibrary(objects_, runtime::SerializeModuleBlob(factory), path, compiler_);
+  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, CodeTree());
+  LinkSharedLibrary(Objects(), runtime::SerializeModuleBlob(factory), path, compiler_);
 }
 
 runtime::Module ExecutorFactory::Load() const {
@@ -121,7 +148,9 @@ runtime::Module ExecutorFactory::Load() const {
 
 void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {
   std::filesystem::create_directories(directory);
-  LinkSharedLibrary(objects_, "", directory + "/mod.so", compiler_);
+  // mod.so holds the external modules in its import blob, as TVM's lib.export_library writes them.
+  std::string blob = modules_.size() > 1 ? runtime::SerializeModuleBlob(CodeTree()) : "";
+  LinkSharedLibrary(Objects(), blob, directory + "/mod.so", compiler_);
   WriteFile(directory + "/mod.json", graph_json_);
   WriteFile(directory + "/mod.params", runtime::SaveParams(params_));
 }

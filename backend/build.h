@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/compiler.h"
+#include "backend/external_codegen.h"
 #include "ir/expr.h"
 #include "runtime/module.h"
 #include "runtime/params.h"
@@ -22,6 +23,8 @@ struct BuildOptions {
   // and is no longer an input. A name main has no parameter of, or a value of another shape or
   // dtype, is an Error.
   runtime::NamedArrays params;
+  // The codegens external functions are sent to; null: ExternalCodegens(), this build's table.
+  const std::vector<ExternalCodegen>* external_codegens = nullptr;
 };
 
 struct BuildReport {
@@ -34,16 +37,18 @@ struct BuildReport {
   int64_t unshared_bytes = 0;
 };
 
+// What Build returns (TVM's GraphExecutorFactoryModule before export): the graph, its params and
+// the modules holding its code: kiln's compiled host code (a HostCodeModule) first, then one module
+// per external function, which the host code imports in the exported library.
 class ExecutorFactory {
  public:
-  ExecutorFactory(std::string graph_json, runtime::NamedArrays params, std::vector<std::string> objects,
-                  std::string module_name, CompilerOptions compiler)
-      : graph_json_(std::move(graph_json)), params_(std::move(params)), objects_(std::move(objects)),
-        module_name_(std::move(module_name)), compiler_(std::move(compiler)) {}
+  ExecutorFactory(std::string graph_json, runtime::NamedArrays params, std::vector<runtime::Module> modules,
+                  std::string module_name, CompilerOptions compiler);
 
   const std::string& graph_json() const { return graph_json_; }
   const runtime::NamedArrays& params() const { return params_; }
   const std::string& module_name() const { return module_name_; }
+  const std::vector<runtime::Module>& modules() const { return modules_; }
 
   // One shared library holding the operators and, in its import blob, the graph and params:
   // `load_module(path)["default"](cpu)` runs it (TVM's export_library).
@@ -55,9 +60,13 @@ class ExecutorFactory {
   runtime::Module Load() const;
 
  private:
+  // The code as a module tree (host code importing the external modules) and its object files.
+  runtime::Module CodeTree() const;
+  std::vector<std::string> Objects() const;
+
   std::string graph_json_;
   runtime::NamedArrays params_;
-  std::vector<std::string> objects_;
+  std::vector<runtime::Module> modules_;
   std::string module_name_;
   CompilerOptions compiler_;
 };

@@ -158,8 +158,10 @@ class GraphBuilder {
     entries_[e.get()] = current_entries_;
   }
 
-  // One symbol per distinct function (functions that print the same are the same).
+  // One symbol per distinct function (functions that print the same are the same); an external
+  // function's is its global_symbol.
   std::string SymbolFor(const Expr& function) {
+    if (IsExternal(function)) return ExternalSymbol(function);
     std::string key = PrintFunction(function);
     auto it = symbols_.find(key);
     if (it != symbols_.end()) return it->second;
@@ -172,8 +174,24 @@ class GraphBuilder {
     return symbol;
   }
 
+  std::string ExternalSymbol(const Expr& function) {
+    const Attrs& attrs = function->As<FunctionNode>()->attrs;
+    runtime::Check(attrs.Has(attr::kGlobalSymbol), "graph codegen: a function for the external codegen '",
+                   attrs.GetString(attr::kCompiler), "' has no ", attr::kGlobalSymbol, " attribute");
+    const std::string& symbol = attrs.GetString(attr::kGlobalSymbol);
+    auto [it, added] = external_symbols_.emplace(symbol, function);
+    if (added) {
+      result_.external_functions.push_back({symbol, function});
+    } else {
+      runtime::Check(it->second == function || PrintFunction(it->second) == PrintFunction(function),
+                     "graph codegen: two different external functions have the symbol '", symbol, "'");
+    }
+    return symbol;
+  }
+
   std::string module_name_;
   GraphCodegenResult result_;
+  std::map<std::string, Expr> external_symbols_;
   std::unordered_map<const ExprNode*, std::vector<Entry>> entries_;
   std::vector<Entry> current_entries_;
   std::map<std::string, std::string> symbols_;
@@ -226,6 +244,12 @@ GraphCodegenResult GenerateGraph(const Expr& main, const std::string& module_nam
   runtime::Check(f != nullptr, "graph codegen: expected the main function");
   GraphBuilder builder(module_name);
   GraphCodegenResult result = builder.Build(*f);
+  for (const OperatorFunction& external : result.external_functions) {
+    for (const OperatorFunction& host : result.functions) {
+      runtime::Check(host.symbol != external.symbol, "graph codegen: the external function symbol '",
+                     external.symbol, "' is also the symbol of a compiled operator");
+    }
+  }
   AssignStorage(result, builder.entry_types());
   return result;
 }

@@ -1,7 +1,7 @@
 // Graph code generation: the main function (after FuseOps: it calls primitive functions only)
 // becomes the graph executor's graph (TVM's graph JSON layout), the parameters (its constants,
 // named p0, p1, ...) and the list of distinct primitive functions to compile, each with its
-// symbol. Storage ids come from the memory planner.
+// symbol, and of the external functions it calls (their symbol is their global_symbol). Storage ids come from the memory planner.
 #pragma once
 
 #include <string>
@@ -14,14 +14,15 @@
 namespace kiln::backend {
 
 struct OperatorFunction {
-  std::string symbol;  // tvmgen_<module>_fused_<ops>[_<n>]
-  ir::Expr function;   // the primitive function
+  std::string symbol;  // tvmgen_<module>_fused_<ops>[_<n>], or an external function's global_symbol
+  ir::Expr function;   // the primitive or external function
 };
 
 struct GraphCodegenResult {
   runtime::Graph graph;
   runtime::NamedArrays params;
-  std::vector<OperatorFunction> functions;
+  std::vector<OperatorFunction> functions;           // for the host code generator
+  std::vector<OperatorFunction> external_functions;  // for their external codegens
   int64_t planned_bytes = 0;    // storage for intermediate tensors after sharing
   int64_t unshared_bytes = 0;   // the sum of all intermediate tensors (one buffer each)
 };

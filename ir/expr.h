@@ -86,8 +86,22 @@ class FunctionNode final : public ExprNode {
       : ExprNode(kKind, body->type()), params(std::move(params)), body(std::move(body)), attrs(std::move(attrs)) {}
   std::vector<Expr> params;  // VarNodes
   Expr body;
-  Attrs attrs;  // e.g. Primitive=1 for a fused primitive function
+  Attrs attrs;  // see namespace attr
 };
+
+// Function attributes the compile flow reads (TVM's names).
+namespace attr {
+inline constexpr char kPrimitive[] = "Primitive";         // 1: a fused primitive function (FuseOps)
+inline constexpr char kCompiler[] = "Compiler";           // the external codegen that compiles it
+inline constexpr char kGlobalSymbol[] = "global_symbol";  // its symbol in the built library
+}  // namespace attr
+
+// Whether `function` is handed to an external codegen (it has a Compiler attribute). Passes leave
+// external functions as they are; the build sends them to their codegen.
+inline bool IsExternal(const Expr& function) {
+  const auto* f = function->As<FunctionNode>();
+  return f != nullptr && f->attrs.Has(attr::kCompiler);
+}
 
 // Constructors. Each throws Error when the pieces do not fit.
 Expr Var(std::string name, Type type);

@@ -38,4 +38,10 @@ void Check(bool condition, const Parts&... parts) {
   if (!condition) throw Error(StrCat(parts...));
 }
 
+// For invariants kiln itself keeps: a failure is kiln's bug (InternalError), not the user's.
+template <typename... Parts>
+void CheckInternal(bool condition, const Parts&... parts) {
+  if (!condition) throw InternalError(StrCat(parts...));
+}
+
 }  // namespace kiln::runtime

@@ -67,6 +67,18 @@ std::vector<std::vector<size_t>> CheckImportTree(const std::vector<uint64_t>& ro
   return imports;
 }
 
+// A module of type `key` from its blob entry: by the loader this build lists, else by a global
+// function `runtime.module.loadbinary_<key>` (TVM's convention, so runtimes outside libkiln_runtime
+// can register theirs) called with the ByteReader* as an opaque handle.
+Module LoadBinaryModule(const std::string& key, ByteReader& reader) {
+  if (BinaryLoader loader = FindBinaryLoader(key)) return loader(reader);
+  PackedFunc load = GetGlobalFunction("runtime.module.loadbinary_" + key);
+  if (!load) reader.FailAt(StrCat("module type '", key, "' is not supported by this build of kiln"));
+  Module module = load(static_cast<void*>(&reader)).AsModule();
+  if (!module.defined()) reader.FailAt(StrCat("the loader of module type '", key, "' returned no module"));
+  return module;
+}
+
 }  // namespace
 
 void ModuleNode::SaveToBinary(ByteWriter&) const {
@@ -122,11 +134,7 @@ Module ProcessModuleBlob(std::string_view payload, const Module& lib) {
       children = reader.ReadU64Vector("import tree children");
       has_tree = true;
     } else {
-      BinaryLoader loader = FindBinaryLoader(key);
-      if (loader == nullptr) {
-        reader.FailAt(StrCat("module type '", key, "' is not supported by this build of kiln"));
-      }
-      modules.push_back(loader(reader));
+      modules.push_back(LoadBinaryModule(key, reader));
     }
   }
   if (reader.remaining() != 0) {

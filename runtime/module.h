@@ -47,6 +47,8 @@ class ModuleNode : public std::enable_shared_from_this<ModuleNode> {
 // Reads a module of one type key from its binary form in an import blob.
 using BinaryLoader = Module (*)(ByteReader& reader);
 // The loader for `type_key`, or null when this build has none (module_loaders.cc lists them).
+// Loading an import blob falls back to a global function `runtime.module.loadbinary_<type_key>`
+// taking the ByteReader* as an opaque handle and returning the module.
 BinaryLoader FindBinaryLoader(const std::string& type_key);
 
 // Loads a library file (`.so`, format "so" or deduced from the extension) and the module tree of

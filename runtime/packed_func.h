@@ -179,6 +179,7 @@ inline void PackArg(TVMValue& v, int& c, const PackedFunc& x) {
 }
 inline void PackArg(TVMValue& v, int& c, DLDevice x) { v.v_device = x; c = kDLDevice; }
 inline void PackArg(TVMValue& v, int& c, std::nullptr_t) { v.v_handle = nullptr; c = kTVMNullptr; }
+inline void PackArg(TVMValue& v, int& c, void* x) { v.v_handle = x; c = kTVMOpaqueHandle; }
 
 template <typename... Values>
 RetValue PackedFunc::operator()(const Values&... values) const {

@@ -14,9 +14,9 @@
 //     transformed to match); nn.bias_add on channels (it becomes an add of the reshaped bias);
 //     max/avg pooling and global average pooling (layout attribute); mean/sum/max/min over H and
 //     W with keepdims; concatenate on channels when every input's channels divide by the block.
-//   - Every other consumer, and the function's result, gets the plain NCHW tensor back through
-//     one layout_transform per blocked value: transforms appear only at the borders of blocked
-//     regions. Transforms compose, a transform meeting its inverse cancels (also where the input
+//   - Every other consumer (calls of external functions too), and the function's result, gets
+//     the plain NCHW tensor back through one layout_transform per blocked value: transforms
+//     appear only at the borders of blocked regions. Transforms compose, a transform meeting its inverse cancels (also where the input
 //     IR already holds such pairs), a transform of a tensor with H = W = 1 is a reshape, and
 //     constants (weights, biases) are transformed here, at build time.
 //
@@ -28,7 +28,7 @@
 // change.
 #pragma once
 
-#include "transform/pipeline.h"
+#include "transform/pass.h"
 
 namespace kiln::transform {
 

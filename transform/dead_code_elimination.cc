@@ -31,7 +31,7 @@ Expr DeadCodeElimination(const Expr& main, const PassEnvironment&) {
       if (const auto* tuple = inputs[0]->As<TupleNode>()) return tuple->fields[item->index];
     }
     const auto* call = original->As<CallNode>();
-    if (call != nullptr && call->function != nullptr) {
+    if (call != nullptr && call->function != nullptr && !IsExternal(call->function)) {
       const auto* fn = inputs[0]->As<FunctionNode>();
       std::vector<size_t> kept;
       Expr slim = DropUnusedParams(*fn, kept);

@@ -4,7 +4,7 @@
 // May run: anywhere before FuseOps.
 #pragma once
 
-#include "transform/pipeline.h"
+#include "transform/pass.h"
 
 namespace kiln::transform {
 

@@ -5,7 +5,7 @@
 // May run: anywhere before FuseOps; does nothing without an evaluator.
 #pragma once
 
-#include "transform/pipeline.h"
+#include "transform/pass.h"
 
 namespace kiln::transform {
 

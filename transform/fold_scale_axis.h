@@ -8,7 +8,7 @@
 // May run: after SimplifyInference, before FoldConstant and FuseOps.
 #pragma once
 
-#include "transform/pipeline.h"
+#include "transform/pass.h"
 
 namespace kiln::transform {
 

@@ -78,7 +78,8 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
   std::unordered_map<const ExprNode*, int> consumers;
   for (const Expr& e : order) {
     if (const auto* call = e->As<CallNode>()) {
-      runtime::Check(call->op != nullptr, "FuseOps: the main function already calls functions");
+      runtime::Check(call->op != nullptr || IsExternal(call->function),
+                     "FuseOps: the main function already calls primitive functions");
     }
     for (const Expr& input : Inputs(e)) ++consumers[input.get()];
   }
@@ -164,7 +165,7 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
       inner[m.get()] = Call(*call->op, member_args, call->attrs);
     }
     Attrs attrs;
-    attrs.Set("Primitive", int64_t{1});
+    attrs.Set(attr::kPrimitive, int64_t{1});
     Expr function = Function(params, inner.at(e.get()), attrs);
     rewritten[e.get()] = CallFunction(function, args);
   }

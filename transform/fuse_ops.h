@@ -12,8 +12,11 @@
 // meet again in one op within a few elementwise/broadcast ops (x * sigmoid(x)), those ops join
 // the group together.
 //
-// May run: on a type-correct main function whose body holds op calls only. After it, the main
-// function calls only primitive functions.
+// Calls of external functions (ir::IsExternal: handed to an external codegen) stay as they are;
+// nothing fuses into or across them.
+//
+// May run: on a type-correct main function whose body holds op calls and calls of external
+// functions. After it, the main function calls only primitive and external functions.
 #pragma once
 
 #include "ir/expr.h"

@@ -7,7 +7,7 @@
 // May run: anywhere before FuseOps.
 #pragma once
 
-#include "transform/pipeline.h"
+#include "transform/pass.h"
 
 namespace kiln::transform {
 

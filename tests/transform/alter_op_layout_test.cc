@@ -10,6 +10,7 @@
 
 #include "pass_test_util.h"
 #include "runtime/error.h"
+#include "transform/pipeline.h"
 
 namespace kiln::transform {
 namespace {
@@ -264,6 +265,32 @@ TEST(AlterOpLayout, BlocksOtherThanEightAndSixteenAreErrors) {
   } catch (const runtime::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("the channel block must be 8 or 16 (0 disables the pass), got 4"));
   }
+}
+
+// An external function takes its arguments as they were (NCHW) and its body is not rewritten.
+TEST(AlterOpLayout, ExternalFunctionsGetPlainTensors) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 3, 4, 4), float32], %w: Tensor[(16, 3, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %e = fn [Compiler="dnnl", global_symbol="ext0", Primitive=1] (%a: Tensor[(1, 16, 4, 4), float32], %b: Tensor[(16, 3, 1, 1), float32]) {
+      %0 = nn.relu(%a);
+      %0
+    };
+    %1 = nn.relu(%0);
+    %2 = %e(%1, %w);
+    %2
+  })",
+                R"(fn (%x: Tensor[(1, 3, 4, 4), float32], %w: Tensor[(16, 3, 1, 1), float32]) {
+    %0 = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
+    %1 = nn.conv2d(%x, %0, data_layout="NCHW", kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %2 = nn.relu(%1);
+    %3 = layout_transform(%2, src_layout="NCHW16c", dst_layout="NCHW");
+    %e = fn [Compiler="dnnl", global_symbol="ext0", Primitive=1] (%a: Tensor[(1, 16, 4, 4), float32], %b: Tensor[(16, 3, 1, 1), float32]) {
+      %0 = nn.relu(%a);
+      %0
+    };
+    %4 = %e(%3, %w);
+    %4
+  })");
 }
 
 }  // namespace

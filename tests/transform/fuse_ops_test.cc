@@ -202,5 +202,33 @@ TEST(FuseOps, RefusesAlreadyFusedFunctions) {
   EXPECT_THROW(FuseOps(fused), runtime::Error);
 }
 
+// A call of an external function stays as it is: the ops around it fuse among themselves, never
+// into or across it, and its body is not touched.
+TEST(FuseOps, LeavesExternalFunctionsAlone) {
+  const char* external = R"(fn [Compiler="dnnl", global_symbol="tvmgen_default_dnnl_main_0", Primitive=1] (%a: Tensor[(4), float32]) {
+      %0 = nn.relu(%a);
+      %1 = exp(%0);
+      %1
+    })";
+  ExpectFused(std::string(R"(fn (%x: Tensor[(4), float32]) {
+    %0 = exp(%x);
+    %1 = negative(%0);
+    %e = )") + external + R"(;
+    %2 = %e(%1);
+    %3 = abs(%2);
+    %4 = sqrt(%3);
+    %4
+  })",
+              std::string(R"(fn (%x: Tensor[(4), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = exp(%p0); %1 = negative(%0); %1 };
+    %0 = %f0(%x);
+    %e = )") + external + R"(;
+    %1 = %e(%0);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = abs(%p0); %1 = sqrt(%0); %1 };
+    %2 = %f1(%1);
+    %2
+  })");
+}
+
 }  // namespace
 }  // namespace kiln::transform

@@ -5,7 +5,7 @@
 
 #include "backend/constant_evaluator.h"
 #include "ir/text.h"
-#include "transform/pipeline.h"
+#include "transform/pass.h"
 
 namespace kiln::transform {
 

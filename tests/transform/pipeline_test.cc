@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "pass_test_util.h"
+#include "transform/pipeline.h"
 #include "runtime/error.h"
 
 namespace kiln::transform {

@@ -147,5 +147,14 @@ TEST(DeadCodeElimination, KeepsItemsOfComputedTuples) {
   ExpectPass(DeadCodeElimination, text, text);
 }
 
+TEST(DeadCodeElimination, ExternalFunctionsKeepTheirParameters) {
+  const char* text = R"(fn (%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {
+    %f = fn [Compiler="dnnl", global_symbol="ext0", Primitive=1] (%p0: Tensor[(3), float32], %p1: Tensor[(3), float32]) { %0 = exp(%p1); %0 };
+    %r = %f(%x, %y);
+    %r
+  })";
+  ExpectPass(DeadCodeElimination, text, text);
+}
+
 }  // namespace
 }  // namespace kiln::transform

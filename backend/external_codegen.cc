@@ -1,0 +1,30 @@
+// The table of external codegens. An entry whose functions are null is a codegen this build was
+// configured without; the BYOC work adds the oneDNN (dnnl) and C source (ccompiler) codegens
+// behind their CMake options here.
+#include "backend/external_codegen.h"
+
+#include "runtime/error.h"
+
+namespace kiln::backend {
+
+const std::vector<ExternalCodegen>& ExternalCodegens() {
+  static const std::vector<ExternalCodegen> table = {
+      {"dnnl", nullptr, nullptr},
+      {"ccompiler", nullptr, nullptr},
+  };
+  return table;
+}
+
+const ExternalCodegen& FindExternalCodegen(const std::string& name, const std::vector<ExternalCodegen>& table) {
+  std::string known;
+  for (const ExternalCodegen& codegen : table) {
+    if (codegen.name == name) {
+      runtime::Check(codegen.enabled(), "the external codegen '", name, "' is not enabled in this build");
+      return codegen;
+    }
+    known += (known.empty() ? "" : ", ") + codegen.name;
+  }
+  runtime::Fail("there is no external codegen '", name, "' (known: ", known.empty() ? "none" : known, ")");
+}
+
+}  // namespace kiln::backend

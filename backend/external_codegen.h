@@ -1,0 +1,34 @@
+// External codegens: functions of the main function marked Compiler="<name>" (ir::IsExternal;
+// partitioning marks them) are compiled by another backend into a runtime module, which travels
+// in the exported library beside kiln's compiled code and runs there (TVM's BYOC). The codegens
+// are one plain table (external_codegen.cc); each is behind its own CMake option, and when that
+// is off its entry answers "not enabled in this build".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+#include "runtime/module.h"
+
+namespace kiln::backend {
+
+struct ExternalCodegen {
+  std::string name;  // the Compiler attribute of the functions it takes ("dnnl")
+  // Both null when the codegen is not part of this build.
+  bool (*supports)(const ir::CallNode& call) = nullptr;  // whether it can run this op call
+  // The module running `function` (an external function) as the packed function `symbol`.
+  runtime::Module (*generate)(const std::string& symbol, const ir::Expr& function) = nullptr;
+
+  bool enabled() const { return generate != nullptr; }
+};
+
+// Every external codegen kiln knows, enabled in this build or not.
+const std::vector<ExternalCodegen>& ExternalCodegens();
+
+// The codegen `name` of `table`. Throws Error when there is none of that name (naming those there
+// are) or when it is not enabled in this build.
+const ExternalCodegen& FindExternalCodegen(const std::string& name,
+                                           const std::vector<ExternalCodegen>& table = ExternalCodegens());
+
+}  // namespace kiln::backend
