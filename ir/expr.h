@@ -108,6 +108,9 @@ Expr Var(std::string name, Type type);
 Expr Constant(runtime::NDArray value);
 Expr Call(const std::string& op_name, std::vector<Expr> args, Attrs attrs = {});
 Expr Call(const OpDef& op, std::vector<Expr> args, Attrs attrs = {});
+inline Expr Call(const OpRef& op, std::vector<Expr> args, Attrs attrs = {}) {
+  return Call(*op, std::move(args), std::move(attrs));
+}
 Expr CallFunction(Expr function, std::vector<Expr> args);
 Expr Tuple(std::vector<Expr> fields);
 Expr TupleGetItem(Expr tuple, int index);

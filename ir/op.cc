@@ -30,6 +30,29 @@ const OpTable& AllOps() {
   return table;
 }
 
+namespace {
+
+std::vector<std::string>& MutableOpRefNames() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+}  // namespace
+
+OpRef::OpRef(const char* name) : name_(name) { MutableOpRefNames().push_back(name); }
+
+const OpDef& OpRef::get() const {
+  const OpDef* op = op_.load(std::memory_order_acquire);
+  if (op == nullptr) {
+    op = FindOp(name_);
+    runtime::CheckInternal(op != nullptr, "OpRef names the op '", name_, "', which is not registered");
+    op_.store(op, std::memory_order_release);
+  }
+  return *op;
+}
+
+const std::vector<std::string>& OpRefNames() { return MutableOpRefNames(); }
+
 const OpDef* FindOp(const std::string& name) {
   auto it = AllOps().find(name);
   return it == AllOps().end() ? nullptr : &it->second;

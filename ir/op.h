@@ -2,6 +2,7 @@
 // inference, listed in plain code (ir/ops/*.cc, gathered in op.cc).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,28 @@ struct OpDef {
 };
 
 using OpTable = std::map<std::string, OpDef>;
+
+// How code outside ir/ops names the ops it makes (converters, passes, lowerings): an OpRef
+// declared at namespace scope, resolved on first use. Every name an OpRef was made with is listed
+// (OpRefNames), so a test checks that each names a registered op; using one that does not is
+// kiln's bug (InternalError).
+class OpRef {
+ public:
+  explicit OpRef(const char* name);
+  OpRef(const OpRef&) = delete;
+  OpRef& operator=(const OpRef&) = delete;
+  const OpDef& get() const;
+  const OpDef& operator*() const { return get(); }
+  const OpDef* operator->() const { return &get(); }
+  const char* name() const { return name_; }
+  // Whether `op` is this op (a call's op may be null: a call of a function).
+  bool Is(const OpDef* op) const { return op == &get(); }
+
+ private:
+  const char* name_;
+  mutable std::atomic<const OpDef*> op_{nullptr};
+};
+const std::vector<std::string>& OpRefNames();
 
 // Null when there is no op of that name.
 const OpDef* FindOp(const std::string& name);

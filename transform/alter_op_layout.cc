@@ -16,6 +16,11 @@ using namespace ir;
 
 namespace {
 
+// The ops this pass makes.
+const OpRef kAdd("add");
+const OpRef kLayoutTransform("layout_transform");
+const OpRef kReshape("reshape");
+
 // A value of the rewritten function: the original value's computation, in NCHW[block]c when
 // block > 0 (the original is then a 4-D NCHW tensor), else in the original's layout.
 struct Value {
@@ -94,12 +99,12 @@ class LayoutRewriter {
       std::vector<int64_t> shape = to.FromPrimal(primal);  // the same bytes in either layout
       const CallNode* reshape = OpCall(e, "reshape");
       bool undo = reshape != nullptr && reshape->args[0]->type().tensor().shape == shape;
-      result = undo ? reshape->args[0] : Call("reshape", {e}, NewShape(shape));
+      result = undo ? reshape->args[0] : Call(kReshape, {e}, NewShape(shape));
     } else {
       Attrs attrs;
       attrs.Set("src_layout", src);
       attrs.Set("dst_layout", dst);
-      result = Call("layout_transform", {e}, attrs);
+      result = Call(kLayoutTransform, {e}, attrs);
     }
     transforms_[key] = {e, result};
     return result;
@@ -135,7 +140,7 @@ class LayoutRewriter {
     }
     if (IsBinaryArithmetic(op) && args.size() == 2) return Broadcast(call, args, block);
     if (op == "nn.bias_add" && NormalizeAxis(call.attrs.GetInt("axis")) == 1) {
-      return {Call("add", {args[0].expr, ToBlocked({Along(args[1].expr, 1), 0}, block)}), block};
+      return {Call(kAdd, {args[0].expr, ToBlocked({Along(args[1].expr, 1), 0}, block)}), block};
     }
     if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
       Attrs attrs = call.attrs;
@@ -244,7 +249,7 @@ class LayoutRewriter {
     if (const auto* constant = e->As<ConstantNode>()) {
       return Constant(constant->value.CreateView(shape, constant->value.dtype()));
     }
-    return Call("reshape", {e}, NewShape(shape));
+    return Call(kReshape, {e}, NewShape(shape));
   }
 
   // On channels, blocked when some input is blocked and every input's channels divide by its

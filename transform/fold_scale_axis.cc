@@ -11,6 +11,10 @@ using namespace ir;
 
 namespace {
 
+// The ops this pass makes.
+const OpRef kMultiply("multiply");
+const OpRef kReshape("reshape");
+
 Attrs NewShape(std::vector<int64_t> shape) {
   Attrs attrs;
   attrs.Set("newshape", std::move(shape));
@@ -89,10 +93,10 @@ Expr FoldScaleAxis(const Expr& main, const PassEnvironment&) {
       const Expr& weight = layer->args[1];
       std::vector<int64_t> weight_scale_shape(weight->type().tensor().ndim(), 1);
       weight_scale_shape[0] = channels;  // OIHW and [N, K] both have output channels first
-      Expr w = Call("multiply", {weight, Call("reshape", {scale}, NewShape(weight_scale_shape))});
+      Expr w = Call(kMultiply, {weight, Call(kReshape, {scale}, NewShape(weight_scale_shape))});
       Expr scaled = Call(*layer->op, {layer->args[0], w}, layer->attrs);
       if (bias_add == nullptr) return scaled;
-      Expr b = Call("multiply", {bias_add->args[1], Call("reshape", {scale}, NewShape({channels}))});
+      Expr b = Call(kMultiply, {bias_add->args[1], Call(kReshape, {scale}, NewShape({channels}))});
       return Call(*bias_add->op, {scaled, b}, bias_add->attrs);
     }
     return WithInputs(original, inputs);

@@ -9,6 +9,11 @@ using namespace ir;
 
 namespace {
 
+// The ops this pass makes.
+const OpRef kMultiply("multiply");
+const OpRef kReshape("reshape");
+const OpRef kTranspose("transpose");
+
 bool IsOp(const Expr& e, const char* name) {
   const auto* call = e->As<CallNode>();
   return call != nullptr && call->op != nullptr && call->op->name == name;
@@ -41,7 +46,7 @@ Expr Reshape(const Expr& x, const std::vector<int64_t>& shape) {
   if (x->type().tensor().shape == shape) return x;
   Attrs attrs;
   attrs.Set("newshape", shape);
-  return Call("reshape", {x}, attrs);
+  return Call(kReshape, {x}, attrs);
 }
 
 std::vector<int64_t> Permutation(const CallNode& transpose, int ndim) {
@@ -78,7 +83,7 @@ Expr Simplify(const Expr& original, const std::vector<Expr>& inputs) {
     if (identity) return x;
     Attrs attrs;
     attrs.Set("axes", perm);
-    return Call("transpose", {x}, attrs);
+    return Call(kTranspose, {x}, attrs);
   }
   if ((op == "cast" || op == "broadcast_to") && call->args[0]->type() == type) return call->args[0];
   auto keeps_type = [&](const Expr& x) { return x->type() == type; };
@@ -91,7 +96,7 @@ Expr Simplify(const Expr& original, const std::vector<Expr>& inputs) {
     if (IsConstantOf(call->args[0], 0) && keeps_type(call->args[1])) return call->args[1];
   }
   if (op == "power" && keeps_type(call->args[0])) {  // std::pow is slow; x * x is the same square
-    if (IsConstantOf(call->args[1], 2)) return Call("multiply", {call->args[0], call->args[0]});
+    if (IsConstantOf(call->args[1], 2)) return Call(kMultiply, {call->args[0], call->args[0]});
     if (IsConstantOf(call->args[1], 1)) return call->args[0];
   }
   if ((op == "subtract" && IsConstantOf(call->args[1], 0)) || (op == "divide" && IsConstantOf(call->args[1], 1))) {

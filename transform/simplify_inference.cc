@@ -9,6 +9,15 @@ using namespace ir;
 
 namespace {
 
+// The ops this pass makes.
+const OpRef kAdd("add");
+const OpRef kCast("cast");
+const OpRef kDivide("divide");
+const OpRef kMultiply("multiply");
+const OpRef kReshape("reshape");
+const OpRef kSqrt("sqrt");
+const OpRef kSubtract("subtract");
+
 Attrs Shape(const std::vector<int64_t>& shape) {
   Attrs attrs;
   attrs.Set("newshape", shape);
@@ -24,16 +33,16 @@ Expr ExpandBatchNorm(const CallNode& bn, const std::vector<Expr>& in) {
   int axis = static_cast<int>(bn.attrs.GetInt("axis"));
   if (axis < 0) axis += x.ndim();
   Expr eps = Scalar(static_cast<float>(bn.attrs.GetFloat("epsilon")));
-  if (x.dtype != runtime::kFloat32) eps = Call("cast", {eps}, [&] { Attrs a; a.Set("dtype", DTypeToString(x.dtype)); return a; }());
-  Expr scale = Call("divide", {in[1], Call("sqrt", {Call("add", {in[4], eps})})});
-  Expr shift = Call("subtract", {in[2], Call("multiply", {in[3], scale})});
+  if (x.dtype != runtime::kFloat32) eps = Call(kCast, {eps}, [&] { Attrs a; a.Set("dtype", DTypeToString(x.dtype)); return a; }());
+  Expr scale = Call(kDivide, {in[1], Call(kSqrt, {Call(kAdd, {in[4], eps})})});
+  Expr shift = Call(kSubtract, {in[2], Call(kMultiply, {in[3], scale})});
   std::vector<int64_t> along(x.ndim() - axis, 1);
   along[0] = x.shape[axis];
   if (along.size() > 1) {
-    scale = Call("reshape", {scale}, Shape(along));
-    shift = Call("reshape", {shift}, Shape(along));
+    scale = Call(kReshape, {scale}, Shape(along));
+    shift = Call(kReshape, {shift}, Shape(along));
   }
-  return Call("add", {Call("multiply", {in[0], scale}), shift});
+  return Call(kAdd, {Call(kMultiply, {in[0], scale}), shift});
 }
 
 }  // namespace

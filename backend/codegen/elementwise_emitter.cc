@@ -26,49 +26,6 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
   return strides;
 }
 
-// The C++ expression computing one output element from the input element expressions `v`.
-std::string ElementExpr(const ir::CallNode& call, const std::vector<std::string>& v, const std::string& t) {
-  const std::string& op = call.op->name;
-  const ir::Attrs& attrs = call.attrs;
-  if (op == "add") return v[0] + " + " + v[1];
-  if (op == "subtract") return v[0] + " - " + v[1];
-  if (op == "multiply") return v[0] + " * " + v[1];
-  if (op == "divide") return v[0] + " / " + v[1];
-  if (op == "power") return "std::pow(" + v[0] + ", " + v[1] + ")";
-  if (op == "maximum") return "std::max<" + t + ">(" + v[0] + ", " + v[1] + ")";
-  if (op == "minimum") return "std::min<" + t + ">(" + v[0] + ", " + v[1] + ")";
-  if (op == "equal") return v[0] + " == " + v[1];
-  if (op == "less") return v[0] + " < " + v[1];
-  if (op == "greater") return v[0] + " > " + v[1];
-  if (op == "less_equal") return v[0] + " <= " + v[1];
-  if (op == "greater_equal") return v[0] + " >= " + v[1];
-  if (op == "where") return v[0] + " ? " + v[1] + " : " + v[2];
-  if (op == "nn.relu") return v[0] + " > 0 ? " + v[0] + " : " + t + "(0)";
-  if (op == "negative") return "-" + v[0];
-  if (op == "abs") return "std::abs(" + v[0] + ")";
-  if (op == "sigmoid") return t + "(1) / (" + t + "(1) + std::exp(-" + v[0] + "))";
-  if (op == "rsqrt") return t + "(1) / std::sqrt(" + v[0] + ")";
-  if (op == "round") return "std::nearbyint(" + v[0] + ")";
-  if (op == "erf" && t == "float") return "kiln::kernels::Erf(" + v[0] + ")";  // vectorizes; std::erf does not
-  for (const char* f : {"tanh", "exp", "log", "sqrt", "erf", "floor", "ceil"}) {
-    if (op == f) return std::string("std::") + f + "(" + v[0] + ")";
-  }
-  if (op == "nn.leaky_relu") {
-    return v[0] + " > 0 ? " + v[0] + " : " + v[0] + " * " + t + "(" + FloatLiteral(attrs.GetFloat("alpha")) + ")";
-  }
-  if (op == "clip") {
-    return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + t + "(" + FloatLiteral(attrs.GetFloat("a_min")) +
-           ")), " + t + "(" + FloatLiteral(attrs.GetFloat("a_max")) + "))";
-  }
-  if (op == "cast" || op == "broadcast_to") return v[0];
-  if (op == "nn.bias_add") return v[0] + " + " + v[1];
-  if (op == "nn.batch_norm") {  // (x - mean) / sqrt(var + eps) * gamma + beta
-    return "(" + v[0] + " - " + v[3] + ") / std::sqrt(" + v[4] + " + " + t + "(" +
-           FloatLiteral(attrs.GetFloat("epsilon")) + ")) * " + v[1] + " + " + v[2];
-  }
-  runtime::Fail("no elementwise expression for op ", op);
-}
-
 // Loops over at least this many elements are split across threads: in rows of the last
 // dimension, or for a flat loop in chunks of kChunk elements.
 constexpr int64_t kParallelElements = 1 << 15;
@@ -115,10 +72,9 @@ void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>
   for (size_t m = 0; m < members.size(); ++m) {
     const ElementwiseMember& member = members[m];
     runtime::Check(member.output_type.shape == shape, "elementwise group: member shapes differ");
-    const std::string& op = member.call->op->name;
     int param_axis = -1;
     size_t first_param = member.inputs.size();
-    if (op == "nn.bias_add" || op == "nn.batch_norm") {  // their parameters lie along one axis
+    if (FindLowering(*member.call->op)->params_along_axis) {
       param_axis = static_cast<int>(member.call->attrs.GetInt("axis"));
       if (param_axis < 0) param_axis += ndim;
       first_param = 1;
@@ -175,10 +131,9 @@ void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>
       int source = member.member_inputs[k];
       values.push_back(source >= 0 ? "v" + std::to_string(source) : member.inputs[k] + "[" + index_of(strides[m][k]) + "]");
     }
-    const std::string& op = member.call->op->name;
-    std::string expr = ElementExpr(*member.call, values, CType(member.input_types[0].dtype));
+    std::string expr = FindLowering(*member.call->op)->element(*member.call, values, CType(member.input_types[0].dtype));
     const ir::TensorType& out = member.output_type;
-    if (op == "cast" && out.dtype.code == kDLUInt && out.dtype.bits == 1) expr = "(" + expr + ") != 0";
+    if (out.dtype.code == kDLUInt && out.dtype.bits == 1) expr = "(" + expr + ") != 0";  // bool is 0 or 1
     std::string to = CType(out.dtype);
     std::string value = "v" + std::to_string(m);
     code.Line("const " + to + " " + value + " = static_cast<" + to + ">(" + expr + ");");

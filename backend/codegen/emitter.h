@@ -1,6 +1,6 @@
-// How an op becomes C++ in a generated operator function: each op has an emitter (listed in
-// emitters.cc) that writes the code computing its outputs from its inputs. Emitters work on
-// dense row-major buffers given as pointer expressions.
+// How an op becomes C++ in a generated operator function: each op has a lowering (listed in
+// emitters.cc, one entry per op) whose emitter writes the code computing its outputs from its
+// inputs. Emitters work on dense row-major buffers given as pointer expressions.
 #pragma once
 
 #include <string>
@@ -50,8 +50,24 @@ struct EmitContext {
 
 using OpEmitter = void (*)(EmitContext& context);
 
-// Null when the host code generator has no emitter for the op.
-OpEmitter FindEmitter(const std::string& op_name);
+// The C++ expression of one output element of an elementwise op from the expressions `v` of its
+// input elements, computed in C++ type `t`.
+using ElementExpr = std::string (*)(const ir::CallNode& call, const std::vector<std::string>& v, const std::string& t);
+
+// How the host code generator lowers one op: the one entry per op in emitters.cc, keyed by the op.
+struct Lowering {
+  OpEmitter emit = nullptr;  // writes the op as a step of its own
+  // Elementwise ops (emit is EmitElementwise): one element, so runs of them share one loop.
+  ElementExpr element = nullptr;
+  // Elementwise ops whose arguments after the first are 1-D and lie along the `axis` attribute.
+  bool params_along_axis = false;
+  // The step the blocked convolution kernel applies when the op follows it in its epilogue
+  // (kernels::EpilogueStep::Op, "kAdd"); null when it cannot.
+  const char* epilogue_step = nullptr;
+};
+
+// Null when the host code generator has no lowering for the op.
+const Lowering* FindLowering(const ir::OpDef& op);
 
 // The C++ type of a dtype ("float", "int64_t", "uint8_t" for bool); throws Error for dtypes the
 // generator does not handle.

@@ -135,7 +135,7 @@ size_t EmitElementwiseRun(const std::vector<Expr>& order, size_t begin,
   for (; end < order.size(); ++end) {
     if (order[end]->kind() == ExprKind::kVar) continue;  // parameters have their buffers
     const auto* call = order[end]->As<CallNode>();
-    if (call == nullptr || call->op == nullptr || FindEmitter(call->op->name) != EmitElementwise) break;
+    if (call == nullptr || call->op == nullptr || FindLowering(*call->op)->element == nullptr) break;
     if (fused.count(order[end].get()) != 0) break;  // computed in an earlier kernel's epilogue
     if (!order[end]->type().is_tensor() || order[end]->type().tensor().shape != shape_type.shape) break;
     bool ready = true;
@@ -255,9 +255,9 @@ std::string GenerateOperatorSource(const std::string& symbol, const Expr& primit
     const auto* call = e->As<CallNode>();
     runtime::Check(call != nullptr && call->op != nullptr, "host codegen: ", symbol,
                    " holds something other than op calls (constants must be parameters)");
-    OpEmitter emitter = FindEmitter(call->op->name);
-    runtime::Check(emitter != nullptr, "op ", call->op->name, " is not supported by the host code generator");
-    if (emitter == EmitElementwise) {
+    const Lowering* lowering = FindLowering(*call->op);
+    runtime::Check(lowering != nullptr, "op ", call->op->name, " is not supported by the host code generator");
+    if (lowering->element != nullptr) {
       position = EmitElementwiseRun(order, position, readers, returned, fused, buffers, allocate, code) - 1;
       continue;
     }
@@ -292,7 +292,7 @@ std::string GenerateOperatorSource(const std::string& symbol, const Expr& primit
     for (const Expr& member : chain) buffers[member.get()] = results;
     if (result != e) buffers[e.get()] = results;
     code.Open("");  // a scope per op keeps the emitters' local names apart
-    emitter(context);
+    lowering->emit(context);
     code.Close();
   }
   // Outputs not computed in place (parameters returned as they are, a value returned twice,

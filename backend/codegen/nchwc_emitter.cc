@@ -65,17 +65,13 @@ const char* OperandKind(const TensorType& operand, const TensorType& out) {
   return operand.ndim() >= 4 ? "kChannel" : nullptr;
 }
 
+// The kernel's EpilogueStep::Op for `op`, or null when the kernel cannot apply it.
 const char* StepOp(const FusedOp& op) {
-  const std::string& name = op.call->op->name;
   if (op.swish) return "kSwish";
-  if (name == "add") return "kAdd";
-  if (name == "subtract") return op.operand_first ? "kReverseSubtract" : "kSubtract";
-  if (name == "multiply") return "kMultiply";
-  if (name == "maximum") return "kMaximum";
-  if (name == "minimum") return "kMinimum";
-  if (name == "nn.relu") return "kRelu";
-  if (name == "clip") return "kClip";
-  return nullptr;
+  const Lowering* lowering = FindLowering(*op.call->op);
+  const char* step = lowering != nullptr ? lowering->epilogue_step : nullptr;
+  if (step != nullptr && op.operand_first && std::string(step) == "kSubtract") return "kReverseSubtract";
+  return step;
 }
 
 }  // namespace
@@ -135,7 +131,7 @@ void EmitConv2DNCHWc(EmitContext& c) {
       std::string kind = op.operand.empty() ? "kNone" : OperandKind(op.operand_type, out);
       std::string data_pointer = op.operand.empty() ? "nullptr" : op.operand;
       std::string lo = "0.0f", hi = "0.0f";
-      if (op.call->op->name == "clip") {
+      if (std::string(StepOp(op)) == "kClip") {
         lo = "static_cast<float>(" + FloatLiteral(op.call->attrs.GetFloat("a_min")) + ")";
         hi = "static_cast<float>(" + FloatLiteral(op.call->attrs.GetFloat("a_max")) + ")";
       }

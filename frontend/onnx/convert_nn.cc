@@ -14,6 +14,23 @@ using runtime::StrCat;
 
 namespace {
 
+// The IR ops these converters make.
+const OpRef kAdd("add");
+const OpRef kAvgPool2d("nn.avg_pool2d");
+const OpRef kBatchMatmul("nn.batch_matmul");
+const OpRef kBatchNorm("nn.batch_norm");
+const OpRef kBiasAdd("nn.bias_add");
+const OpRef kBroadcastTo("broadcast_to");
+const OpRef kConv2d("nn.conv2d");
+const OpRef kDense("nn.dense");
+const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
+const OpRef kLayerNorm("nn.layer_norm");
+const OpRef kMax("max");
+const OpRef kMaxPool2d("nn.max_pool2d");
+const OpRef kMultiply("multiply");
+const OpRef kReshape("reshape");
+const OpRef kTranspose("transpose");
+
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
@@ -50,10 +67,10 @@ Outputs Conv(const NodeContext& c) {
   Ints strides = c.attr_ints("strides", Ints{1, 1});
   Ints dilations = c.attr_ints("dilations", Ints{1, 1});
   Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
-  Expr out = c.Op("nn.conv2d", {c.input(0), c.input(1)},
+  Expr out = c.Op(kConv2d, {c.input(0), c.input(1)},
                   MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
                              {"groups", c.attr_int("group", 1)}}));
-  if (c.has_input(2)) out = c.Op("nn.bias_add", {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
+  if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
   return {out};
 }
 
@@ -61,7 +78,7 @@ Outputs BatchNormalization(const NodeContext& c) {
   if (c.attr_int("training_mode", 0) != 0 || c.num_outputs() > 1) {
     c.Fail("training mode (or the running statistics outputs) is not supported");
   }
-  return {c.Op("nn.batch_norm", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
+  return {c.Op(kBatchNorm, {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
                MakeAttrs({{"epsilon", double{c.attr_float("epsilon", 1e-5f)}}, {"axis", int64_t{1}}}))};
 }
 
@@ -77,7 +94,7 @@ Outputs Pool(const NodeContext& c, bool average) {
   Attrs attrs = MakeAttrs({{"pool_size", window}, {"strides", strides}, {"dilation", dilations},
                            {"padding", padding}, {"ceil_mode", c.attr_int("ceil_mode", 0)}});
   if (average) attrs.Set("count_include_pad", c.attr_int("count_include_pad", 0));
-  return {c.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {c.input(0)}, attrs)};
+  return {c.Op(average ? kAvgPool2d : kMaxPool2d, {c.input(0)}, attrs)};
 }
 
 Outputs MaxPool(const NodeContext& c) { return Pool(c, false); }
@@ -85,33 +102,33 @@ Outputs AveragePool(const NodeContext& c) { return Pool(c, true); }
 
 Outputs GlobalAveragePool(const NodeContext& c) {
   Require2D(c, c.input_type(0));
-  return {c.Op("nn.global_avg_pool2d", {c.input(0)})};
+  return {c.Op(kGlobalAvgPool2d, {c.input(0)})};
 }
 
 Outputs GlobalMaxPool(const NodeContext& c) {
   Require2D(c, c.input_type(0));
-  return {c.Op("max", {c.input(0)}, MakeAttrs({{"axis", Ints{2, 3}}, {"keepdims", int64_t{1}}}))};
+  return {c.Op(kMax, {c.input(0)}, MakeAttrs({{"axis", Ints{2, 3}}, {"keepdims", int64_t{1}}}))};
 }
 
 Expr Scale(const NodeContext& c, const Expr& x, double factor) {
   if (factor == 1.0) return x;
   runtime::NDArray s = runtime::NDArray::Empty({}, runtime::kFloat32);
   *static_cast<float*>(s.data()) = static_cast<float>(factor);
-  return c.Op("multiply", {x, Constant(s)});
+  return c.Op(kMultiply, {x, Constant(s)});
 }
 
 Outputs Gemm(const NodeContext& c) {
   Expr a = c.input(0), b = c.input(1);
-  if (c.attr_int("transA", 0) != 0) a = c.Op("transpose", {a}, MakeAttrs({{"axes", Ints{1, 0}}}));
-  if (c.attr_int("transB", 0) == 0) b = c.Op("transpose", {b}, MakeAttrs({{"axes", Ints{1, 0}}}));  // to [N, K]
-  Expr y = Scale(c, c.Op("nn.dense", {a, b}), c.attr_float("alpha", 1.0f));
-  if (c.has_input(2)) y = c.Op("add", {y, Scale(c, c.input(2), c.attr_float("beta", 1.0f))});
+  if (c.attr_int("transA", 0) != 0) a = c.Op(kTranspose, {a}, MakeAttrs({{"axes", Ints{1, 0}}}));
+  if (c.attr_int("transB", 0) == 0) b = c.Op(kTranspose, {b}, MakeAttrs({{"axes", Ints{1, 0}}}));  // to [N, K]
+  Expr y = Scale(c, c.Op(kDense, {a, b}), c.attr_float("alpha", 1.0f));
+  if (c.has_input(2)) y = c.Op(kAdd, {y, Scale(c, c.input(2), c.attr_float("beta", 1.0f))});
   return {y};
 }
 
 Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
   if (x->type().tensor().shape == shape) return x;
-  return c.Op("reshape", {x}, MakeAttrs({{"newshape", shape}}));
+  return c.Op(kReshape, {x}, MakeAttrs({{"newshape", shape}}));
 }
 
 int64_t Product(const Ints& v, size_t begin, size_t end) {
@@ -138,7 +155,7 @@ Outputs MatMul(const NodeContext& c) {
   Expr y;
   if (batch_b.empty()) {
     // [..., M, K] x [K, N]: a dense layer with weight [N, K] (folded when b is a constant).
-    y = c.Op("nn.dense", {a, c.Op("transpose", {b}, MakeAttrs({{"axes", Ints{1, 0}}}))});
+    y = c.Op(kDense, {a, c.Op(kTranspose, {b}, MakeAttrs({{"axes", Ints{1, 0}}}))});
     out_shape = as;
     out_shape.back() = n;
   } else {
@@ -150,13 +167,13 @@ Outputs MatMul(const NodeContext& c) {
         Ints full = batch;
         full.push_back(rows);
         full.push_back(cols);
-        x = c.Op("broadcast_to", {x}, MakeAttrs({{"shape", full}}));
+        x = c.Op(kBroadcastTo, {x}, MakeAttrs({{"shape", full}}));
       }
       (void)shape;
       return Reshape(c, x, {count, rows, cols});
     };
     Expr a3 = to_3d(a, as, batch_a, m, k), b3 = to_3d(b, bs, batch_b, k, n);
-    y = c.Op("nn.batch_matmul", {a3, b3});
+    y = c.Op(kBatchMatmul, {a3, b3});
     out_shape = batch;
     out_shape.push_back(m);
     out_shape.push_back(n);
@@ -180,7 +197,7 @@ Outputs LayerNormalization(const NodeContext& c) {
     std::memset(zeros.data(), 0, zeros.NumBytes());
     beta = Constant(zeros);
   }
-  return {c.Op("nn.layer_norm", {c.input(0), c.input(1), beta},
+  return {c.Op(kLayerNorm, {c.input(0), c.input(1), beta},
                MakeAttrs({{"axis", axis}, {"epsilon", double{c.attr_float("epsilon", 1e-5f)}}}))};
 }
 
@@ -194,17 +211,17 @@ Outputs Flatten(const NodeContext& c) {
 
 }  // namespace
 
-void AddNnConverters(std::map<std::string, Converter>& table) {
-  table["Conv"] = Conv;
-  table["BatchNormalization"] = BatchNormalization;
-  table["MaxPool"] = MaxPool;
-  table["AveragePool"] = AveragePool;
-  table["GlobalAveragePool"] = GlobalAveragePool;
-  table["GlobalMaxPool"] = GlobalMaxPool;
-  table["Gemm"] = Gemm;
-  table["MatMul"] = MatMul;
-  table["LayerNormalization"] = LayerNormalization;
-  table["Flatten"] = Flatten;
+void AddNnConverters(ConverterTable& table) {
+  Register(table, "Conv", Conv);
+  Register(table, "BatchNormalization", BatchNormalization);
+  Register(table, "MaxPool", MaxPool);
+  Register(table, "AveragePool", AveragePool);
+  Register(table, "GlobalAveragePool", GlobalAveragePool);
+  Register(table, "GlobalMaxPool", GlobalMaxPool);
+  Register(table, "Gemm", Gemm);
+  Register(table, "MatMul", MatMul);
+  Register(table, "LayerNormalization", LayerNormalization);
+  Register(table, "Flatten", Flatten);
 }
 
 }  // namespace kiln::frontend

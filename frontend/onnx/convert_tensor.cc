@@ -14,6 +14,23 @@ using runtime::StrCat;
 
 namespace {
 
+// The IR ops these converters make.
+const OpRef kBroadcastTo("broadcast_to");
+const OpRef kCast("cast");
+const OpRef kConcatenate("concatenate");
+const OpRef kMax("max");
+const OpRef kMean("mean");
+const OpRef kMin("min");
+const OpRef kPad("nn.pad");
+const OpRef kProd("prod");
+const OpRef kReshape("reshape");
+const OpRef kSplit("split");
+const OpRef kSqueeze("squeeze");
+const OpRef kStridedSlice("strided_slice");
+const OpRef kSum("sum");
+const OpRef kTake("take");
+const OpRef kTranspose("transpose");
+
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
@@ -48,17 +65,17 @@ Outputs Reshape(const NodeContext& c) {
     if (known == 0 || total % known != 0) c.Fail(StrCat("cannot infer the -1 in the shape for ", total, " elements"));
     shape[infer] = total / known;
   }
-  return {c.Op("reshape", {c.input(0)}, MakeAttrs({{"newshape", shape}}))};
+  return {c.Op(kReshape, {c.input(0)}, MakeAttrs({{"newshape", shape}}))};
 }
 
 Outputs Transpose(const NodeContext& c) {
-  return {c.Op("transpose", {c.input(0)}, MakeAttrs({{"axes", c.attr_ints("perm", Ints{})}}))};
+  return {c.Op(kTranspose, {c.input(0)}, MakeAttrs({{"axes", c.attr_ints("perm", Ints{})}}))};
 }
 
 Outputs Concat(const NodeContext& c) {
   std::vector<Expr> args;
   for (size_t i = 0; i < c.num_inputs(); ++i) args.push_back(c.input(i));
-  return {c.Op("concatenate", args, MakeAttrs({{"axis", c.attr_int("axis")}}))};
+  return {c.Op(kConcatenate, args, MakeAttrs({{"axis", c.attr_int("axis")}}))};
 }
 
 Ints AxesOf(const NodeContext& c, int64_t attr_until_opset) {
@@ -75,13 +92,13 @@ Outputs Unsqueeze(const NodeContext& c) {
   Ints shape;
   size_t next = 0;
   for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[d] ? 1 : in.at(next++));
-  return {c.Op("reshape", {c.input(0)}, MakeAttrs({{"newshape", shape}}))};
+  return {c.Op(kReshape, {c.input(0)}, MakeAttrs({{"newshape", shape}}))};
 }
 
 Outputs Squeeze(const NodeContext& c) {
   Ints axes = AxesOf(c, 13);
   for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
-  return {c.Op("squeeze", {c.input(0)}, MakeAttrs({{"axis", axes}}))};
+  return {c.Op(kSqueeze, {c.input(0)}, MakeAttrs({{"axis", axes}}))};
 }
 
 Outputs Slice(const NodeContext& c) {
@@ -92,12 +109,12 @@ Outputs Slice(const NodeContext& c) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
   for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
-  return {c.Op("strided_slice", {c.input(0)},
+  return {c.Op(kStridedSlice, {c.input(0)},
                MakeAttrs({{"begin", starts}, {"end", ends}, {"strides", steps}, {"axes", axes}}))};
 }
 
 Outputs Gather(const NodeContext& c) {
-  return {c.Op("take", {c.input(0), c.input(1)}, MakeAttrs({{"axis", c.attr_int("axis", 0)}}))};
+  return {c.Op(kTake, {c.input(0), c.input(1)}, MakeAttrs({{"axis", c.attr_int("axis", 0)}}))};
 }
 
 Outputs Shape(const NodeContext& c) {
@@ -143,7 +160,7 @@ Outputs Range(const NodeContext& c) {
     Ints values;
     for (int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) values.push_back(v);
     Expr result = IntConstant(values);
-    if (dtype.bits != 64) result = c.Op("cast", {result}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
+    if (dtype.bits != 64) result = c.Op(kCast, {result}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
     return {result};
   }
   double start = c.ConstantFloats(0).at(0), limit = c.ConstantFloats(1).at(0), delta = c.ConstantFloats(2).at(0);
@@ -157,7 +174,7 @@ Outputs Range(const NodeContext& c) {
 Outputs Expand(const NodeContext& c) {
   Ints shape = BroadcastShapes(c.input_type(0).shape, c.ConstantInts(1));
   if (shape == c.input_type(0).shape) return {c.input(0)};
-  return {c.Op("broadcast_to", {c.input(0)}, MakeAttrs({{"shape", shape}}))};
+  return {c.Op(kBroadcastTo, {c.input(0)}, MakeAttrs({{"shape", shape}}))};
 }
 
 Outputs Split(const NodeContext& c) {
@@ -174,7 +191,7 @@ Outputs Split(const NodeContext& c) {
     int64_t each = (in[axis] + parts - 1) / parts;  // the last piece may be smaller (opset 18)
     for (int64_t p = 0, left = in[axis]; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
   }
-  Expr pieces = c.Op("split", {c.input(0)}, MakeAttrs({{"sections", sizes}, {"axis", axis}}));
+  Expr pieces = c.Op(kSplit, {c.input(0)}, MakeAttrs({{"sections", sizes}, {"axis", axis}}));
   Outputs outputs;
   for (size_t i = 0; i < sizes.size(); ++i) outputs.push_back(TupleGetItem(pieces, static_cast<int>(i)));
   return outputs;
@@ -195,11 +212,11 @@ Outputs Pad(const NodeContext& c) {
   for (int64_t w : width) {
     if (w < 0) c.Fail("negative pads (cropping) are not supported");
   }
-  return {c.Op("nn.pad", {c.input(0)}, MakeAttrs({{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}))};
+  return {c.Op(kPad, {c.input(0)}, MakeAttrs({{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}))};
 }
 
 // ReduceX: axes from the attribute, or from input 1 from `axes_input_opset` on.
-template <const char* kOp, int64_t kAxesInputOpset>
+template <const OpRef& kOp, int64_t kAxesInputOpset>
 Outputs Reduce(const NodeContext& c) {
   Ints axes = c.opset() < kAxesInputOpset ? c.attr_ints("axes", Ints{}) : (c.has_input(1) ? c.ConstantInts(1) : Ints{});
   if (axes.empty() && c.attr_int("noop_with_empty_axes", 0) != 0) return {c.input(0)};
@@ -207,36 +224,40 @@ Outputs Reduce(const NodeContext& c) {
   return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", axes}, {"keepdims", c.attr_int("keepdims", 1)}}))};
 }
 
-constexpr char kSum[] = "sum", kMean[] = "mean", kMax[] = "max", kMin[] = "min", kProd[] = "prod";
 
 }  // namespace
 
-void AddTensorConverters(std::map<std::string, Converter>& table) {
-  table["Reshape"] = Reshape;
-  table["Transpose"] = Transpose;
-  table["Concat"] = Concat;
-  table["Unsqueeze"] = Unsqueeze;
-  table["Squeeze"] = Squeeze;
-  table["Slice"] = Slice;
-  table["Gather"] = Gather;
-  table["Shape"] = Shape;
-  table["Size"] = Size;
-  table["Constant"] = ConstantOp;
-  table["ConstantOfShape"] = ConstantOfShape;
-  table["Range"] = Range;
-  table["Expand"] = Expand;
-  table["Split"] = Split;
-  table["Pad"] = Pad;
-  table["ReduceSum"] = Reduce<kSum, 13>;
-  table["ReduceMean"] = Reduce<kMean, 18>;
-  table["ReduceMax"] = Reduce<kMax, 18>;
-  table["ReduceMin"] = Reduce<kMin, 18>;
-  table["ReduceProd"] = Reduce<kProd, 18>;
+void AddTensorConverters(ConverterTable& table) {
+  Register(table, "Reshape", Reshape);
+  Register(table, "Transpose", Transpose);
+  Register(table, "Concat", Concat);
+  Register(table, "Unsqueeze", Unsqueeze);
+  Register(table, "Squeeze", Squeeze);
+  Register(table, "Slice", Slice);
+  Register(table, "Gather", Gather);
+  Register(table, "Shape", Shape);
+  Register(table, "Size", Size);
+  Register(table, "Constant", ConstantOp);
+  Register(table, "ConstantOfShape", ConstantOfShape);
+  Register(table, "Range", Range);
+  Register(table, "Expand", Expand);
+  Register(table, "Split", Split);
+  Register(table, "Pad", Pad);
+  Register(table, "ReduceSum", Reduce<kSum, 13>);
+  Register(table, "ReduceMean", Reduce<kMean, 18>);
+  Register(table, "ReduceMax", Reduce<kMax, 18>);
+  Register(table, "ReduceMin", Reduce<kMin, 18>);
+  Register(table, "ReduceProd", Reduce<kProd, 18>);
 }
 
-const std::map<std::string, Converter>& Converters() {
-  static const std::map<std::string, Converter> table = [] {
-    std::map<std::string, Converter> t;
+void Register(ConverterTable& table, const std::string& op_type, Converter converter) {
+  runtime::CheckInternal(table.emplace(op_type, converter).second, "the ONNX op type ", op_type,
+                         " has two converters");
+}
+
+const ConverterTable& Converters() {
+  static const ConverterTable table = [] {
+    ConverterTable t;
     AddMathConverters(t);
     AddNnConverters(t);
     AddTensorConverters(t);

@@ -41,7 +41,7 @@ class NodeContext {
   bool IsConstant(size_t i) const { return has_input(i) && input(i)->As<ir::ConstantNode>() != nullptr; }
 
   // Makes an IR call and folds it when its arguments are constants.
-  ir::Expr Op(const std::string& op, std::vector<ir::Expr> args, ir::Attrs attrs = {}) const;
+  ir::Expr Op(const ir::OpRef& op, std::vector<ir::Expr> args, ir::Attrs attrs = {}) const;
 
   // Throws Error naming the node.
   [[noreturn]] void Fail(const std::string& message) const;
@@ -61,11 +61,14 @@ using Converter = std::vector<ir::Expr> (*)(const NodeContext& context);
 runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor);
 DLDataType OnnxDType(int32_t onnx_type);
 
-// The converter tables of each file, merged in converters.cc.
-void AddMathConverters(std::map<std::string, Converter>& table);
-void AddNnConverters(std::map<std::string, Converter>& table);
-void AddTensorConverters(std::map<std::string, Converter>& table);
-const std::map<std::string, Converter>& Converters();
+// The converters by ONNX op type. Each file adds its own with Register; an op type registered
+// twice is kiln's bug, and Converters() then throws InternalError naming it.
+using ConverterTable = std::map<std::string, Converter>;
+void Register(ConverterTable& table, const std::string& op_type, Converter converter);
+void AddMathConverters(ConverterTable& table);
+void AddNnConverters(ConverterTable& table);
+void AddTensorConverters(ConverterTable& table);
+const ConverterTable& Converters();
 
 // Helpers shared by converters.
 ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);

@@ -406,7 +406,7 @@ std::vector<double> NodeContext::ConstantFloats(size_t i) const {
   return values;
 }
 
-Expr NodeContext::Op(const std::string& op, std::vector<Expr> args, Attrs attrs) const {
+Expr NodeContext::Op(const ir::OpRef& op, std::vector<Expr> args, Attrs attrs) const {
   return FoldIfConstant(Call(op, std::move(args), std::move(attrs)));
 }
 
