@@ -109,17 +109,13 @@ ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays pa
     : graph_json_(std::move(graph_json)), params_(std::move(params)), modules_(std::move(modules)),
       module_name_(std::move(module_name)), compiler_(std::move(compiler)) {
   runtime::CheckInternal(!modules_.empty() && dynamic_cast<const HostCodeModule*>(modules_[0].get()) != nullptr,
-                 "ExecutorFactory: the first module must be the compiled host code");
+                         "ExecutorFactory: the first module must be the compiled host code");
   for (size_t i = 1; i < modules_.size(); ++i) {
-    runtime::CheckInternal(modules_[i].defined() && !modules_[i]->IsDSOExportable() && modules_[i]->IsBinarySerializable(),
-                   "ExecutorFactory: the module of an external function must be serializable into the library");
+    const runtime::Module& external = modules_[i];
+    runtime::CheckInternal(external.defined() && !external->IsDSOExportable() && external->IsBinarySerializable(),
+                           "ExecutorFactory: an external function's module must be serializable into the library");
+    modules_[0]->Import(external);  // the tree export writes: host code -> external modules
   }
-}
-
-runtime::Module ExecutorFactory::CodeTree() const {
-  runtime::Module host(std::make_shared<HostCodeModule>(Objects()));
-  for (size_t i = 1; i < modules_.size(); ++i) host->Import(modules_[i]);
-  return host;
 }
 
 std::vector<std::string> ExecutorFactory::Objects() const {
@@ -127,7 +123,7 @@ std::vector<std::string> ExecutorFactory::Objects() const {
 }
 
 void ExecutorFactory::ExportLibrary(const std::string& path) const {
-  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, CodeTree());
+  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, modules_[0]);
   LinkSharedLibrary(Objects(), runtime::SerializeModuleBlob(factory), path, compiler_);
 }
 
@@ -149,7 +145,7 @@ runtime::Module ExecutorFactory::Load() const {
 void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {
   std::filesystem::create_directories(directory);
   // mod.so holds the external modules in its import blob, as TVM's lib.export_library writes them.
-  std::string blob = modules_.size() > 1 ? runtime::SerializeModuleBlob(CodeTree()) : "";
+  std::string blob = modules_.size() > 1 ? runtime::SerializeModuleBlob(modules_[0]) : "";
   LinkSharedLibrary(Objects(), blob, directory + "/mod.so", compiler_);
   WriteFile(directory + "/mod.json", graph_json_);
   WriteFile(directory + "/mod.params", runtime::SaveParams(params_));

@@ -39,7 +39,7 @@ struct BuildReport {
 
 // What Build returns (TVM's GraphExecutorFactoryModule before export): the graph, its params and
 // the modules holding its code: kiln's compiled host code (a HostCodeModule) first, then one module
-// per external function, which the host code imports in the exported library.
+// per external function. The host code module imports the others: that tree is what export writes.
 class ExecutorFactory {
  public:
   ExecutorFactory(std::string graph_json, runtime::NamedArrays params, std::vector<runtime::Module> modules,
@@ -60,8 +60,7 @@ class ExecutorFactory {
   runtime::Module Load() const;
 
  private:
-  // The code as a module tree (host code importing the external modules) and its object files.
-  runtime::Module CodeTree() const;
+  // The object files of the host code.
   std::vector<std::string> Objects() const;
 
   std::string graph_json_;

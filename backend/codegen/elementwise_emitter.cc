@@ -131,7 +131,8 @@ void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>
       int source = member.member_inputs[k];
       values.push_back(source >= 0 ? "v" + std::to_string(source) : member.inputs[k] + "[" + index_of(strides[m][k]) + "]");
     }
-    std::string expr = FindLowering(*member.call->op)->element(*member.call, values, CType(member.input_types[0].dtype));
+    ElementExpr element = FindLowering(*member.call->op)->element;
+    std::string expr = element(*member.call, values, CType(member.input_types[0].dtype));
     const ir::TensorType& out = member.output_type;
     if (out.dtype.code == kDLUInt && out.dtype.bits == 1) expr = "(" + expr + ") != 0";  // bool is 0 or 1
     std::string to = CType(out.dtype);

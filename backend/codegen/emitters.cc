@@ -10,7 +10,10 @@ namespace kiln::backend {
 
 namespace {
 
-using Elements = std::vector<std::string>;
+// The parameters of an ElementExpr, short so that each entry fits on a line.
+using Call = const ir::CallNode&;
+using Elements = const std::vector<std::string>&;
+using CType_ = const std::string&;
 
 std::string Unary(const char* function, const std::string& v) { return std::string(function) + "(" + v + ")"; }
 
@@ -25,45 +28,52 @@ Lowering Elementwise(ElementExpr element, const char* epilogue_step = nullptr) {
 }
 
 const Entry kLowerings[] = {
-    {"add", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " + " + v[1]; }, "kAdd")},
-    {"subtract", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " - " + v[1]; }, "kSubtract")},
-    {"multiply", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " * " + v[1]; }, "kMultiply")},
-    {"divide", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " / " + v[1]; })},
-    {"power", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return "std::pow(" + v[0] + ", " + v[1] + ")"; })},
-    {"maximum", Elementwise([](const ir::CallNode&, const Elements& v, const std::string& t) { return "std::max<" + t + ">(" + v[0] + ", " + v[1] + ")"; }, "kMaximum")},
-    {"minimum", Elementwise([](const ir::CallNode&, const Elements& v, const std::string& t) { return "std::min<" + t + ">(" + v[0] + ", " + v[1] + ")"; }, "kMinimum")},
-    {"equal", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " == " + v[1]; })},
-    {"less", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " < " + v[1]; })},
-    {"greater", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " > " + v[1]; })},
-    {"less_equal", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " <= " + v[1]; })},
-    {"greater_equal", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " >= " + v[1]; })},
-    {"where", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " ? " + v[1] + " : " + v[2]; })},
-    {"nn.relu", Elementwise([](const ir::CallNode&, const Elements& v, const std::string& t) { return v[0] + " > 0 ? " + v[0] + " : " + t + "(0)"; }, "kRelu")},
-    {"negative", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return "-" + v[0]; })},
-    {"abs", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::abs", v[0]); })},
-    {"sigmoid", Elementwise([](const ir::CallNode&, const Elements& v, const std::string& t) { return t + "(1) / (" + t + "(1) + std::exp(-" + v[0] + "))"; })},
-    {"tanh", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::tanh", v[0]); })},
-    {"exp", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::exp", v[0]); })},
-    {"log", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::log", v[0]); })},
-    {"sqrt", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::sqrt", v[0]); })},
-    {"rsqrt", Elementwise([](const ir::CallNode&, const Elements& v, const std::string& t) { return t + "(1) / std::sqrt(" + v[0] + ")"; })},
+    {"add", Elementwise([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; }, "kAdd")},
+    {"subtract", Elementwise([](Call, Elements v, CType_) { return v[0] + " - " + v[1]; }, "kSubtract")},
+    {"multiply", Elementwise([](Call, Elements v, CType_) { return v[0] + " * " + v[1]; }, "kMultiply")},
+    {"divide", Elementwise([](Call, Elements v, CType_) { return v[0] + " / " + v[1]; })},
+    {"power", Elementwise([](Call, Elements v, CType_) { return "std::pow(" + v[0] + ", " + v[1] + ")"; })},
+    {"maximum", Elementwise([](Call, Elements v, CType_ t) { return "std::max<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
+                            "kMaximum")},
+    {"minimum", Elementwise([](Call, Elements v, CType_ t) { return "std::min<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
+                            "kMinimum")},
+    {"equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " == " + v[1]; })},
+    {"less", Elementwise([](Call, Elements v, CType_) { return v[0] + " < " + v[1]; })},
+    {"greater", Elementwise([](Call, Elements v, CType_) { return v[0] + " > " + v[1]; })},
+    {"less_equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " <= " + v[1]; })},
+    {"greater_equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " >= " + v[1]; })},
+    {"where", Elementwise([](Call, Elements v, CType_) { return v[0] + " ? " + v[1] + " : " + v[2]; })},
+    {"nn.relu", Elementwise([](Call, Elements v, CType_ t) { return v[0] + " > 0 ? " + v[0] + " : " + t + "(0)"; },
+                            "kRelu")},
+    {"negative", Elementwise([](Call, Elements v, CType_) { return "-" + v[0]; })},
+    {"abs", Elementwise([](Call, Elements v, CType_) { return Unary("std::abs", v[0]); })},
+    {"sigmoid",
+     Elementwise([](Call, Elements v, CType_ t) { return t + "(1) / (" + t + "(1) + std::exp(-" + v[0] + "))"; })},
+    {"tanh", Elementwise([](Call, Elements v, CType_) { return Unary("std::tanh", v[0]); })},
+    {"exp", Elementwise([](Call, Elements v, CType_) { return Unary("std::exp", v[0]); })},
+    {"log", Elementwise([](Call, Elements v, CType_) { return Unary("std::log", v[0]); })},
+    {"sqrt", Elementwise([](Call, Elements v, CType_) { return Unary("std::sqrt", v[0]); })},
+    {"rsqrt", Elementwise([](Call, Elements v, CType_ t) { return t + "(1) / std::sqrt(" + v[0] + ")"; })},
     // kiln::kernels::Erf vectorizes; std::erf does not.
-    {"erf", Elementwise([](const ir::CallNode&, const Elements& v, const std::string& t) { return Unary(t == "float" ? "kiln::kernels::Erf" : "std::erf", v[0]); })},
-    {"floor", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::floor", v[0]); })},
-    {"ceil", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::ceil", v[0]); })},
-    {"round", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return Unary("std::nearbyint", v[0]); })},
-    {"nn.leaky_relu", Elementwise([](const ir::CallNode& call, const Elements& v, const std::string& t) {
-       return v[0] + " > 0 ? " + v[0] + " : " + v[0] + " * " + t + "(" + FloatLiteral(call.attrs.GetFloat("alpha")) + ")";
+    {"erf",
+     Elementwise([](Call, Elements v, CType_ t) { return Unary(t == "float" ? "kiln::kernels::Erf" : "std::erf", v[0]); })},
+    {"floor", Elementwise([](Call, Elements v, CType_) { return Unary("std::floor", v[0]); })},
+    {"ceil", Elementwise([](Call, Elements v, CType_) { return Unary("std::ceil", v[0]); })},
+    {"round", Elementwise([](Call, Elements v, CType_) { return Unary("std::nearbyint", v[0]); })},
+    {"nn.leaky_relu", Elementwise([](Call call, Elements v, CType_ t) {
+       std::string alpha = t + "(" + FloatLiteral(call.attrs.GetFloat("alpha")) + ")";
+       return v[0] + " > 0 ? " + v[0] + " : " + v[0] + " * " + alpha;
      })},
-    {"clip", Elementwise([](const ir::CallNode& call, const Elements& v, const std::string& t) {
-       return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + t + "(" + FloatLiteral(call.attrs.GetFloat("a_min")) +
-              ")), " + t + "(" + FloatLiteral(call.attrs.GetFloat("a_max")) + "))";
+    {"clip", Elementwise([](Call call, Elements v, CType_ t) {
+       std::string lo = t + "(" + FloatLiteral(call.attrs.GetFloat("a_min")) + ")";
+       std::string hi = t + "(" + FloatLiteral(call.attrs.GetFloat("a_max")) + ")";
+       return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + lo + "), " + hi + ")";
      }, "kClip")},
-    {"cast", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0]; })},
-    {"broadcast_to", Elementwise([](const ir::CallNode&, const Elements& v, const std::string&) { return v[0]; })},
-    {"nn.bias_add", {EmitElementwise, [](const ir::CallNode&, const Elements& v, const std::string&) { return v[0] + " + " + v[1]; }, true}},
+    {"cast", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
+    {"broadcast_to", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
+    {"nn.bias_add", {EmitElementwise, [](Call, Elements v, CType_) { return v[0] + " + " + v[1]; }, true}},
     // (x - mean) / sqrt(var + eps) * gamma + beta
-    {"nn.batch_norm", {EmitElementwise, [](const ir::CallNode& call, const Elements& v, const std::string& t) {
+    {"nn.batch_norm", {EmitElementwise, [](Call call, Elements v, CType_ t) {
        return "(" + v[0] + " - " + v[3] + ") / std::sqrt(" + v[4] + " + " + t + "(" +
               FloatLiteral(call.attrs.GetFloat("epsilon")) + ")) * " + v[1] + " + " + v[2];
      }, true}},
