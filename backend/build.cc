@@ -144,7 +144,7 @@ runtime::Module ExecutorFactory::Load() const {
 
 void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {
   std::filesystem::create_directories(directory);
-  // mod.so holds the external modules in its import blob, as TVM's lib.export_library writes them.
+  // mod.so holds the external modules in its import blob, so that it runs on its own.
   std::string blob = modules_.size() > 1 ? runtime::SerializeModuleBlob(modules_[0]) : "";
   LinkSharedLibrary(Objects(), blob, directory + "/mod.so", compiler_);
   WriteFile(directory + "/mod.json", graph_json_);

@@ -39,7 +39,8 @@ struct BuildReport {
 
 // What Build returns (TVM's GraphExecutorFactoryModule before export): the graph, its params and
 // the modules holding its code: kiln's compiled host code (a HostCodeModule) first, then one module
-// per external function. The host code module imports the others: that tree is what export writes.
+// per external function. The host code module imports the others: that tree is what export writes
+// (TVM v0.19 puts a const_loader between the factory and all of them; kiln will once it has one).
 class ExecutorFactory {
  public:
   ExecutorFactory(std::string graph_json, runtime::NamedArrays params, std::vector<runtime::Module> modules,

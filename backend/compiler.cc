@@ -9,16 +9,16 @@
 
 #include <fcntl.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <mutex>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 

@@ -1,6 +1,5 @@
 // The backend seam: functions marked for an external codegen go to it, the module it makes travels
-// in the exported library (imported by the compiled host code, as TVM's BYOC tree has it) and
-// runs there; unknown and disabled codegens are clear errors. The codegen here is the test's own:
+// in the exported library (imported by the compiled host code) and runs there; unknown and disabled codegens are clear errors. The codegen here is the test's own:
 // it takes `multiply` of two float32 tensors and runs it in a module of its own type.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -114,7 +113,8 @@ TEST_F(ExternalCodegenTest, ExternalFunctionsRunInTheModuleOfTheirCodegen) {
   std::string path = (dir_ / "model.so").string();
   factory.ExportLibrary(path);
   runtime::Module root = runtime::LoadModuleFromFile(path);
-  // The tree TVM writes: factory -> compiled code -> the external module.
+  // factory -> compiled code -> the external module. (TVM puts a const_loader between the factory
+  // and both; kiln will too once it has that module.)
   ASSERT_EQ(root->imports().size(), 1u);
   const runtime::Module& code = root->imports()[0];
   ASSERT_EQ(code->imports().size(), 1u);
@@ -157,6 +157,28 @@ TEST_F(ExternalCodegenTest, UnknownAndDisabledCodegensAreClearErrors) {
   EXPECT_EQ(build_error(Model("dnnl", kSymbol), builtin), "the external codegen 'dnnl' is not enabled in this build");
   EXPECT_EQ(build_error(Model("test_multiply"), options_),
             "graph codegen: a function for the external codegen 'test_multiply' has no global_symbol attribute");
+}
+
+TEST_F(ExternalCodegenTest, TwoExternalFunctionsWithOneSymbolAreAnError) {
+  std::string text = R"(fn (%x: Tensor[(2, 3), float32], %y: Tensor[(2, 3), float32]) {
+    %e = fn [Compiler="test_multiply", global_symbol="ext", Primitive=1] (%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32]) {
+      %0 = multiply(%a, %b);
+      %0
+    };
+    %f = fn [Compiler="test_multiply", global_symbol="ext", Primitive=1] (%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32]) {
+      %0 = multiply(%b, %a);
+      %0
+    };
+    %1 = %e(%x, %y);
+    %2 = %f(%1, %y);
+    %2
+  })";
+  try {
+    Build(ir::ParseFunction(text), options_);
+    FAIL() << "built";
+  } catch (const runtime::Error& e) {
+    EXPECT_STREQ(e.what(), "graph codegen: two different external functions have the symbol 'ext'");
+  }
 }
 
 TEST(ExternalCodegenTable, EveryEntryIsEnabledOrSaysItIsNot) {

@@ -282,6 +282,22 @@ TEST(ModuleBlob, RejectsUnknownTypeKeys) {
   }
 }
 
+// Types this build does not list load through a global runtime.module.loadbinary_<key> (TVM's
+// convention); one that returns no module is named.
+TEST(ModuleBlob, LoadsUnlistedTypesThroughTheirGlobalLoader) {
+  RegisterGlobalFunction("runtime.module.loadbinary_kiln_test_text", PackedFunc([](const Args& args, RetValue* rv) {
+    auto* reader = static_cast<ByteReader*>(args[0].AsHandle());
+    std::string text = reader->ReadString("text");
+    rv->Set(text == "none" ? Module() : Module(std::make_shared<Opaque>()));
+  }), true);
+  std::string blob = Bytes().U64(2).Str("_lib").Str("kiln_test_text").Str("payload").data;
+  Module root = ProcessModuleBlob(blob, Lib());
+  ASSERT_EQ(root->imports().size(), 1u);
+  EXPECT_STREQ(root->imports()[0].type_key(), "opaque");
+  std::string none = Bytes().U64(2).Str("_lib").Str("kiln_test_text").Str("none").data;
+  EXPECT_THAT(BlobError(none), HasSubstr("the loader of module type 'kiln_test_text' returned no module"));
+}
+
 TEST(ModuleBlob, RejectsBadCountsAndTrailingBytes) {
   EXPECT_THAT(BlobError(Bytes().U64(uint64_t{1} << 40).Str("_lib").data),
               HasSubstr("entry count claims 1099511627776 elements"));
