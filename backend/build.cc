@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "backend/codegen/host_codegen.h"
-#include "backend/constant_evaluator.h"
 #include "backend/graph_codegen.h"
 #include "backend/host_module.h"
 #include "runtime/error.h"
@@ -72,9 +71,7 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   for (const ir::Expr& e : ir::PostOrder(main->As<ir::FunctionNode>()->body)) {
     if (const auto* call = e->As<ir::CallNode>(); call != nullptr && call->op != nullptr) ++r.imported_ops;
   }
-  transform::PassEnvironment environment{options.pass_context, [&](const ir::Expr& function) {
-                                           return EvaluateConstantFunction(function, options.compiler);
-                                         }};
+  transform::PassEnvironment environment{options.pass_context};
   std::ostringstream discard;
   ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
   GraphCodegenResult graph = GenerateGraph(fused, options.module_name);

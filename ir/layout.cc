@@ -2,9 +2,11 @@
 // layouts.
 #include "ir/layout.h"
 
+#include <algorithm>
 #include <cctype>
-#include <cstring>
+#include <map>
 
+#include "ir/ops/eval_util.h"
 #include "ir/type.h"
 #include "runtime/error.h"
 
@@ -103,7 +105,7 @@ std::string BlockedDataLayout(int64_t block) { return block == 0 ? "NCHW" : "NCH
 
 int64_t ChannelBlock(const std::string& data_layout) { return Layout::Parse(data_layout).BlockOf('C'); }
 
-runtime::NDArray TransformLayout(const runtime::NDArray& data, const Layout& src, const Layout& dst) {
+std::optional<runtime::NDArray> TransformLayout(const runtime::NDArray& data, const Layout& src, const Layout& dst) {
   std::string letters = src.primal();
   std::string dst_letters = dst.primal();
   bool same_axes = letters.size() == dst_letters.size();
@@ -113,43 +115,54 @@ runtime::NDArray TransformLayout(const runtime::NDArray& data, const Layout& src
   std::vector<int64_t> dst_primal;
   for (char c : dst_letters) dst_primal.push_back(src_primal[letters.find(c)]);
   std::vector<int64_t> dst_shape = dst.FromPrimal(dst_primal);
-  runtime::NDArray out = runtime::NDArray::Empty(dst_shape, data.dtype());
 
-  // Source strides per source dimension, and for each destination dimension the source
-  // dimensions it feeds: a primal destination index i of a primal axis with destination block
-  // bd is coordinate i * bd; a block index adds to the coordinate.
-  std::vector<int64_t> src_strides(src.ndim(), 1);
-  for (int d = src.ndim() - 2; d >= 0; --d) src_strides[d] = src_strides[d + 1] * data.shape()[d + 1];
-  size_t element = (data.dtype().bits * data.dtype().lanes + 7) / 8;
-  const char* in = static_cast<const char*>(data.data());
-  char* o = static_cast<char*>(out.data());
-  int64_t total = 1;
-  for (int64_t s : dst_shape) total *= s;
-  std::vector<int64_t> index(dst.ndim(), 0);
-  std::vector<int64_t> coordinate(26, 0);  // primal coordinate per letter
-  for (int64_t flat = 0; flat < total; ++flat) {
-    std::fill(coordinate.begin(), coordinate.end(), 0);
-    for (int d = 0; d < dst.ndim(); ++d) {
-      const Layout::Axis& a = dst.axes()[d];
-      int letter = std::toupper(static_cast<unsigned char>(a.name)) - 'A';
-      int64_t block = a.factor == 0 ? dst.BlockOf(a.name) : 0;
-      coordinate[letter] += a.factor != 0 ? index[d] : index[d] * (block == 0 ? 1 : block);
-    }
-    int64_t offset = 0;
-    for (int d = 0; d < src.ndim(); ++d) {
-      const Layout::Axis& a = src.axes()[d];
-      int64_t c = coordinate[std::toupper(static_cast<unsigned char>(a.name)) - 'A'];
-      int64_t block = a.factor == 0 ? src.BlockOf(a.name) : a.factor;
-      int64_t i = a.factor != 0 ? c % block : (block == 0 ? c : c / block);
-      offset += i * src_strides[d];
-    }
-    std::memcpy(o + flat * element, in + offset * element, element);
-    for (int d = dst.ndim() - 1; d >= 0; --d) {
-      if (++index[d] < dst_shape[d]) break;
-      index[d] = 0;
+  // Each primal axis splits into three factors, outer to inner: [size / big, big / small, small],
+  // where big and small are the larger and smaller of the two layouts' blocks of it (a missing
+  // block counts as the other one; neither: 1). Every axis of either layout is a run of these
+  // factors, so the transform is a strided gather over them.
+  struct Split {
+    int64_t factors[3];
+    int64_t big;
+  };
+  std::map<char, Split> splits;
+  for (size_t i = 0; i < letters.size(); ++i) {
+    char c = letters[i];
+    int64_t a = src.BlockOf(c), b = dst.BlockOf(c);
+    int64_t big = std::max<int64_t>({a, b, 1}), small = a == 0 ? (b == 0 ? 1 : b) : (b == 0 ? a : std::min(a, b));
+    if (big % small != 0) return std::nullopt;
+    splits[c] = {{src_primal[i] / big, big / small, small}, big};
+  }
+  // The factors an axis of `layout` covers, as (primal letter, factor index) pairs.
+  auto covered = [&](const Layout& layout, const Layout::Axis& axis) {
+    char c = static_cast<char>(std::toupper(static_cast<unsigned char>(axis.name)));
+    int64_t block = layout.BlockOf(c);
+    int first = 0, last = 2;
+    if (axis.factor == 0 && block != 0) last = block == splits[c].big ? 0 : 1;
+    if (axis.factor != 0) first = axis.factor == splits[c].big ? 1 : 2;
+    std::vector<std::pair<char, int>> factors;
+    for (int k = first; k <= last; ++k) factors.push_back({c, k});
+    return factors;
+  };
+  std::map<std::pair<char, int>, int64_t> stride;  // in elements of `data`
+  std::vector<std::pair<char, int>> src_factors;
+  for (const Layout::Axis& axis : src.axes()) {
+    for (const auto& f : covered(src, axis)) src_factors.push_back(f);
+  }
+  int64_t next = 1;
+  for (auto it = src_factors.rbegin(); it != src_factors.rend(); ++it) {
+    stride[*it] = next;
+    next *= splits[it->first].factors[it->second];
+  }
+  std::vector<int64_t> gather_shape, gather_strides;
+  for (const Layout::Axis& axis : dst.axes()) {
+    for (const auto& f : covered(dst, axis)) {
+      int64_t size = splits[f.first].factors[f.second];
+      if (size == 1) continue;
+      gather_shape.push_back(size);
+      gather_strides.push_back(stride[f]);
     }
   }
-  return out;
+  return GatherStrided(data, gather_shape, gather_strides, 0).CreateView(dst_shape, data.dtype());
 }
 
 }  // namespace kiln::ir

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,10 @@ std::string BlockedDataLayout(int64_t block);
 int64_t ChannelBlock(const std::string& data_layout);
 
 // `data` (laid out as `src`) laid out as `dst`, which has the same primal axes in any order and
-// blocking. A plain copy; used to pack constant weights at build time and as the reference in
-// tests. Any dtype.
-runtime::NDArray TransformLayout(const runtime::NDArray& data, const Layout& src, const Layout& dst);
+// blocking: a strided copy of any dtype, the layout_transform op's reference semantics, used to
+// pack constant weights at build time and as the reference in tests. std::nullopt when the two
+// blocks of an axis do not divide one another (8 and 12); throws Error when the primal axes differ
+// or `data`'s shape does not fit `src`.
+std::optional<runtime::NDArray> TransformLayout(const runtime::NDArray& data, const Layout& src, const Layout& dst);
 
 }  // namespace kiln::ir

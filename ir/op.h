@@ -1,14 +1,16 @@
-// The op registry: every op's name, argument count, attribute schema, fusion pattern and type
-// inference, listed in plain code (ir/ops/*.cc, gathered in op.cc).
+// The op registry: every op's name, argument count, attribute schema, fusion pattern, type
+// inference and reference semantics, listed in plain code (ir/ops/*.cc, gathered in op.cc).
 #pragma once
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/attrs.h"
 #include "ir/type.h"
+#include "runtime/ndarray.h"
 
 namespace kiln::ir {
 
@@ -28,6 +30,27 @@ const char* OpPatternName(OpPattern pattern);
 // what does not fit (the caller adds the op name).
 using TypeInferFn = Type (*)(const std::vector<Type>& args, const Attrs& attrs);
 
+// Reference semantics, which constant folding runs: the op's value on constant arguments. Called by
+// ir::EvaluateCall once it has checked the arguments and the result (evaluable dtypes, types
+// inferred, size bounded); std::nullopt when these values leave the result undefined (an index out
+// of range, an integer division by zero) or the evaluator does not take this dtype.
+using EvaluateFn = std::optional<runtime::NDArray> (*)(const std::vector<runtime::NDArray>& args,
+                                                       const Attrs& attrs, const TensorType& result);
+
+// How an op takes 4-D NCHW tensors that AlterOpLayout holds in the blocked NCHW[x]c layout.
+enum class LayoutRule {
+  kPlain,            // its inputs are transformed back to their plain layout (the default)
+  kElementwise,      // one input, any layout: the result keeps the input's block
+  kBroadcast,        // binary arithmetic: each operand blocked, or reshaped when it has no channels
+  kChannelBias,      // a bias along axis 1 (nn.bias_add): an add of the blocked bias
+  kPool,             // pooling, told the blocked layout by its `layout` attribute
+  kSpatialReduce,    // a reduction over H and W keeping dimensions: over the same axes, blocked
+  kConcatenate,      // joined on channels when every input's channels divide by the block
+  kConvolution,      // rewritten to the blocked convolution kernels
+  kDense,            // its constant weight packed for the packed matrix kernel
+  kLayoutTransform,  // composed with the pass's own transforms
+};
+
 struct OpDef {
   std::string name;
   int min_args = 1;
@@ -36,6 +59,8 @@ struct OpDef {
   OpPattern pattern = OpPattern::kOpaque;
   TypeInferFn infer = nullptr;
   std::string doc;
+  EvaluateFn evaluate = nullptr;  // null: calls of this op are not folded
+  LayoutRule layout = LayoutRule::kPlain;
 };
 
 using OpTable = std::map<std::string, OpDef>;

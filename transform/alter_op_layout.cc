@@ -34,21 +34,14 @@ Attrs NewShape(const std::vector<int64_t>& shape) {
   return attrs;
 }
 
-const CallNode* OpCall(const Expr& e, const char* name) {
+const CallNode* OpCall(const Expr& e, const OpRef& op) {
   const auto* call = e->As<CallNode>();
-  return call != nullptr && call->op != nullptr && call->op->name == name ? call : nullptr;
+  return call != nullptr && op.Is(call->op) ? call : nullptr;
 }
 
 bool IsFloat32(const Expr& e) { return e->type().is_tensor() && e->type().tensor().dtype == runtime::kFloat32; }
 
 bool Is4D(const Expr& e) { return e->type().is_tensor() && e->type().tensor().ndim() == 4; }
-
-bool IsBinaryArithmetic(const std::string& op) {
-  for (const char* name : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}) {
-    if (op == name) return true;
-  }
-  return false;
-}
 
 class LayoutRewriter {
  public:
@@ -89,15 +82,17 @@ class LayoutRewriter {
     Layout from = Layout::Parse(src), to = Layout::Parse(dst);
     std::vector<int64_t> primal = from.ToPrimal(e->type().tensor().shape);
     Expr result;
-    if (const auto* constant = e->As<ConstantNode>()) {
-      result = Constant(TransformLayout(constant->value, from, to));
-    } else if (const CallNode* inner = OpCall(e, "layout_transform");
+    std::optional<runtime::NDArray> packed;
+    if (const auto* constant = e->As<ConstantNode>(); constant != nullptr &&
+                                                      (packed = TransformLayout(constant->value, from, to))) {
+      result = Constant(*packed);
+    } else if (const CallNode* inner = OpCall(e, kLayoutTransform);
                inner != nullptr && inner->attrs.GetString("dst_layout") == src) {
       const std::string& origin = inner->attrs.GetString("src_layout");
       result = origin == dst ? inner->args[0] : Transform(inner->args[0], origin, dst);
     } else if (from.primal() == "NCHW" && to.primal() == "NCHW" && primal[2] == 1 && primal[3] == 1) {
       std::vector<int64_t> shape = to.FromPrimal(primal);  // the same bytes in either layout
-      const CallNode* reshape = OpCall(e, "reshape");
+      const CallNode* reshape = OpCall(e, kReshape);
       bool undo = reshape != nullptr && reshape->args[0]->type().tensor().shape == shape;
       result = undo ? reshape->args[0] : Call(kReshape, {e}, NewShape(shape));
     } else {
@@ -122,37 +117,47 @@ class LayoutRewriter {
     return {Call(*call.op, plain, call.attrs), 0};
   }
 
+  // What the op's LayoutRule (ir/op.h) says.
   Value RewriteCall(const CallNode& call, const std::vector<Value>& args) {
-    const std::string& op = call.op->name;
-    if (op == "nn.conv2d") return Conv2D(call, args);
-    if (op == "nn.dense") return Dense(call, args);
-    if (op == "layout_transform") {
+    LayoutRule rule = call.op->layout;
+    if (rule == LayoutRule::kConvolution) return Conv2D(call, args);
+    if (rule == LayoutRule::kDense) return Dense(call, args);
+    if (rule == LayoutRule::kLayoutTransform) {
       return {Transform(ToPlain(args[0]), call.attrs.GetString("src_layout"), call.attrs.GetString("dst_layout")), 0};
     }
+    if (rule == LayoutRule::kConcatenate) return Concatenate(call, args);
+    bool binary = rule == LayoutRule::kBroadcast && args.size() == 2;
     if (args.empty() || args[0].block == 0) {
-      if (IsBinaryArithmetic(op) && args.size() == 2 && args[1].block != 0) return Broadcast(call, args, args[1].block);
-      if (op == "concatenate") return Concatenate(call, args);
-      return Plain(call, args);
+      return binary && args[1].block != 0 ? Broadcast(call, args, args[1].block) : Plain(call, args);
     }
     int64_t block = args[0].block;
-    if (call.op->pattern == OpPattern::kElemWise && args.size() == 1) {
-      return {Call(*call.op, {args[0].expr}, call.attrs), block};
+    switch (rule) {
+      case LayoutRule::kElementwise:
+        if (args.size() == 1) return {Call(*call.op, {args[0].expr}, call.attrs), block};
+        break;
+      case LayoutRule::kBroadcast:
+        if (binary) return Broadcast(call, args, block);
+        break;
+      case LayoutRule::kChannelBias:
+        if (NormalizeAxis(call.attrs.GetInt("axis")) == 1) {
+          return {Call(kAdd, {args[0].expr, ToBlocked({Along(args[1].expr, 1), 0}, block)}), block};
+        }
+        break;
+      case LayoutRule::kPool: {
+        Attrs attrs = call.attrs;
+        attrs.Set("layout", BlockedDataLayout(block));
+        return {Call(*call.op, {args[0].expr}, attrs), block};
+      }
+      case LayoutRule::kSpatialReduce:
+        if (SpatialReduction(call)) {
+          Attrs attrs = call.attrs;
+          attrs.Set("axis", std::vector<int64_t>{2, 3});
+          return {Call(*call.op, {args[0].expr}, attrs), block};
+        }
+        break;
+      default:
+        break;
     }
-    if (IsBinaryArithmetic(op) && args.size() == 2) return Broadcast(call, args, block);
-    if (op == "nn.bias_add" && NormalizeAxis(call.attrs.GetInt("axis")) == 1) {
-      return {Call(kAdd, {args[0].expr, ToBlocked({Along(args[1].expr, 1), 0}, block)}), block};
-    }
-    if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
-      Attrs attrs = call.attrs;
-      attrs.Set("layout", BlockedDataLayout(block));
-      return {Call(*call.op, {args[0].expr}, attrs), block};
-    }
-    if ((op == "mean" || op == "sum" || op == "max" || op == "min") && SpatialReduction(call)) {
-      Attrs attrs = call.attrs;
-      attrs.Set("axis", std::vector<int64_t>{2, 3});
-      return {Call(*call.op, {args[0].expr}, attrs), block};
-    }
-    if (op == "concatenate") return Concatenate(call, args);
     return Plain(call, args);
   }
 

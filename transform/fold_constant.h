@@ -1,8 +1,9 @@
-// FoldConstant: every largest subgraph whose leaves are all constants is evaluated once, with the
-// evaluator the build supplies (the same code generator and kernels as the model), and replaced
-// by its value. Results larger than kiln.FoldConstant.max_elements stay computed at run time.
+// FoldConstant: every call whose arguments are (or fold to) constants and whose op has reference
+// semantics (OpDef::evaluate; ir/evaluate.h) is replaced by its value. Calls of other ops (conv2d,
+// pooling, reductions) and values larger than kiln.FoldConstant.max_elements stay computed at
+// run time.
 //
-// May run: anywhere before FuseOps; does nothing without an evaluator.
+// May run: anywhere before FuseOps.
 #pragma once
 
 #include "transform/pass.h"

@@ -3,24 +3,16 @@
 // with this signature; pipeline.h lists them.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "ir/expr.h"
-#include "runtime/ndarray.h"
 #include "transform/pass_context.h"
 
 namespace kiln::transform {
 
-// Evaluates a function without parameters to the values of its result (a tensor or a tuple of
-// tensors). The build driver supplies one that compiles with the host code generator, so that
-// folded constants are computed by the same kernels as the model.
-using ConstantEvaluator = std::function<std::vector<runtime::NDArray>(const ir::Expr& function)>;
-
 struct PassEnvironment {
   const PassContext& context;
-  ConstantEvaluator evaluate;  // may be empty: FoldConstant then does nothing
 };
 
 using PassFunction = ir::Expr (*)(const ir::Expr& main, const PassEnvironment& environment);

@@ -1,6 +1,7 @@
 // Config keys and their typed access.
 #include "transform/pass_context.h"
 
+#include "ir/evaluate.h"
 #include "runtime/error.h"
 
 namespace kiln::transform {
@@ -10,7 +11,7 @@ using runtime::Fail;
 const std::vector<ConfigKey>& ConfigKeys() {
   static const std::vector<ConfigKey> keys = {
       {"relay.FuseOps.max_depth", ConfigKey::Kind::kInt, "256", "the most ops fused into one primitive function"},
-      {"kiln.FoldConstant.max_elements", ConfigKey::Kind::kInt, "67108864",
+      {"kiln.FoldConstant.max_elements", ConfigKey::Kind::kInt, std::to_string(ir::kDefaultMaxFoldedElements),
        "constant results larger than this many elements are not folded"},
       {"kiln.AlterOpLayout.block", ConfigKey::Kind::kInt, "16",
        "channel block of the NCHW[x]c layout of convolutions (8 or 16; 0 turns AlterOpLayout off)"},

@@ -1,7 +1,7 @@
 // SimplifyExpr.
 #include "transform/simplify_expr.h"
 
-#include <cstring>
+#include "transform/pattern.h"
 
 namespace kiln::transform {
 
@@ -9,15 +9,17 @@ using namespace ir;
 
 namespace {
 
-// The ops this pass makes.
+const OpRef kAdd("add");
+const OpRef kBroadcastTo("broadcast_to");
+const OpRef kCast("cast");
+const OpRef kDivide("divide");
+const OpRef kExpandDims("expand_dims");
 const OpRef kMultiply("multiply");
+const OpRef kPower("power");
 const OpRef kReshape("reshape");
+const OpRef kSqueeze("squeeze");
+const OpRef kSubtract("subtract");
 const OpRef kTranspose("transpose");
-
-bool IsOp(const Expr& e, const char* name) {
-  const auto* call = e->As<CallNode>();
-  return call != nullptr && call->op != nullptr && call->op->name == name;
-}
 
 // True when `e` is a float32 or int64 constant all of whose elements equal `value`.
 bool IsConstantOf(const Expr& e, double value) {
@@ -42,6 +44,10 @@ bool IsConstantOf(const Expr& e, double value) {
   return false;
 }
 
+Pattern ConstantOf(double value) {
+  return IsConstant().Where([value](const Expr& e) { return IsConstantOf(e, value); });
+}
+
 Expr Reshape(const Expr& x, const std::vector<int64_t>& shape) {
   if (x->type().tensor().shape == shape) return x;
   Attrs attrs;
@@ -58,58 +64,75 @@ std::vector<int64_t> Permutation(const CallNode& transpose, int ndim) {
   return axes;
 }
 
-Expr Simplify(const Expr& original, const std::vector<Expr>& inputs) {
-  Expr e = WithInputs(original, inputs);
-  const auto* call = e->As<CallNode>();
-  if (call == nullptr || call->op == nullptr) return e;
-  const std::string& op = call->op->name;
-  const Type& type = e->type();
-  if (op == "reshape" || op == "squeeze" || op == "expand_dims") {
-    Expr x = call->args[0];
-    while (IsOp(x, "reshape")) x = x->As<CallNode>()->args[0];  // only the last shape matters
-    return Reshape(x, type.tensor().shape);
-  }
-  if (op == "transpose") {
-    Expr x = call->args[0];
-    int ndim = type.tensor().ndim();
-    std::vector<int64_t> perm = Permutation(*call, ndim);
-    if (IsOp(x, "transpose")) {  // out[i] = inner[perm[i]] = x[inner_perm[perm[i]]]
-      std::vector<int64_t> inner = Permutation(*x->As<CallNode>(), ndim);
-      for (int64_t& p : perm) p = inner[p];
-      x = x->As<CallNode>()->args[0];
-    }
-    bool identity = true;
-    for (int d = 0; d < ndim; ++d) identity = identity && perm[d] == d;
-    if (identity) return x;
-    Attrs attrs;
-    attrs.Set("axes", perm);
-    return Call(kTranspose, {x}, attrs);
-  }
-  if ((op == "cast" || op == "broadcast_to") && call->args[0]->type() == type) return call->args[0];
-  auto keeps_type = [&](const Expr& x) { return x->type() == type; };
-  if (op == "multiply") {
-    if (IsConstantOf(call->args[1], 1) && keeps_type(call->args[0])) return call->args[0];
-    if (IsConstantOf(call->args[0], 1) && keeps_type(call->args[1])) return call->args[1];
-  }
-  if (op == "add") {
-    if (IsConstantOf(call->args[1], 0) && keeps_type(call->args[0])) return call->args[0];
-    if (IsConstantOf(call->args[0], 0) && keeps_type(call->args[1])) return call->args[1];
-  }
-  if (op == "power" && keeps_type(call->args[0])) {  // std::pow is slow; x * x is the same square
-    if (IsConstantOf(call->args[1], 2)) return Call(kMultiply, {call->args[0], call->args[0]});
-    if (IsConstantOf(call->args[1], 1)) return call->args[0];
-  }
-  if ((op == "subtract" && IsConstantOf(call->args[1], 0)) || (op == "divide" && IsConstantOf(call->args[1], 1))) {
-    if (keeps_type(call->args[0])) return call->args[0];
-  }
-  return e;
+// reshape, squeeze or expand_dims of x, or of reshape(x): one reshape of x (only the last shape
+// matters), or x itself when the shape does not change.
+PatternRewrite ReshapeChain() {
+  Pattern x = Wildcard(), inner = IsOp(kReshape, {x});
+  Pattern source = inner | x;
+  Pattern pattern = IsOp(kReshape, {source}) | IsOp(kSqueeze, {source}) | IsOp(kExpandDims, {source});
+  return {pattern, [=](const Match& m, const Rewritten& rewritten) -> Expr {
+            const std::vector<int64_t>& shape = m.root()->type().tensor().shape;
+            bool same = m[x]->type().tensor().shape == shape;
+            if (m[inner] == nullptr && !same && kReshape.Is(m.root()->As<CallNode>()->op)) return nullptr;
+            return Reshape(rewritten(m[x]), shape);
+          }, false};
+}
+
+// transpose of transpose(x): one transpose (out[i] = inner[perm[i]] = x[inner_perm[perm[i]]]);
+// none when the permutation is the identity.
+PatternRewrite TransposeChain() {
+  Pattern x = Wildcard(), inner = IsOp(kTranspose, {x});
+  return {IsOp(kTranspose, {inner | x}), [=](const Match& m, const Rewritten& rewritten) -> Expr {
+            int ndim = m.root()->type().tensor().ndim();
+            std::vector<int64_t> perm = Permutation(*m.root()->As<CallNode>(), ndim);
+            if (m[inner] != nullptr) {
+              std::vector<int64_t> first = Permutation(*m[inner]->As<CallNode>(), ndim);
+              for (int64_t& p : perm) p = first[p];
+            }
+            bool identity = true;
+            for (int d = 0; d < ndim; ++d) identity = identity && perm[d] == d;
+            if (identity) return rewritten(m[x]);
+            if (m[inner] == nullptr) return nullptr;
+            Attrs attrs;
+            attrs.Set("axes", perm);
+            return Call(kTranspose, {rewritten(m[x])}, attrs);
+          }, false};
+}
+
+// `pattern` replaced by `x` when that keeps the type: cast to the same dtype, x * 1, x + 0, ...
+PatternRewrite Identity(const Pattern& pattern, const Pattern& x) {
+  return {pattern, [=](const Match& m, const Rewritten& rewritten) -> Expr {
+            return m[x]->type() == m.root()->type() ? rewritten(m[x]) : nullptr;
+          }, false};
+}
+
+const std::vector<PatternRewrite>& Rules() {
+  static const std::vector<PatternRewrite> rules = [] {
+    Pattern x = Wildcard();
+    Pattern squared = IsOp(kPower, {x, ConstantOf(2)});
+    return std::vector<PatternRewrite>{
+        ReshapeChain(),
+        TransposeChain(),
+        Identity(IsOp(kCast, {x}) | IsOp(kBroadcastTo, {x}), x),
+        Identity(IsOp(kMultiply, {x, ConstantOf(1)}).Commutative(), x),
+        Identity(IsOp(kAdd, {x, ConstantOf(0)}).Commutative(), x),
+        Identity(IsOp(kSubtract, {x, ConstantOf(0)}) | IsOp(kDivide, {x, ConstantOf(1)}), x),
+        Identity(IsOp(kPower, {x, ConstantOf(1)}), x),
+        // std::pow is slow; x * x is the same square.
+        {squared, [=](const Match& m, const Rewritten& rewritten) -> Expr {
+           if (m[x]->type() != m.root()->type()) return nullptr;
+           return Call(kMultiply, {rewritten(m[x]), rewritten(m[x])});
+         }, false},
+    };
+  }();
+  return rules;
 }
 
 }  // namespace
 
 Expr SimplifyExpr(const Expr& main, const PassEnvironment&) {
   const auto* f = main->As<FunctionNode>();
-  return Function(f->params, Rewrite(f->body, Simplify), f->attrs);
+  return Function(f->params, RewritePatterns(f->body, Rules()), f->attrs);
 }
 
 }  // namespace kiln::transform

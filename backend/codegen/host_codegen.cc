@@ -7,6 +7,7 @@
 
 #include "backend/codegen/emitter.h"
 #include "runtime/error.h"
+#include "transform/pattern.h"
 
 namespace kiln::backend {
 
@@ -51,27 +52,27 @@ std::vector<OutputRef> OutputsOf(const Expr& body) {
   return outputs;
 }
 
+const OpRef kMultiply("multiply");
+const OpRef kSigmoid("sigmoid");
+
 // The value x * sigmoid(x) when `x`'s readers are exactly that sigmoid (read only there) and
 // that multiply; null otherwise.
 const CallNode* SwishOf(const Expr& x, const std::unordered_map<const ExprNode*, std::vector<Expr>>& readers,
                         const std::set<const ExprNode*>& returned, Expr* sigmoid, Expr* multiply) {
+  static const transform::Pattern value = transform::Wildcard();
+  static const transform::Pattern sigmoid_of_value = transform::IsOp(kSigmoid, {value});
+  static const transform::Pattern swish = transform::IsOp(kMultiply, {value, sigmoid_of_value}).Commutative();
   auto it = readers.find(x.get());
   if (it == readers.end() || it->second.size() != 2) return nullptr;
-  for (int s = 0; s < 2; ++s) {
-    const Expr& sig = it->second[s];
-    const Expr& mul = it->second[1 - s];
-    const auto* sig_call = sig->As<CallNode>();
-    const auto* mul_call = mul->As<CallNode>();
-    if (sig_call == nullptr || sig_call->op == nullptr || sig_call->op->name != "sigmoid") continue;
-    if (mul_call == nullptr || mul_call->op == nullptr || mul_call->op->name != "multiply") continue;
+  for (const Expr& reader : it->second) {
+    std::optional<transform::Match> match = transform::MatchPattern(swish, reader);
+    if (!match || (*match)[value] != x) continue;
+    Expr sig = (*match)[sigmoid_of_value];
     auto sig_readers = readers.find(sig.get());
-    if (sig_readers == readers.end() || sig_readers->second.size() != 1 || sig_readers->second[0] != mul) continue;
-    if (returned.count(sig.get()) != 0) continue;
-    bool pair = (mul_call->args[0] == x && mul_call->args[1] == sig) || (mul_call->args[0] == sig && mul_call->args[1] == x);
-    if (!pair) continue;
+    if (sig_readers == readers.end() || sig_readers->second.size() != 1 || returned.count(sig.get()) != 0) continue;
     *sigmoid = sig;
-    *multiply = mul;
-    return mul_call;
+    *multiply = reader;
+    return reader->As<CallNode>();
   }
   return nullptr;
 }

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "frontend/onnx/import_folding.h"
 #include "ir/expr.h"
 
 namespace kiln::frontend {

@@ -8,6 +8,7 @@
 
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/onnx_import.h"
+#include "ir/evaluate.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
 
@@ -407,7 +408,11 @@ std::vector<double> NodeContext::ConstantFloats(size_t i) const {
 }
 
 Expr NodeContext::Op(const ir::OpRef& op, std::vector<Expr> args, Attrs attrs) const {
-  return FoldIfConstant(Call(op, std::move(args), std::move(attrs)));
+  // Folded right away, so that shape computations (Shape -> Gather -> Concat -> Reshape) become
+  // the constants later converters need.
+  Expr call = Call(op, std::move(args), std::move(attrs));
+  std::optional<runtime::NDArray> value = ir::EvaluateCall(call, ir::kDefaultMaxFoldedElements);
+  return value ? ir::Constant(*value) : call;
 }
 
 Attrs MakeAttrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {

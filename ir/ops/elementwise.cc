@@ -1,9 +1,18 @@
 // Elementwise and broadcasting ops: arithmetic, comparisons, activations, clip, cast, where.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <tuple>
+
 #include "ir/op.h"
+#include "ir/ops/eval_util.h"
 #include "ir/ops/infer_util.h"
 
 namespace kiln::ir {
 namespace {
+
+using runtime::NDArray;
+using Args = std::vector<NDArray>;
 
 constexpr DLDataType kBool{kDLUInt, 1, 1};
 
@@ -37,33 +46,257 @@ Type Cast(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(TensorArg(args, 0).shape, ParseDType(attrs.GetString("dtype")));
 }
 
+// Reference semantics. Each evaluator visits the C type of its dtype. Integer arithmetic wraps
+// modulo 2^bits (computed unsigned, so never undefined), as the compiled kernels do on this
+// target; floats compute in their own precision, as the kernels do.
+
+// out[i] = f(a[i], ...) over the arguments broadcast to the result's shape, all of C type In;
+// f returns std::optional<Out> (std::nullopt: the result is undefined).
+template <typename In, typename Out, typename F, typename... Arrays>
+std::optional<NDArray> Map(const TensorType& result, F f, const Arrays&... arrays) {
+  NDArray out = NDArray::Empty(result.shape, result.dtype);
+  std::tuple<decltype((void)arrays, NDArray())...> inputs{BroadcastArray(arrays, result.shape)...};
+  Out* o = DataOf<Out>(out);
+  int64_t n = result.NumElements();
+  bool defined = std::apply(
+      [&](const auto&... in) {
+        for (int64_t i = 0; i < n; ++i) {
+          std::optional<Out> v = f(DataOf<In>(in)[i]...);
+          if (!v) return false;
+          o[i] = *v;
+        }
+        return true;
+      },
+      inputs);
+  if (!defined) return std::nullopt;
+  return out;
+}
+
+// a op b on the bits of two integers, modulo 2^bits.
+template <typename T, typename Op>
+T Wrapping(T a, T b, Op op) {
+  return static_cast<T>(op(static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
+}
+
+struct AddOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return Wrapping(a, b, std::plus<uint64_t>());
+    return a + b;
+  }
+};
+struct SubtractOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return Wrapping(a, b, std::minus<uint64_t>());
+    return a - b;
+  }
+};
+struct MultiplyOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return Wrapping(a, b, std::multiplies<uint64_t>());
+    return a * b;
+  }
+};
+struct DivideOp {  // integers truncate toward zero
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return std::nullopt;
+      if constexpr (std::is_signed_v<T>) {
+        if (a == std::numeric_limits<T>::min() && b == -1) return std::nullopt;
+      }
+    }
+    return static_cast<T>(a / b);
+  }
+};
+struct PowerOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
+    return std::nullopt;  // integer powers are left to the compiled kernel
+  }
+};
+struct MaximumOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) { return std::max<T>(a, b); }
+};
+struct MinimumOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) { return std::min<T>(a, b); }
+};
+
+template <typename Op>
+std::optional<NDArray> EvaluateArithmetic(const Args& args, const Attrs&, const TensorType& result) {
+  if (result.dtype == kBool) return std::nullopt;
+  return WithCType(result.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return Map<T, T>(result, [](T a, T b) { return Op::template Apply<T>(a, b); }, args[0], args[1]);
+  });
+}
+
+// A comparison (std::equal_to, std::less, ...) of two tensors of one dtype, into bools.
+template <template <typename> class Compare>
+std::optional<NDArray> EvaluateCompare(const Args& args, const Attrs&, const TensorType& result) {
+  return WithCType(args[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto compare = [](T a, T b) { return std::optional<uint8_t>(Compare<T>()(a, b) ? 1 : 0); };
+    return Map<T, uint8_t>(result, compare, args[0], args[1]);
+  });
+}
+
+std::optional<NDArray> EvaluateWhere(const Args& args, const Attrs&, const TensorType& result) {
+  NDArray condition = BroadcastArray(args[0], result.shape);
+  const uint8_t* c = DataOf<uint8_t>(condition);
+  return WithCType(result.dtype, [&](auto tag) -> std::optional<NDArray> {
+    using T = decltype(tag);
+    NDArray a = BroadcastArray(args[1], result.shape), b = BroadcastArray(args[2], result.shape);
+    NDArray out = NDArray::Empty(result.shape, result.dtype);
+    for (int64_t i = 0, n = result.NumElements(); i < n; ++i) {
+      DataOf<T>(out)[i] = c[i] != 0 ? DataOf<T>(a)[i] : DataOf<T>(b)[i];
+    }
+    return out;
+  });
+}
+
+// A unary op on any evaluable dtype but bool: Op::Apply<T>(x, attrs) -> std::optional<T>.
+template <typename Op>
+std::optional<NDArray> EvaluateUnary(const Args& args, const Attrs& attrs, const TensorType& result) {
+  if (result.dtype == kBool) return std::nullopt;
+  return WithCType(result.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return Map<T, T>(result, [&](T x) { return Op::template Apply<T>(x, attrs); }, args[0]);
+  });
+}
+
+struct NegativeOp {
+  template <typename T>
+  static std::optional<T> Apply(T x, const Attrs&) {
+    if constexpr (std::is_integral_v<T>) return Wrapping(T(0), x, std::minus<uint64_t>());
+    return -x;
+  }
+};
+struct AbsOp {
+  template <typename T>
+  static std::optional<T> Apply(T x, const Attrs&) {
+    if constexpr (std::is_integral_v<T>) return x < 0 ? Wrapping(T(0), x, std::minus<uint64_t>()) : x;
+    return std::fabs(x);
+  }
+};
+struct ReluOp {
+  template <typename T>
+  static std::optional<T> Apply(T x, const Attrs&) { return x > 0 ? x : T(0); }
+};
+struct ClipOp {  // bounds convert to T as the kernel's T(a_min) does; out of T's range: undefined
+  template <typename T>
+  static std::optional<T> Apply(T x, const Attrs& attrs) {
+    std::optional<T> lo = ConvertValue<T>(attrs.GetFloat("a_min"));
+    std::optional<T> hi = ConvertValue<T>(attrs.GetFloat("a_max"));
+    if (!lo || !hi) return std::nullopt;
+    return std::min<T>(std::max<T>(x, *lo), *hi);
+  }
+};
+
+// A function of one float, computed in the tensor's precision: Op::Apply(x, attrs).
+template <typename Op>
+std::optional<NDArray> EvaluateFloat(const Args& args, const Attrs& attrs, const TensorType& result) {
+  if (result.dtype.code != kDLFloat) return std::nullopt;
+  return WithCType(result.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      return Map<T, T>(result, [&](T x) { return std::optional<T>(Op::Apply(x, attrs)); }, args[0]);
+    }
+    return std::optional<NDArray>();
+  });
+}
+
+#define KILN_FLOAT_OP(NAME, EXPRESSION)             \
+  struct NAME {                                     \
+    template <typename T>                           \
+    static T Apply(T x, const Attrs& attrs) {       \
+      (void)attrs;                                  \
+      return EXPRESSION;                            \
+    }                                               \
+  };
+KILN_FLOAT_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)))
+KILN_FLOAT_OP(TanhOp, std::tanh(x))
+KILN_FLOAT_OP(ExpOp, std::exp(x))
+KILN_FLOAT_OP(LogOp, std::log(x))
+KILN_FLOAT_OP(SqrtOp, std::sqrt(x))
+KILN_FLOAT_OP(RsqrtOp, T(1) / std::sqrt(x))
+KILN_FLOAT_OP(ErfOp, std::erf(x))
+KILN_FLOAT_OP(FloorOp, std::floor(x))
+KILN_FLOAT_OP(CeilOp, std::ceil(x))
+KILN_FLOAT_OP(RoundOp, std::nearbyint(x))  // halves to even
+KILN_FLOAT_OP(LeakyReluOp, x > 0 ? x : x * static_cast<T>(attrs.GetFloat("alpha")))
+#undef KILN_FLOAT_OP
+
+std::optional<NDArray> EvaluateCopy(const Args& args, const Attrs&, const TensorType&) { return args[0].Clone(); }
+
+// Floats to integers truncate (NaN or out of range: undefined); integers wrap; to bool: x != 0.
+std::optional<NDArray> EvaluateCast(const Args& args, const Attrs&, const TensorType& result) {
+  return WithCType(args[0].dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    return WithCType(result.dtype, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      if (result.dtype == kBool) {
+        return Map<From, uint8_t>(result, [](From x) { return std::optional<uint8_t>(x != 0 ? 1 : 0); }, args[0]);
+      }
+      return Map<From, To>(result, [](From x) { return ConvertValue<To>(x); }, args[0]);
+    });
+  });
+}
+
 void Add(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
+
+struct Evaluated {
+  const char* name;
+  EvaluateFn evaluate;
+};
 
 }  // namespace
 
 void RegisterElementwiseOps(OpTable& table) {
-  for (const char* name : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum"}) {
-    Add(table, {name, 2, 2, {}, OpPattern::kBroadcast, Broadcast, "binary arithmetic with broadcasting"});
+  for (Evaluated op : {Evaluated{"add", EvaluateArithmetic<AddOp>}, {"subtract", EvaluateArithmetic<SubtractOp>},
+                       {"multiply", EvaluateArithmetic<MultiplyOp>}, {"divide", EvaluateArithmetic<DivideOp>},
+                       {"power", EvaluateArithmetic<PowerOp>}, {"maximum", EvaluateArithmetic<MaximumOp>},
+                       {"minimum", EvaluateArithmetic<MinimumOp>}}) {
+    Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Broadcast, "binary arithmetic with broadcasting",
+                op.evaluate, LayoutRule::kBroadcast});
   }
-  for (const char* name : {"equal", "less", "greater", "less_equal", "greater_equal"}) {
-    Add(table, {name, 2, 2, {}, OpPattern::kBroadcast, Compare, "comparison with broadcasting; bool result"});
+  for (Evaluated op : {Evaluated{"equal", EvaluateCompare<std::equal_to>}, {"less", EvaluateCompare<std::less>},
+                       {"greater", EvaluateCompare<std::greater>}, {"less_equal", EvaluateCompare<std::less_equal>},
+                       {"greater_equal", EvaluateCompare<std::greater_equal>}}) {
+    Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Compare, "comparison with broadcasting; bool result",
+                op.evaluate});
   }
-  Add(table, {"where", 3, 3, {}, OpPattern::kBroadcast, Where, "where(cond, a, b) with broadcasting"});
-  for (const char* name : {"nn.relu", "negative", "abs", "copy"}) {
-    Add(table, {name, 1, 1, {}, OpPattern::kElemWise, SameAsInput, "unary elementwise"});
+  Add(table, {"where", 3, 3, {}, OpPattern::kBroadcast, Where, "where(cond, a, b) with broadcasting", EvaluateWhere});
+  for (Evaluated op : {Evaluated{"nn.relu", EvaluateUnary<ReluOp>}, {"negative", EvaluateUnary<NegativeOp>},
+                       {"abs", EvaluateUnary<AbsOp>}, {"copy", EvaluateCopy}}) {
+    Add(table, {op.name, 1, 1, {}, OpPattern::kElemWise, SameAsInput, "unary elementwise", op.evaluate,
+                LayoutRule::kElementwise});
   }
-  for (const char* name : {"sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "floor", "ceil", "round"}) {
-    Add(table, {name, 1, 1, {}, OpPattern::kElemWise, FloatUnary, "unary elementwise on floats"});
+  for (Evaluated op : {Evaluated{"sigmoid", EvaluateFloat<SigmoidOp>}, {"tanh", EvaluateFloat<TanhOp>},
+                       {"exp", EvaluateFloat<ExpOp>}, {"log", EvaluateFloat<LogOp>}, {"sqrt", EvaluateFloat<SqrtOp>},
+                       {"rsqrt", EvaluateFloat<RsqrtOp>}, {"erf", EvaluateFloat<ErfOp>},
+                       {"floor", EvaluateFloat<FloorOp>}, {"ceil", EvaluateFloat<CeilOp>},
+                       {"round", EvaluateFloat<RoundOp>}}) {
+    Add(table, {op.name, 1, 1, {}, OpPattern::kElemWise, FloatUnary, "unary elementwise on floats",
+                op.evaluate, LayoutRule::kElementwise});
   }
   Add(table, {"nn.leaky_relu", 1, 1, {{"alpha", AttrKind::kFloat, 0.01, "slope for x < 0"}},
-              OpPattern::kElemWise, FloatUnary, "x if x > 0 else alpha * x"});
+              OpPattern::kElemWise, FloatUnary, "x if x > 0 else alpha * x", EvaluateFloat<LeakyReluOp>,
+              LayoutRule::kElementwise});
   Add(table, {"clip", 1, 1,
               {{"a_min", AttrKind::kFloat, {}, "lower bound"}, {"a_max", AttrKind::kFloat, {}, "upper bound"}},
-              OpPattern::kElemWise, SameAsInput, "min(max(x, a_min), a_max)"});
+              OpPattern::kElemWise, SameAsInput, "min(max(x, a_min), a_max)", EvaluateUnary<ClipOp>,
+              LayoutRule::kElementwise});
   Add(table, {"cast", 1, 1, {{"dtype", AttrKind::kString, {}, "target dtype"}}, OpPattern::kElemWise, Cast,
-              "converts to another dtype"});
+              "converts to another dtype", EvaluateCast, LayoutRule::kElementwise});
   Add(table, {"nn.dropout", 1, 1, {{"rate", AttrKind::kFloat, 0.5, "drop rate (unused at inference)"}},
-              OpPattern::kElemWise, SameAsInput, "identity at inference; removed by SimplifyInference"});
+              OpPattern::kElemWise, SameAsInput, "identity at inference; removed by SimplifyInference", EvaluateCopy,
+              LayoutRule::kElementwise});
 }
 
 }  // namespace kiln::ir

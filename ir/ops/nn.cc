@@ -207,16 +207,16 @@ void RegisterNnOps(OpTable& table) {
                {"data_layout", AttrKind::kString, std::string("NCHW"), "data layout"},
                {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"},
                {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
-              OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution"});
+              OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution", nullptr, LayoutRule::kConvolution});
   Add(table, {"nn.dense", 2, 2,
               {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"}},
-              OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T"});
+              OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T", nullptr, LayoutRule::kDense});
   Add(table, {"nn.batch_matmul", 2, 2,
               {{"transpose_a", AttrKind::kInt, int64_t{0}, "a is [B, K, M]"},
                {"transpose_b", AttrKind::kInt, int64_t{0}, "b is [B, N, K]"}},
               OpPattern::kOutEWiseFusable, BatchMatmul, "batched matrix product, batch 1 broadcasts"});
   Add(table, {"nn.bias_add", 2, 2, {{"axis", AttrKind::kInt, int64_t{1}, "axis of the bias"}},
-              OpPattern::kBroadcast, BiasAdd, "adds a 1-D bias along an axis"});
+              OpPattern::kBroadcast, BiasAdd, "adds a 1-D bias along an axis", nullptr, LayoutRule::kChannelBias});
   Add(table, {"nn.batch_norm", 5, 5,
               {{"axis", AttrKind::kInt, int64_t{1}, "channel axis"},
                {"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"}},
@@ -225,11 +225,13 @@ void RegisterNnOps(OpTable& table) {
               {{"axis", AttrKind::kInt, int64_t{-1}, "normalized axis"},
                {"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"}},
               OpPattern::kOpaque, LayerNorm, "layer norm over one axis (data, gamma, beta)"});
-  Add(table, {"nn.max_pool2d", 1, 1, PoolAttrs(false), OpPattern::kOutEWiseFusable, Pool2D, "2-D max pooling"});
-  Add(table, {"nn.avg_pool2d", 1, 1, PoolAttrs(true), OpPattern::kOutEWiseFusable, Pool2D, "2-D average pooling"});
+  Add(table, {"nn.max_pool2d", 1, 1, PoolAttrs(false), OpPattern::kOutEWiseFusable, Pool2D, "2-D max pooling",
+              nullptr, LayoutRule::kPool});
+  Add(table, {"nn.avg_pool2d", 1, 1, PoolAttrs(true), OpPattern::kOutEWiseFusable, Pool2D, "2-D average pooling",
+              nullptr, LayoutRule::kPool});
   Add(table, {"nn.global_avg_pool2d", 1, 1,
               {{"layout", AttrKind::kString, std::string("NCHW"), "data layout: NCHW or blocked NCHW16c"}},
-              OpPattern::kOutEWiseFusable, GlobalPool2D, "mean over H and W"});
+              OpPattern::kOutEWiseFusable, GlobalPool2D, "mean over H and W", nullptr, LayoutRule::kPool});
   Add(table, {"nn.softmax", 1, 1, {{"axis", AttrKind::kInt, int64_t{-1}, "normalized axis"}}, OpPattern::kOpaque,
               Softmax, "softmax along an axis"});
   Add(table, {"nn.pad", 1, 1,

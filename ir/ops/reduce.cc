@@ -31,11 +31,13 @@ Type Reduce(const std::vector<Type>& args, const Attrs& attrs) {
 }  // namespace
 
 void RegisterReduceOps(OpTable& table) {
+  // prod has no blocked kernel: over H and W it takes plain NCHW.
   for (const char* name : {"sum", "mean", "max", "min", "prod"}) {
+    LayoutRule layout = std::string(name) == "prod" ? LayoutRule::kPlain : LayoutRule::kSpatialReduce;
     table[name] = OpDef{name, 1, 1,
                         {{"axis", AttrKind::kInts, std::vector<int64_t>{}, "reduced axes; empty: all"},
                          {"keepdims", AttrKind::kInt, int64_t{0}, "keep reduced axes with size 1"}},
-                        OpPattern::kCommReduce, Reduce, "reduction over axes"};
+                        OpPattern::kCommReduce, Reduce, "reduction over axes", nullptr, layout};
   }
 }
 

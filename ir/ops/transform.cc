@@ -1,15 +1,19 @@
 // Data-movement ops: reshape, transpose, concatenate, squeeze, expand_dims, strided_slice,
 // take, split, broadcast_to, layout_transform.
+#include <cstring>
 #include <numeric>
 
 #include "ir/layout.h"
 #include "ir/op.h"
+#include "ir/ops/eval_util.h"
 #include "ir/ops/infer_util.h"
 
 namespace kiln::ir {
 namespace {
 
 using runtime::Check;
+using runtime::NDArray;
+using Args = std::vector<NDArray>;
 
 Type Reshape(const std::vector<Type>& args, const Attrs& attrs) {
   const TensorType& data = TensorArg(args, 0);
@@ -170,39 +174,145 @@ Type LayoutTransform(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(dst.FromPrimal(dst_primal), data.dtype);
 }
 
+// Reference semantics: each evaluator runs after type inference accepted the call, so axes and
+// shapes are valid.
+
+// reshape, squeeze, expand_dims: the same elements in the result's shape.
+std::optional<NDArray> EvaluateReshape(const Args& args, const Attrs&, const TensorType& result) {
+  return args[0].Clone().CreateView(result.shape, result.dtype);
+}
+
+std::optional<NDArray> EvaluateTranspose(const Args& args, const Attrs& attrs, const TensorType& result) {
+  const std::vector<int64_t>& shape = args[0].shape();
+  int ndim = static_cast<int>(shape.size());
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  if (axes.empty()) {
+    axes.resize(ndim);
+    std::iota(axes.rbegin(), axes.rend(), 0);
+  }
+  std::vector<int64_t> in_strides = RowStrides(shape), strides;
+  for (int64_t axis : axes) strides.push_back(in_strides[NormalizeAxis(axis, ndim)]);
+  return GatherStrided(args[0], result.shape, strides, 0);
+}
+
+std::optional<NDArray> EvaluateBroadcastTo(const Args& args, const Attrs&, const TensorType& result) {
+  return BroadcastArray(args[0], result.shape).Clone();
+}
+
+std::optional<NDArray> EvaluateStridedSlice(const Args& args, const Attrs& attrs, const TensorType& result) {
+  const std::vector<int64_t>& shape = args[0].shape();
+  int ndim = static_cast<int>(shape.size());
+  const auto& begin = attrs.GetInts("begin");
+  const auto& steps = attrs.GetInts("strides");
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  if (axes.empty()) {
+    axes.resize(begin.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  std::vector<int64_t> in_strides = RowStrides(shape), strides = in_strides;
+  int64_t base = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int a = NormalizeAxis(axes[i], ndim);
+    int64_t step = steps.empty() ? 1 : steps[i];
+    int64_t first = begin[i] < 0 ? begin[i] + shape[a] : begin[i];  // clamped as type inference does
+    first = step > 0 ? std::min(std::max<int64_t>(first, 0), shape[a])
+                     : std::min(std::max<int64_t>(first, -1), shape[a] - 1);
+    if (result.shape[a] == 0) first = 0;
+    base += first * in_strides[a];
+    strides[a] = step * in_strides[a];
+  }
+  return GatherStrided(args[0], result.shape, strides, base);
+}
+
+std::optional<NDArray> EvaluateConcatenate(const Args& args, const Attrs& attrs, const TensorType& result) {
+  NDArray out = NDArray::Empty(result.shape, result.dtype);
+  int axis = NormalizeAxis(attrs.GetInt("axis"), result.ndim());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= result.shape[d];
+  for (int d = axis + 1; d < result.ndim(); ++d) inner *= result.shape[d];
+  int64_t element = static_cast<int64_t>(runtime::DTypeBytes(result.dtype));
+  int64_t row = result.shape[axis] * inner * element, offset = 0;
+  for (const NDArray& a : args) {
+    int64_t block = a.shape()[axis] * inner * element;
+    for (int64_t j = 0; j < outer; ++j) {
+      std::memcpy(static_cast<char*>(out.data()) + j * row + offset, static_cast<const char*>(a.data()) + j * block,
+                  block);
+    }
+    offset += block;
+  }
+  return out;
+}
+
+// Indices count from the end when negative; one out of range leaves the result undefined.
+std::optional<NDArray> EvaluateTake(const Args& args, const Attrs& attrs, const TensorType& result) {
+  const std::vector<int64_t>& shape = args[0].shape();
+  int axis = NormalizeAxis(attrs.GetInt("axis"), static_cast<int>(shape.size()));
+  int64_t outer = 1, inner = 1, n = shape[axis];
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  int64_t count = 1;
+  for (int64_t d : args[1].shape()) count *= d;
+  std::vector<int64_t> indices(count);
+  bool in_range = WithCType(args[1].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t index = static_cast<int64_t>(DataOf<T>(args[1])[k]);
+      indices[k] = index < 0 ? index + n : index;
+      if (indices[k] < 0 || indices[k] >= n) return false;
+    }
+    return true;
+  });
+  if (!in_range) return std::nullopt;
+  NDArray out = NDArray::Empty(result.shape, result.dtype);
+  int64_t slice = inner * static_cast<int64_t>(runtime::DTypeBytes(result.dtype));
+  for (int64_t j = 0; j < outer; ++j) {
+    for (int64_t k = 0; k < count; ++k) {
+      std::memcpy(static_cast<char*>(out.data()) + (j * count + k) * slice,
+                  static_cast<const char*>(args[0].data()) + (j * n + indices[k]) * slice, slice);
+    }
+  }
+  return out;
+}
+
+std::optional<NDArray> EvaluateLayoutTransform(const Args& args, const Attrs& attrs, const TensorType&) {
+  return TransformLayout(args[0], Layout::Parse(attrs.GetString("src_layout")),
+                         Layout::Parse(attrs.GetString("dst_layout")));
+}
+
 void Add(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
 
 }  // namespace
 
 void RegisterTransformOps(OpTable& table) {
   Add(table, {"reshape", 1, 1, {{"newshape", AttrKind::kInts, {}, "the static output shape"}}, OpPattern::kInjective,
-              Reshape, "same elements, new shape"});
+              Reshape, "same elements, new shape", EvaluateReshape});
   Add(table, {"transpose", 1, 1, {{"axes", AttrKind::kInts, std::vector<int64_t>{}, "permutation; empty reverses"}},
-              OpPattern::kInjective, Transpose, "permutes dimensions"});
+              OpPattern::kInjective, Transpose, "permutes dimensions", EvaluateTranspose});
   Add(table, {"concatenate", 1, 1 << 16, {{"axis", AttrKind::kInt, int64_t{0}, "joined axis"}}, OpPattern::kInjective,
-              Concatenate, "joins tensors along an axis"});
+              Concatenate, "joins tensors along an axis", EvaluateConcatenate, LayoutRule::kConcatenate});
   Add(table, {"squeeze", 1, 1, {{"axis", AttrKind::kInts, std::vector<int64_t>{}, "axes of size 1; empty: all"}},
-              OpPattern::kInjective, Squeeze, "removes axes of size 1"});
+              OpPattern::kInjective, Squeeze, "removes axes of size 1", EvaluateReshape});
   Add(table, {"expand_dims", 1, 1,
               {{"axis", AttrKind::kInt, {}, "where to insert"}, {"num_newaxis", AttrKind::kInt, int64_t{1}, "how many"}},
-              OpPattern::kInjective, ExpandDims, "inserts axes of size 1"});
+              OpPattern::kInjective, ExpandDims, "inserts axes of size 1", EvaluateReshape});
   Add(table, {"strided_slice", 1, 1,
               {{"begin", AttrKind::kInts, {}, "first index per axis"},
                {"end", AttrKind::kInts, {}, "end index per axis (exclusive)"},
                {"strides", AttrKind::kInts, std::vector<int64_t>{}, "step per axis; empty: 1"},
                {"axes", AttrKind::kInts, std::vector<int64_t>{}, "sliced axes; empty: the first ones"}},
-              OpPattern::kInjective, StridedSlice, "numpy-style slice with clamping"});
+              OpPattern::kInjective, StridedSlice, "numpy-style slice with clamping", EvaluateStridedSlice});
   Add(table, {"take", 2, 2, {{"axis", AttrKind::kInt, int64_t{0}, "gathered axis"}}, OpPattern::kInjective, Take,
-              "gathers slices by integer indices (negative indices count from the end)"});
+              "gathers slices by integer indices (negative indices count from the end)", EvaluateTake});
   Add(table, {"split", 1, 1,
               {{"sections", AttrKind::kInts, {}, "sizes of the pieces"}, {"axis", AttrKind::kInt, int64_t{0}, "split axis"}},
               OpPattern::kInjective, Split, "splits into a tuple of pieces"});
   Add(table, {"layout_transform", 1, 1,
               {{"src_layout", AttrKind::kString, {}, "layout of the input, e.g. NCHW"},
                {"dst_layout", AttrKind::kString, {}, "layout of the result, e.g. NCHW16c"}},
-              OpPattern::kInjective, LayoutTransform, "moves data between layouts of the same primal axes"});
+              OpPattern::kInjective, LayoutTransform, "moves data between layouts of the same primal axes",
+              EvaluateLayoutTransform, LayoutRule::kLayoutTransform});
   Add(table, {"broadcast_to", 1, 1, {{"shape", AttrKind::kInts, {}, "target shape"}}, OpPattern::kBroadcast,
-              BroadcastTo, "numpy broadcast to a shape"});
+              BroadcastTo, "numpy broadcast to a shape", EvaluateBroadcastTo});
 }
 
 }  // namespace kiln::ir

@@ -170,10 +170,10 @@ TEST_F(BlockedBuildTest, LayoutTransformsMatchTheReference) {
   })", 0, {}, {x, w});
   using ir::Layout;
   Layout nchw = Layout::Parse("NCHW"), c16 = Layout::Parse("NCHW16c"), c8 = Layout::Parse("NCHW8c");
-  EXPECT_EQ(Values(out[0]), Values(ir::TransformLayout(x, nchw, c16)));
-  EXPECT_EQ(Values(out[1]), Values(ir::TransformLayout(x, nchw, c8)));
+  EXPECT_EQ(Values(out[0]), Values(*ir::TransformLayout(x, nchw, c16)));
+  EXPECT_EQ(Values(out[1]), Values(*ir::TransformLayout(x, nchw, c8)));
   EXPECT_EQ(Values(out[2]), Values(x));
-  EXPECT_EQ(Values(out[3]), Values(ir::TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"))));
+  EXPECT_EQ(Values(out[3]), Values(*ir::TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"))));
 }
 
 // A small CNN touching every blocked form: a 3-channel stem read as NCHW, max pooling, a

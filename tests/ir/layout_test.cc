@@ -93,17 +93,45 @@ TEST(Layout, TransformMovesEveryElementWhereItsIndexSays) {
   runtime::NDArray x = runtime::NDArray::Empty({2, 32, 3, 5}, runtime::kFloat32);
   auto* data = static_cast<float*>(x.data());
   for (int i = 0; i < 2 * 32 * 3 * 5; ++i) data[i] = static_cast<float>(i);
-  runtime::NDArray blocked = TransformLayout(x, Layout::Parse("NCHW"), Layout::Parse("NCHW16c"));
+  runtime::NDArray blocked = *TransformLayout(x, Layout::Parse("NCHW"), Layout::Parse("NCHW16c"));
   ASSERT_EQ(blocked.shape(), (Ints{2, 2, 3, 5, 16}));
   const auto* b = static_cast<const float*>(blocked.data());
   for (int n = 0; n < 2; ++n)
     for (int c = 0; c < 32; ++c)
       for (int p = 0; p < 15; ++p) EXPECT_EQ(b[((n * 2 + c / 16) * 15 + p) * 16 + c % 16], data[(n * 32 + c) * 15 + p]);
-  runtime::NDArray nhwc = TransformLayout(blocked, Layout::Parse("NCHW16c"), Layout::Parse("NHWC"));
+  runtime::NDArray nhwc = *TransformLayout(blocked, Layout::Parse("NCHW16c"), Layout::Parse("NHWC"));
   ASSERT_EQ(nhwc.shape(), (Ints{2, 3, 5, 32}));
   EXPECT_EQ(static_cast<const float*>(nhwc.data())[(1 * 15 + 7) * 32 + 21], data[(1 * 32 + 21) * 15 + 7]);
-  runtime::NDArray back = TransformLayout(nhwc, Layout::Parse("NHWC"), Layout::Parse("NCHW"));
+  runtime::NDArray back = *TransformLayout(nhwc, Layout::Parse("NHWC"), Layout::Parse("NCHW"));
   EXPECT_EQ(std::memcmp(back.data(), x.data(), x.NumBytes()), 0);
+}
+
+// Re-blocking 16c to 8c, weights packed OIHW to OIHW16i8o, and blocks that do not nest (12 and 8:
+// not a strided copy, so no value).
+TEST(Layout, TransformReblocksAndPacksWeights) {
+  runtime::NDArray x = runtime::NDArray::Empty({1, 2, 2, 3, 16}, runtime::kFloat32);
+  auto* data = static_cast<float*>(x.data());
+  for (int i = 0; i < 2 * 2 * 3 * 16; ++i) data[i] = static_cast<float>(i);
+  runtime::NDArray c8 = *TransformLayout(x, Layout::Parse("NCHW16c"), Layout::Parse("NCHW8c"));
+  ASSERT_EQ(c8.shape(), (Ints{1, 4, 2, 3, 8}));
+  for (int c = 0; c < 32; ++c)
+    for (int p = 0; p < 6; ++p) {
+      EXPECT_EQ(static_cast<const float*>(c8.data())[((c / 8) * 6 + p) * 8 + c % 8],
+                data[((c / 16) * 6 + p) * 16 + c % 16]);
+    }
+  runtime::NDArray w = runtime::NDArray::Empty({16, 32, 1, 3}, runtime::kFloat32);
+  auto* wd = static_cast<float*>(w.data());
+  for (int i = 0; i < 16 * 32 * 3; ++i) wd[i] = static_cast<float>(i);
+  runtime::NDArray packed = *TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"));
+  ASSERT_EQ(packed.shape(), (Ints{2, 2, 1, 3, 16, 8}));
+  const auto* pd = static_cast<const float*>(packed.data());
+  for (int o = 0; o < 16; ++o)
+    for (int i = 0; i < 32; ++i)
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(pd[(((o / 8) * 2 + i / 16) * 3 + k) * 128 + (i % 16) * 8 + o % 8], wd[(o * 32 + i) * 3 + k]);
+      }
+  runtime::NDArray y = runtime::NDArray::Empty({1, 2, 1, 1, 12}, runtime::kFloat32);
+  EXPECT_FALSE(TransformLayout(y, Layout::Parse("NCHW12c"), Layout::Parse("NCHW8c")).has_value());
 }
 
 TEST(LayoutOps, LayoutTransformTypes) {

@@ -240,7 +240,7 @@ TEST(AlterOpLayout, RunsAtOptLevelThreeOnly) {
     context.opt_level = level;
     context.print_ir_after = {"AlterOpLayout"};
     std::ostringstream log;
-    RunPipeline(ir::ParseFunction(model), TestEnvironment(context), log);
+    RunPipeline(ir::ParseFunction(model), PassEnvironment{context}, log);
     if (level == 3) {
       EXPECT_THAT(log.str(), HasSubstr("out_layout=\"NCHW16c\""));
       EXPECT_THAT(log.str(), HasSubstr("layout_transform("));
@@ -252,7 +252,7 @@ TEST(AlterOpLayout, RunsAtOptLevelThreeOnly) {
   off.SetConfig("kiln.AlterOpLayout.block", "0");
   off.print_ir_after = {"AlterOpLayout"};
   std::ostringstream log;
-  RunPipeline(ir::ParseFunction(model), TestEnvironment(off), log);
+  RunPipeline(ir::ParseFunction(model), PassEnvironment{off}, log);
   EXPECT_THAT(log.str(), Not(HasSubstr("layout_transform(")));
 }
 
@@ -260,7 +260,7 @@ TEST(AlterOpLayout, BlocksOtherThanEightAndSixteenAreErrors) {
   PassContext context;
   context.SetConfig("kiln.AlterOpLayout.block", "4");
   try {
-    AlterOpLayout(ir::ParseFunction("fn (%x: Tensor[(4), float32]) { %0 = nn.relu(%x); %0 }"), TestEnvironment(context));
+    AlterOpLayout(ir::ParseFunction("fn (%x: Tensor[(4), float32]) { %0 = nn.relu(%x); %0 }"), PassEnvironment{context});
     FAIL() << "no error";
   } catch (const runtime::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("the channel block must be 8 or 16 (0 disables the pass), got 4"));

@@ -45,7 +45,7 @@ int CountCalls(const ir::Expr& main) {
 
 ir::Expr RunModel(PassContext context, std::string* log_text = nullptr) {
   std::ostringstream log;
-  ir::Expr out = RunPipeline(ir::ParseFunction(kModel), TestEnvironment(context), log);
+  ir::Expr out = RunPipeline(ir::ParseFunction(kModel), PassEnvironment{context}, log);
   if (log_text != nullptr) *log_text = log.str();
   return out;
 }
