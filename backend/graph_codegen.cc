@@ -66,7 +66,7 @@ class GraphBuilder {
       return {all.at(item->index)};
     }
     auto it = entries_.find(e.get());
-    runtime::Check(it != entries_.end(), "graph codegen: a value of the main function has no graph node");
+    runtime::CheckInternal(it != entries_.end(), "graph codegen: a value of the main function has no node");
     return it->second;
   }
 
@@ -98,8 +98,8 @@ class GraphBuilder {
   void Visit(const Expr& e) {
     switch (e->kind()) {
       case ExprKind::kVar:
-        runtime::Check(entries_.count(e.get()) != 0, "graph codegen: variable %", e->As<VarNode>()->name,
-                       " is not a parameter of the main function");
+        runtime::CheckInternal(entries_.count(e.get()) != 0, "graph codegen: variable %", e->As<VarNode>()->name,
+                               " is not a parameter of the main function");
         return;
       case ExprKind::kConstant: {
         std::string name = "p" + std::to_string(result_.params.size());
@@ -120,8 +120,8 @@ class GraphBuilder {
 
   void VisitCall(const Expr& e) {
     const auto* call = e->As<CallNode>();
-    runtime::Check(call->function != nullptr, "graph codegen: the main function calls op ", call->op ? call->op->name : "?",
-                   " directly; run FuseOps first");
+    runtime::CheckInternal(call->function != nullptr, "graph codegen: the main function calls op ",
+                           call->op ? call->op->name : "?", " directly; run FuseOps first");
     const auto* f = call->function->As<FunctionNode>();
     runtime::GraphNode node;
     node.op = "tvm_op";
@@ -241,7 +241,7 @@ void AssignStorage(GraphCodegenResult& result, const std::vector<TensorType>& ty
 
 GraphCodegenResult GenerateGraph(const Expr& main, const std::string& module_name) {
   const auto* f = main->As<FunctionNode>();
-  runtime::Check(f != nullptr, "graph codegen: expected the main function");
+  runtime::CheckInternal(f != nullptr, "graph codegen: expected the main function");
   GraphBuilder builder(module_name);
   GraphCodegenResult result = builder.Build(*f);
   for (const OperatorFunction& external : result.external_functions) {

@@ -130,7 +130,7 @@ std::vector<Expr> PostOrder(const Expr& root) {
 
 Expr WithInputs(const Expr& expr, const std::vector<Expr>& inputs) {
   std::vector<Expr> old = Inputs(expr);
-  Check(old.size() == inputs.size(), "WithInputs: ", inputs.size(), " inputs for ", old.size());
+  runtime::CheckInternal(old.size() == inputs.size(), "WithInputs: ", inputs.size(), " inputs for ", old.size());
   bool same = true;
   for (size_t i = 0; i < old.size(); ++i) same = same && old[i] == inputs[i];
   if (same) return expr;

@@ -74,8 +74,9 @@ class Lexer {
     Fail(t, StrCat("unexpected character '", c, "'"));
   }
 
+  static std::string Position(const Token& at) { return StrCat("line ", at.line, ", column ", at.column); }
   [[noreturn]] static void Fail(const Token& at, const std::string& message) {
-    runtime::Fail("line ", at.line, ", column ", at.column, ": ", message);
+    throw runtime::Error(message, {"", Position(at), ""});
   }
 
  private:
@@ -341,10 +342,9 @@ class Parser {
         }
         return base;
       }
-    } catch (const runtime::Error& e) {
-      std::string message = e.what();
-      if (message.rfind("line ", 0) == 0) throw;  // already located
-      Lexer::Fail(at, message);
+    } catch (runtime::Error& e) {
+      e.AddLocation({"", Lexer::Position(at), ""});  // where the value starts, unless it said more
+      throw;
     }
     Error("expected a value");
   }

@@ -6,12 +6,51 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace kiln::runtime {
 
+// Where a user error happened, as far as the code that noticed it knows; each part is empty when
+// unknown. Code that knows more adds it as the error passes (Error::AddLocation, then `throw;`),
+// so no caller parses a location back out of a message.
+struct ErrorLocation {
+  std::string file;      // the file being read: a model, a library, IR text
+  std::string node;      // the place within it: "node 'conv1' (Conv)", "initializer 'w'", "line 3, column 5"
+  std::string argument;  // the argument, input or attribute: "input 1", "attribute 'axes'"
+};
+
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message, ErrorLocation location = {})
+      : std::runtime_error(message), message_(message), location_(std::move(location)) {
+    Compose();
+  }
+  // "file: node: argument: message", leaving out the unknown parts.
+  const char* what() const noexcept override { return text_.c_str(); }
+  // The message without the location.
+  const std::string& message() const { return message_; }
+  const ErrorLocation& location() const { return location_; }
+  // Fills the parts of the location this error does not know yet (what the code nearest the
+  // problem said stays).
+  void AddLocation(const ErrorLocation& outer) {
+    if (location_.file.empty()) location_.file = outer.file;
+    if (location_.node.empty()) location_.node = outer.node;
+    if (location_.argument.empty()) location_.argument = outer.argument;
+    Compose();
+  }
+
+ private:
+  void Compose() {
+    text_.clear();
+    for (const std::string* part : {&location_.file, &location_.node, &location_.argument}) {
+      if (!part->empty()) text_ += *part + ": ";
+    }
+    text_ += message_;
+  }
+
+  std::string message_;
+  ErrorLocation location_;
+  std::string text_;
 };
 
 class InternalError : public Error {

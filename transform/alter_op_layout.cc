@@ -281,7 +281,7 @@ class LayoutRewriter {
 
 Expr AlterOpLayout(const Expr& main, const AlterOpLayoutOptions& options) {
   const auto* f = main->As<FunctionNode>();
-  runtime::Check(f != nullptr, "AlterOpLayout: expected a function");
+  runtime::CheckInternal(f != nullptr, "AlterOpLayout: expected a function");
   runtime::Check(options.block == 0 || options.block == 8 || options.block == 16,
                  "AlterOpLayout: the channel block must be 8 or 16 (0 disables the pass), got ", options.block);
   if (options.block == 0) return main;

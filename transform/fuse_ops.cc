@@ -71,7 +71,7 @@ std::vector<Expr> Diamond(const Expr& value, const std::vector<Expr>& order,
 
 Expr FuseOps(const Expr& main, const FuseOptions& options) {
   const auto* f = main->As<FunctionNode>();
-  runtime::Check(f != nullptr, "FuseOps: expected a function");
+  runtime::CheckInternal(f != nullptr, "FuseOps: expected a function");
   runtime::Check(options.max_depth >= 1, "FuseOps: max_depth must be at least 1, got ", options.max_depth);
   std::vector<Expr> order = PostOrder(f->body);
 

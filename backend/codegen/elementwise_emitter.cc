@@ -71,7 +71,7 @@ void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>
   bool flat = true;
   for (size_t m = 0; m < members.size(); ++m) {
     const ElementwiseMember& member = members[m];
-    runtime::Check(member.output_type.shape == shape, "elementwise group: member shapes differ");
+    runtime::CheckInternal(member.output_type.shape == shape, "elementwise group: member shapes differ");
     int param_axis = -1;
     size_t first_param = member.inputs.size();
     if (FindLowering(*member.call->op)->params_along_axis) {

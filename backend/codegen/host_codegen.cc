@@ -183,7 +183,7 @@ std::string OperatorSourcePrelude() {
 
 std::string GenerateOperatorSource(const std::string& symbol, const Expr& primitive) {
   const auto* f = primitive->As<FunctionNode>();
-  runtime::Check(f != nullptr, "host codegen: ", symbol, " is not a function");
+  runtime::CheckInternal(f != nullptr, "host codegen: ", symbol, " is not a function");
   std::vector<OutputRef> outputs = OutputsOf(f->body);
   CodeWriter code;
   code.Open("extern \"C\" TVM_DLL int " + symbol +
@@ -254,10 +254,10 @@ std::string GenerateOperatorSource(const std::string& symbol, const Expr& primit
       continue;
     }
     const auto* call = e->As<CallNode>();
-    runtime::Check(call != nullptr && call->op != nullptr, "host codegen: ", symbol,
-                   " holds something other than op calls (constants must be parameters)");
+    runtime::CheckInternal(call != nullptr && call->op != nullptr, "host codegen: ", symbol,
+                           " holds something other than op calls (constants must be parameters)");
     const Lowering* lowering = FindLowering(*call->op);
-    runtime::Check(lowering != nullptr, "op ", call->op->name, " is not supported by the host code generator");
+    runtime::CheckInternal(lowering != nullptr, "op ", call->op->name, " has no lowering");
     if (lowering->element != nullptr) {
       position = EmitElementwiseRun(order, position, readers, returned, fused, buffers, allocate, code) - 1;
       continue;

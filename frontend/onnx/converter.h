@@ -42,8 +42,10 @@ class NodeContext {
   // Makes an IR call and folds it when its arguments are constants.
   ir::Expr Op(const ir::OpRef& op, std::vector<ir::Expr> args, ir::Attrs attrs = {}) const;
 
-  // Throws Error naming the node.
+  // Throw Error; the importer adds the node to its location, FailAt also the argument
+  // ("input 1", "attribute 'axes'").
   [[noreturn]] void Fail(const std::string& message) const;
+  [[noreturn]] void FailAt(const std::string& argument, const std::string& message) const;
 
  private:
   const onnx::AttributeProto* Attr(const std::string& name) const;

@@ -27,6 +27,11 @@ std::string NodeLabel(const onnx::NodeProto& node, int index) {
   return StrCat("node ", name, " (", node.op_type(), ")");
 }
 
+runtime::Error UnknownInput(const onnx::NodeProto& node, int index, const std::string& name) {
+  return runtime::Error("is not a graph input, an initializer or the output of an earlier node",
+                        {"", NodeLabel(node, index), "input '" + name + "'"});
+}
+
 // Static dims of a value, with `given` (from --input-shapes) taking precedence. Returns false
 // when a dimension is symbolic or unknown.
 bool StaticShape(const onnx::ValueInfoProto& value, std::vector<int64_t>& shape, std::string& symbolic) {
@@ -100,8 +105,7 @@ void CheckStructure(const onnx::GraphProto& graph_) {
   for (int i = 0; i < graph_.node_size(); ++i) {
     const auto& node = graph_.node(i);
     for (const std::string& name : node.input()) {
-      runtime::Check(name.empty() || known.count(name) != 0, NodeLabel(node, i), ": input '", name,
-                     "' is not a graph input, an initializer or the output of an earlier node");
+      if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
     }
     for (const std::string& name : node.output()) known.insert(name);
   }
@@ -117,8 +121,9 @@ class GraphImporter {
       initializers.insert(init.name());
       try {
         values_[init.name()] = Constant(TensorToNDArray(init));
-      } catch (const runtime::Error& e) {
-        runtime::Fail("initializer '", init.name(), "': ", e.what());
+      } catch (runtime::Error& e) {
+        e.AddLocation({"", "initializer '" + init.name() + "'", ""});
+        throw;
       }
     }
     std::vector<Expr> params;
@@ -158,23 +163,23 @@ class GraphImporter {
         continue;
       }
       auto it = values_.find(name);
-      runtime::Check(it != values_.end(), NodeLabel(node, index), ": input '", name,
-                     "' is not a graph input, an initializer or the output of an earlier node");
+      if (it == values_.end()) throw UnknownInput(node, index, name);
       inputs.push_back(it->second);
     }
     NodeContext context(node, std::move(inputs), opset_);
     std::vector<Expr> outputs;
     try {
       outputs = Converters().at(node.op_type())(context);
-    } catch (const runtime::Error& e) {
-      std::string message = e.what();
-      if (message.rfind("node ", 0) == 0) throw;
-      runtime::Fail(NodeLabel(node, index), ": ", message);
+    } catch (runtime::Error& e) {
+      e.AddLocation({"", NodeLabel(node, index), ""});
+      throw;
     }
     for (int k = 0; k < node.output_size(); ++k) {
       if (node.output(k).empty()) continue;
-      runtime::Check(k < static_cast<int>(outputs.size()), NodeLabel(node, index), ": output ", k,
-                     " is not supported (only the first ", outputs.size(), ")");
+      if (k >= static_cast<int>(outputs.size())) {
+        throw runtime::Error(StrCat("is not supported (only the first ", outputs.size(), ")"),
+                             {"", NodeLabel(node, index), StrCat("output ", k)});
+      }
       values_[node.output(k)] = outputs[k];
     }
   }
@@ -304,8 +309,9 @@ Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
   std::string bytes = runtime::ReadFile(path);
   try {
     return ImportOnnxBytes(bytes, options);
-  } catch (const runtime::Error& e) {
-    runtime::Fail(path, ": ", e.what());
+  } catch (runtime::Error& e) {
+    e.AddLocation({path, "", ""});
+    throw;
   }
 }
 
@@ -318,13 +324,14 @@ std::vector<std::string> SupportedOnnxOps() {
 // ---- NodeContext -------------------------------------------------------------------------
 
 const Expr& NodeContext::input(size_t i) const {
-  if (!has_input(i)) Fail(StrCat("input ", i, " is missing"));
+  if (!has_input(i)) FailAt(StrCat("input ", i), "is missing");
   return inputs_[i];
 }
 
-void NodeContext::Fail(const std::string& message) const {
-  std::string name = node_.name().empty() ? "(unnamed)" : "'" + node_.name() + "'";
-  runtime::Fail("node ", name, " (", node_.op_type(), "): ", message);
+void NodeContext::Fail(const std::string& message) const { throw runtime::Error(message); }
+
+void NodeContext::FailAt(const std::string& argument, const std::string& message) const {
+  throw runtime::Error(message, {"", "", argument});
 }
 
 const onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
@@ -337,7 +344,7 @@ const onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
 int64_t NodeContext::attr_int(const std::string& name, std::optional<int64_t> fallback) const {
   const auto* a = Attr(name);
   if (a == nullptr) {
-    if (!fallback) Fail("attribute '" + name + "' is required");
+    if (!fallback) FailAt("attribute '" + name + "'", "is required");
     return *fallback;
   }
   return a->i();
@@ -346,7 +353,7 @@ int64_t NodeContext::attr_int(const std::string& name, std::optional<int64_t> fa
 float NodeContext::attr_float(const std::string& name, std::optional<float> fallback) const {
   const auto* a = Attr(name);
   if (a == nullptr) {
-    if (!fallback) Fail("attribute '" + name + "' is required");
+    if (!fallback) FailAt("attribute '" + name + "'", "is required");
     return *fallback;
   }
   return a->f();
@@ -355,7 +362,7 @@ float NodeContext::attr_float(const std::string& name, std::optional<float> fall
 std::string NodeContext::attr_string(const std::string& name, std::optional<std::string> fallback) const {
   const auto* a = Attr(name);
   if (a == nullptr) {
-    if (!fallback) Fail("attribute '" + name + "' is required");
+    if (!fallback) FailAt("attribute '" + name + "'", "is required");
     return *fallback;
   }
   return a->s();
@@ -364,7 +371,7 @@ std::string NodeContext::attr_string(const std::string& name, std::optional<std:
 std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback) const {
   const auto* a = Attr(name);
   if (a == nullptr) {
-    if (!fallback) Fail("attribute '" + name + "' is required");
+    if (!fallback) FailAt("attribute '" + name + "'", "is required");
     return *fallback;
   }
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
@@ -372,13 +379,13 @@ std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::option
 
 const onnx::TensorProto& NodeContext::attr_tensor(const std::string& name) const {
   const auto* a = Attr(name);
-  if (a == nullptr) Fail("attribute '" + name + "' is required");
+  if (a == nullptr) FailAt("attribute '" + name + "'", "is required");
   return a->t();
 }
 
 std::vector<int64_t> NodeContext::ConstantInts(size_t i) const {
   const auto* c = input(i)->As<ConstantNode>();
-  if (c == nullptr) Fail(StrCat("input ", i, " must be a constant (its value decides shapes)"));
+  if (c == nullptr) FailAt(StrCat("input ", i), "must be a constant (its value decides shapes)");
   std::vector<int64_t> values;
   const runtime::NDArray& a = c->value;
   int64_t n = a.NumBytes() / std::max<int64_t>(1, runtime::DTypeBytes(a.dtype()));
@@ -386,14 +393,14 @@ std::vector<int64_t> NodeContext::ConstantInts(size_t i) const {
   for (int64_t k = 0; k < n; ++k) {
     if (d.code == kDLInt && d.bits == 64) values.push_back(static_cast<const int64_t*>(a.data())[k]);
     else if (d.code == kDLInt && d.bits == 32) values.push_back(static_cast<const int32_t*>(a.data())[k]);
-    else Fail(StrCat("input ", i, " must hold integers, it holds ", runtime::DTypeToString(d)));
+    else FailAt(StrCat("input ", i), "must hold integers, it holds " + runtime::DTypeToString(d));
   }
   return values;
 }
 
 std::vector<double> NodeContext::ConstantFloats(size_t i) const {
   const auto* c = input(i)->As<ConstantNode>();
-  if (c == nullptr) Fail(StrCat("input ", i, " must be a constant"));
+  if (c == nullptr) FailAt(StrCat("input ", i), "must be a constant");
   std::vector<double> values;
   const runtime::NDArray& a = c->value;
   DLDataType d = a.dtype();
@@ -402,7 +409,7 @@ std::vector<double> NodeContext::ConstantFloats(size_t i) const {
     if (d.code == kDLFloat && d.bits == 32) values.push_back(static_cast<const float*>(a.data())[k]);
     else if (d.code == kDLFloat && d.bits == 64) values.push_back(static_cast<const double*>(a.data())[k]);
     else if (d.code == kDLInt && d.bits == 64) values.push_back(static_cast<double>(static_cast<const int64_t*>(a.data())[k]));
-    else Fail(StrCat("input ", i, " must hold numbers, it holds ", runtime::DTypeToString(d)));
+    else FailAt(StrCat("input ", i), "must hold numbers, it holds " + runtime::DTypeToString(d));
   }
   return values;
 }

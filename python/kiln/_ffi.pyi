@@ -3,7 +3,12 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 __version__: str
 
-class KilnError(RuntimeError): ...
+class KilnError(RuntimeError):
+    message: str
+    file: Optional[str]
+    node: Optional[str]
+    argument: Optional[str]
+
 class InternalError(KilnError): ...
 
 class Device:

@@ -1,6 +1,7 @@
 // kiln._ffi: the extension module of the Python package. The library's errors become Python
 // exceptions carrying the library's message: kiln::runtime::Error -> kiln.KilnError (a
-// RuntimeError), InternalError -> kiln.InternalError (a KilnError).
+// RuntimeError), InternalError -> kiln.InternalError (a KilnError), with the error's location as
+// attributes: message (without the location), file, node, argument (None when unknown).
 #include <pybind11/pybind11.h>
 
 #include "python/src/bindings.h"
@@ -9,13 +10,37 @@
 
 namespace py = pybind11;
 
+namespace {
+
+py::object OrNone(const std::string& text) { return text.empty() ? py::none() : py::object(py::str(text)); }
+
+void Raise(PyObject* type, const kiln::runtime::Error& e) {
+  py::object instance = py::reinterpret_borrow<py::object>(type)(e.what());
+  instance.attr("message") = e.message();
+  instance.attr("file") = OrNone(e.location().file);
+  instance.attr("node") = OrNone(e.location().node);
+  instance.attr("argument") = OrNone(e.location().argument);
+  PyErr_SetObject(type, instance.ptr());
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_ffi, m) {
   m.doc() = "kiln's C++ library (runtime and compiler) as a Python extension; use the kiln package.";
   m.attr("__version__") = kiln::runtime::Version();
-  // Translators are tried last-registered first, so the subclass comes second.
-  py::exception<kiln::runtime::Error>& error =
-      py::register_exception<kiln::runtime::Error>(m, "KilnError", PyExc_RuntimeError);
-  py::register_exception<kiln::runtime::InternalError>(m, "InternalError", error.ptr());
+  // The types live as long as the interpreter (the references are kept on purpose).
+  static PyObject* const error = py::exception<kiln::runtime::Error>(m, "KilnError", PyExc_RuntimeError).inc_ref().ptr();
+  static PyObject* const internal =
+      py::exception<kiln::runtime::InternalError>(m, "InternalError", error).inc_ref().ptr();
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const kiln::runtime::InternalError& e) {
+      Raise(internal, e);
+    } catch (const kiln::runtime::Error& e) {
+      Raise(error, e);
+    }
+  });
   kiln::python::RegisterRuntime(m);
   kiln::python::RegisterCompiler(m);
 }

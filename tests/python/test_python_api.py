@@ -80,6 +80,32 @@ def test_from_onnx_errors():
     assert "Conv" in kiln.frontend.supported_onnx_ops()
 
 
+def test_import_errors_carry_a_structured_location(tmp_path):
+    # A Reshape whose shape is computed at run time: kiln needs it constant (it decides shapes).
+    model = make_model([onnx.helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape_node")],
+                       [value("x", [2, 3]), value("s", [2], onnx.TensorProto.INT64)], [value("y", [3, 2])])
+    path = tmp_path / "dynamic_reshape.onnx"
+    onnx.save(model, path)
+    with pytest.raises(kiln.KilnError) as raised:
+        kiln.frontend.from_onnx(str(path))
+    e = raised.value
+    assert (e.file, e.node, e.argument) == (str(path), "node 'reshape_node' (Reshape)", "input 1")
+    assert e.message == "must be a constant (its value decides shapes)"
+    assert str(e) == f"{path}: node 'reshape_node' (Reshape): input 1: {e.message}"
+    # From bytes there is no file; a converter's own error names no argument.
+    conv1d = make_model([onnx.helper.make_node("Conv", ["x", "w"], ["y"], name="conv_node")],
+                        [value("x", [1, 1, 5])], [value("y", [1, 1, 3])],
+                        [onnx.numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "w")])
+    with pytest.raises(kiln.KilnError) as raised:
+        kiln.frontend.from_onnx(conv1d.SerializeToString())
+    e = raised.value
+    assert (e.file, e.node, e.argument) == (None, "node 'conv_node' (Conv)", None)
+    assert e.message == "only 2-D (NCHW) data is supported, got rank 3"
+    with pytest.raises(kiln.KilnError) as raised:
+        kiln.ir.IRModule.from_text("fn (%x: Tensor[(2), float32]) {\n  %0 = nn.relu(%y);\n  %0\n}")
+    assert raised.value.node == "line 2, column 16" and raised.value.message == "%y is not defined"
+
+
 # ---- PassContext and build ------------------------------------------------------------------------
 
 def test_pass_context_is_a_nested_thread_local_context_manager():
