@@ -91,8 +91,14 @@ Type ExpandDims(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(shape, data.dtype);
 }
 
-Type StridedSlice(const std::vector<Type>& args, const Attrs& attrs) {
-  const TensorType& data = TensorArg(args, 0);
+// One sliced axis, clamped like numpy / ONNX Slice: the first index taken, the step, how many.
+struct SlicedAxis {
+  int axis;
+  int64_t first, step, length;
+};
+
+// The sliced axes of a strided_slice of `shape`; throws Error when the attributes do not fit.
+std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attrs& attrs) {
   const auto& begin = attrs.GetInts("begin");
   const auto& end = attrs.GetInts("end");
   const auto& strides = attrs.GetInts("strides");
@@ -103,23 +109,28 @@ Type StridedSlice(const std::vector<Type>& args, const Attrs& attrs) {
   }
   Check(begin.size() == axes.size() && end.size() == axes.size() && (strides.empty() || strides.size() == axes.size()),
         "begin, end, strides and axes must have equal lengths");
-  std::vector<int64_t> shape = data.shape;
+  std::vector<SlicedAxis> sliced;
   for (size_t i = 0; i < axes.size(); ++i) {
-    int a = NormalizeAxis(axes[i], data.ndim());
-    int64_t stride = strides.empty() ? 1 : strides[i];
-    Check(stride != 0, "stride 0 on axis ", a);
-    int64_t n = data.shape[a];
-    // Clamp like numpy / ONNX Slice.
+    int a = NormalizeAxis(axes[i], static_cast<int>(shape.size()));
+    int64_t step = strides.empty() ? 1 : strides[i];
+    Check(step != 0, "stride 0 on axis ", a);
+    int64_t n = shape[a];
     auto clamp = [&](int64_t v) {
       if (v < 0) v += n;
-      if (stride > 0) return std::min(std::max<int64_t>(v, 0), n);
+      if (step > 0) return std::min(std::max<int64_t>(v, 0), n);
       return std::min(std::max<int64_t>(v, -1), n - 1);
     };
     int64_t b = clamp(begin[i]), e = clamp(end[i]);
-    int64_t length = stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0)
-                                : (b > e ? (b - e + (-stride) - 1) / (-stride) : 0);
-    shape[a] = length;
+    int64_t length = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e + (-step) - 1) / (-step) : 0);
+    sliced.push_back({a, length == 0 ? 0 : b, step, length});
   }
+  return sliced;
+}
+
+Type StridedSlice(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  std::vector<int64_t> shape = data.shape;
+  for (const SlicedAxis& s : SlicedAxes(data.shape, attrs)) shape[s.axis] = s.length;
   return Type::Tensor(shape, data.dtype);
 }
 
@@ -200,26 +211,11 @@ std::optional<NDArray> EvaluateBroadcastTo(const Args& args, const Attrs&, const
 }
 
 std::optional<NDArray> EvaluateStridedSlice(const Args& args, const Attrs& attrs, const TensorType& result) {
-  const std::vector<int64_t>& shape = args[0].shape();
-  int ndim = static_cast<int>(shape.size());
-  const auto& begin = attrs.GetInts("begin");
-  const auto& steps = attrs.GetInts("strides");
-  std::vector<int64_t> axes = attrs.GetInts("axes");
-  if (axes.empty()) {
-    axes.resize(begin.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  std::vector<int64_t> in_strides = RowStrides(shape), strides = in_strides;
+  std::vector<int64_t> in_strides = RowStrides(args[0].shape()), strides = in_strides;
   int64_t base = 0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int a = NormalizeAxis(axes[i], ndim);
-    int64_t step = steps.empty() ? 1 : steps[i];
-    int64_t first = begin[i] < 0 ? begin[i] + shape[a] : begin[i];  // clamped as type inference does
-    first = step > 0 ? std::min(std::max<int64_t>(first, 0), shape[a])
-                     : std::min(std::max<int64_t>(first, -1), shape[a] - 1);
-    if (result.shape[a] == 0) first = 0;
-    base += first * in_strides[a];
-    strides[a] = step * in_strides[a];
+  for (const SlicedAxis& s : SlicedAxes(args[0].shape(), attrs)) {
+    base += s.first * in_strides[s.axis];
+    strides[s.axis] = s.step * in_strides[s.axis];
   }
   return GatherStrided(args[0], result.shape, strides, base);
 }
