@@ -77,7 +77,7 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   GraphCodegenResult graph = GenerateGraph(fused, options.module_name);
   std::vector<SourceFile> sources;
   for (const OperatorFunction& f : graph.functions) {
-    sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(f.symbol, f.function)});
+    sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(LowerPrimitiveFunction(f.symbol, f.function))});
   }
   r.primitive_functions = static_cast<int>(graph.functions.size());
   for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;

@@ -18,6 +18,12 @@ size_t TensorType::NumBytes() const {
   return static_cast<size_t>(NumElements() * runtime::DTypeBytes(dtype));
 }
 
+std::vector<int64_t> RowStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
 Type Type::Tensor(std::vector<int64_t> shape, DLDataType dtype) {
   return Tensor(TensorType{std::move(shape), dtype});
 }

@@ -25,6 +25,9 @@ struct TensorType {
   bool operator!=(const TensorType& other) const { return !(*this == other); }
 };
 
+// Row-major strides (in elements) of a shape.
+std::vector<int64_t> RowStrides(const std::vector<int64_t>& shape);
+
 class Type {
  public:
   Type() = default;  // undefined

@@ -2,7 +2,7 @@
 // converter or pass names (OpRef) is registered, and no ONNX op type has two converters.
 #include <gtest/gtest.h>
 
-#include "backend/codegen/emitter.h"
+#include "backend/codegen/lowering.h"
 #include "frontend/onnx/converter.h"
 #include "ir/op.h"
 #include "runtime/error.h"
@@ -13,7 +13,7 @@ namespace {
 
 TEST(Consistency, EveryOpHasALowering) {
   for (const auto& [name, op] : ir::AllOps()) {
-    EXPECT_NE(backend::FindLowering(op), nullptr) << "op " << name << " has no lowering in backend/codegen/emitters.cc";
+    EXPECT_NE(backend::FindLowering(op), nullptr) << "op " << name << " has no lowering in backend/codegen/lowerings.cc";
   }
 }
 

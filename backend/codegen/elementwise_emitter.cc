@@ -1,8 +1,7 @@
-// Elementwise and broadcasting ops as loops over the output: one flat loop when every input has
-// the output's shape, otherwise nested loops with per-input strides (0 on broadcast dimensions).
-// A group of such ops with one output shape shares one loop, each element computed through the
-// whole group in registers.
-#include "backend/codegen/emitter.h"
+// An ElementwiseLoop step as a loop over its output shape: one flat loop when every buffer is
+// read as the output is laid out, otherwise nested loops with per-buffer strides (0 on broadcast
+// dimensions). Each element goes through every member in registers.
+#include "backend/codegen/lowering.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -18,7 +17,7 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
     strides[axis] = 1;
     return strides;
   }
-  std::vector<int64_t> in_strides = Strides(in);
+  std::vector<int64_t> in_strides = ir::RowStrides(in);
   size_t offset = out.size() - in.size();
   for (size_t d = 0; d < in.size(); ++d) {
     strides[offset + d] = (in[d] == 1 && out[offset + d] != 1) ? 0 : in_strides[d];
@@ -26,27 +25,27 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
   return strides;
 }
 
-// Loops over at least this many elements are split across threads: in rows of the last
-// dimension, or for a flat loop in chunks of kChunk elements.
-constexpr int64_t kParallelElements = 1 << 15;
+// A parallel flat loop is split in chunks of this many elements; a parallel nested loop in rows
+// of its last dimension.
 constexpr int64_t kChunk = 4096;
 
 // Opens `ParallelFor(tasks, body, context_)` with the body a captureless lambda over
 // [begin_, end_): the buffers the members read and write travel in an array of pointers and get
 // their names and types back inside.
-void OpenParallelLoop(CodeWriter& code, const std::vector<ElementwiseMember>& members, int64_t tasks) {
+void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan, int64_t tasks) {
   std::vector<std::pair<std::string, std::string>> buffers;  // (name, element type with const)
-  auto add = [&](const std::string& name, const std::string& type) {
+  auto add = [&](BufferId id, const std::string& constness) {
+    std::string name = BufferName(plan.buffers[id]);
     for (const auto& b : buffers) {
       if (b.first == name) return;
     }
-    buffers.emplace_back(name, type);
+    buffers.emplace_back(name, constness + CType(plan.buffers[id].type.dtype));
   };
-  for (const ElementwiseMember& member : members) {
-    for (size_t k = 0; k < member.inputs.size(); ++k) {
-      if (member.member_inputs[k] < 0) add(member.inputs[k], "const " + CType(member.input_types[k].dtype));
+  for (const ElementwiseLoop::Member& member : loop.members) {
+    for (const ElementwiseLoop::Operand& operand : member.operands) {
+      if (operand.member < 0) add(operand.buffer, "const ");
     }
-    if (!member.output.empty()) add(member.output, CType(member.output_type.dtype));
+    if (member.output) add(*member.output, "");
   }
   std::string list;
   for (const auto& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.first;
@@ -62,29 +61,31 @@ void OpenParallelLoop(CodeWriter& code, const std::vector<ElementwiseMember>& me
 
 }  // namespace
 
-void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>& members) {
-  const std::vector<int64_t>& shape = members.front().output_type.shape;
+void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan) {
+  const std::vector<ElementwiseLoop::Member>& members = loop.members;
+  const std::vector<int64_t>& shape = members.front().call->type().tensor().shape;
   int ndim = static_cast<int>(shape.size());
-  std::vector<int64_t> out_strides = Strides(shape);
+  std::vector<int64_t> out_strides = ir::RowStrides(shape);
   // Read strides of every buffer input; one flat loop when all are read as the output is laid out.
   std::vector<std::vector<std::vector<int64_t>>> strides(members.size());
   bool flat = true;
   for (size_t m = 0; m < members.size(); ++m) {
-    const ElementwiseMember& member = members[m];
-    runtime::CheckInternal(member.output_type.shape == shape, "elementwise group: member shapes differ");
+    const ElementwiseLoop::Member& member = members[m];
+    runtime::CheckInternal(member.call->type().tensor().shape == shape, "elementwise loop: member shapes differ");
     int param_axis = -1;
-    size_t first_param = member.inputs.size();
+    size_t first_param = member.operands.size();
     if (FindLowering(*member.call->op)->params_along_axis) {
       param_axis = static_cast<int>(member.call->attrs.GetInt("axis"));
       if (param_axis < 0) param_axis += ndim;
       first_param = 1;
     }
-    for (size_t k = 0; k < member.inputs.size(); ++k) {
-      if (member.member_inputs[k] >= 0) {
+    for (size_t k = 0; k < member.operands.size(); ++k) {
+      if (member.operands[k].member >= 0) {
         strides[m].push_back(out_strides);
         continue;
       }
-      strides[m].push_back(ReadStrides(member.input_types[k].shape, shape, k >= first_param ? param_axis : -1));
+      const ir::TensorType& read = plan.buffers[member.operands[k].buffer].type;
+      strides[m].push_back(ReadStrides(read.shape, shape, k >= first_param ? param_axis : -1));
       flat = flat && strides[m].back() == out_strides;
     }
   }
@@ -93,14 +94,16 @@ void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>
     std::string index;
     for (int d = 0; d < ndim; ++d) {
       if (s[d] == 0) continue;
-      index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(s[d]) + "LL";
+      index +=
+          (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(s[d]) + "LL";
     }
     return index.empty() ? std::string("0") : index;
   };
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
-  bool parallel = count >= kParallelElements;
-  if (parallel) OpenParallelLoop(code, members, flat || ndim == 0 ? (count + kChunk - 1) / kChunk : count / shape.back());
+  bool parallel = loop.parallel;
+  if (parallel)
+    OpenParallelLoop(code, loop, plan, flat || ndim == 0 ? (count + kChunk - 1) / kChunk : count / shape.back());
   if (flat || ndim == 0) {
     if (parallel) {
       code.Open("for (int64_t i = begin_ * " + std::to_string(kChunk) + "LL; i < std::min<int64_t>(end_ * " +
@@ -125,30 +128,28 @@ void EmitElementwiseGroup(CodeWriter& code, const std::vector<ElementwiseMember>
     }
   }
   for (size_t m = 0; m < members.size(); ++m) {
-    const ElementwiseMember& member = members[m];
+    const ElementwiseLoop::Member& member = members[m];
     std::vector<std::string> values;
-    for (size_t k = 0; k < member.inputs.size(); ++k) {
-      int source = member.member_inputs[k];
-      values.push_back(source >= 0 ? "v" + std::to_string(source) : member.inputs[k] + "[" + index_of(strides[m][k]) + "]");
+    for (size_t k = 0; k < member.operands.size(); ++k) {
+      const ElementwiseLoop::Operand& operand = member.operands[k];
+      values.push_back(operand.member >= 0
+                           ? "v" + std::to_string(operand.member)
+                           : BufferName(plan.buffers[operand.buffer]) + "[" + index_of(strides[m][k]) + "]");
     }
     ElementExpr element = FindLowering(*member.call->op)->element;
-    std::string expr = element(*member.call, values, CType(member.input_types[0].dtype));
-    const ir::TensorType& out = member.output_type;
+    std::string expr = element(*member.call, values, CType(member.call->args[0]->type().tensor().dtype));
+    const ir::TensorType& out = member.call->type().tensor();
     if (out.dtype.code == kDLUInt && out.dtype.bits == 1) expr = "(" + expr + ") != 0";  // bool is 0 or 1
     std::string to = CType(out.dtype);
     std::string value = "v" + std::to_string(m);
     code.Line("const " + to + " " + value + " = static_cast<" + to + ">(" + expr + ");");
-    if (!member.output.empty()) code.Line(member.output + "[" + index_of(out_strides) + "] = " + value + ";");
+    if (member.output) {
+      code.Line(BufferName(plan.buffers[*member.output]) + "[" + index_of(out_strides) + "] = " + value + ";");
+    }
   }
   int loops = flat || ndim == 0 ? 1 : parallel ? 2 : ndim;
   for (int d = 0; d < loops; ++d) code.Close();
   if (parallel) code.Close(", context_) != 0) return -1;");
-}
-
-void EmitElementwise(EmitContext& c) {
-  ElementwiseMember member{&c.call, std::vector<int>(c.inputs.size(), -1), c.inputs, c.input_types, c.outputs[0],
-                           c.output_types[0]};
-  EmitElementwiseGroup(c.code, {member});
 }
 
 }  // namespace kiln::backend

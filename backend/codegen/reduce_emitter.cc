@@ -1,8 +1,10 @@
 // Reductions as loops: over the kept dimensions outside, the reduced ones inside, accumulating
-// in double for floating point.
+// in double for floating point; and global average pooling.
+#include <algorithm>
 #include <limits>
 
 #include "backend/codegen/emitter.h"
+#include "ir/layout.h"
 
 namespace kiln::backend {
 
@@ -11,13 +13,14 @@ void EmitReduce(EmitContext& c) {
   const std::string& op = c.call.op->name;
   std::vector<bool> reduced(in.shape.size(), c.call.attrs.GetInts("axis").empty());
   for (int64_t axis : c.call.attrs.GetInts("axis")) reduced[axis < 0 ? axis + in.ndim() : axis] = true;
-  std::vector<int64_t> strides = Strides(in.shape);
+  std::vector<int64_t> strides = ir::RowStrides(in.shape);
   std::string t = CType(in.dtype);
   bool is_float = in.dtype.code == kDLFloat;
   std::string acc_type = is_float ? "double" : t;
-  std::string init = op == "sum" || op == "mean" ? "0" : op == "prod" ? "1"
-                     : op == "max" ? (is_float ? "-INFINITY" : "std::numeric_limits<" + t + ">::lowest()")
-                                   : (is_float ? "INFINITY" : "std::numeric_limits<" + t + ">::max()");
+  std::string init = op == "sum" || op == "mean" ? "0"
+                     : op == "prod"              ? "1"
+                     : op == "max"               ? (is_float ? "-INFINITY" : "std::numeric_limits<" + t + ">::lowest()")
+                                                 : (is_float ? "INFINITY" : "std::numeric_limits<" + t + ">::max()");
   int64_t count = 1;
   for (size_t d = 0; d < in.shape.size(); ++d) count *= reduced[d] ? in.shape[d] : 1;
 
@@ -38,7 +41,8 @@ void EmitReduce(EmitContext& c) {
   }
   std::string index;
   for (size_t d = 0; d < in.shape.size(); ++d) {
-    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(strides[d]) + "LL";
+    index +=
+        (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(strides[d]) + "LL";
   }
   std::string value = c.inputs[0] + "[" + (index.empty() ? "0" : index) + "]";
   if (op == "sum" || op == "mean") c.code.Line("acc += " + value + ";");
@@ -49,8 +53,26 @@ void EmitReduce(EmitContext& c) {
     if (reduced[d]) c.code.Close();
   }
   std::string result = op == "mean" ? "acc / " + std::to_string(count) + ".0" : "acc";
-  c.code.Line(c.outputs[0] + "[" + counter + "++] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + result + ");");
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + result +
+              ");");
   for (int k = 0; k < open; ++k) c.code.Close();
+}
+
+// Sums in double per channel; in NCHW[x]c the `block` channels of a plane side by side.
+void EmitGlobalAvgPool2D(EmitContext& c) {
+  const auto& data = c.input_types[0].shape;
+  int64_t block = std::max<int64_t>(1, ir::ChannelBlock(c.call.attrs.GetString("layout")));
+  int64_t planes = data[0] * data[1], size = data[2] * data[3];
+  std::string i = c.code.Fresh("plane");
+  c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(planes) + "; ++" + i + ")");
+  c.code.Line("double sum[" + IntLiteral(block) + "] = {};");
+  c.code.Open("for (int64_t j = 0; j < " + IntLiteral(size) + "; ++j)");
+  c.code.Line("for (int64_t k = 0; k < " + IntLiteral(block) + "; ++k) sum[k] += " + c.inputs[0] + "[(" + i + " * " +
+              IntLiteral(size) + " + j) * " + IntLiteral(block) + " + k];");
+  c.code.Close();
+  c.code.Line("for (int64_t k = 0; k < " + IntLiteral(block) + "; ++k) " + c.outputs[0] + "[" + i + " * " +
+              IntLiteral(block) + " + k] = static_cast<float>(sum[k] / " + IntLiteral(size) + ");");
+  c.code.Close();
 }
 
 }  // namespace kiln::backend

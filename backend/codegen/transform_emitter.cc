@@ -1,18 +1,17 @@
-// Data-movement ops: copies (reshape and friends), transpose, concatenate, strided slice,
-// take (gather), split and pad.
+// Data-movement ops as loops: transpose, concatenate, strided slice, take (gather), split, pad
+// and layout_transform.
 #include "backend/codegen/emitter.h"
+#include "ir/layout.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
 namespace {
 
-std::string I(int64_t v) { return std::to_string(v) + "LL"; }
-
 // Opens one loop per output dimension (i0, i1, ...); returns how many to close.
 int OpenLoops(CodeWriter& code, const std::vector<int64_t>& shape) {
   for (size_t d = 0; d < shape.size(); ++d) {
     std::string i = "i" + std::to_string(d);
-    code.Open("for (int64_t " + i + " = 0; " + i + " < " + I(shape[d]) + "; ++" + i + ")");
+    code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
   }
   return static_cast<int>(shape.size());
 }
@@ -21,14 +20,7 @@ void CloseLoops(CodeWriter& code, int count) {
   for (int k = 0; k < count; ++k) code.Close();
 }
 
-std::string Bytes(const ir::TensorType& t) { return I(static_cast<int64_t>(t.NumBytes())); }
-
 }  // namespace
-
-void EmitCopy(EmitContext& c) {
-  c.code.Line("if (static_cast<const void*>(" + c.outputs[0] + ") != static_cast<const void*>(" + c.inputs[0] +
-              ")) std::memcpy(" + c.outputs[0] + ", " + c.inputs[0] + ", " + Bytes(c.output_types[0]) + ");");
-}
 
 void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
@@ -36,14 +28,14 @@ void EmitTranspose(EmitContext& c) {
   if (axes.empty()) {
     for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) axes.push_back(d);
   }
-  std::vector<int64_t> in_strides = Strides(in);
+  std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::string counter = c.code.Fresh("o");
   c.code.Line("int64_t " + counter + " = 0;");
   int open = OpenLoops(c.code, c.output_types[0].shape);
   std::string index;
   for (size_t d = 0; d < axes.size(); ++d) {
     int64_t axis = axes[d] < 0 ? axes[d] + static_cast<int64_t>(in.size()) : axes[d];
-    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + I(in_strides[axis]);
+    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + IntLiteral(in_strides[axis]);
   }
   c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
   CloseLoops(c.code, open);
@@ -60,9 +52,9 @@ void EmitConcatenate(EmitContext& c) {
   int64_t offset = 0;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     int64_t block = c.input_types[k].shape[axis] * inner;
-    c.code.Line("for (int64_t j = 0; j < " + I(outer) + "; ++j) std::memcpy(" + c.outputs[0] + " + j * " +
-                I(out[axis] * inner) + " + " + I(offset) + ", " + c.inputs[k] + " + j * " + I(block) + ", " + I(block) +
-                " * " + elem + ");");
+    c.code.Line("for (int64_t j = 0; j < " + IntLiteral(outer) + "; ++j) std::memcpy(" + c.outputs[0] + " + j * " +
+                IntLiteral(out[axis] * inner) + " + " + IntLiteral(offset) + ", " + c.inputs[k] + " + j * " +
+                IntLiteral(block) + ", " + IntLiteral(block) + " * " + elem + ");");
     offset += block;
   }
 }
@@ -78,9 +70,9 @@ void EmitSplit(EmitContext& c) {
   int64_t offset = 0;
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     int64_t block = c.output_types[k].shape[axis] * inner;
-    c.code.Line("for (int64_t j = 0; j < " + I(outer) + "; ++j) std::memcpy(" + c.outputs[k] + " + j * " + I(block) +
-                ", " + c.inputs[0] + " + j * " + I(in[axis] * inner) + " + " + I(offset) + ", " + I(block) + " * " +
-                elem + ");");
+    c.code.Line("for (int64_t j = 0; j < " + IntLiteral(outer) + "; ++j) std::memcpy(" + c.outputs[k] + " + j * " +
+                IntLiteral(block) + ", " + c.inputs[0] + " + j * " + IntLiteral(in[axis] * inner) + " + " +
+                IntLiteral(offset) + ", " + IntLiteral(block) + " * " + elem + ");");
     offset += block;
   }
 }
@@ -103,14 +95,14 @@ void EmitStridedSlice(EmitContext& c) {
     start[a] = b;
     step[a] = s;
   }
-  std::vector<int64_t> in_strides = Strides(in);
+  std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::string counter = c.code.Fresh("o");
   c.code.Line("int64_t " + counter + " = 0;");
   int open = OpenLoops(c.code, c.output_types[0].shape);
   std::string index;
   for (size_t d = 0; d < in.size(); ++d) {
-    index += (index.empty() ? "" : " + ") + std::string("(") + I(start[d]) + " + i" + std::to_string(d) + " * " +
-             I(step[d]) + ") * " + I(in_strides[d]);
+    index += (index.empty() ? "" : " + ") + std::string("(") + IntLiteral(start[d]) + " + i" + std::to_string(d) +
+             " * " + IntLiteral(step[d]) + ") * " + IntLiteral(in_strides[d]);
   }
   c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
   CloseLoops(c.code, open);
@@ -125,14 +117,15 @@ void EmitTake(EmitContext& c) {
   for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
   int64_t count = c.input_types[1].NumElements(), n = data[axis];
   std::string elem = "sizeof(" + CType(c.input_types[0].dtype) + ")";
-  c.code.Open("for (int64_t j = 0; j < " + I(outer) + "; ++j)");
-  c.code.Open("for (int64_t k = 0; k < " + I(count) + "; ++k)");
+  c.code.Open("for (int64_t j = 0; j < " + IntLiteral(outer) + "; ++j)");
+  c.code.Open("for (int64_t k = 0; k < " + IntLiteral(count) + "; ++k)");
   c.code.Line("int64_t index = static_cast<int64_t>(" + c.inputs[1] + "[k]);");
-  c.code.Line("if (index < 0) index += " + I(n) + ";");
-  c.code.Line("if (index < 0 || index >= " + I(n) + ") return kiln::kernels::Fail(\"" + c.function +
+  c.code.Line("if (index < 0) index += " + IntLiteral(n) + ";");
+  c.code.Line("if (index < 0 || index >= " + IntLiteral(n) + ") return kiln::kernels::Fail(\"" + c.function +
               ": take: an index is out of range\");");
-  c.code.Line("std::memcpy(" + c.outputs[0] + " + (j * " + I(count) + " + k) * " + I(inner) + ", " + c.inputs[0] +
-              " + (j * " + I(n) + " + index) * " + I(inner) + ", " + I(inner) + " * " + elem + ");");
+  c.code.Line("std::memcpy(" + c.outputs[0] + " + (j * " + IntLiteral(count) + " + k) * " + IntLiteral(inner) + ", " +
+              c.inputs[0] + " + (j * " + IntLiteral(n) + " + index) * " + IntLiteral(inner) + ", " + IntLiteral(inner) +
+              " * " + elem + ");");
   c.code.Close();
   c.code.Close();
 }
@@ -141,7 +134,7 @@ void EmitPad(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   const auto& pad = c.call.attrs.GetInts("pad_width");
   const std::string& mode = c.call.attrs.GetString("pad_mode");
-  std::vector<int64_t> in_strides = Strides(in);
+  std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::string counter = c.code.Fresh("o");
   c.code.Line("int64_t " + counter + " = 0;");
   int open = OpenLoops(c.code, c.output_types[0].shape);
@@ -150,21 +143,69 @@ void EmitPad(EmitContext& c) {
   for (size_t d = 0; d < in.size(); ++d) {
     std::string i = "i" + std::to_string(d);
     std::string j = "j" + std::to_string(d);
-    c.code.Line("int64_t " + j + " = " + i + " - " + I(pad[2 * d]) + ";");
+    c.code.Line("int64_t " + j + " = " + i + " - " + IntLiteral(pad[2 * d]) + ";");
     if (mode == "constant") {
-      c.code.Line("inside = inside && " + j + " >= 0 && " + j + " < " + I(in[d]) + ";");
+      c.code.Line("inside = inside && " + j + " >= 0 && " + j + " < " + IntLiteral(in[d]) + ";");
     } else if (mode == "edge") {
-      c.code.Line(j + " = " + j + " < 0 ? 0 : (" + j + " >= " + I(in[d]) + " ? " + I(in[d] - 1) + " : " + j + ");");
+      c.code.Line(j + " = " + j + " < 0 ? 0 : (" + j + " >= " + IntLiteral(in[d]) + " ? " + IntLiteral(in[d] - 1) +
+                  " : " + j + ");");
     } else {  // reflect (without repeating the edge)
       c.code.Line("if (" + j + " < 0) " + j + " = -" + j + ";");
-      c.code.Line("if (" + j + " >= " + I(in[d]) + ") " + j + " = " + I(2 * (in[d] - 1)) + " - " + j + ";");
+      c.code.Line("if (" + j + " >= " + IntLiteral(in[d]) + ") " + j + " = " + IntLiteral(2 * (in[d] - 1)) + " - " + j +
+                  ";");
     }
-    c.code.Line("index += " + j + " * " + I(in_strides[d]) + ";");
+    c.code.Line("index += " + j + " * " + IntLiteral(in_strides[d]) + ";");
   }
   std::string t = CType(c.input_types[0].dtype);
   c.code.Line(c.outputs[0] + "[" + counter + "++] = inside ? " + c.inputs[0] + "[index] : " + t + "(" +
               FloatLiteral(c.call.attrs.GetFloat("pad_value")) + ");");
   CloseLoops(c.code, open);
+}
+
+// Loops over the destination; each source index from the primal coordinates.
+void EmitLayoutTransform(EmitContext& c) {
+  using ir::Layout;
+  Layout src = Layout::Parse(c.call.attrs.GetString("src_layout"));
+  Layout dst = Layout::Parse(c.call.attrs.GetString("dst_layout"));
+  const auto& dst_shape = c.output_types[0].shape;
+  std::vector<int64_t> src_strides = ir::RowStrides(c.input_types[0].shape);
+  // The primal coordinate of each axis letter, in destination loop indices.
+  auto coordinate = [&](char letter) {
+    std::string text;
+    for (int d = 0; d < dst.ndim(); ++d) {
+      const Layout::Axis& a = dst.axes()[d];
+      if (a.name == letter) {
+        int64_t block = dst.BlockOf(letter);
+        text = block == 0 ? "i" + std::to_string(d) : "i" + std::to_string(d) + " * " + IntLiteral(block);
+      }
+    }
+    for (int d = 0; d < dst.ndim(); ++d) {
+      const Layout::Axis& a = dst.axes()[d];
+      if (a.factor != 0 && a.name == static_cast<char>(letter - 'A' + 'a'))
+        text = "(" + text + " + i" + std::to_string(d) + ")";
+    }
+    return text;
+  };
+  std::string index;
+  for (int d = 0; d < src.ndim(); ++d) {
+    const Layout::Axis& a = src.axes()[d];
+    char letter = a.factor != 0 ? static_cast<char>(a.name - 'a' + 'A') : a.name;
+    int64_t block = a.factor != 0 ? a.factor : src.BlockOf(letter);
+    std::string term = coordinate(letter);
+    if (a.factor != 0)
+      term = "(" + term + " % " + IntLiteral(block) + ")";
+    else if (block != 0)
+      term = "(" + term + " / " + IntLiteral(block) + ")";
+    index += (index.empty() ? "" : " + ") + term + " * " + IntLiteral(src_strides[d]);
+  }
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  for (size_t d = 0; d < dst_shape.size(); ++d) {
+    std::string i = "i" + std::to_string(d);
+    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(dst_shape[d]) + "; ++" + i + ")");
+  }
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + index + "];");
+  for (size_t d = 0; d < dst_shape.size(); ++d) c.code.Close();
 }
 
 }  // namespace kiln::backend

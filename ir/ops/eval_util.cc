@@ -15,12 +15,6 @@ bool IsEvaluableDType(DLDataType d) {
   }
 }
 
-std::vector<int64_t> RowStrides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 namespace {
 
 template <typename T>

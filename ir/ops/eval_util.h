@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ir/type.h"
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 
@@ -66,8 +67,6 @@ T* DataOf(runtime::NDArray& a) {
   return static_cast<T*>(a.data());
 }
 
-// Row-major strides (in elements) of a shape.
-std::vector<int64_t> RowStrides(const std::vector<int64_t>& shape);
 // A tensor of `out_shape` whose element (i0, i1, ...) is src's element base + sum(i_d * strides[d]).
 runtime::NDArray GatherStrided(const runtime::NDArray& src, const std::vector<int64_t>& out_shape,
                                const std::vector<int64_t>& strides, int64_t base);

@@ -1,9 +1,7 @@
-// The table of op lowerings, one entry per op, and helpers the emitters share.
-#include <cmath>
-#include <cstdio>
+// The table of op lowerings, one entry per op.
 #include <unordered_map>
 
-#include "backend/codegen/emitter.h"
+#include "backend/codegen/lowering.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -23,20 +21,51 @@ struct Entry {
   Lowering lowering;
 };
 
-Lowering Elementwise(ElementExpr element, const char* epilogue_step = nullptr) {
-  return {EmitElementwise, element, false, epilogue_step};
+using Step = kernels::EpilogueStep;
+
+Lowering Elementwise(ElementExpr element, std::optional<Step::Op> epilogue_step = std::nullopt) {
+  Lowering lowering;
+  lowering.element = element;
+  lowering.epilogue_step = epilogue_step;
+  return lowering;
+}
+
+// An elementwise op whose arguments after the first lie along its `axis`.
+Lowering AlongAxis(ElementExpr element) {
+  Lowering lowering = Elementwise(element);
+  lowering.params_along_axis = true;
+  return lowering;
+}
+
+Lowering Kernel(KernelPlanner planner, EpilogueLength epilogue_length = nullptr) {
+  Lowering lowering;
+  lowering.kernel = planner;
+  lowering.epilogue_length = epilogue_length;
+  return lowering;
+}
+
+Lowering Loops(OpEmitter emit) {
+  Lowering lowering;
+  lowering.emit = emit;
+  return lowering;
+}
+
+Lowering Bytes() {
+  Lowering lowering;
+  lowering.copy = true;
+  return lowering;
 }
 
 const Entry kLowerings[] = {
-    {"add", Elementwise([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; }, "kAdd")},
-    {"subtract", Elementwise([](Call, Elements v, CType_) { return v[0] + " - " + v[1]; }, "kSubtract")},
-    {"multiply", Elementwise([](Call, Elements v, CType_) { return v[0] + " * " + v[1]; }, "kMultiply")},
+    {"add", Elementwise([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; }, Step::kAdd)},
+    {"subtract", Elementwise([](Call, Elements v, CType_) { return v[0] + " - " + v[1]; }, Step::kSubtract)},
+    {"multiply", Elementwise([](Call, Elements v, CType_) { return v[0] + " * " + v[1]; }, Step::kMultiply)},
     {"divide", Elementwise([](Call, Elements v, CType_) { return v[0] + " / " + v[1]; })},
     {"power", Elementwise([](Call, Elements v, CType_) { return "std::pow(" + v[0] + ", " + v[1] + ")"; })},
     {"maximum", Elementwise([](Call, Elements v, CType_ t) { return "std::max<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
-                            "kMaximum")},
+                            Step::kMaximum)},
     {"minimum", Elementwise([](Call, Elements v, CType_ t) { return "std::min<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
-                            "kMinimum")},
+                            Step::kMinimum)},
     {"equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " == " + v[1]; })},
     {"less", Elementwise([](Call, Elements v, CType_) { return v[0] + " < " + v[1]; })},
     {"greater", Elementwise([](Call, Elements v, CType_) { return v[0] + " > " + v[1]; })},
@@ -44,7 +73,7 @@ const Entry kLowerings[] = {
     {"greater_equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " >= " + v[1]; })},
     {"where", Elementwise([](Call, Elements v, CType_) { return v[0] + " ? " + v[1] + " : " + v[2]; })},
     {"nn.relu", Elementwise([](Call, Elements v, CType_ t) { return v[0] + " > 0 ? " + v[0] + " : " + t + "(0)"; },
-                            "kRelu")},
+                            Step::kRelu)},
     {"negative", Elementwise([](Call, Elements v, CType_) { return "-" + v[0]; })},
     {"abs", Elementwise([](Call, Elements v, CType_) { return Unary("std::abs", v[0]); })},
     {"sigmoid",
@@ -68,40 +97,40 @@ const Entry kLowerings[] = {
        std::string lo = t + "(" + FloatLiteral(call.attrs.GetFloat("a_min")) + ")";
        std::string hi = t + "(" + FloatLiteral(call.attrs.GetFloat("a_max")) + ")";
        return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + lo + "), " + hi + ")";
-     }, "kClip")},
+     }, Step::kClip)},
     {"cast", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
     {"broadcast_to", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
-    {"nn.bias_add", {EmitElementwise, [](Call, Elements v, CType_) { return v[0] + " + " + v[1]; }, true}},
+    {"nn.bias_add", AlongAxis([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; })},
     // (x - mean) / sqrt(var + eps) * gamma + beta
-    {"nn.batch_norm", {EmitElementwise, [](Call call, Elements v, CType_ t) {
+    {"nn.batch_norm", AlongAxis([](Call call, Elements v, CType_ t) {
        return "(" + v[0] + " - " + v[3] + ") / std::sqrt(" + v[4] + " + " + t + "(" +
               FloatLiteral(call.attrs.GetFloat("epsilon")) + ")) * " + v[1] + " + " + v[2];
-     }, true}},
-    {"copy", {EmitCopy}},
-    {"nn.dropout", {EmitCopy}},
-    {"reshape", {EmitCopy}},
-    {"squeeze", {EmitCopy}},
-    {"expand_dims", {EmitCopy}},
-    {"sum", {EmitReduce}},
-    {"mean", {EmitReduce}},
-    {"max", {EmitReduce}},
-    {"min", {EmitReduce}},
-    {"prod", {EmitReduce}},
-    {"nn.conv2d", {EmitConv2D}},
-    {"nn.dense", {EmitDense}},
-    {"nn.batch_matmul", {EmitBatchMatmul}},
-    {"nn.max_pool2d", {EmitPool2D}},
-    {"nn.avg_pool2d", {EmitPool2D}},
-    {"nn.global_avg_pool2d", {EmitGlobalAvgPool2D}},
-    {"nn.softmax", {EmitSoftmax}},
-    {"nn.layer_norm", {EmitLayerNorm}},
-    {"transpose", {EmitTranspose}},
-    {"concatenate", {EmitConcatenate}},
-    {"strided_slice", {EmitStridedSlice}},
-    {"take", {EmitTake}},
-    {"split", {EmitSplit}},
-    {"nn.pad", {EmitPad}},
-    {"layout_transform", {EmitLayoutTransform}},
+     })},
+    {"copy", Bytes()},
+    {"nn.dropout", Bytes()},
+    {"reshape", Bytes()},
+    {"squeeze", Bytes()},
+    {"expand_dims", Bytes()},
+    {"sum", Loops(EmitReduce)},
+    {"mean", Loops(EmitReduce)},
+    {"max", Loops(EmitReduce)},
+    {"min", Loops(EmitReduce)},
+    {"prod", Loops(EmitReduce)},
+    {"nn.conv2d", Kernel(PlanConv2D, Conv2DEpilogueLength)},
+    {"nn.dense", Kernel(PlanDense)},
+    {"nn.batch_matmul", Kernel(PlanBatchMatmul)},
+    {"nn.max_pool2d", Kernel(PlanPool2D)},
+    {"nn.avg_pool2d", Kernel(PlanPool2D)},
+    {"nn.global_avg_pool2d", Loops(EmitGlobalAvgPool2D)},
+    {"nn.softmax", Kernel(PlanSoftmax)},
+    {"nn.layer_norm", Kernel(PlanLayerNorm)},
+    {"transpose", Loops(EmitTranspose)},
+    {"concatenate", Loops(EmitConcatenate)},
+    {"strided_slice", Loops(EmitStridedSlice)},
+    {"take", Loops(EmitTake)},
+    {"split", Loops(EmitSplit)},
+    {"nn.pad", Loops(EmitPad)},
+    {"layout_transform", Loops(EmitLayoutTransform)},
 };
 
 }  // namespace
@@ -119,42 +148,6 @@ const Lowering* FindLowering(const ir::OpDef& op) {
   }();
   auto it = table.find(&op);
   return it == table.end() ? nullptr : &it->second;
-}
-
-std::string CType(DLDataType dtype) {
-  if (dtype.lanes == 1) {
-    if (dtype.code == kDLFloat && dtype.bits == 32) return "float";
-    if (dtype.code == kDLFloat && dtype.bits == 64) return "double";
-    if (dtype.code == kDLInt && dtype.bits == 64) return "int64_t";
-    if (dtype.code == kDLInt && dtype.bits == 32) return "int32_t";
-    if (dtype.code == kDLInt && dtype.bits == 16) return "int16_t";
-    if (dtype.code == kDLInt && dtype.bits == 8) return "int8_t";
-    if (dtype.code == kDLUInt && dtype.bits == 8) return "uint8_t";
-    if (dtype.code == kDLUInt && dtype.bits == 1) return "uint8_t";
-  }
-  runtime::Fail("dtype ", runtime::DTypeToString(dtype), " is not supported by the host code generator");
-}
-
-std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
-
-std::string IntList(const std::vector<int64_t>& values) {
-  std::string text = "{";
-  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? ", " : "") + std::to_string(values[i]) + "LL";
-  return text + "}";
-}
-
-std::string FloatLiteral(double value) {
-  if (std::isinf(value)) return value > 0 ? "INFINITY" : "-INFINITY";
-  if (std::isnan(value)) return "NAN";
-  char buffer[48];
-  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
-  std::string text = buffer;
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
 }
 
 }  // namespace kiln::backend

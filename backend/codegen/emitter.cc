@@ -1,0 +1,48 @@
+// Helpers the plan printer and the emitters share.
+#include "backend/codegen/emitter.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/error.h"
+
+namespace kiln::backend {
+
+std::string BufferName(const PlanBuffer& buffer) {
+  const char* prefix = buffer.kind == PlanBuffer::kParam ? "p" : buffer.kind == PlanBuffer::kOutput ? "out" : "t";
+  return prefix + std::to_string(buffer.index);
+}
+
+std::string CType(DLDataType dtype) {
+  if (dtype.lanes == 1) {
+    if (dtype.code == kDLFloat && dtype.bits == 32) return "float";
+    if (dtype.code == kDLFloat && dtype.bits == 64) return "double";
+    if (dtype.code == kDLInt && dtype.bits == 64) return "int64_t";
+    if (dtype.code == kDLInt && dtype.bits == 32) return "int32_t";
+    if (dtype.code == kDLInt && dtype.bits == 16) return "int16_t";
+    if (dtype.code == kDLInt && dtype.bits == 8) return "int8_t";
+    if (dtype.code == kDLUInt && dtype.bits == 8) return "uint8_t";
+    if (dtype.code == kDLUInt && dtype.bits == 1) return "uint8_t";
+  }
+  runtime::Fail("dtype ", runtime::DTypeToString(dtype), " is not supported by the host code generator");
+}
+
+std::string IntLiteral(int64_t value) { return std::to_string(value) + "LL"; }
+
+std::string IntList(const std::vector<int64_t>& values) {
+  std::string text = "{";
+  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? ", " : "") + IntLiteral(values[i]);
+  return text + "}";
+}
+
+std::string FloatLiteral(double value) {
+  if (std::isinf(value)) return value > 0 ? "INFINITY" : "-INFINITY";
+  if (std::isnan(value)) return "NAN";
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
+  std::string text = buffer;
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,164 @@
+// Dense, batched matmul, pooling, softmax and layer norm as calls of the kernel library: which
+// kernel, and its parameters from the call's shapes and attributes.
+#include <algorithm>
+
+#include "backend/codegen/lowering.h"
+#include "ir/layout.h"
+#include "runtime/error.h"
+
+namespace kiln::backend {
+namespace {
+
+const ir::OpRef kAvgPool2D("nn.avg_pool2d");
+
+// The axis attribute of `call`, counted from the front of a tensor of `ndim` dimensions.
+int AxisOf(const ir::CallNode& call, int ndim) {
+  int axis = static_cast<int>(call.attrs.GetInt("axis"));
+  return axis < 0 ? axis + ndim : axis;
+}
+
+}  // namespace
+
+void RequireFloat32(const KernelOperands& o) {
+  for (const ir::TensorType& t : o.input_types) {
+    runtime::Check(t.dtype == runtime::kFloat32, o.call.op->name, " on ", runtime::DTypeToString(t.dtype),
+                   " is not supported by the host code generator (float32 only)");
+  }
+}
+
+// The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n").
+KernelCall PlanDense(const KernelOperands& o) {
+  RequireFloat32(o);
+  const std::string& layout = o.call.attrs.GetString("weight_layout");
+  int64_t k = o.input_types[0].shape.back(), n = o.output_types[0].shape.back();
+  int64_t m = o.input_types[0].NumElements() / k;
+  KernelCall call;
+  if (layout == "NK16n") {
+    call.kernel = "GemmPacked";
+    call.args = {Int("m", m),
+                 Int("n", n),
+                 Int("k", k),
+                 Buffer("a", o.inputs[0]),
+                 Int("lda", k),
+                 Buffer("b_packed", o.inputs[1]),
+                 Buffer("c", o.outputs[0]),
+                 Int("ldc", n)};
+    return call;
+  }
+  runtime::Check(layout == "NK", "nn.dense with weight layout ", layout,
+                 " is not supported by the host code generator (NK or NK16n)");
+  call.kernel = "Gemm";
+  call.args = {Int("m", m),
+               Int("n", n),
+               Int("k", k),
+               Buffer("a", o.inputs[0]),
+               Int("lda", k),
+               Flag("a_transposed", false),
+               Buffer("b", o.inputs[1]),
+               Int("ldb", k),
+               Flag("b_transposed", true),
+               Buffer("c", o.outputs[0]),
+               Int("ldc", n)};
+  return call;
+}
+
+KernelCall PlanBatchMatmul(const KernelOperands& o) {
+  RequireFloat32(o);
+  const auto& a = o.input_types[0].shape;
+  const auto& b = o.input_types[1].shape;
+  bool ta = o.call.attrs.GetInt("transpose_a") != 0, tb = o.call.attrs.GetInt("transpose_b") != 0;
+  int64_t m = ta ? a[2] : a[1], k = ta ? a[1] : a[2], n = tb ? b[1] : b[2];
+  KernelCall call;
+  call.kernel = "BatchGemm";
+  call.args = {Int("batch", o.output_types[0].shape[0]),
+               Int("m", m),
+               Int("n", n),
+               Int("k", k),
+               Buffer("a", o.inputs[0]),
+               Int("lda", a[2]),
+               Int("a_stride", a[0] == 1 ? 0 : a[1] * a[2]),
+               Flag("a_transposed", ta),
+               Buffer("b", o.inputs[1]),
+               Int("ldb", b[2]),
+               Int("b_stride", b[0] == 1 ? 0 : b[1] * b[2]),
+               Flag("b_transposed", tb),
+               Buffer("c", o.outputs[0]),
+               Int("ldc", n),
+               Int("c_stride", m * n)};
+  return call;
+}
+
+// NCHW, or NCHW[x]c with the planes of a channel block pooled together.
+KernelCall PlanPool2D(const KernelOperands& o) {
+  RequireFloat32(o);
+  const ir::Attrs& attrs = o.call.attrs;
+  int64_t block = ir::ChannelBlock(attrs.GetString("layout"));
+  const auto& data = o.input_types[0].shape;
+  const auto& out = o.output_types[0].shape;
+  const auto& pool = attrs.GetInts("pool_size");
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  bool average = kAvgPool2D.Is(o.call.op);
+  KernelCall call;
+  call.kernel = std::string(average ? "AvgPool2D" : "MaxPool2D") + (block == 0 ? "" : "NCHWc");
+  call.params_type = "Pool2DParams";
+  call.params = {Int("batch_channels", data[0] * data[1]),
+                 Int("in_height", data[2]),
+                 Int("in_width", data[3]),
+                 Int("out_height", out[2]),
+                 Int("out_width", out[3]),
+                 Int("pool_h", pool[0]),
+                 Int("pool_w", pool[1]),
+                 Int("stride_h", strides[0]),
+                 Int("stride_w", strides[1]),
+                 Int("dilation_h", dilation[0]),
+                 Int("dilation_w", dilation[1]),
+                 Int("pad_top", padding[0]),
+                 Int("pad_left", padding[1]),
+                 Int("pad_bottom", padding[2]),
+                 Int("pad_right", padding[3]),
+                 Flag("count_include_pad", average && attrs.GetInt("count_include_pad") != 0)};
+  if (block != 0) call.args.push_back(Int("block", block));
+  call.args.push_back(Buffer("data", o.inputs[0]));
+  call.args.push_back(Buffer("out", o.outputs[0]));
+  call.returns_status = false;
+  return call;
+}
+
+KernelCall PlanSoftmax(const KernelOperands& o) {
+  RequireFloat32(o);
+  const auto& shape = o.input_types[0].shape;
+  int axis = AxisOf(o.call, static_cast<int>(shape.size()));
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  KernelCall call;
+  call.kernel = "Softmax";
+  call.args = {Int("outer", outer), Int("axis_size", shape[axis]), Int("inner", inner), Buffer("data", o.inputs[0]),
+               Buffer("out", o.outputs[0])};
+  call.returns_status = false;
+  return call;
+}
+
+KernelCall PlanLayerNorm(const KernelOperands& o) {
+  RequireFloat32(o);
+  const auto& shape = o.input_types[0].shape;
+  int axis = AxisOf(o.call, static_cast<int>(shape.size()));
+  runtime::Check(axis == static_cast<int>(shape.size()) - 1, "nn.layer_norm over axis ", axis,
+                 " (not the last) is not supported by the host code generator");
+  int64_t size = shape.back(), rows = o.input_types[0].NumElements() / std::max<int64_t>(size, 1);
+  KernelCall call;
+  call.kernel = "LayerNorm";
+  call.args = {Int("rows", rows),
+               Int("size", size),
+               Float("epsilon", static_cast<float>(o.call.attrs.GetFloat("epsilon"))),
+               Buffer("data", o.inputs[0]),
+               Buffer("gamma", o.inputs[1]),
+               Buffer("beta", o.inputs[2]),
+               Buffer("out", o.outputs[0])};
+  call.returns_status = false;
+  return call;
+}
+
+}  // namespace kiln::backend

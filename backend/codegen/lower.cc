@@ -1,0 +1,298 @@
+// Lowering a primitive function to its plan: buffers for the values that need one, and a step per
+// op or group of ops, in the function's order. Ops after a kernel that the kernel applies as its
+// epilogue join its step; runs of elementwise ops of one shape share a loop.
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "backend/codegen/lowering.h"
+#include "runtime/error.h"
+#include "transform/pattern.h"
+
+namespace kiln::backend {
+
+using namespace ir;
+
+namespace {
+
+// Elementwise loops over at least this many elements are split across threads.
+constexpr int64_t kParallelElements = 1 << 15;
+
+// One tensor a function returns: result `index` of value `value`.
+struct OutputRef {
+  Expr value;
+  size_t index;
+};
+
+// The tensors a function returns, in output order (a tuple's fields, a tuple-valued call's
+// results, or the single tensor).
+std::vector<OutputRef> OutputsOf(const Expr& body) {
+  std::vector<OutputRef> outputs;
+  auto add = [&](const Expr& e) {
+    if (const auto* item = e->As<TupleGetItemNode>()) {
+      outputs.push_back({item->tuple, static_cast<size_t>(item->index)});
+    } else if (e->type().is_tuple()) {
+      for (size_t r = 0; r < e->type().fields().size(); ++r) outputs.push_back({e, r});
+    } else {
+      outputs.push_back({e, 0});
+    }
+  };
+  if (const auto* tuple = body->As<TupleNode>()) {
+    for (const Expr& field : tuple->fields) add(field);
+  } else {
+    add(body);
+  }
+  return outputs;
+}
+
+std::vector<TensorType> ResultTypes(const Expr& e) {
+  if (!e->type().is_tuple()) return {e->type().tensor()};
+  std::vector<TensorType> types;
+  for (const Type& t : e->type().fields()) types.push_back(t.tensor());
+  return types;
+}
+
+const OpRef kMultiply("multiply");
+const OpRef kSigmoid("sigmoid");
+
+// Lowers one function; the state of the walk over its values in order.
+class Lowerer {
+ public:
+  Lowerer(const std::string& symbol, const FunctionNode& f) : f_(f) { plan_.symbol = symbol; }
+
+  Plan Run() {
+    std::vector<OutputRef> outputs = OutputsOf(f_.body);
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      values_[f_.params[i].get()] = {Add(PlanBuffer::kParam, f_.params[i]->type().tensor())};
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const Type& t = outputs[k].value->type();
+      BufferId id = Add(PlanBuffer::kOutput, t.is_tuple() ? t.fields()[outputs[k].index].tensor() : t.tensor());
+      output_slots_.emplace(std::make_pair(outputs[k].value.get(), outputs[k].index), id);  // the first one wins
+      returned_.insert(outputs[k].value.get());
+    }
+    order_ = PostOrder(f_.body);
+    for (const Expr& e : order_) {
+      for (const Expr& input : Inputs(e)) readers_[input.get()].push_back(e);
+    }
+    for (size_t position = 0; position < order_.size(); ++position) {
+      const Expr& e = order_[position];
+      if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kTuple || fused_.count(e.get()) != 0) continue;
+      if (const auto* item = e->As<TupleGetItemNode>()) {
+        values_[e.get()] = {values_.at(item->tuple.get()).at(item->index)};
+        continue;
+      }
+      const auto* call = e->As<CallNode>();
+      runtime::CheckInternal(call != nullptr && call->op != nullptr, "lowering ", plan_.symbol,
+                             ": it holds something other than op calls (constants must be parameters)");
+      const Lowering* lowering = FindLowering(*call->op);
+      runtime::CheckInternal(lowering != nullptr, "op ", call->op->name, " has no lowering");
+      if (lowering->element != nullptr) {
+        position = LowerElementwiseRun(position) - 1;
+      } else if (lowering->kernel != nullptr) {
+        LowerKernelCall(e, *lowering);
+      } else {
+        std::vector<BufferId> inputs = ArgumentBuffers(*call);
+        std::vector<BufferId> results = AllocateResults(e, e);
+        if (lowering->copy) {
+          plan_.steps.push_back(Copy{inputs.at(0), results.at(0)});
+        } else {
+          plan_.steps.push_back(LoopOp{call, inputs, results});
+        }
+      }
+    }
+    // Outputs not computed in place (parameters returned as they are, a value returned twice,
+    // tuple items): copy them.
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      BufferId from = values_.at(outputs[k].value.get()).at(outputs[k].index);
+      BufferId to = plan_.Output(static_cast<int>(k));
+      if (from != to) plan_.steps.push_back(Copy{from, to});
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  BufferId Add(PlanBuffer::Kind kind, const TensorType& type) {
+    plan_.buffers.push_back({kind, plan_.NumOf(kind), type});
+    return static_cast<BufferId>(plan_.buffers.size() - 1);
+  }
+
+  // The buffer of result `result` of `value`: the output it is returned as, or new workspace.
+  BufferId Allocate(const Expr& value, size_t result, const TensorType& type) {
+    auto slot = output_slots_.find(std::make_pair(value.get(), result));
+    return slot != output_slots_.end() ? slot->second : Add(PlanBuffer::kWorkspace, type);
+  }
+
+  // Buffers for the results of `op`, which `value` (op itself, or the last op of its epilogue) stands for.
+  std::vector<BufferId> AllocateResults(const Expr& op, const Expr& value) {
+    std::vector<BufferId> results;
+    std::vector<TensorType> types = ResultTypes(op);
+    for (size_t r = 0; r < types.size(); ++r) results.push_back(Allocate(value, r, types[r]));
+    values_[value.get()] = results;
+    values_[op.get()] = results;
+    return results;
+  }
+
+  std::vector<BufferId> ArgumentBuffers(const CallNode& call) const {
+    std::vector<BufferId> buffers;
+    for (const Expr& arg : call.args) buffers.push_back(values_.at(arg.get()).at(0));
+    return buffers;
+  }
+
+  void LowerKernelCall(const Expr& e, const Lowering& lowering) {
+    const auto& call = *e->As<CallNode>();
+    KernelOperands operands{call, ArgumentBuffers(call), {}, {}, {}, {}};
+    for (BufferId b : operands.inputs) operands.input_types.push_back(plan_.buffers[b].type);
+    // Ops the kernel applies as its epilogue: the result is that of the last of them.
+    std::vector<Expr> chain;
+    if (lowering.epilogue_length != nullptr) {
+      std::vector<std::vector<Expr>> links = EpilogueChain(e, &operands.epilogue);
+      operands.epilogue.resize(links.empty() ? 0
+                                             : lowering.epilogue_length(call, operands.input_types, operands.epilogue));
+      links.resize(operands.epilogue.size());
+      for (const std::vector<Expr>& link : links) chain.insert(chain.end(), link.begin(), link.end());
+    }
+    Expr result = chain.empty() ? e : chain.back();
+    operands.outputs = AllocateResults(e, result);
+    for (BufferId b : operands.outputs) operands.output_types.push_back(plan_.buffers[b].type);
+    for (const Expr& member : chain) {
+      fused_.insert(member.get());
+      values_[member.get()] = operands.outputs;
+    }
+    plan_.steps.push_back(lowering.kernel(operands));
+  }
+
+  // The value x * sigmoid(x) when `x`'s readers are exactly that sigmoid (read only there) and
+  // that multiply; null otherwise.
+  const CallNode* SwishOf(const Expr& x, Expr* sigmoid, Expr* multiply) const {
+    static const transform::Pattern value = transform::Wildcard();
+    static const transform::Pattern sigmoid_of_value = transform::IsOp(kSigmoid, {value});
+    static const transform::Pattern swish = transform::IsOp(kMultiply, {value, sigmoid_of_value}).Commutative();
+    auto it = readers_.find(x.get());
+    if (it == readers_.end() || it->second.size() != 2) return nullptr;
+    for (const Expr& reader : it->second) {
+      std::optional<transform::Match> match = transform::MatchPattern(swish, reader);
+      if (!match || (*match)[value] != x) continue;
+      Expr sig = (*match)[sigmoid_of_value];
+      auto sig_readers = readers_.find(sig.get());
+      if (sig_readers == readers_.end() || sig_readers->second.size() != 1 || returned_.count(sig.get()) != 0) continue;
+      *sigmoid = sig;
+      *multiply = reader;
+      return reader->As<CallNode>();
+    }
+    return nullptr;
+  }
+
+  // The ops that read `anchor`'s result one after another, each the only reader of the one
+  // before and none returned before the last, whose other operands are parameters (so they can
+  // move up to the anchor), as links: the ops one FusedOp (in `ops`) stands for, its result
+  // last. A link is one op, or the sigmoid and multiply of x * sigmoid(x).
+  std::vector<std::vector<Expr>> EpilogueChain(const Expr& anchor, std::vector<FusedOp>* ops) const {
+    std::vector<std::vector<Expr>> links;
+    Expr current = anchor;
+    while (returned_.count(current.get()) == 0 && current->type().is_tensor()) {
+      Expr sigmoid, multiply;
+      if (const CallNode* swish = SwishOf(current, &sigmoid, &multiply)) {
+        ops->push_back(FusedOp{swish, std::nullopt, {}, false, true});
+        links.push_back({sigmoid, multiply});
+        current = multiply;
+        continue;
+      }
+      auto it = readers_.find(current.get());
+      if (it == readers_.end() || it->second.size() != 1) break;
+      const Expr& next = it->second[0];
+      const auto* call = next->As<CallNode>();
+      if (call == nullptr || call->op == nullptr || call->args.size() > 2) break;
+      FusedOp op{call, std::nullopt, {}, false, false};
+      bool ok = true;
+      for (size_t i = 0; i < call->args.size() && ok; ++i) {
+        if (call->args[i] == current) continue;
+        ok = call->args[i]->kind() == ExprKind::kVar && !op.operand;
+        if (!ok) break;
+        BufferId b = values_.at(call->args[i].get()).at(0);
+        op = FusedOp{call, b, plan_.buffers[b].type, i == 0, false};
+      }
+      if (!ok) break;
+      ops->push_back(op);
+      links.push_back({next});
+      current = next;
+    }
+    return links;
+  }
+
+  // Lowers the run of elementwise ops that starts at order_[begin] as one loop: the ops that
+  // follow it in order while each is elementwise, has the first one's output shape, is not in an
+  // earlier kernel's epilogue, and reads only values computed before the run or in it. A member
+  // gets a buffer only when something outside the run reads it or the function returns it.
+  // Returns the position after the run.
+  size_t LowerElementwiseRun(size_t begin) {
+    const TensorType& shape_type = order_[begin]->type().tensor();
+    std::unordered_map<const ExprNode*, int> members;
+    ElementwiseLoop loop;
+    size_t end = begin;
+    for (; end < order_.size(); ++end) {
+      const Expr& e = order_[end];
+      if (e->kind() == ExprKind::kVar) continue;  // parameters have their buffers
+      const auto* call = e->As<CallNode>();
+      if (call == nullptr || call->op == nullptr || FindLowering(*call->op)->element == nullptr) break;
+      if (fused_.count(e.get()) != 0) break;  // computed in an earlier kernel's epilogue
+      if (!e->type().is_tensor() || e->type().tensor().shape != shape_type.shape) break;
+      bool ready = true;
+      for (const Expr& arg : call->args)
+        ready = ready && (members.count(arg.get()) != 0 || values_.count(arg.get()) != 0);
+      if (!ready) break;
+      ElementwiseLoop::Member member{call, {}, std::nullopt};
+      for (const Expr& arg : call->args) {
+        auto inside = members.find(arg.get());
+        member.operands.push_back(inside != members.end() ? ElementwiseLoop::Operand{inside->second, -1}
+                                                          : ElementwiseLoop::Operand{-1, values_.at(arg.get()).at(0)});
+      }
+      members[e.get()] = static_cast<int>(loop.members.size());
+      loop.members.push_back(std::move(member));
+    }
+    // Buffers for the members read outside the loop or returned.
+    for (size_t position = begin; position < end; ++position) {
+      const Expr& e = order_[position];
+      auto member = members.find(e.get());
+      if (member == members.end()) continue;
+      bool needed = returned_.count(e.get()) != 0;
+      auto it = readers_.find(e.get());
+      if (it != readers_.end()) {
+        for (const Expr& reader : it->second) needed = needed || members.count(reader.get()) == 0;
+      }
+      if (needed) {
+        BufferId b = Allocate(e, 0, e->type().tensor());
+        loop.members[member->second].output = b;
+        values_[e.get()] = {b};
+      }
+    }
+    loop.parallel = shape_type.NumElements() >= kParallelElements;
+    plan_.steps.push_back(std::move(loop));
+    return end;
+  }
+
+  const FunctionNode& f_;
+  Plan plan_;
+  std::vector<Expr> order_;
+  std::unordered_map<const ExprNode*, std::vector<BufferId>> values_;    // per value: its tensors' buffers
+  std::map<std::pair<const ExprNode*, size_t>, BufferId> output_slots_;  // (value, result) -> output
+  std::unordered_map<const ExprNode*, std::vector<Expr>> readers_;       // within the function
+  std::set<const ExprNode*> returned_;
+  std::set<const ExprNode*> fused_;  // ops computed in the epilogue of an earlier kernel
+};
+
+}  // namespace
+
+int Plan::NumOf(PlanBuffer::Kind kind) const {
+  int count = 0;
+  for (const PlanBuffer& b : buffers) count += b.kind == kind ? 1 : 0;
+  return count;
+}
+
+Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive) {
+  const auto* f = primitive->As<FunctionNode>();
+  runtime::CheckInternal(f != nullptr, "lowering: ", symbol, " is not a function");
+  return Lowerer(symbol, *f).Run();
+}
+
+}  // namespace kiln::backend

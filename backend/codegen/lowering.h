@@ -1,0 +1,80 @@
+// How the host code generator lowers each op: one entry per op (lowerings.cc), keyed by the op,
+// saying whether a kernel call, an elementwise loop, loops of its own or a copy computes it.
+// Kernel planners choose the kernel and fill its parameters; lower.cc asks them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/codegen/emitter.h"
+#include "backend/codegen/plan.h"
+#include "ir/expr.h"
+
+namespace kiln::backend {
+
+// An op that reads a kernel's result, a candidate for the kernel's epilogue: `call` reads the
+// result once and, for a binary op, one other operand; or, for `swish`, `call` is the multiply of
+// result * sigmoid(result).
+struct FusedOp {
+  const ir::CallNode* call;
+  std::optional<BufferId> operand;  // absent for a unary op
+  ir::TensorType operand_type;
+  bool operand_first = false;  // the other operand is the first argument (x - result)
+  bool swish = false;
+};
+
+// What a kernel planner is given: the call, the buffers of its arguments and results, and the
+// ops it applies as its epilogue (as many as its `epilogue_length` accepted).
+struct KernelOperands {
+  const ir::CallNode& call;
+  std::vector<BufferId> inputs;
+  std::vector<ir::TensorType> input_types;
+  std::vector<BufferId> outputs;
+  std::vector<ir::TensorType> output_types;
+  std::vector<FusedOp> epilogue;
+};
+
+using KernelPlanner = KernelCall (*)(const KernelOperands& operands);
+// How many ops at the start of `chain` the kernel computing `anchor` (with arguments of types
+// `anchor_inputs`) applies as its epilogue. `chain` holds the ops that read the anchor's result
+// one after another, each the only reader of the one before, whose other operands are parameters.
+using EpilogueLength = size_t (*)(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
+                                  const std::vector<FusedOp>& chain);
+
+// Exactly one of kernel, emit, element and copy is set.
+struct Lowering {
+  KernelPlanner kernel = nullptr;            // computed by a call of the kernel library
+  EpilogueLength epilogue_length = nullptr;  // with kernel: the kernel applies ops after it
+  OpEmitter emit = nullptr;                  // written as loops of its own
+  ElementExpr element = nullptr;             // elementwise: one element, so runs of them share one loop
+  // Elementwise ops whose arguments after the first are 1-D and lie along the `axis` attribute.
+  bool params_along_axis = false;
+  // The step a kernel's epilogue applies when the op follows the kernel; absent when none can.
+  std::optional<kernels::EpilogueStep::Op> epilogue_step;
+  bool copy = false;  // the result is the bytes of the first argument (reshape and its kind)
+};
+
+// Null when the host code generator has no lowering for the op.
+const Lowering* FindLowering(const ir::OpDef& op);
+
+// Kernel arguments, as planners write them.
+inline KernelArg Buffer(std::string name, BufferId buffer) { return {std::move(name), buffer}; }
+inline KernelArg Int(std::string name, int64_t value) { return {std::move(name), value}; }
+inline KernelArg Float(std::string name, float value) { return {std::move(name), value}; }
+inline KernelArg Flag(std::string name, bool value) { return {std::move(name), value}; }
+// Throws Error naming the op when an argument is not float32 (the kernels' one dtype).
+void RequireFloat32(const KernelOperands& operands);
+
+// The kernel planners and epilogue rules of each op family (conv_lowering.cc, kernel_calls.cc).
+KernelCall PlanConv2D(const KernelOperands& operands);
+size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
+                            const std::vector<FusedOp>& chain);
+KernelCall PlanDense(const KernelOperands& operands);
+KernelCall PlanBatchMatmul(const KernelOperands& operands);
+KernelCall PlanPool2D(const KernelOperands& operands);
+KernelCall PlanSoftmax(const KernelOperands& operands);
+KernelCall PlanLayerNorm(const KernelOperands& operands);
+
+}  // namespace kiln::backend

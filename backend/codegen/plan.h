@@ -1,0 +1,101 @@
+// The lowering plan of one primitive function: what its operator function computes, step by step,
+// with every decision taken (buffers, kernel choice and typed kernel parameters, epilogues fused
+// into kernels, elementwise ops sharing a loop). lower.cc builds it; host_codegen.cc only prints it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/expr.h"
+#include "kernels/kernels.h"
+
+namespace kiln::backend {
+
+// A tensor of the operator function: one of its parameters, one of its outputs, or workspace
+// (allocated when the function starts, released when it returns).
+struct PlanBuffer {
+  enum Kind { kParam, kOutput, kWorkspace };
+  Kind kind;
+  int index;  // among the buffers of its kind: p<index>, out<index>, t<index>
+  ir::TensorType type;
+};
+// A buffer of the plan: an index into Plan::buffers.
+using BufferId = int;
+
+// One argument of a kernel call, named as the kernel names it: a buffer or a typed scalar.
+struct KernelArg {
+  using Value = std::variant<BufferId, int64_t, float, bool>;
+  std::string name;
+  Value value;
+};
+
+// One elementwise op a kernel applies to its result while it is in registers.
+struct EpilogueOp {
+  kernels::EpilogueStep::Op op;
+  kernels::EpilogueStep::Operand operand;
+  std::optional<BufferId> data;  // the other operand; absent for kNone
+  float lo = 0, hi = 0;          // kClip bounds
+};
+
+// kiln::kernels::<kernel>(params, args..., [epilogue, epilogue size]): the parameter struct
+// `params_type` filled field by field from `params` (no struct when `params_type` is empty),
+// then `args` in order.
+struct KernelCall {
+  std::string kernel;
+  std::string params_type;
+  std::vector<KernelArg> params;
+  std::vector<KernelArg> args;
+  bool takes_epilogue = false;  // the kernel takes (const EpilogueStep*, int) last
+  std::vector<EpilogueOp> epilogue;
+  bool returns_status = true;  // the kernel returns non-zero on failure, its message set
+};
+
+// Elementwise ops of one output shape computed in one loop over it, each element through every
+// member in order. A member reads buffers (broadcast to the shape) or earlier members' values
+// at the same element, and stores only when something outside the loop reads its value.
+struct ElementwiseLoop {
+  struct Operand {
+    int member = -1;       // the member computing it, or -1
+    BufferId buffer = -1;  // otherwise: the buffer read
+  };
+  struct Member {
+    const ir::CallNode* call;
+    std::vector<Operand> operands;  // one per argument
+    std::optional<BufferId> output;
+  };
+  std::vector<Member> members;
+  bool parallel = false;  // split across the runtime's threads
+};
+
+// An op written as loops by its emitter (transpose, reduction, pad, take, ...).
+struct LoopOp {
+  const ir::CallNode* call;
+  std::vector<BufferId> inputs, outputs;
+};
+
+// The bytes of one buffer into another of the same size.
+struct Copy {
+  BufferId from, to;
+};
+
+using PlanStep = std::variant<KernelCall, ElementwiseLoop, LoopOp, Copy>;
+
+struct Plan {
+  std::string symbol;
+  std::vector<PlanBuffer> buffers;  // the parameters, then the outputs, then workspace
+  std::vector<PlanStep> steps;
+
+  BufferId Param(int index) const { return index; }
+  BufferId Output(int index) const { return NumOf(PlanBuffer::kParam) + index; }
+  int NumOf(PlanBuffer::Kind kind) const;
+};
+
+// The plan of `primitive` (a FunctionNode with Primitive=1) as the operator function `symbol`:
+// its inputs are the parameters in order, then one output per tensor of the result. Throws Error
+// naming the op when an op or a form of it (dtype, layout) has no lowering.
+Plan LowerPrimitiveFunction(const std::string& symbol, const ir::Expr& primitive);
+
+}  // namespace kiln::backend

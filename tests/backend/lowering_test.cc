@@ -1,0 +1,289 @@
+// Lowering primitive functions to plans: which kernel computes an op and with which parameters,
+// which ops a kernel applies as its epilogue, which elementwise ops share a loop, which values get
+// a buffer, and the copies for outputs not computed in place.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "backend/codegen/plan.h"
+#include "ir/text.h"
+#include "runtime/error.h"
+
+namespace kiln::backend {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Step = kernels::EpilogueStep;
+
+Plan Lower(const std::string& text) { return LowerPrimitiveFunction("f", ir::ParseFunction(text)); }
+
+template <typename T>
+const T& StepAt(const Plan& plan, size_t index) {
+  EXPECT_LT(index, plan.steps.size());
+  const T* step = std::get_if<T>(&plan.steps.at(index));
+  EXPECT_NE(step, nullptr) << "step " << index << " is of another kind";
+  return *step;
+}
+
+// The value of the parameter or argument `name` of a kernel call.
+KernelArg::Value ArgOf(const KernelCall& call, const std::string& name) {
+  for (const std::vector<KernelArg>* list : {&call.params, &call.args}) {
+    for (const KernelArg& arg : *list) {
+      if (arg.name == name) return arg.value;
+    }
+  }
+  ADD_FAILURE() << call.kernel << " has no argument " << name;
+  return int64_t{-1};
+}
+
+// The op names of an elementwise loop's members, in order.
+std::vector<std::string> MemberOps(const ElementwiseLoop& loop) {
+  std::vector<std::string> names;
+  for (const ElementwiseLoop::Member& m : loop.members) names.push_back(m.call->op->name);
+  return names;
+}
+
+KernelArg::Value Int(int64_t v) { return v; }
+
+TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
+  Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32], %p3: Tensor[(1, 1, 4, 4, 16), float32]) {
+    %0 = nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %1 = add(%0, %p2);
+    %2 = subtract(%p3, %1);
+    %3 = clip(%2, a_min=0, a_max=6);
+    %4 = sigmoid(%3);
+    %4
+  })");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  EXPECT_EQ(conv.kernel, "Conv2DNCHWc");
+  EXPECT_EQ(conv.params_type, "Conv2DNCHWcParams");
+  EXPECT_EQ(ArgOf(conv, "in_block"), Int(16));
+  EXPECT_EQ(ArgOf(conv, "out_block"), Int(16));
+  EXPECT_EQ(ArgOf(conv, "in_channels"), Int(16));
+  EXPECT_EQ(ArgOf(conv, "pad_top"), Int(1));
+  EXPECT_EQ(ArgOf(conv, "depthwise"), KernelArg::Value(false));
+  EXPECT_EQ(ArgOf(conv, "data"), KernelArg::Value(plan.Param(0)));
+  ASSERT_TRUE(conv.takes_epilogue);
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[0].op, Step::kAdd);
+  EXPECT_EQ(conv.epilogue[0].operand, Step::kChannel);
+  EXPECT_EQ(conv.epilogue[0].data, plan.Param(2));
+  EXPECT_EQ(conv.epilogue[1].op, Step::kReverseSubtract);  // p3 - result
+  EXPECT_EQ(conv.epilogue[1].operand, Step::kTensor);
+  EXPECT_EQ(conv.epilogue[1].data, plan.Param(3));
+  EXPECT_EQ(conv.epilogue[2].op, Step::kClip);
+  EXPECT_EQ(conv.epilogue[2].operand, Step::kNone);
+  EXPECT_FALSE(conv.epilogue[2].data.has_value());
+  EXPECT_EQ(conv.epilogue[2].lo, 0.0f);
+  EXPECT_EQ(conv.epilogue[2].hi, 6.0f);
+  // The kernel writes workspace; sigmoid has no epilogue form and is a loop over it.
+  BufferId result = std::get<BufferId>(ArgOf(conv, "out"));
+  EXPECT_EQ(plan.buffers[result].kind, PlanBuffer::kWorkspace);
+  EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 1);
+  const ElementwiseLoop& tail = StepAt<ElementwiseLoop>(plan, 1);
+  EXPECT_THAT(MemberOps(tail), ElementsAre("sigmoid"));
+  EXPECT_EQ(tail.members[0].operands[0].buffer, result);
+  EXPECT_EQ(tail.members[0].output, plan.Output(0));
+}
+
+TEST(Lowering, SwishAndReluJoinTheEpilogueAndTheKernelWritesTheOutput) {
+  Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 1, 1, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32]) {
+    %0 = nn.conv2d(%p0, %p1, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %1 = add(%0, %p2);
+    %2 = sigmoid(%1);
+    %3 = multiply(%2, %1);
+    %4 = nn.relu(%3);
+    %4
+  })");
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[0].op, Step::kAdd);
+  EXPECT_EQ(conv.epilogue[1].op, Step::kSwish);
+  EXPECT_EQ(conv.epilogue[2].op, Step::kRelu);
+  EXPECT_EQ(ArgOf(conv, "out"), KernelArg::Value(plan.Output(0)));
+  EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 0);
+}
+
+// The sigmoid is returned too, so x * sigmoid(x) cannot be one epilogue step; an operand computed
+// in the function (not a parameter) cannot move up to the kernel.
+TEST(Lowering, EpilogueStopsAtValuesReadElsewhere) {
+  Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 8), float32], %p1: Tensor[(1, 1, 1, 1, 8, 8), float32], %p2: Tensor[(1, 1, 4, 4, 8), float32]) {
+    %0 = nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c");
+    %1 = nn.relu(%0);
+    %2 = exp(%p2);
+    %3 = add(%1, %2);
+    %3
+  })");
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  ASSERT_EQ(conv.epilogue.size(), 1u);
+  EXPECT_EQ(conv.epilogue[0].op, Step::kRelu);
+  EXPECT_EQ(ArgOf(conv, "out_block"), Int(8));
+
+  Plan returned = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 8), float32], %p1: Tensor[(1, 1, 1, 1, 8, 8), float32]) {
+    %0 = nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c");
+    %1 = sigmoid(%0);
+    %2 = multiply(%0, %1);
+    (%2, %1)
+  })");
+  EXPECT_TRUE(StepAt<KernelCall>(returned, 0).epilogue.empty());
+  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(returned, 1)), ElementsAre("sigmoid", "multiply"));
+}
+
+TEST(Lowering, PlainConvolutionKeepsItsTailAsALoop) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 1, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0], groups=2); %1 = nn.relu(%0); %1
+  })");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  EXPECT_EQ(conv.kernel, "Conv2D");
+  EXPECT_EQ(conv.params_type, "Conv2DParams");
+  EXPECT_FALSE(conv.takes_epilogue);
+  EXPECT_EQ(ArgOf(conv, "groups"), Int(2));
+  EXPECT_EQ(ArgOf(conv, "out_channels"), Int(6));
+  EXPECT_EQ(ArgOf(conv, "stride_h"), Int(2));
+  EXPECT_EQ(ArgOf(conv, "stride_w"), Int(1));
+  EXPECT_EQ(ArgOf(conv, "pad_top"), Int(1));
+  EXPECT_EQ(ArgOf(conv, "pad_left"), Int(0));
+  EXPECT_EQ(ArgOf(conv, "out_height"), Int(3));
+  EXPECT_EQ(ArgOf(conv, "out_width"), Int(2));
+  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("nn.relu"));
+}
+
+TEST(Lowering, UnsupportedBlockedFormIsAClearError) {
+  try {
+    Lower(R"(fn (%x: Tensor[(1, 1, 4, 4, 16), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+      %0 = nn.conv2d(%x, %w, data_layout="NCHW16c", out_layout="NCHW16c"); %0
+    })");
+    FAIL() << "no error";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not supported by the host code generator: the kernel layout must be OIHW16i16o"));
+  }
+}
+
+// A packed dense layer calls the packed matrix kernel; its elementwise tail (bias, erf, scale)
+// is one loop that stores only its last value, split across threads at this size (128 x 512).
+TEST(Lowering, PackedDenseAndOneFusedLoop) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(128, 64), float32], %w: Tensor[(32, 64, 16), float32], %b: Tensor[(512), float32], %s: Tensor[(), float32]) {
+    %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = add(%0, %b); %2 = erf(%1); %3 = multiply(%2, %s); %3
+  })");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const KernelCall& gemm = StepAt<KernelCall>(plan, 0);
+  EXPECT_EQ(gemm.kernel, "GemmPacked");
+  EXPECT_EQ(ArgOf(gemm, "m"), Int(128));
+  EXPECT_EQ(ArgOf(gemm, "n"), Int(512));
+  EXPECT_EQ(ArgOf(gemm, "k"), Int(64));
+  EXPECT_EQ(ArgOf(gemm, "b_packed"), KernelArg::Value(plan.Param(1)));
+  EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 1);  // the product only
+  const ElementwiseLoop& tail = StepAt<ElementwiseLoop>(plan, 1);
+  EXPECT_THAT(MemberOps(tail), ElementsAre("add", "erf", "multiply"));
+  EXPECT_TRUE(tail.parallel);
+  EXPECT_FALSE(tail.members[0].output.has_value());
+  EXPECT_FALSE(tail.members[1].output.has_value());
+  EXPECT_EQ(tail.members[1].operands[0].member, 0);
+  EXPECT_EQ(tail.members[2].output, plan.Output(0));
+
+  // A plain weight calls the matrix kernel with B transposed; a small loop stays on the calling thread.
+  Plan plain = Lower(R"(fn (%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
+    %0 = nn.dense(%x, %w); %1 = nn.relu(%0); %1
+  })");
+  const KernelCall& gemm2 = StepAt<KernelCall>(plain, 0);
+  EXPECT_EQ(gemm2.kernel, "Gemm");
+  EXPECT_EQ(ArgOf(gemm2, "b_transposed"), KernelArg::Value(true));
+  EXPECT_EQ(ArgOf(gemm2, "ldb"), Int(8));
+  EXPECT_FALSE(StepAt<ElementwiseLoop>(plain, 1).parallel);
+}
+
+TEST(Lowering, UnsupportedWeightLayoutIsAClearError) {
+  try {
+    Lower(R"(fn (%x: Tensor[(2, 4), float32], %w: Tensor[(2, 4, 8), float32]) {
+      %0 = nn.dense(%x, %w, weight_layout="NK8n"); %0
+    })");
+    FAIL() << "no error";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("nn.dense with weight layout NK8n is not supported by the host code generator"));
+  }
+}
+
+// Elementwise runs end at a shape change; an op of another kind is a step of its own; a member
+// read after its run gets a buffer.
+TEST(Lowering, ElementwiseRunsAndLoopOps) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(4, 8), float32], %y: Tensor[(4, 8), float32]) {
+    %0 = add(%x, %y);
+    %1 = exp(%0);
+    %2 = transpose(%1, axes=[1, 0]);
+    %3 = negative(%2);
+    %4 = multiply(%3, %3);
+    (%4, %0)
+  })");
+  ASSERT_EQ(plan.steps.size(), 3u);
+  const ElementwiseLoop& first = StepAt<ElementwiseLoop>(plan, 0);
+  EXPECT_THAT(MemberOps(first), ElementsAre("add", "exp"));
+  EXPECT_EQ(first.members[0].output, plan.Output(1));  // returned
+  ASSERT_TRUE(first.members[1].output.has_value());    // read by the transpose
+  EXPECT_EQ(plan.buffers[*first.members[1].output].kind, PlanBuffer::kWorkspace);
+  const LoopOp& transpose = StepAt<LoopOp>(plan, 1);
+  EXPECT_EQ(transpose.call->op->name, "transpose");
+  EXPECT_THAT(transpose.inputs, ElementsAre(*first.members[1].output));
+  const ElementwiseLoop& second = StepAt<ElementwiseLoop>(plan, 2);
+  EXPECT_THAT(MemberOps(second), ElementsAre("negative", "multiply"));
+  EXPECT_EQ(second.members[1].operands[0].member, 0);
+  EXPECT_EQ(second.members[1].operands[1].member, 0);
+  EXPECT_EQ(second.members[1].output, plan.Output(0));
+}
+
+// A parameter returned as it is and a value returned twice are copied; a reshape is a copy; a
+// tuple-valued op writes its outputs in place.
+TEST(Lowering, OutputsNotComputedInPlaceAreCopied) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(2, 6), float32]) {
+    %0 = split(%x, sections=[2, 4], axis=1);
+    %1 = %0.0;
+    %2 = %0.1;
+    %3 = reshape(%2, newshape=[8]);
+    (%1, %3, %x, %3)
+  })");
+  ASSERT_EQ(plan.NumOf(PlanBuffer::kOutput), 4);
+  const LoopOp& split = StepAt<LoopOp>(plan, 0);
+  ASSERT_EQ(split.outputs.size(), 2u);
+  EXPECT_EQ(split.outputs[0], plan.Output(0));
+  EXPECT_EQ(plan.buffers[split.outputs[1]].kind, PlanBuffer::kWorkspace);
+  const Copy& reshape = StepAt<Copy>(plan, 1);
+  EXPECT_EQ(reshape.from, split.outputs[1]);
+  EXPECT_EQ(reshape.to, plan.Output(1));
+  const Copy& param = StepAt<Copy>(plan, 2);
+  EXPECT_EQ(param.from, plan.Param(0));
+  EXPECT_EQ(param.to, plan.Output(2));
+  const Copy& twice = StepAt<Copy>(plan, 3);
+  EXPECT_EQ(twice.from, plan.Output(1));
+  EXPECT_EQ(twice.to, plan.Output(3));
+  EXPECT_EQ(plan.steps.size(), 4u);
+}
+
+TEST(Lowering, PoolingSoftmaxAndLayerNormKernels) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 6, 6, 8), float32], %y: Tensor[(3, 5), float32], %g: Tensor[(5), float32], %b: Tensor[(5), float32]) {
+    %0 = nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 0, 0], layout="NCHW8c", count_include_pad=1);
+    %1 = nn.softmax(%y, axis=0);
+    %2 = nn.layer_norm(%y, %g, %b, epsilon=0.25);
+    (%0, %1, %2)
+  })");
+  const KernelCall& pool = StepAt<KernelCall>(plan, 0);
+  EXPECT_EQ(pool.kernel, "AvgPool2DNCHWc");
+  EXPECT_EQ(ArgOf(pool, "block"), Int(8));
+  EXPECT_EQ(ArgOf(pool, "batch_channels"), Int(2));
+  EXPECT_EQ(ArgOf(pool, "out_height"), Int(3));
+  EXPECT_EQ(ArgOf(pool, "pad_bottom"), Int(0));
+  EXPECT_EQ(ArgOf(pool, "count_include_pad"), KernelArg::Value(true));
+  const KernelCall& softmax = StepAt<KernelCall>(plan, 1);
+  EXPECT_EQ(softmax.kernel, "Softmax");
+  EXPECT_EQ(ArgOf(softmax, "outer"), Int(1));
+  EXPECT_EQ(ArgOf(softmax, "axis_size"), Int(3));
+  EXPECT_EQ(ArgOf(softmax, "inner"), Int(5));
+  const KernelCall& norm = StepAt<KernelCall>(plan, 2);
+  EXPECT_EQ(norm.kernel, "LayerNorm");
+  EXPECT_EQ(ArgOf(norm, "rows"), Int(3));
+  EXPECT_EQ(ArgOf(norm, "epsilon"), KernelArg::Value(0.25f));
+}
+
+}  // namespace
+}  // namespace kiln::backend
