@@ -32,9 +32,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The kernel library sources, compiled into every model library.
-const char* const kKernelSources[] = {"support.cc", "gemm.cc",        "conv2d.cc",       "conv2d_nchwc.cc",
-                                      "pool.cc",    "pool_nchwc.cc", "normalization.cc"};
+// The kernel library's files, as kernels/sources.txt lists them (paths from the source root):
+// its sources are compiled into every model library; its headers, with the C API headers the
+// kernels include, are part of every object's cache key.
+struct KernelFiles {
+  std::vector<std::string> sources, headers;
+};
+
+KernelFiles ReadKernelList(const std::string& root) {
+  std::string list = root + "/kernels/sources.txt";
+  KernelFiles files;
+  files.headers = {"include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"};
+  std::istringstream lines(runtime::ReadFile(list));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    bool source = line.size() > 3 && line.compare(line.size() - 3, 3, ".cc") == 0;
+    (source ? files.sources : files.headers).push_back(line);
+  }
+  runtime::Check(!files.sources.empty(), list, " lists no kernel sources");
+  return files;
+}
 
 std::string CacheDir(const CompilerOptions& options) {
   if (!options.cache_dir.empty()) return options.cache_dir;
@@ -264,15 +281,11 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
                                         CompileReport* report) {
   std::string cxx = Compiler(options);
   std::vector<SourceFile> all = sources;
-  for (const char* kernel : kKernelSources) {
-    all.push_back({std::string("kernels/") + kernel, runtime::ReadFile(SourceDir(options) + "/kernels/" + kernel)});
-  }
-  // Kernel headers are part of every object's content.
+  std::string root = SourceDir(options);
+  KernelFiles kernels = ReadKernelList(root);
+  for (const std::string& kernel : kernels.sources) all.push_back({kernel, runtime::ReadFile(root + "/" + kernel)});
   std::string headers;
-  for (const char* header : {"kernels/kernels.h", "kernels/backend_api.h", "kernels/simd.h", "kernels/math.h",
-                             "include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"}) {
-    headers += runtime::ReadFile(SourceDir(options) + "/" + header);
-  }
+  for (const std::string& header : kernels.headers) headers += runtime::ReadFile(root + "/" + header);
   std::vector<std::string> flags = CompileFlags(options);
   std::string flag_text;
   for (const std::string& f : flags) flag_text += f + " ";

@@ -1,11 +1,11 @@
-// kernels/math.h against the C library in double: Erf over [-6, 6] in steps of 1e-4 and at the
+// kernels/elementwise/math.h against the C library in double: Erf over [-6, 6] in steps of 1e-4 and at the
 // special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-#include "kernels/math.h"
+#include "kernels/elementwise/math.h"
 
 namespace kiln::kernels {
 namespace {
