@@ -59,6 +59,13 @@ ir::Expr BindParams(const ir::Expr& main, const runtime::NamedArrays& params) {
   return ir::Function(std::move(kept), std::move(body), function->attrs);
 }
 
+target::Target ResolveTarget(const std::string& text, const CompilerOptions& options) {
+  std::string march = MarchForTarget(text);
+  target::Target t = march == "native" ? target::HostTarget() : target::TargetFor(march, CompilerIsa(march, options));
+  for (const ExternalCodegen& codegen : ExternalCodegens()) t.dnnl = t.dnnl || (codegen.name == "dnnl" && codegen.enabled());
+  return t;
+}
+
 ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options, BuildReport* report,
                       std::ostream* log) {
   runtime::Check(unbound_main != nullptr && unbound_main->As<ir::FunctionNode>() != nullptr,
@@ -71,13 +78,14 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   for (const ir::Expr& e : ir::PostOrder(main->As<ir::FunctionNode>()->body)) {
     if (const auto* call = e->As<ir::CallNode>(); call != nullptr && call->op != nullptr) ++r.imported_ops;
   }
-  transform::PassEnvironment environment{options.pass_context};
+  transform::PassEnvironment environment{options.pass_context, options.target};
   std::ostringstream discard;
   ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
   GraphCodegenResult graph = GenerateGraph(fused, options.module_name);
   std::vector<SourceFile> sources;
   for (const OperatorFunction& f : graph.functions) {
-    sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(LowerPrimitiveFunction(f.symbol, f.function))});
+    Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
+    sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(plan)});
   }
   r.primitive_functions = static_cast<int>(graph.functions.size());
   for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
@@ -93,11 +101,13 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
     runtime::CheckInternal(external.back().defined(), "the external codegen '", compiler, "' made no module for ",
                            f.symbol);
   }
+  CompilerOptions compiler = options.compiler;
+  compiler.march = options.target.march;
   std::vector<runtime::Module> modules = {
-      runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, options.compiler, &r.compile)))};
+      runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile)))};
   modules.insert(modules.end(), external.begin(), external.end());
   return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(modules),
-                         options.module_name, options.compiler);
+                         options.module_name, compiler);
 }
 
 ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays params,

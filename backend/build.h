@@ -15,9 +15,17 @@
 
 namespace kiln::backend {
 
+// The target a --target string names (MarchForTarget's forms): this machine for "native", "cpu"
+// and "llvm"; for a named CPU, its instruction set as the compiler sees it (CompilerIsa) with this
+// machine's cores and caches. Says whether this build has the oneDNN codegen.
+target::Target ResolveTarget(const std::string& text, const CompilerOptions& options = {});
+
 struct BuildOptions {
   transform::PassContext pass_context;  // opt level, required/disabled passes, config, printing
   std::string module_name = "default";
+  // What to compile for: passes and lowering choose kernels for it (target/kernel_choice.h), and
+  // the compiler gets its -march (replacing compiler.march).
+  target::Target target = ResolveTarget("native");
   CompilerOptions compiler;
   // Values for parameters of `main`, by name (TVM's relay.build params): each becomes a constant
   // and is no longer an input. A name main has no parameter of, or a value of another shape or

@@ -250,6 +250,37 @@ std::string CompilerDescription() {
   }
 }
 
+target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options) {
+  std::string cxx = Compiler(options);
+  static std::mutex* mutex = new std::mutex();
+  static std::map<std::string, target::Isa>* cache = new std::map<std::string, target::Isa>();
+  std::lock_guard<std::mutex> lock(*mutex);
+  std::string key = cxx + "\n" + march;
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  std::string dir = MakePrivateDir(fs::temp_directory_path(), "kiln-cxx-isa-");
+  std::string macros;
+  int status = 0;
+  try {
+    Process p = Spawn({cxx, "-march=" + march, "-dM", "-E", "-x", "c++", "/dev/null"}, dir + "/macros.log", "");
+    waitpid(p.pid, &status, 0);
+    macros = runtime::ReadFile(p.log);
+  } catch (...) {
+    fs::remove_all(dir);
+    throw;
+  }
+  fs::remove_all(dir);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (macros.size() > 2000) macros = macros.substr(0, 2000) + "\n...";
+    runtime::Fail("target -march=", march, ": the compiler ", cxx, " does not take it:\n", macros);
+  }
+  auto defines = [&](const char* macro) { return macros.find(std::string("#define ") + macro + " ") != std::string::npos; };
+  target::Isa isa = defines("__AVX512F__")                        ? target::Isa::kAvx512
+                    : defines("__AVX2__") && defines("__FMA__") ? target::Isa::kAvx2
+                                                                 : target::Isa::kBaseline;
+  return (*cache)[key] = isa;
+}
+
 std::string MarchForTarget(const std::string& target) {
   if (target.empty() || target == "native" || target == "llvm" || target == "cpu") return "native";
   size_t mcpu = target.find("-mcpu=");

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "target/target.h"
+
 namespace kiln::backend {
 
 struct CompilerOptions {
   std::string cxx;                  // empty: $CXX, else "c++"
-  std::string march = "native";     // -march=<march>
+  std::string march = "native";     // -march=<march> (Build sets it from BuildOptions::target)
   std::string mcpu;                 // -mcpu=<mcpu> (targets that use it); empty: none
   std::vector<std::string> flags;   // extra flags
   std::string cache_dir;            // empty: $KILN_CACHE_DIR, else ~/.cache/kiln/objects
@@ -44,6 +46,11 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
 // The -march value for a target string: "native", "cpu" or "llvm" (the host), "cpu -mcpu=NAME"
 // or "llvm -mcpu=NAME" (NAME), or an -march name ("x86-64-v3"). Throws Error for anything else.
 std::string MarchForTarget(const std::string& target);
+
+// The vector instruction set the compiler generates code for with -march=<march>, read from its
+// predefined macros (__AVX512F__; __AVX2__ with __FMA__). Throws Error with the compiler's
+// message when it does not know the name. Asked once per compiler and name in a process.
+target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options = {});
 
 // The tree generated code is compiled against when CompilerOptions::source_dir is empty: the copy
 // an installation carries beside its binaries, else the source tree kiln was built from.

@@ -26,7 +26,7 @@ install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 # Extra arguments (EXCLUDE_FROM_ALL) go to each install().
 function(kiln_install_kernel_tree destination component)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/kernels/ DESTINATION ${destination}/kernels COMPONENT ${component}
-    ${ARGN} FILES_MATCHING PATTERN "*.h" PATTERN "*.cc")
+    ${ARGN} FILES_MATCHING PATTERN "*.h" PATTERN "*.cc" PATTERN "sources.txt")
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/kiln/ DESTINATION ${destination}/include/kiln
     COMPONENT ${component} ${ARGN})
   install(FILES ${DLPACK_INCLUDE_DIR}/dlpack/dlpack.h DESTINATION ${destination}/include/dlpack

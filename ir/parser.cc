@@ -289,6 +289,7 @@ class Parser {
       else if (d.code == kDLFloat && d.bits == 64) static_cast<double*>(data)[i] = NumberValue();
       else if (d.code == kDLInt && d.bits == 64) static_cast<int64_t*>(data)[i] = ExpectInt();
       else if (d.code == kDLInt && d.bits == 32) static_cast<int32_t*>(data)[i] = static_cast<int32_t>(ExpectInt());
+      else if (d.code == kDLInt && d.bits == 16) static_cast<int16_t*>(data)[i] = static_cast<int16_t>(ExpectInt());
       else if (d.code == kDLInt && d.bits == 8) static_cast<int8_t*>(data)[i] = static_cast<int8_t>(ExpectInt());
       else if (d.code == kDLUInt && (d.bits == 8 || d.bits == 1)) static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(ExpectInt());
       else Error(StrCat("constants of dtype ", DTypeToString(d), " cannot be written in text"));

@@ -53,6 +53,8 @@ std::string ConstantText(const ConstantNode& c, const PrintOptions& options) {
     AppendValues<int64_t>(text, data, n, "%lld");
   } else if (d.code == kDLInt && d.bits == 32) {
     AppendValues<int32_t>(text, data, n, "%d");
+  } else if (d.code == kDLInt && d.bits == 16) {
+    AppendValues<int16_t>(text, data, n, "%d");
   } else if (d.code == kDLInt && d.bits == 8) {
     AppendValues<int8_t>(text, data, n, "%d");
   } else if ((d.code == kDLUInt && d.bits == 8) || (d.code == kDLUInt && d.bits == 1)) {

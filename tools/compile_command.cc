@@ -95,7 +95,7 @@ int CompileCommand(const std::vector<std::string>& args) {
   transform::PassContext& passes = options.pass_context;
   passes.opt_level = cli.GetInt("--opt-level", 3);
   Check(passes.opt_level >= 0 && passes.opt_level <= 3, "-O must be 0 to 3, got ", passes.opt_level);
-  options.compiler.march = backend::MarchForTarget(cli.Get("--target", "native"));
+  options.target = backend::ResolveTarget(cli.Get("--target", "native"), options.compiler);
   auto names = [&](const char* option) {
     std::set<std::string> out;
     for (const std::string& list : cli.GetAll(option)) {
@@ -145,10 +145,11 @@ int CompileCommand(const std::vector<std::string>& args) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr,
                "kiln: %s -> %s in %.1f s: %d ops imported, %d operator calls of %d distinct functions "
-               "(%d objects compiled, %d cached); intermediate tensors: %s planned, %s unshared\n",
+               "(%d objects compiled, %d cached); intermediate tensors: %s planned, %s unshared; target %s\n",
                model.c_str(), output.c_str(), seconds, report.imported_ops, report.primitive_calls,
-               report.primitive_functions, report.compile.compiled,
-               report.compile.cached, HumanBytes(report.planned_bytes).c_str(), HumanBytes(report.unshared_bytes).c_str());
+               report.primitive_functions, report.compile.compiled, report.compile.cached,
+               HumanBytes(report.planned_bytes).c_str(), HumanBytes(report.unshared_bytes).c_str(),
+               options.target.ToString().c_str());
   return 0;
 }
 

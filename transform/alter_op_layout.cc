@@ -9,6 +9,7 @@
 
 #include "ir/layout.h"
 #include "runtime/error.h"
+#include "target/kernel_choice.h"
 
 namespace kiln::transform {
 
@@ -66,11 +67,7 @@ class LayoutRewriter {
 
  private:
   // The block a convolution with this many output channels computes in; 0: none fits.
-  int64_t OutBlock(int64_t channels) const {
-    if (channels % block_ == 0) return block_;
-    if (block_ % 2 == 0 && block_ / 2 >= 8 && channels % (block_ / 2) == 0) return block_ / 2;
-    return 0;
-  }
+  int64_t OutBlock(int64_t channels) const { return target::ConvOutputBlock(block_, channels); }
 
   // `e` (laid out as `src`) laid out as `dst`: constants now, transforms of transforms composed
   // or cancelled, tensors with H = W = 1 reshaped. Shared per (value, layouts).
@@ -207,17 +204,18 @@ class LayoutRewriter {
     return {Call(*call.op, {input, packed}, blocked), out_block};
   }
 
-  // A dense layer with a constant float32 weight [N, K], N a multiple of 16, gets the weight
-  // packed now into panels of 16 output columns ("NK16n", [N / 16, K, 16]: the packed matrix
-  // kernel's form), so that no run packs it.
+  // A dense layer with a constant float32 weight [N, K] gets the weight packed now when the
+  // kernel choice says so (for N a multiple of 16: panels of 16 output columns, "NK16n",
+  // [N / 16, K, 16], the packed matrix kernel's form), so that no run packs it.
   Value Dense(const CallNode& call, const std::vector<Value>& args) {
     Expr weight = ToPlain(args[1]);
     bool packable = call.attrs.GetString("weight_layout") == "NK" && weight->As<ConstantNode>() != nullptr &&
-                    IsFloat32(weight) && IsFloat32(call.args[0]) && weight->type().tensor().shape[0] % 16 == 0;
-    if (!packable) return Plain(call, args);
+                    IsFloat32(weight) && IsFloat32(call.args[0]);
+    std::string packed = packable ? target::PackedDenseLayout(weight->type().tensor().shape[0]) : "";
+    if (packed.empty()) return Plain(call, args);
     Attrs attrs = call.attrs;
-    attrs.Set("weight_layout", std::string("NK16n"));
-    return {Call(*call.op, {ToPlain(args[0]), Transform(weight, "NK", "NK16n")}, attrs), 0};
+    attrs.Set("weight_layout", packed);
+    return {Call(*call.op, {ToPlain(args[0]), Transform(weight, "NK", packed)}, attrs), 0};
   }
 
   // Broadcasting arithmetic whose result is a 4-D NCHW tensor, in NCHW[block]c. An operand that
@@ -291,6 +289,7 @@ Expr AlterOpLayout(const Expr& main, const AlterOpLayoutOptions& options) {
 Expr AlterOpLayout(const Expr& main, const PassEnvironment& environment) {
   AlterOpLayoutOptions options;
   options.block = environment.context.GetInt("kiln.AlterOpLayout.block");
+  if (options.block == -1) options.block = target::PreferredConvBlock(environment.target);
   return AlterOpLayout(main, options);
 }
 

@@ -3,7 +3,8 @@
 // hold one block of output channels in a vector register (kernels/conv2d_nchwc.cc).
 //
 //   - nn.conv2d (float32, groups 1) whose output channels divide by the block (the
-//     kiln.AlterOpLayout.block config, 16 by default; else half of it when that is 8 or more)
+//     kiln.AlterOpLayout.block config, by default the target's choice, target/kernel_choice.h;
+//     else half of it when that is 8 or more)
 //     produces NCHW[x]c, with its weights packed as OIHW[i]i[x]o. It reads its input as it comes:
 //     blocked when the producer is blocked, else plain NCHW (i = 1), so a first convolution over
 //     3 channels needs no transform.
@@ -37,7 +38,8 @@ struct AlterOpLayoutOptions {
 };
 
 ir::Expr AlterOpLayout(const ir::Expr& main, const AlterOpLayoutOptions& options);
-// The pipeline's entry: options from the context's config (kiln.AlterOpLayout.block).
+// The pipeline's entry: the block from the context's config (kiln.AlterOpLayout.block), or when
+// that is -1 (the default) the one the environment's target prefers.
 ir::Expr AlterOpLayout(const ir::Expr& main, const PassEnvironment& environment);
 
 }  // namespace kiln::transform

@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "ir/expr.h"
+#include "target/target.h"
 #include "transform/pass_context.h"
 
 namespace kiln::transform {
 
 struct PassEnvironment {
   const PassContext& context;
+  target::Target target = target::HostTarget();  // what the build compiles for
 };
 
 using PassFunction = ir::Expr (*)(const ir::Expr& main, const PassEnvironment& environment);

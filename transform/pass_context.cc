@@ -13,8 +13,9 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"relay.FuseOps.max_depth", ConfigKey::Kind::kInt, "256", "the most ops fused into one primitive function"},
       {"kiln.FoldConstant.max_elements", ConfigKey::Kind::kInt, std::to_string(ir::kDefaultMaxFoldedElements),
        "constant results larger than this many elements are not folded"},
-      {"kiln.AlterOpLayout.block", ConfigKey::Kind::kInt, "16",
-       "channel block of the NCHW[x]c layout of convolutions (8 or 16; 0 turns AlterOpLayout off)"},
+      {"kiln.AlterOpLayout.block", ConfigKey::Kind::kInt, "-1",
+       "channel block of the NCHW[x]c layout of convolutions (8 or 16; 0 turns AlterOpLayout off; -1: the "
+       "target's choice)"},
       {"tir.disable_vectorize", ConfigKey::Kind::kBool, "false", "accepted for TVM compatibility; no effect"},
   };
   return keys;

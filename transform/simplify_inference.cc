@@ -11,6 +11,9 @@ namespace {
 
 // The ops this pass makes.
 const OpRef kAdd("add");
+const OpRef kBatchNorm("nn.batch_norm");
+const OpRef kCopy("copy");
+const OpRef kDropout("nn.dropout");
 const OpRef kCast("cast");
 const OpRef kDivide("divide");
 const OpRef kMultiply("multiply");
@@ -52,9 +55,8 @@ Expr SimplifyInference(const Expr& main, const PassEnvironment&) {
   Expr body = Rewrite(f->body, [](const Expr& original, const std::vector<Expr>& inputs) -> Expr {
     const auto* call = original->As<CallNode>();
     if (call == nullptr || call->op == nullptr) return WithInputs(original, inputs);
-    const std::string& op = call->op->name;
-    if (op == "nn.dropout" || op == "copy") return inputs[0];
-    if (op == "nn.batch_norm") return ExpandBatchNorm(*call, inputs);
+    if (kDropout.Is(call->op) || kCopy.Is(call->op)) return inputs[0];
+    if (kBatchNorm.Is(call->op)) return ExpandBatchNorm(*call, inputs);
     return WithInputs(original, inputs);
   });
   return Function(f->params, body, f->attrs);

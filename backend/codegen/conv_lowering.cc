@@ -5,6 +5,7 @@
 #include "backend/codegen/lowering.h"
 #include "ir/layout.h"
 #include "runtime/error.h"
+#include "target/kernel_choice.h"
 
 namespace kiln::backend {
 namespace {
@@ -14,9 +15,9 @@ using ir::TensorType;
 using Step = kernels::EpilogueStep;
 
 bool IsBlockedConv(const ir::CallNode& call) {
-  const std::string& out_layout = call.attrs.GetString("out_layout");
-  return call.attrs.GetString("data_layout") != "NCHW" || call.attrs.GetString("kernel_layout") != "OIHW" ||
-         (!out_layout.empty() && out_layout != "NCHW");
+  const ir::Attrs& attrs = call.attrs;
+  return target::ConvKernelFor(attrs.GetString("data_layout"), attrs.GetString("kernel_layout"),
+                               attrs.GetString("out_layout")) == target::ConvKernel::kBlocked;
 }
 
 // The blocks of a convolution the blocked kernel computes, read from its layouts.

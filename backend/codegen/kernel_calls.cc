@@ -5,6 +5,7 @@
 #include "backend/codegen/lowering.h"
 #include "ir/layout.h"
 #include "runtime/error.h"
+#include "target/kernel_choice.h"
 
 namespace kiln::backend {
 namespace {
@@ -32,8 +33,9 @@ KernelCall PlanDense(const KernelOperands& o) {
   const std::string& layout = o.call.attrs.GetString("weight_layout");
   int64_t k = o.input_types[0].shape.back(), n = o.output_types[0].shape.back();
   int64_t m = o.input_types[0].NumElements() / k;
+  target::DenseKernel kernel = target::DenseKernelFor(layout);
   KernelCall call;
-  if (layout == "NK16n") {
+  if (kernel == target::DenseKernel::kGemmPacked) {
     call.kernel = "GemmPacked";
     call.args = {Int("m", m),
                  Int("n", n),
@@ -45,7 +47,7 @@ KernelCall PlanDense(const KernelOperands& o) {
                  Int("ldc", n)};
     return call;
   }
-  runtime::Check(layout == "NK", "nn.dense with weight layout ", layout,
+  runtime::Check(kernel == target::DenseKernel::kGemm, "nn.dense with weight layout ", layout,
                  " is not supported by the host code generator (NK or NK16n)");
   call.kernel = "Gemm";
   call.args = {Int("m", m),

@@ -7,6 +7,7 @@
 
 #include "backend/codegen/lowering.h"
 #include "runtime/error.h"
+#include "target/kernel_choice.h"
 #include "transform/pattern.h"
 
 namespace kiln::backend {
@@ -14,9 +15,6 @@ namespace kiln::backend {
 using namespace ir;
 
 namespace {
-
-// Elementwise loops over at least this many elements are split across threads.
-constexpr int64_t kParallelElements = 1 << 15;
 
 // One tensor a function returns: result `index` of value `value`.
 struct OutputRef {
@@ -58,7 +56,9 @@ const OpRef kSigmoid("sigmoid");
 // Lowers one function; the state of the walk over its values in order.
 class Lowerer {
  public:
-  Lowerer(const std::string& symbol, const FunctionNode& f) : f_(f) { plan_.symbol = symbol; }
+  Lowerer(const std::string& symbol, const FunctionNode& f, const target::Target& target) : f_(f), target_(target) {
+    plan_.symbol = symbol;
+  }
 
   Plan Run() {
     std::vector<OutputRef> outputs = OutputsOf(f_.body);
@@ -266,12 +266,13 @@ class Lowerer {
         values_[e.get()] = {b};
       }
     }
-    loop.parallel = shape_type.NumElements() >= kParallelElements;
+    loop.parallel = target::SplitElementwiseLoop(target_, shape_type.NumElements());
     plan_.steps.push_back(std::move(loop));
     return end;
   }
 
   const FunctionNode& f_;
+  const target::Target& target_;
   Plan plan_;
   std::vector<Expr> order_;
   std::unordered_map<const ExprNode*, std::vector<BufferId>> values_;    // per value: its tensors' buffers
@@ -289,10 +290,10 @@ int Plan::NumOf(PlanBuffer::Kind kind) const {
   return count;
 }
 
-Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive) {
+Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive, const target::Target& target) {
   const auto* f = primitive->As<FunctionNode>();
   runtime::CheckInternal(f != nullptr, "lowering: ", symbol, " is not a function");
-  return Lowerer(symbol, *f).Run();
+  return Lowerer(symbol, *f, target).Run();
 }
 
 }  // namespace kiln::backend

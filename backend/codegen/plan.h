@@ -11,6 +11,7 @@
 
 #include "ir/expr.h"
 #include "kernels/kernels.h"
+#include "target/target.h"
 
 namespace kiln::backend {
 
@@ -93,9 +94,10 @@ struct Plan {
   int NumOf(PlanBuffer::Kind kind) const;
 };
 
-// The plan of `primitive` (a FunctionNode with Primitive=1) as the operator function `symbol`:
-// its inputs are the parameters in order, then one output per tensor of the result. Throws Error
-// naming the op when an op or a form of it (dtype, layout) has no lowering.
-Plan LowerPrimitiveFunction(const std::string& symbol, const ir::Expr& primitive);
+// The plan of `primitive` (a FunctionNode with Primitive=1) as the operator function `symbol` for
+// `target`: its inputs are the parameters in order, then one output per tensor of the result.
+// Throws Error naming the op when an op or a form of it (dtype, layout) has no lowering.
+Plan LowerPrimitiveFunction(const std::string& symbol, const ir::Expr& primitive,
+                            const target::Target& target = target::HostTarget());
 
 }  // namespace kiln::backend

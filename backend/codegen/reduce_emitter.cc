@@ -7,20 +7,30 @@
 #include "ir/layout.h"
 
 namespace kiln::backend {
+namespace {
+
+const ir::OpRef kSum("sum");
+const ir::OpRef kMean("mean");
+const ir::OpRef kProd("prod");
+const ir::OpRef kMax("max");
+const ir::OpRef kMin("min");
+
+}  // namespace
 
 void EmitReduce(EmitContext& c) {
   const auto& in = c.input_types[0];
-  const std::string& op = c.call.op->name;
+  const ir::OpDef* op = c.call.op;
+  bool sum = kSum.Is(op) || kMean.Is(op);
   std::vector<bool> reduced(in.shape.size(), c.call.attrs.GetInts("axis").empty());
   for (int64_t axis : c.call.attrs.GetInts("axis")) reduced[axis < 0 ? axis + in.ndim() : axis] = true;
   std::vector<int64_t> strides = ir::RowStrides(in.shape);
   std::string t = CType(in.dtype);
   bool is_float = in.dtype.code == kDLFloat;
   std::string acc_type = is_float ? "double" : t;
-  std::string init = op == "sum" || op == "mean" ? "0"
-                     : op == "prod"              ? "1"
-                     : op == "max"               ? (is_float ? "-INFINITY" : "std::numeric_limits<" + t + ">::lowest()")
-                                                 : (is_float ? "INFINITY" : "std::numeric_limits<" + t + ">::max()");
+  std::string init = sum            ? "0"
+                     : kProd.Is(op) ? "1"
+                     : kMax.Is(op)  ? (is_float ? "-INFINITY" : "std::numeric_limits<" + t + ">::lowest()")
+                                    : (is_float ? "INFINITY" : "std::numeric_limits<" + t + ">::max()");
   int64_t count = 1;
   for (size_t d = 0; d < in.shape.size(); ++d) count *= reduced[d] ? in.shape[d] : 1;
 
@@ -45,14 +55,14 @@ void EmitReduce(EmitContext& c) {
         (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + std::to_string(strides[d]) + "LL";
   }
   std::string value = c.inputs[0] + "[" + (index.empty() ? "0" : index) + "]";
-  if (op == "sum" || op == "mean") c.code.Line("acc += " + value + ";");
-  if (op == "prod") c.code.Line("acc *= " + value + ";");
-  if (op == "max") c.code.Line("acc = std::max<" + acc_type + ">(acc, " + value + ");");
-  if (op == "min") c.code.Line("acc = std::min<" + acc_type + ">(acc, " + value + ");");
+  if (sum) c.code.Line("acc += " + value + ";");
+  if (kProd.Is(op)) c.code.Line("acc *= " + value + ";");
+  if (kMax.Is(op)) c.code.Line("acc = std::max<" + acc_type + ">(acc, " + value + ");");
+  if (kMin.Is(op)) c.code.Line("acc = std::min<" + acc_type + ">(acc, " + value + ");");
   for (size_t d = 0; d < in.shape.size(); ++d) {
     if (reduced[d]) c.code.Close();
   }
-  std::string result = op == "mean" ? "acc / " + std::to_string(count) + ".0" : "acc";
+  std::string result = kMean.Is(op) ? "acc / " + std::to_string(count) + ".0" : "acc";
   c.code.Line(c.outputs[0] + "[" + counter + "++] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + result +
               ");");
   for (int k = 0; k < open; ++k) c.code.Close();

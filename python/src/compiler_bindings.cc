@@ -114,7 +114,7 @@ void RegisterBuild(py::module_& m) {
     backend::BuildOptions options;
     options.pass_context = context;
     options.module_name = module_name;
-    options.compiler.march = backend::MarchForTarget(target);
+    options.target = backend::ResolveTarget(target, options.compiler);
     options.params = params;
     py::gil_scoped_release release;
     return backend::Build(mod.main, options);

@@ -27,6 +27,22 @@ runtime::NDArray Floats(const std::vector<int64_t>& shape, const std::vector<flo
   return a;
 }
 
+// A named CPU's instruction set is what the compiler enables for it; "native" is this machine.
+TEST(ResolveTargetTest, InstructionSetsOfNamedCpus) {
+  EXPECT_EQ(ResolveTarget("x86-64").isa, target::Isa::kBaseline);
+  EXPECT_EQ(ResolveTarget("x86-64").vector_floats, 4);
+  EXPECT_EQ(ResolveTarget("x86-64-v3").isa, target::Isa::kAvx2);
+  target::Target avx512 = ResolveTarget("cpu -mcpu=skylake-avx512");
+  EXPECT_EQ(avx512.isa, target::Isa::kAvx512);
+  EXPECT_EQ(avx512.vector_floats, 16);
+  EXPECT_EQ(avx512.march, "skylake-avx512");
+  EXPECT_EQ(ResolveTarget("llvm -mcpu=znver3").isa, target::Isa::kAvx2);
+  EXPECT_EQ(ResolveTarget("native").isa, target::HostTarget().isa);
+  EXPECT_EQ(ResolveTarget("cpu").march, "native");
+  EXPECT_FALSE(ResolveTarget("native").dnnl);  // this build has no oneDNN codegen yet
+  EXPECT_THAT(ErrorOf([] { ResolveTarget("no-such-cpu"); }), HasSubstr("target -march=no-such-cpu: the compiler"));
+}
+
 TEST(MarchForTargetTest, TargetStrings) {
   EXPECT_EQ(MarchForTarget("cpu"), "native");
   EXPECT_EQ(MarchForTarget(""), "native");

@@ -15,7 +15,12 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Step = kernels::EpilogueStep;
 
-Plan Lower(const std::string& text) { return LowerPrimitiveFunction("f", ir::ParseFunction(text)); }
+// Lowered for a target with two cores.
+Plan Lower(const std::string& text) {
+  target::Target two_cores = target::HostTarget();
+  two_cores.cores = 2;
+  return LowerPrimitiveFunction("f", ir::ParseFunction(text), two_cores);
+}
 
 template <typename T>
 const T& StepAt(const Plan& plan, size_t index) {
@@ -183,6 +188,14 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_FALSE(tail.members[1].output.has_value());
   EXPECT_EQ(tail.members[1].operands[0].member, 0);
   EXPECT_EQ(tail.members[2].output, plan.Output(0));
+
+  // On a target with one core the loop stays on the calling thread.
+  target::Target one_core = target::HostTarget();
+  one_core.cores = 1;
+  Plan serial = LowerPrimitiveFunction("f", ir::ParseFunction(R"(fn (%x: Tensor[(128, 512), float32]) {
+    %0 = exp(%x); %0
+  })"), one_core);
+  EXPECT_FALSE(StepAt<ElementwiseLoop>(serial, 0).parallel);
 
   // A plain weight calls the matrix kernel with B transposed; a small loop stays on the calling thread.
   Plan plain = Lower(R"(fn (%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {

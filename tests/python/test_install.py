@@ -25,7 +25,8 @@ def test_install_tree_find_package_and_cli(tmp_path):
     for path in ["lib/libkiln_runtime.so", "include/kiln/c_runtime_api.h", "include/kiln/c_backend_api.h",
                  "include/kiln/runtime/module.h", "include/kiln/runtime/graph_executor_module.h", "bin/kiln",
                  "lib/cmake/kiln/kilnConfig.cmake", "lib/cmake/kiln/kilnConfigVersion.cmake",
-                 "share/kiln/kernels/kernels.h", "share/kiln/kernels/gemm.cc", "share/kiln/include/dlpack/dlpack.h"]:
+                 "share/kiln/kernels/kernels.h", "share/kiln/kernels/gemm/gemm.cc", "share/kiln/kernels/sources.txt",
+                 "share/kiln/include/dlpack/dlpack.h"]:
         assert (prefix / path).exists(), path
     assert not (prefix / "kiln").exists()  # the Python package's files are pip's alone
 

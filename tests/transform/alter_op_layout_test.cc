@@ -235,12 +235,13 @@ TEST(AlterOpLayout, RunsAtOptLevelThreeOnly) {
     %1 = nn.relu(%0);
     %1
   })";
+  const target::Target avx2 = target::TargetFor("x86-64-v3", target::Isa::kAvx2);
   for (int level : {2, 3}) {
     PassContext context;
     context.opt_level = level;
     context.print_ir_after = {"AlterOpLayout"};
     std::ostringstream log;
-    RunPipeline(ir::ParseFunction(model), PassEnvironment{context}, log);
+    RunPipeline(ir::ParseFunction(model), PassEnvironment{context, avx2}, log);
     if (level == 3) {
       EXPECT_THAT(log.str(), HasSubstr("out_layout=\"NCHW16c\""));
       EXPECT_THAT(log.str(), HasSubstr("layout_transform("));
@@ -254,6 +255,26 @@ TEST(AlterOpLayout, RunsAtOptLevelThreeOnly) {
   std::ostringstream log;
   RunPipeline(ir::ParseFunction(model), PassEnvironment{off}, log);
   EXPECT_THAT(log.str(), Not(HasSubstr("layout_transform(")));
+}
+
+// The block is the target's choice unless the config names one.
+TEST(AlterOpLayout, TheTargetChoosesTheBlock) {
+  const char* model = R"(fn (%x: Tensor[(1, 3, 8, 8), float32]) {
+    %w = const(Tensor[(16, 3, 1, 1), float32], [0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    %0 = nn.conv2d(%x, %w);
+    %0
+  })";
+  auto layout_for = [&](const target::Target& t, const char* block) {
+    PassContext context;
+    if (block != nullptr) context.SetConfig("kiln.AlterOpLayout.block", block);
+    return ir::PrintFunction(AlterOpLayout(ir::ParseFunction(model), PassEnvironment{context, t}));
+  };
+  const target::Target baseline = target::TargetFor("x86-64", target::Isa::kBaseline);
+  const target::Target avx512 = target::TargetFor("x86-64-v4", target::Isa::kAvx512);
+  EXPECT_THAT(layout_for(baseline, nullptr), HasSubstr("out_layout=\"NCHW8c\""));
+  EXPECT_THAT(layout_for(avx512, nullptr), HasSubstr("out_layout=\"NCHW16c\""));
+  EXPECT_THAT(layout_for(baseline, "16"), HasSubstr("out_layout=\"NCHW16c\""));
+  EXPECT_THAT(layout_for(avx512, "8"), HasSubstr("out_layout=\"NCHW8c\""));
 }
 
 TEST(AlterOpLayout, BlocksOtherThanEightAndSixteenAreErrors) {

@@ -101,6 +101,34 @@ TEST(FoldConstant, IntegerSemantics) {
   })");
 }
 
+// Transposes and strided slices gather with strides for elements of every width (1, 2, 4 and 8
+// bytes), checked against values written by hand.
+TEST(FoldConstant, StridedGathersOfEveryElementWidth) {
+  ExpectPass(FoldConstant, R"(fn () {
+    %a = const(Tensor[(2, 3), int8], [1, 2, 3, -4, -5, -6]);
+    %b = const(Tensor[(2, 3), int16], [1000, 2000, 3000, -4000, -5000, -6000]);
+    %c = const(Tensor[(2, 3), int32], [1, 2, 3, 4, 5, 6]);
+    %d = const(Tensor[(2, 3), int64], [10000000000, 2, 3, 4, 5, -60000000000]);
+    %e = const(Tensor[(2, 3), bool], [1, 0, 0, 1, 1, 0]);
+    %0 = transpose(%a, axes=[1, 0]);
+    %1 = transpose(%b, axes=[1, 0]);
+    %2 = transpose(%c, axes=[1, 0]);
+    %3 = transpose(%d, axes=[1, 0]);
+    %4 = transpose(%e, axes=[1, 0]);
+    %5 = strided_slice(%d, begin=[2], end=[-4], strides=[-2], axes=[1]);
+    (%0, %1, %2, %3, %4, %5)
+  })",
+             R"(fn () {
+    %0 = const(Tensor[(3, 2), int8], [1, -4, 2, -5, 3, -6]);
+    %1 = const(Tensor[(3, 2), int16], [1000, -4000, 2000, -5000, 3000, -6000]);
+    %2 = const(Tensor[(3, 2), int32], [1, 4, 2, 5, 3, 6]);
+    %3 = const(Tensor[(3, 2), int64], [10000000000, 4, 2, 5, 3, -60000000000]);
+    %4 = const(Tensor[(3, 2), bool], [1, 1, 0, 1, 0, 0]);
+    %5 = const(Tensor[(2, 2), int64], [3, 10000000000, -60000000000, 4]);
+    (%0, %1, %2, %3, %4, %5)
+  })");
+}
+
 TEST(FoldScaleAxis, ChannelScaleMovesIntoConvWeightsAndBias) {
   ExpectPass(FoldScaleAxis, R"(fn (%x: Tensor[(1, 1, 3, 3), float32]) {
     %w = const(Tensor[(2, 1, 1, 1), float32], [1, 2]);
