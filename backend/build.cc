@@ -62,7 +62,9 @@ ir::Expr BindParams(const ir::Expr& main, const runtime::NamedArrays& params) {
 target::Target ResolveTarget(const std::string& text, const CompilerOptions& options) {
   std::string march = MarchForTarget(text);
   target::Target t = march == "native" ? target::HostTarget() : target::TargetFor(march, CompilerIsa(march, options));
-  for (const ExternalCodegen& codegen : ExternalCodegens()) t.dnnl = t.dnnl || (codegen.name == "dnnl" && codegen.enabled());
+  for (const ExternalCodegen& codegen : ExternalCodegens()) {
+    t.dnnl = t.dnnl || (codegen.name == "dnnl" && codegen.enabled());
+  }
   return t;
 }
 

@@ -274,7 +274,9 @@ target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options
     if (macros.size() > 2000) macros = macros.substr(0, 2000) + "\n...";
     runtime::Fail("target -march=", march, ": the compiler ", cxx, " does not take it:\n", macros);
   }
-  auto defines = [&](const char* macro) { return macros.find(std::string("#define ") + macro + " ") != std::string::npos; };
+  auto defines = [&](const char* macro) {
+    return macros.find(std::string("#define ") + macro + " ") != std::string::npos;
+  };
   target::Isa isa = defines("__AVX512F__")                        ? target::Isa::kAvx512
                     : defines("__AVX2__") && defines("__FMA__") ? target::Isa::kAvx2
                                                                  : target::Isa::kBaseline;
