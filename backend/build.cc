@@ -104,6 +104,9 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
                            f.symbol);
   }
   CompilerOptions compiler = options.compiler;
+  runtime::Check(compiler.march == CompilerOptions().march || compiler.march == options.target.march,
+                 "build: compiler.march is ", compiler.march, " but the target's is ", options.target.march,
+                 "; set BuildOptions::target (ResolveTarget) instead");
   compiler.march = options.target.march;
   std::vector<runtime::Module> modules = {
       runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile)))};

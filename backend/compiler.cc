@@ -45,6 +45,7 @@ KernelFiles ReadKernelList(const std::string& root) {
   files.headers = {"include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"};
   std::istringstream lines(runtime::ReadFile(list));
   for (std::string line; std::getline(lines, line);) {
+    line.erase(line.find_last_not_of(" \t\r") + 1);
     if (line.empty() || line[0] == '#') continue;
     bool source = line.size() > 3 && line.compare(line.size() - 3, 3, ".cc") == 0;
     (source ? files.sources : files.headers).push_back(line);
@@ -255,14 +256,19 @@ target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options
   static std::mutex* mutex = new std::mutex();
   static std::map<std::string, target::Isa>* cache = new std::map<std::string, target::Isa>();
   std::lock_guard<std::mutex> lock(*mutex);
-  std::string key = cxx + "\n" + march;
+  std::vector<std::string> argv = {cxx, "-march=" + march};
+  if (!options.mcpu.empty()) argv.push_back("-mcpu=" + options.mcpu);
+  argv.insert(argv.end(), options.flags.begin(), options.flags.end());  // -mno-avx512f and the like count
+  argv.insert(argv.end(), {"-dM", "-E", "-x", "c++", "/dev/null"});
+  std::string key;
+  for (const std::string& a : argv) key += a + "\n";
   auto it = cache->find(key);
   if (it != cache->end()) return it->second;
   std::string dir = MakePrivateDir(fs::temp_directory_path(), "kiln-cxx-isa-");
   std::string macros;
   int status = 0;
   try {
-    Process p = Spawn({cxx, "-march=" + march, "-dM", "-E", "-x", "c++", "/dev/null"}, dir + "/macros.log", "");
+    Process p = Spawn(argv, dir + "/macros.log", "");
     waitpid(p.pid, &status, 0);
     macros = runtime::ReadFile(p.log);
   } catch (...) {

@@ -37,8 +37,6 @@ DenseKernel DenseKernelFor(const std::string& weight_layout) {
   return DenseKernel::kNone;
 }
 
-bool SplitElementwiseLoop(const Target& target, int64_t elements) {
-  return target.cores > 1 && elements >= kParallelElements;
-}
+bool SplitElementwiseLoop(int64_t elements) { return elements >= kParallelElements; }
 
 }  // namespace kiln::target

@@ -40,7 +40,9 @@ enum class DenseKernel {
 };
 DenseKernel DenseKernelFor(const std::string& weight_layout);
 
-// Whether an elementwise loop over `elements` values is split across the target's cores.
-bool SplitElementwiseLoop(const Target& target, int64_t elements);
+// Whether an elementwise loop over `elements` values is split across threads. Not a question of
+// the target's cores: the runtime's thread count decides where the model runs, and with one
+// thread the split loop runs on the calling thread.
+bool SplitElementwiseLoop(int64_t elements);
 
 }  // namespace kiln::target

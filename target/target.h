@@ -19,7 +19,7 @@ struct Target {
   std::string march = "native";  // what the compiler gets as -march
   Isa isa = Isa::kBaseline;
   int vector_floats = 4;  // floats in one vector register
-  int cores = 1;          // hardware threads of the machine the model runs on
+  int cores = 1;          // hardware threads of this machine (a named CPU is taken to have as many)
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // per core (L3: per cache); 0 when unknown
   bool dnnl = false;      // this build has the oneDNN external codegen
 

@@ -1,6 +1,6 @@
 // AlterOpLayout: convolution chains run in blocked layouts. A tensor in NCHW[x]c is
 // [N, C / x, H, W, x]; the x channels of a block sit side by side, so a convolution kernel can
-// hold one block of output channels in a vector register (kernels/conv2d_nchwc.cc).
+// hold one block of output channels in a vector register (kernels/conv/conv2d_nchwc.cc).
 //
 //   - nn.conv2d (float32, groups 1) whose output channels divide by the block (the
 //     kiln.AlterOpLayout.block config, by default the target's choice, target/kernel_choice.h;

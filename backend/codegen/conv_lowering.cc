@@ -1,6 +1,6 @@
 // nn.conv2d as a kernel call: the plain convolution for NCHW / OIHW, and for blocked layouts
 // (NCHW[x]c data, packed OIHW{i}i{o}o weights) the blocked direct convolution
-// (kernels/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
+// (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
 // residual add, relu, clip, x * sigmoid(x)) as its fused epilogue.
 #include "backend/codegen/lowering.h"
 #include "ir/layout.h"
@@ -75,7 +75,8 @@ std::optional<Step::Operand> OperandKind(const TensorType& operand, const Tensor
 // The kernel's epilogue step for `op`, or nothing when the kernel cannot apply it.
 std::optional<Step::Op> StepOp(const FusedOp& op) {
   if (op.swish) return Step::kSwish;
-  std::optional<Step::Op> step = FindLowering(*op.call->op)->epilogue_step;
+  const Lowering* lowering = FindLowering(*op.call->op);
+  std::optional<Step::Op> step = lowering != nullptr ? lowering->epilogue_step : std::nullopt;
   if (step == Step::kSubtract && op.operand_first) return Step::kReverseSubtract;
   return step;
 }

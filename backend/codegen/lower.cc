@@ -56,8 +56,10 @@ const OpRef kSigmoid("sigmoid");
 // Lowers one function; the state of the walk over its values in order.
 class Lowerer {
  public:
-  Lowerer(const std::string& symbol, const FunctionNode& f, const target::Target& target) : f_(f), target_(target) {
+  Lowerer(const std::string& symbol, const Expr& function, const target::Target& target)
+      : f_(*function->As<FunctionNode>()), target_(target) {
     plan_.symbol = symbol;
+    plan_.function = function;
   }
 
   Plan Run() {
@@ -266,13 +268,13 @@ class Lowerer {
         values_[e.get()] = {b};
       }
     }
-    loop.parallel = target::SplitElementwiseLoop(target_, shape_type.NumElements());
+    loop.parallel = target::SplitElementwiseLoop(shape_type.NumElements());
     plan_.steps.push_back(std::move(loop));
     return end;
   }
 
   const FunctionNode& f_;
-  const target::Target& target_;
+  const target::Target& target_;  // outlives the Lowerer: LowerPrimitiveFunction's argument
   Plan plan_;
   std::vector<Expr> order_;
   std::unordered_map<const ExprNode*, std::vector<BufferId>> values_;    // per value: its tensors' buffers
@@ -293,7 +295,7 @@ int Plan::NumOf(PlanBuffer::Kind kind) const {
 Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive, const target::Target& target) {
   const auto* f = primitive->As<FunctionNode>();
   runtime::CheckInternal(f != nullptr, "lowering: ", symbol, " is not a function");
-  return Lowerer(symbol, *f, target).Run();
+  return Lowerer(symbol, primitive, target).Run();
 }
 
 }  // namespace kiln::backend

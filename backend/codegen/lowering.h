@@ -18,7 +18,7 @@ namespace kiln::backend {
 // result once and, for a binary op, one other operand; or, for `swish`, `call` is the multiply of
 // result * sigmoid(result).
 struct FusedOp {
-  const ir::CallNode* call;
+  const ir::CallNode* call = nullptr;
   std::optional<BufferId> operand;  // absent for a unary op
   ir::TensorType operand_type;
   bool operand_first = false;  // the other operand is the first argument (x - result)

@@ -19,8 +19,8 @@ namespace kiln::backend {
 // (allocated when the function starts, released when it returns).
 struct PlanBuffer {
   enum Kind { kParam, kOutput, kWorkspace };
-  Kind kind;
-  int index;  // among the buffers of its kind: p<index>, out<index>, t<index>
+  Kind kind = kWorkspace;
+  int index = 0;  // among the buffers of its kind: p<index>, out<index>, t<index>
   ir::TensorType type;
 };
 // A buffer of the plan: an index into Plan::buffers.
@@ -35,8 +35,8 @@ struct KernelArg {
 
 // One elementwise op a kernel applies to its result while it is in registers.
 struct EpilogueOp {
-  kernels::EpilogueStep::Op op;
-  kernels::EpilogueStep::Operand operand;
+  kernels::EpilogueStep::Op op = kernels::EpilogueStep::kAdd;
+  kernels::EpilogueStep::Operand operand = kernels::EpilogueStep::kNone;
   std::optional<BufferId> data;  // the other operand; absent for kNone
   float lo = 0, hi = 0;          // kClip bounds
 };
@@ -63,7 +63,7 @@ struct ElementwiseLoop {
     BufferId buffer = -1;  // otherwise: the buffer read
   };
   struct Member {
-    const ir::CallNode* call;
+    const ir::CallNode* call = nullptr;
     std::vector<Operand> operands;  // one per argument
     std::optional<BufferId> output;
   };
@@ -73,19 +73,20 @@ struct ElementwiseLoop {
 
 // An op written as loops by its emitter (transpose, reduction, pad, take, ...).
 struct LoopOp {
-  const ir::CallNode* call;
+  const ir::CallNode* call = nullptr;
   std::vector<BufferId> inputs, outputs;
 };
 
 // The bytes of one buffer into another of the same size.
 struct Copy {
-  BufferId from, to;
+  BufferId from = -1, to = -1;
 };
 
 using PlanStep = std::variant<KernelCall, ElementwiseLoop, LoopOp, Copy>;
 
 struct Plan {
   std::string symbol;
+  ir::Expr function;  // the primitive function; steps point at its calls
   std::vector<PlanBuffer> buffers;  // the parameters, then the outputs, then workspace
   std::vector<PlanStep> steps;
 

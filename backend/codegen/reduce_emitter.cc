@@ -5,6 +5,7 @@
 
 #include "backend/codegen/emitter.h"
 #include "ir/layout.h"
+#include "runtime/error.h"
 
 namespace kiln::backend {
 namespace {
@@ -70,6 +71,9 @@ void EmitReduce(EmitContext& c) {
 
 // Sums in double per channel; in NCHW[x]c the `block` channels of a plane side by side.
 void EmitGlobalAvgPool2D(EmitContext& c) {
+  runtime::Check(c.input_types[0].dtype == runtime::kFloat32, "nn.global_avg_pool2d on ",
+                 runtime::DTypeToString(c.input_types[0].dtype),
+                 " is not supported by the host code generator (float32 only)");
   const auto& data = c.input_types[0].shape;
   int64_t block = std::max<int64_t>(1, ir::ChannelBlock(c.call.attrs.GetString("layout")));
   int64_t planes = data[0] * data[1], size = data[2] * data[3];

@@ -114,9 +114,9 @@ void RegisterBuild(py::module_& m) {
     backend::BuildOptions options;
     options.pass_context = context;
     options.module_name = module_name;
-    options.target = backend::ResolveTarget(target, options.compiler);
     options.params = params;
     py::gil_scoped_release release;
+    options.target = backend::ResolveTarget(target, options.compiler);  // may run the compiler
     return backend::Build(mod.main, options);
   }, py::arg("mod"), py::arg("pass_context"), py::arg("target"), py::arg("params"), py::arg("module_name"));
 }

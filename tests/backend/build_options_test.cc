@@ -39,7 +39,9 @@ TEST(ResolveTargetTest, InstructionSetsOfNamedCpus) {
   EXPECT_EQ(ResolveTarget("llvm -mcpu=znver3").isa, target::Isa::kAvx2);
   EXPECT_EQ(ResolveTarget("native").isa, target::HostTarget().isa);
   EXPECT_EQ(ResolveTarget("cpu").march, "native");
-  EXPECT_FALSE(ResolveTarget("native").dnnl);  // this build has no oneDNN codegen yet
+  bool dnnl_enabled = false;
+  for (const ExternalCodegen& codegen : ExternalCodegens()) dnnl_enabled |= codegen.name == "dnnl" && codegen.enabled();
+  EXPECT_EQ(ResolveTarget("native").dnnl, dnnl_enabled);
   EXPECT_THAT(ErrorOf([] { ResolveTarget("no-such-cpu"); }), HasSubstr("target -march=no-such-cpu: the compiler"));
 }
 
@@ -100,6 +102,15 @@ TEST(BuildOptionsTest, BoundParamsAreCompiledInAndLoadRunsWithoutAFile) {
   EXPECT_EQ(y, (std::vector<float>{1.0f, 8.0f}));  // x * w + w
   runtime::Module again = factory.Load();           // a second load is a separate library
   EXPECT_NE(again.get(), lib.get());
+}
+
+// The target says what -march the compiler gets; a different compiler.march is a mistake, not
+// silently overridden.
+TEST(BuildOptionsTest, CompilerMarchThatContradictsTheTargetIsAnError) {
+  BuildOptions options;
+  options.compiler.march = "x86-64";
+  EXPECT_THAT(ErrorOf([&] { Build(ir::ParseFunction(kScaleAdd), options); }),
+              HasSubstr("compiler.march is x86-64 but the target's is native; set BuildOptions::target"));
 }
 
 TEST(BuildOptionsTest, MissingSourceDirIsAnErrorNamingThePath) {

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
+#include "backend/codegen/host_codegen.h"
 #include "backend/codegen/plan.h"
 #include "ir/text.h"
 #include "runtime/error.h"
@@ -15,18 +18,14 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Step = kernels::EpilogueStep;
 
-// Lowered for a target with two cores.
-Plan Lower(const std::string& text) {
-  target::Target two_cores = target::HostTarget();
-  two_cores.cores = 2;
-  return LowerPrimitiveFunction("f", ir::ParseFunction(text), two_cores);
-}
+Plan Lower(const std::string& text) { return LowerPrimitiveFunction("f", ir::ParseFunction(text)); }
 
+// Step `index` of the plan, which must be a T (the test fails with an exception otherwise).
 template <typename T>
 const T& StepAt(const Plan& plan, size_t index) {
-  EXPECT_LT(index, plan.steps.size());
-  const T* step = std::get_if<T>(&plan.steps.at(index));
-  EXPECT_NE(step, nullptr) << "step " << index << " is of another kind";
+  if (index >= plan.steps.size()) throw std::out_of_range("the plan has no step " + std::to_string(index));
+  const T* step = std::get_if<T>(&plan.steps[index]);
+  if (step == nullptr) throw std::logic_error("step " + std::to_string(index) + " is of another kind");
   return *step;
 }
 
@@ -189,14 +188,6 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_EQ(tail.members[1].operands[0].member, 0);
   EXPECT_EQ(tail.members[2].output, plan.Output(0));
 
-  // On a target with one core the loop stays on the calling thread.
-  target::Target one_core = target::HostTarget();
-  one_core.cores = 1;
-  Plan serial = LowerPrimitiveFunction("f", ir::ParseFunction(R"(fn (%x: Tensor[(128, 512), float32]) {
-    %0 = exp(%x); %0
-  })"), one_core);
-  EXPECT_FALSE(StepAt<ElementwiseLoop>(serial, 0).parallel);
-
   // A plain weight calls the matrix kernel with B transposed; a small loop stays on the calling thread.
   Plan plain = Lower(R"(fn (%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
     %0 = nn.dense(%x, %w); %1 = nn.relu(%0); %1
@@ -206,6 +197,16 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_EQ(ArgOf(gemm2, "b_transposed"), KernelArg::Value(true));
   EXPECT_EQ(ArgOf(gemm2, "ldb"), Int(8));
   EXPECT_FALSE(StepAt<ElementwiseLoop>(plain, 1).parallel);
+}
+
+TEST(Lowering, GlobalPoolingOfFloat64IsAClearError) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 3, 3), float64]) { %0 = nn.global_avg_pool2d(%x); %0 })");
+  try {
+    GenerateOperatorSource(plan);
+    FAIL() << "no error";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("nn.global_avg_pool2d on float64 is not supported by the host code generator"));
+  }
 }
 
 TEST(Lowering, UnsupportedWeightLayoutIsAClearError) {
