@@ -43,8 +43,10 @@ void GraphExecutor::AllocateStorage() {
   for (size_t e = 0; e < num_entries; ++e) {
     DLTensor t = EntryTensor(static_cast<uint32_t>(e), nullptr);
     uint32_t sid = graph_.storage_ids[e];
-    try {
-      bytes[sid] = std::max(bytes[sid], DataBytes(t));
+    try {  // every entry is checked before any storage is allocated
+      size_t entry_bytes = DataBytes(t);
+      CheckTensorBytes(static_cast<int64_t>(entry_bytes), "a tensor of shape " + ShapeToString(t.shape, t.ndim));
+      bytes[sid] = std::max(bytes[sid], entry_bytes);
     } catch (const Error& error) {
       Fail("graph JSON: entry ", e, ": ", error.what());
     }

@@ -1,9 +1,13 @@
 // NDArray storage, views, copies and DLPack exchange.
 #include "runtime/ndarray.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "runtime/error.h"
@@ -46,6 +50,46 @@ void CheckCPU(DLDevice device) {
 }  // namespace
 
 int64_t NumElements(const DLTensor& tensor) { return CheckedProduct(tensor.shape, tensor.ndim); }
+
+int64_t MaxTensorBytes() {
+  if (const char* text = std::getenv("KILN_MAX_TENSOR_BYTES"); text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    long long value = std::strtoll(text, &end, 10);
+    Check(errno == 0 && *end == '\0' && value > 0, "KILN_MAX_TENSOR_BYTES must be a positive number of bytes, got '",
+          text, "'");
+    return value;
+  }
+  static const int64_t physical = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t bytes = 0;
+    if (pages <= 0 || page <= 0 || __builtin_mul_overflow(int64_t{pages}, int64_t{page}, &bytes)) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    return bytes;
+  }();
+  return physical;
+}
+
+void CheckTensorBytes(int64_t bytes, const std::string& what) {
+  int64_t limit = MaxTensorBytes();
+  bool from_env = std::getenv("KILN_MAX_TENSOR_BYTES") != nullptr;
+  Check(bytes <= limit, what, " needs ", bytes, " bytes, more than the limit of ", limit, " bytes (",
+        from_env ? "KILN_MAX_TENSOR_BYTES" : "this machine's memory; set KILN_MAX_TENSOR_BYTES to change it", ")");
+}
+
+int64_t CheckedTensorBytes(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& what) {
+  int64_t elements = 1, bytes = 0;
+  for (int64_t d : shape) {
+    Check(d >= 0, what, " has a negative dimension: ", ShapeToString(shape));
+    Check(!__builtin_mul_overflow(elements, d, &elements), what, " of shape ", ShapeToString(shape),
+          " has more elements than a 64-bit count holds");
+  }
+  Check(!__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(dtype)), &bytes), what, " of shape ",
+        ShapeToString(shape), " has more bytes than a 64-bit count holds");
+  CheckTensorBytes(bytes, what + " of shape " + ShapeToString(shape));
+  return bytes;
+}
 
 size_t DataBytes(const DLTensor& tensor) {
   // Per element, as TVM counts it: a bool (uint1) takes a whole byte.
@@ -116,6 +160,8 @@ NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDe
   c->dl.ndim = static_cast<int>(shape.size());
   c->dl.shape = c->shape.data();
   size_t bytes = DataBytes(c->dl);
+  CheckTensorBytes(static_cast<int64_t>(bytes), "an array of shape " + ShapeToString(shape) + " and dtype " +
+                                                    DTypeToString(dtype));
   // aligned_alloc needs a size that is a multiple of the alignment; keep at least one block so
   // that empty tensors still have a valid, aligned pointer.
   size_t rounded = (bytes + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;

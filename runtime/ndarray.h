@@ -78,6 +78,16 @@ class NDArray {
 // Number of elements and bytes of a tensor; throws Error on overflow or a negative dimension.
 int64_t NumElements(const DLTensor& tensor);
 size_t DataBytes(const DLTensor& tensor);
+// The most bytes one array may take: $KILN_MAX_TENSOR_BYTES when set, else this machine's
+// physical memory. Larger arrays are refused before anything is allocated: by NDArray::Empty,
+// and before that by the IR's tensor types and the ONNX importer, so that a model asking for more
+// fails at import or load with a message instead of when the system runs out of memory.
+int64_t MaxTensorBytes();
+// Throws Error when `bytes` is more than MaxTensorBytes(): "<what> needs N bytes, more than ...".
+void CheckTensorBytes(int64_t bytes, const std::string& what);
+// The elements of `shape` and the bytes they take as `dtype` (a bool takes a byte); throws Error
+// naming `what` on a negative dimension, an overflow or more than MaxTensorBytes().
+int64_t CheckedTensorBytes(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& what);
 // True when strides are absent or describe a compact row-major layout.
 bool IsCompact(const DLTensor& tensor);
 std::string ShapeToString(const int64_t* shape, int ndim);

@@ -17,6 +17,8 @@ namespace kiln::frontend {
 using namespace ir;
 using runtime::StrCat;
 
+size_t CheckedDataBytes(const onnx::TensorProto& tensor);  // with TensorToNDArray below
+
 namespace {
 
 constexpr int64_t kMinOpset = 11;
@@ -108,6 +110,16 @@ void CheckStructure(const onnx::GraphProto& graph_) {
       if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
     }
     for (const std::string& name : node.output()) known.insert(name);
+  }
+  // Initializer sizes before ONNX's checker and shape inference see them: the checker counts
+  // elements without overflow checks (to it a [2^40, 2^40] tensor has 0 elements).
+  for (const auto& init : graph_.initializer()) {
+    try {
+      CheckedDataBytes(init);
+    } catch (runtime::Error& e) {
+      e.AddLocation({"", "initializer '" + init.name() + "'", ""});
+      throw;
+    }
   }
 }
 
@@ -210,54 +222,59 @@ DLDataType OnnxDType(int32_t onnx_type) {
   }
 }
 
-runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
+// The bytes `tensor` takes, once its shape is checked (no overflow, at most MaxTensorBytes) and
+// found to match the data it holds; nothing is allocated.
+size_t CheckedDataBytes(const onnx::TensorProto& tensor) {
   runtime::Check(tensor.data_location() != onnx::TensorProto::EXTERNAL,
                  "tensors with external data are not supported; save the model with its data inside");
   std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  DLDataType dtype = OnnxDType(tensor.data_type());
-  runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
-  size_t bytes = array.NumBytes();
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
-  char* out = static_cast<char*>(array.data());
+  size_t bytes = static_cast<size_t>(runtime::CheckedTensorBytes(shape, OnnxDType(tensor.data_type()), "the tensor"));
   if (tensor.has_raw_data()) {
     runtime::Check(tensor.raw_data().size() == bytes, "raw data holds ", tensor.raw_data().size(), " bytes, expected ",
                    bytes);
+    return bytes;
+  }
+  int values = 0;
+  switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT: values = tensor.float_data_size(); break;
+    case onnx::TensorProto::DOUBLE: values = tensor.double_data_size(); break;
+    case onnx::TensorProto::INT64: values = tensor.int64_data_size(); break;
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::UINT32: values = tensor.uint64_data_size(); break;
+    default: values = tensor.int32_data_size();  // int32, int16, int8, uint16, uint8, bool, float16, bfloat16
+  }
+  int64_t count = static_cast<int64_t>(bytes / runtime::DTypeBytes(OnnxDType(tensor.data_type())));
+  runtime::Check(values == count, "holds ", values, " values for shape ", runtime::ShapeToString(shape));
+  return bytes;
+}
+
+runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
+  size_t bytes = CheckedDataBytes(tensor);
+  std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  DLDataType dtype = OnnxDType(tensor.data_type());
+  int64_t count = static_cast<int64_t>(bytes / runtime::DTypeBytes(dtype));
+  runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
+  char* out = static_cast<char*>(array.data());
+  if (tensor.has_raw_data()) {
     std::memcpy(out, tensor.raw_data().data(), bytes);
     return array;
   }
-  auto check_count = [&](int n) {
-    runtime::Check(n == count, "holds ", n, " values for shape ", runtime::ShapeToString(shape));
-  };
   switch (tensor.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      check_count(tensor.float_data_size());
-      std::memcpy(out, tensor.float_data().data(), bytes);
-      break;
-    case onnx::TensorProto::DOUBLE:
-      check_count(tensor.double_data_size());
-      std::memcpy(out, tensor.double_data().data(), bytes);
-      break;
-    case onnx::TensorProto::INT64:
-      check_count(tensor.int64_data_size());
-      std::memcpy(out, tensor.int64_data().data(), bytes);
-      break;
+    case onnx::TensorProto::FLOAT: std::memcpy(out, tensor.float_data().data(), bytes); break;
+    case onnx::TensorProto::DOUBLE: std::memcpy(out, tensor.double_data().data(), bytes); break;
+    case onnx::TensorProto::INT64: std::memcpy(out, tensor.int64_data().data(), bytes); break;
     case onnx::TensorProto::UINT64:
-    case onnx::TensorProto::UINT32: {
-      check_count(tensor.uint64_data_size());
+    case onnx::TensorProto::UINT32:
       for (int64_t i = 0; i < count; ++i) {
         uint64_t v = tensor.uint64_data(static_cast<int>(i));
         std::memcpy(out + i * runtime::DTypeBytes(dtype), &v, runtime::DTypeBytes(dtype));
       }
       break;
-    }
-    default: {  // int32_data carries int32, int16, int8, uint16, uint8, bool, float16, bfloat16
-      check_count(tensor.int32_data_size());
+    default:
       for (int64_t i = 0; i < count; ++i) {
         int32_t v = tensor.int32_data(static_cast<int>(i));
         std::memcpy(out + i * runtime::DTypeBytes(dtype), &v, runtime::DTypeBytes(dtype));
       }
-    }
   }
   return array;
 }

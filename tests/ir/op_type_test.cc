@@ -36,6 +36,26 @@ Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> items) {
 }
 using Ints = std::vector<int64_t>;
 
+// Every tensor type can be allocated: an element count that overflows, or a tensor larger than
+// runtime::MaxTensorBytes(), is refused where the type arises, an op's result included.
+TEST(OpType, TensorTypesThatCannotBeAllocatedAreErrors) {
+  auto type_error = [](std::vector<int64_t> shape) {
+    try {
+      Type::Tensor(std::move(shape), runtime::kFloat32);
+    } catch (const runtime::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_THAT(type_error({int64_t{1} << 62, 4}), HasSubstr("has more elements than a 64-bit count holds"));
+  EXPECT_THAT(type_error({int64_t{1} << 61}), HasSubstr("has more bytes than a 64-bit count holds"));
+  EXPECT_THAT(type_error({int64_t{1} << 22, int64_t{1} << 22}),
+              HasSubstr("a tensor of float32 of shape [4194304, 4194304] needs 70368744177664 bytes, more than the limit of"));
+  EXPECT_THAT(ErrorOf("broadcast_to", {In({1})}, A({{"shape", Ints{int64_t{1} << 22, int64_t{1} << 22}}})),
+              HasSubstr("needs 70368744177664 bytes"));
+  EXPECT_EQ(type_error({1 << 10, 1 << 10}), "(no error)");
+}
+
 TEST(OpType, Conv2D) {
   // out = floor((in + pads - dilation * (k - 1) - 1) / stride) + 1
   EXPECT_EQ(TypeOf("nn.conv2d", {In({1, 3, 224, 224}), In({64, 3, 7, 7})},

@@ -106,6 +106,41 @@ def test_import_errors_carry_a_structured_location(tmp_path):
     assert raised.value.node == "line 2, column 16" and raised.value.message == "%y is not defined"
 
 
+def test_import_refuses_tensors_larger_than_the_limit_before_allocating(monkeypatch):
+    """Resource bounds: element counts that overflow, tensors larger than the machine's memory, and
+    data shorter than its shape are refused at import with the place named, before any allocation
+    (a 64 TiB tensor would otherwise be an allocation failure or the OOM killer)."""
+    def initializer(dims):  # four bytes of data whatever the shape says (onnx.helper would refuse it)
+        tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, raw_data=b"\0\0\0\0")
+        tensor.dims.extend(dims)
+        return tensor
+    def model_with(init):
+        y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+        return make_model([onnx.helper.make_node("Add", ["x", "w"], ["y"], name="add_node")],
+                          [value("x", [1])], [y], [init]).SerializeToString()
+    cases = [
+        ([1 << 40, 1 << 40], "of shape [1099511627776, 1099511627776] has more elements than a 64-bit count holds"),
+        ([1 << 22, 1 << 22], "needs 70368744177664 bytes, more than the limit of"),
+        ([1 << 28], "raw data holds 4 bytes, expected 1073741824"),  # 1 GiB declared, 4 bytes given
+    ]
+    for dims, message in cases:
+        with pytest.raises(kiln.KilnError) as raised:
+            kiln.frontend.from_onnx(model_with(initializer(dims)))
+        assert message in str(raised.value), str(raised.value)
+        assert "'w'" in str(raised.value), str(raised.value)
+    # An op whose result is too large: named at its node, the limit taken from the environment.
+    monkeypatch.setenv("KILN_MAX_TENSOR_BYTES", str(1 << 20))
+    shape = onnx.numpy_helper.from_array(np.array([512, 1024], np.int64), "shape")
+    expand = make_model([onnx.helper.make_node("Expand", ["x", "shape"], ["y"], name="expand_node")],
+                        [value("x", [1])], [value("y", [512, 1024])], [shape])
+    with pytest.raises(kiln.KilnError) as raised:
+        kiln.frontend.from_onnx(expand.SerializeToString())
+    assert raised.value.node == "node 'expand_node' (Expand)", str(raised.value)
+    assert "needs 2097152 bytes, more than the limit of 1048576 bytes (KILN_MAX_TENSOR_BYTES)" in str(raised.value)
+    monkeypatch.setenv("KILN_MAX_TENSOR_BYTES", str(2 << 20))  # at the bound it imports
+    kiln.frontend.from_onnx(expand.SerializeToString())
+
+
 # ---- PassContext and build ------------------------------------------------------------------------
 
 def test_pass_context_is_a_nested_thread_local_context_manager():

@@ -365,8 +365,29 @@ TEST_F(GraphExecutorTest, HugeStorageIsAnErrorNotACrash) {
   auto graph = nlohmann::json::parse(json_);
   graph["attrs"]["shape"][1][6] = {int64_t{1} << 40, int64_t{1} << 30};
   EXPECT_THAT(ErrorOf([&] { Make(graph.dump()); }), HasSubstr("entry 6: shape [1099511627776, 1073741824] has too many elements"));
-  graph["attrs"]["shape"][1][6] = {int64_t{1} << 22, int64_t{1} << 22};  // 64 TiB
-  EXPECT_THAT(ErrorOf([&] { Make(graph.dump()); }), HasSubstr("cannot allocate"));
+  graph["attrs"]["shape"][1][6] = {int64_t{1} << 22, int64_t{1} << 22};  // 64 TiB, more than this machine has
+  EXPECT_THAT(ErrorOf([&] { Make(graph.dump()); }),
+              HasSubstr("entry 6: a tensor of shape [4194304, 4194304] needs 70368744177664 bytes, more than the limit of"));
+}
+
+// KILN_MAX_TENSOR_BYTES bounds every tensor: an entry above it fails the load before any storage
+// is allocated, and so does an array; at the bound both work.
+TEST_F(GraphExecutorTest, TensorSizeLimitIsConfigurable) {
+  auto graph = nlohmann::json::parse(json_);
+  graph["attrs"]["shape"][1][6] = {1024, 1024};  // 4 MiB of float32
+  setenv("KILN_MAX_TENSOR_BYTES", "4194303", 1);
+  std::string error = ErrorOf([&] { Make(graph.dump()); });
+  std::string array_error = ErrorOf([] { NDArray::Empty({1024, 1024}, kFloat32); });
+  setenv("KILN_MAX_TENSOR_BYTES", "4194304", 1);
+  std::string at_bound = ErrorOf([] { NDArray::Empty({1024, 1024}, kFloat32); });
+  setenv("KILN_MAX_TENSOR_BYTES", "lots", 1);
+  std::string bad_setting = ErrorOf([] { NDArray::Empty({1}, kFloat32); });
+  unsetenv("KILN_MAX_TENSOR_BYTES");
+  EXPECT_THAT(error, HasSubstr("entry 6: a tensor of shape [1024, 1024] needs 4194304 bytes, more than the limit of "
+                               "4194303 bytes (KILN_MAX_TENSOR_BYTES)"));
+  EXPECT_THAT(array_error, HasSubstr("an array of shape [1024, 1024] and dtype float32 needs 4194304 bytes"));
+  EXPECT_EQ(at_bound, "(no error)");
+  EXPECT_THAT(bad_setting, HasSubstr("KILN_MAX_TENSOR_BYTES must be a positive number of bytes, got 'lots'"));
 }
 
 TEST_F(GraphExecutorTest, SingleThreadRunGivesTheSameResult) {
