@@ -1,6 +1,8 @@
 // The build pipeline and export.
 #include "backend/build.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,6 +12,7 @@
 #include "backend/graph_codegen.h"
 #include "backend/host_module.h"
 #include "runtime/error.h"
+#include "runtime/text.h"
 #include "runtime/graph_executor_factory.h"
 
 namespace kiln::backend {
@@ -72,6 +75,13 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
                       std::ostream* log) {
   runtime::Check(unbound_main != nullptr && unbound_main->As<ir::FunctionNode>() != nullptr,
                  "build: main is not a function");
+  const std::string& name = options.module_name;
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                    std::all_of(name.begin(), name.end(), word_char);
+  runtime::Check(identifier, "build: the module name '", runtime::EscapeForDisplay(name),
+                 "' must be a C identifier (letters, digits and _, not starting with a digit): it names the "
+                 "library's functions (tvmgen_<name>_...)");
   ir::Expr main = BindParams(unbound_main, options.params);
   int opt_level = options.pass_context.opt_level;
   runtime::Check(opt_level >= 0 && opt_level <= 3, "opt_level must be 0 to 3, got ", opt_level);
@@ -108,8 +118,10 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
                  "build: compiler.march is ", compiler.march, " but the target's is ", options.target.march,
                  "; set BuildOptions::target (ResolveTarget) instead");
   compiler.march = options.target.march;
+  std::string source;
+  for (const SourceFile& file : sources) source += "// ---- " + file.name + "\n" + file.text;
   std::vector<runtime::Module> modules = {
-      runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile)))};
+      runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile), source))};
   modules.insert(modules.end(), external.begin(), external.end());
   return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(modules),
                          options.module_name, compiler);
@@ -132,6 +144,10 @@ ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays pa
 
 std::vector<std::string> ExecutorFactory::Objects() const {
   return static_cast<const HostCodeModule*>(modules_[0].get())->objects();
+}
+
+const std::string& ExecutorFactory::GetSource() const {
+  return static_cast<const HostCodeModule*>(modules_[0].get())->source();
 }
 
 void ExecutorFactory::ExportLibrary(const std::string& path) const {

@@ -58,6 +58,8 @@ class ExecutorFactory {
   const runtime::NamedArrays& params() const { return params_; }
   const std::string& module_name() const { return module_name_; }
   const std::vector<runtime::Module>& modules() const { return modules_; }
+  // The C++ of the compiled operator functions (TVM's lib.get_lib().get_source()).
+  const std::string& GetSource() const;
 
   // One shared library holding the operators and, in its import blob, the graph and params:
   // `load_module(path)["default"](cpu)` runs it (TVM's export_library).

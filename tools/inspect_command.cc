@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/graph_json.h"
+#include "runtime/text.h"
 #include "tools/artifact.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
@@ -34,7 +35,7 @@ int InspectCommand(const std::vector<std::string>& args) {
 
   std::printf("Inputs:\n");
   for (const runtime::TensorInfo& info : exec.GetInputInfo()) {
-    std::printf("  %-24s %s\n", info.name.c_str(), TypeText(info.shape, info.dtype).c_str());
+    std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info.shape, info.dtype).c_str());
   }
   size_t params = exec.NumInputs() - exec.GetInputInfo().size();
   int64_t param_bytes = 0;
@@ -45,7 +46,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::printf("Parameters: %zu arrays, %.2f MB\n", params, param_bytes / 1048576.0);
   std::printf("Outputs:\n");
   for (const runtime::TensorInfo& info : exec.GetOutputInfo()) {
-    std::printf("  %-24s %s\n", info.name.c_str(), TypeText(info.shape, info.dtype).c_str());
+    std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info.shape, info.dtype).c_str());
   }
   struct FunctionInfo {
     int calls = 0;

@@ -11,6 +11,7 @@
 #include "ir/evaluate.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
+#include "runtime/text.h"
 
 namespace kiln::frontend {
 
@@ -148,7 +149,9 @@ class GraphImporter {
         missing_shapes += StrCat(missing_shapes.empty() ? "" : ", ", "'", input.name(), "' (dimension ", symbolic, ")");
         continue;
       }
-      Expr var = Var(input.name(), Type::Tensor(shape, OnnxDType(input.type().tensor_type().elem_type())));
+      // The name the graph JSON and the executor know the input by: JSON holds only UTF-8.
+      Expr var =
+          Var(runtime::ValidUtf8(input.name()), Type::Tensor(shape, OnnxDType(input.type().tensor_type().elem_type())));
       values_[input.name()] = var;
       params.push_back(var);
     }

@@ -32,6 +32,10 @@ class GraphExecutorFactoryModule:
         """The graph JSON (TVM's format)."""
         return self._factory.graph_json
 
+    def get_source(self) -> str:
+        """The C++ of the compiled operator functions (TVM's lib.get_lib().get_source())."""
+        return self._factory.get_source()
+
     def get_params(self) -> Dict[str, NDArray]:
         """The parameters the graph needs (constants of the optimized model), by name."""
         return dict(self._factory.params)

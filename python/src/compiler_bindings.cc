@@ -108,7 +108,8 @@ void RegisterBuild(py::module_& m) {
       })
       .def_property_readonly("graph_json", &backend::ExecutorFactory::graph_json)
       .def_property_readonly("params", &backend::ExecutorFactory::params)
-      .def_property_readonly("module_name", &backend::ExecutorFactory::module_name);
+      .def_property_readonly("module_name", &backend::ExecutorFactory::module_name)
+      .def("get_source", &backend::ExecutorFactory::GetSource);
   m.def("build", [](const IRModule& mod, const transform::PassContext& context, const std::string& target,
                     const runtime::NamedArrays& params, const std::string& module_name) {
     backend::BuildOptions options;

@@ -6,17 +6,21 @@
 
 #include "python/src/bindings.h"
 #include "runtime/error.h"
+#include "runtime/text.h"
 #include "runtime/version.h"
 
 namespace py = pybind11;
 
 namespace {
 
-py::object OrNone(const std::string& text) { return text.empty() ? py::none() : py::object(py::str(text)); }
+// Messages quote names from models, which need not be UTF-8: invalid bytes become \xNN.
+py::str Text(const std::string& text) { return py::str(kiln::runtime::ValidUtf8(text)); }
+
+py::object OrNone(const std::string& text) { return text.empty() ? py::none() : py::object(Text(text)); }
 
 void Raise(PyObject* type, const kiln::runtime::Error& e) {
-  py::object instance = py::reinterpret_borrow<py::object>(type)(e.what());
-  instance.attr("message") = e.message();
+  py::object instance = py::reinterpret_borrow<py::object>(type)(Text(e.what()));
+  instance.attr("message") = Text(e.message());
   instance.attr("file") = OrNone(e.location().file);
   instance.attr("node") = OrNone(e.location().node);
   instance.attr("argument") = OrNone(e.location().argument);

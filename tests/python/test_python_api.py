@@ -2,6 +2,8 @@
 from_onnx, PassContext, build and the factory, load_module, GraphModule (inputs, outputs, params,
 benchmark, profile) and the errors each raises with the library's message."""
 import json
+import os
+import subprocess
 import threading
 
 import numpy as np
@@ -139,6 +141,54 @@ def test_import_refuses_tensors_larger_than_the_limit_before_allocating(monkeypa
     assert "needs 2097152 bytes, more than the limit of 1048576 bytes (KILN_MAX_TENSOR_BYTES)" in str(raised.value)
     monkeypatch.setenv("KILN_MAX_TENSOR_BYTES", str(2 << 20))  # at the bound it imports
     kiln.frontend.from_onnx(expand.SerializeToString())
+
+
+def test_hostile_names_never_reach_generated_code_and_print_escaped(tmp_path):
+    """Names are data: quotes, backslashes, newlines, comment ends, #, 10,000 characters and bytes
+    that are not UTF-8 in tensor, node and graph names compile and run (checked against NumPy), the
+    generated C++ holds none of them, inputs keep their names (invalid bytes as \\xNN, since JSON
+    and Python hold only UTF-8), and kiln inspect prints them escaped."""
+    hostile = ['in"put', "back\\slash", "line1\nline2", "x*/y", "#define N", "n" * 10000]
+    placeholder = "PLACEHOLD_"  # replaced in the serialized model by as many bytes that are not UTF-8
+    invalid = b"bad\xff\xfe\x80utf8"
+    assert len(invalid) == len(placeholder)
+    w = onnx.numpy_helper.from_array(np.array([1.5, -2.0, 0.5], np.float32), hostile[1])
+    nodes = [onnx.helper.make_node("Mul", [hostile[0], hostile[1]], [hostile[2]], name=hostile[3]),
+             onnx.helper.make_node("Add", [hostile[2], placeholder], [hostile[4]], name=hostile[5]),
+             onnx.helper.make_node("Relu", [hostile[4]], [hostile[5]], name='node "3"\n')]
+    graph = onnx.helper.make_graph(nodes, "graph */ #x\n\"", [value(hostile[0], [2, 3]), value(placeholder, [2, 3])],
+                                   [value(hostile[5], [2, 3])], [w])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 14)], ir_version=8)
+    data = model.SerializeToString().replace(placeholder.encode(), invalid)
+    mod, params = kiln.frontend.from_onnx(data)
+    lib = kiln.build(mod, params=params)
+    source = lib.get_source()
+    assert "tvmgen_default_fused" in source
+    for name in hostile + ['node "3"', "graph */"]:
+        assert name not in source, name[:40]
+    assert "bad" not in source and "\\x" not in source
+    path = tmp_path / "names.so"
+    lib.export_library(path)
+    gmod = graph_executor.GraphModule(kiln.runtime.load_module(str(path))["default"](kiln.cpu()))
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    gmod.set_input(hostile[0], a)
+    gmod.set_input("bad\\xFF\\xFE\\x80utf8", b)  # the invalid bytes as the importer writes them
+    gmod.run()
+    np.testing.assert_allclose(gmod.get_output(0).numpy(), np.maximum(a * np.array([1.5, -2.0, 0.5]) + b, 0),
+                               rtol=1e-6, atol=1e-6)
+    inspected = subprocess.run([os.environ.get("KILN_BIN", "build/bin/kiln"), "inspect", str(path)],
+                               capture_output=True, text=True, check=True).stdout
+    assert 'in\\"put' in inspected and "bad\\\\xFF\\\\xFE\\\\x80utf8" in inspected, inspected
+    # String attributes are checked against what the op knows before anything uses them.
+    pads = onnx.numpy_helper.from_array(np.array([1, 1], np.int64), "pads")
+    pad = make_model([onnx.helper.make_node("Pad", ["x", "pads"], ["y"], mode='edge"*/\n#')], [value("x", [2])],
+                     [value("y", [4])], [pads])
+    with pytest.raises(kiln.KilnError, match="pad_mode must be constant, edge or reflect"):
+        kiln.frontend.from_onnx(pad.SerializeToString())
+    # A module name becomes part of C symbols, so it must be an identifier.
+    with pytest.raises(kiln.KilnError, match="module name 'a\\\\\"b\\*/' must be a C identifier"):
+        kiln.build(mod, params=params, mod_name='a"b*/')
 
 
 # ---- PassContext and build ------------------------------------------------------------------------
