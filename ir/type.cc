@@ -33,7 +33,7 @@ Type Type::Tensor(TensorType tensor) {
   for (int64_t d : tensor.shape) Check(d >= 0, "tensor type with a negative dimension ", ShapeText(tensor.shape));
   // Every tensor type can be allocated: shapes whose element count overflows, or tensors larger
   // than runtime::MaxTensorBytes(), are refused where they arise (an input, a constant, an op's result).
-  runtime::CheckedTensorBytes(tensor.shape, tensor.dtype, "a tensor of " + runtime::DTypeToString(tensor.dtype));
+  runtime::CheckedTensorBytes(tensor.shape, tensor.dtype, "a tensor");
   Type t;
   t.kind_ = Kind::kTensor;
   t.tensor_ = std::move(tensor);

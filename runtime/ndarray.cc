@@ -73,7 +73,9 @@ int64_t MaxTensorBytes() {
 
 void CheckTensorBytes(int64_t bytes, const std::string& what) {
   int64_t limit = MaxTensorBytes();
-  bool from_env = std::getenv("KILN_MAX_TENSOR_BYTES") != nullptr;
+  if (bytes <= limit) return;
+  const char* setting = std::getenv("KILN_MAX_TENSOR_BYTES");
+  bool from_env = setting != nullptr && *setting != '\0';
   Check(bytes <= limit, what, " needs ", bytes, " bytes, more than the limit of ", limit, " bytes (",
         from_env ? "KILN_MAX_TENSOR_BYTES" : "this machine's memory; set KILN_MAX_TENSOR_BYTES to change it", ")");
 }
@@ -87,7 +89,7 @@ int64_t CheckedTensorBytes(const std::vector<int64_t>& shape, DLDataType dtype, 
   }
   Check(!__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(dtype)), &bytes), what, " of shape ",
         ShapeToString(shape), " has more bytes than a 64-bit count holds");
-  CheckTensorBytes(bytes, what + " of shape " + ShapeToString(shape));
+  if (bytes > MaxTensorBytes()) CheckTensorBytes(bytes, what + " of shape " + ShapeToString(shape));
   return bytes;
 }
 
@@ -160,8 +162,10 @@ NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDe
   c->dl.ndim = static_cast<int>(shape.size());
   c->dl.shape = c->shape.data();
   size_t bytes = DataBytes(c->dl);
-  CheckTensorBytes(static_cast<int64_t>(bytes), "an array of shape " + ShapeToString(shape) + " and dtype " +
-                                                    DTypeToString(dtype));
+  if (static_cast<int64_t>(bytes) > MaxTensorBytes()) {  // the message is built only when it is needed
+    CheckTensorBytes(static_cast<int64_t>(bytes), "an array of shape " + ShapeToString(shape) + " and dtype " +
+                                                      DTypeToString(dtype));
+  }
   // aligned_alloc needs a size that is a multiple of the alignment; keep at least one block so
   // that empty tensors still have a valid, aligned pointer.
   size_t rounded = (bytes + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;

@@ -25,6 +25,17 @@ size_t Utf8Length(const std::string& text, size_t i) {
   return length;
 }
 
+// Whether the valid sequence of `length` bytes at text[i] is a character a terminal may act on:
+// C1 controls (U+0080-U+009F), line and paragraph separators (U+2028, U+2029) and bidirectional
+// overrides (U+202A-U+202E, U+2066-U+2069).
+bool IsInvisibleControl(const std::string& text, size_t i, size_t length) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  if (length == 2) return byte(0) == 0xC2 && byte(1) <= 0x9F;
+  if (length != 3 || byte(0) != 0xE2) return false;
+  return (byte(1) == 0x80 && byte(2) >= 0xA8 && byte(2) <= 0xAE) ||
+         (byte(1) == 0x81 && byte(2) >= 0xA6 && byte(2) <= 0xA9);
+}
+
 std::string Hex(unsigned char c) {
   char buffer[8];
   std::snprintf(buffer, sizeof(buffer), "\\x%02X", c);
@@ -53,18 +64,33 @@ std::string EscapeForDisplay(const std::string& text) {
     size_t length = Utf8Length(text, i);
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (length > 1) {
-      out.append(text, i, length);
+      if (IsInvisibleControl(text, i, length)) {
+        for (size_t k = 0; k < length; ++k) out += Hex(static_cast<unsigned char>(text[i + k]));
+      } else {
+        out.append(text, i, length);
+      }
       i += length;
       continue;
     }
     ++i;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: out += length == 1 && c >= 0x20 && c != 0x7F ? std::string(1, static_cast<char>(c)) : Hex(c);
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += length == 1 && c >= 0x20 && c != 0x7F ? std::string(1, static_cast<char>(c)) : Hex(c);
     }
   }
   return out;

@@ -12,7 +12,8 @@ namespace kiln::runtime {
 std::string ValidUtf8(const std::string& text);
 
 // `text` for a terminal: printable characters as they are (valid UTF-8 included), and \", \\,
-// \n, \r, \t, and \xNN for other control characters and invalid bytes.
+// \n, \r, \t, and \xNN for each byte of other control characters (C0, C1, line separators and
+// bidirectional overrides) and of invalid bytes.
 std::string EscapeForDisplay(const std::string& text);
 
 }  // namespace kiln::runtime

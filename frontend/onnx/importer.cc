@@ -54,11 +54,16 @@ bool StaticShape(const onnx::ValueInfoProto& value, std::vector<int64_t>& shape,
   return true;
 }
 
+// An input is named by its text (runtime::ValidUtf8: bytes that are not UTF-8 as \xNN, the name
+// the executor knows it by) or, from C++, by its bytes.
 void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options) {
   std::set<std::string> inputs;
   for (auto& input : *model.mutable_graph()->mutable_input()) {
+    std::string text = runtime::ValidUtf8(input.name());
+    inputs.insert(text);
     inputs.insert(input.name());
-    auto it = options.input_shapes.find(input.name());
+    auto it = options.input_shapes.find(text);
+    if (it == options.input_shapes.end()) it = options.input_shapes.find(input.name());
     if (it == options.input_shapes.end()) continue;
     auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
     shape->clear_dim();
@@ -70,7 +75,9 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
   for (const auto& [name, shape] : options.input_shapes) {
     if (inputs.count(name) == 0) {
       std::string known;
-      for (const std::string& n : inputs) known += (known.empty() ? "" : ", ") + n;
+      for (const auto& input : model.graph().input()) {
+        known += (known.empty() ? "" : ", ") + runtime::ValidUtf8(input.name());
+      }
       runtime::Fail("--input-shapes (Python: shape_dict) names '", name,
                     "', which is not an input of the model (its inputs are: ", known, ")");
     }
@@ -141,17 +148,21 @@ class GraphImporter {
     }
     std::vector<Expr> params;
     std::string missing_shapes;
+    std::set<std::string> input_names;
     for (const auto& input : graph_.input()) {
       if (initializers.count(input.name()) != 0) continue;  // IR < 4: initializers listed as inputs
       std::vector<int64_t> shape;
       std::string symbolic;
       if (!StaticShape(input, shape, symbolic)) {
-        missing_shapes += StrCat(missing_shapes.empty() ? "" : ", ", "'", input.name(), "' (dimension ", symbolic, ")");
+        missing_shapes +=
+            StrCat(missing_shapes.empty() ? "" : ", ", "'", runtime::ValidUtf8(input.name()), "' (dimension ", symbolic, ")");
         continue;
       }
       // The name the graph JSON and the executor know the input by: JSON holds only UTF-8.
-      Expr var =
-          Var(runtime::ValidUtf8(input.name()), Type::Tensor(shape, OnnxDType(input.type().tensor_type().elem_type())));
+      std::string name = runtime::ValidUtf8(input.name());
+      runtime::Check(input_names.insert(name).second, "two inputs are named '", name,
+                     "' once bytes that are not UTF-8 are written as \\xNN; rename one");
+      Expr var = Var(name, Type::Tensor(shape, OnnxDType(input.type().tensor_type().elem_type())));
       values_[input.name()] = var;
       params.push_back(var);
     }

@@ -50,7 +50,7 @@ TEST(OpType, TensorTypesThatCannotBeAllocatedAreErrors) {
   EXPECT_THAT(type_error({int64_t{1} << 62, 4}), HasSubstr("has more elements than a 64-bit count holds"));
   EXPECT_THAT(type_error({int64_t{1} << 61}), HasSubstr("has more bytes than a 64-bit count holds"));
   EXPECT_THAT(type_error({int64_t{1} << 22, int64_t{1} << 22}),
-              HasSubstr("a tensor of float32 of shape [4194304, 4194304] needs 70368744177664 bytes, more than the limit of"));
+              HasSubstr("a tensor of shape [4194304, 4194304] needs 70368744177664 bytes, more than the limit of"));
   EXPECT_THAT(ErrorOf("broadcast_to", {In({1})}, A({{"shape", Ints{int64_t{1} << 22, int64_t{1} << 22}}})),
               HasSubstr("needs 70368744177664 bytes"));
   EXPECT_EQ(type_error({1 << 10, 1 << 10}), "(no error)");

@@ -120,9 +120,10 @@ def test_import_refuses_tensors_larger_than_the_limit_before_allocating(monkeypa
         y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
         return make_model([onnx.helper.make_node("Add", ["x", "w"], ["y"], name="add_node")],
                           [value("x", [1])], [y], [init]).SerializeToString()
+    monkeypatch.setenv("KILN_MAX_TENSOR_BYTES", str(1 << 40))  # the short-data case must not meet the limit
     cases = [
         ([1 << 40, 1 << 40], "of shape [1099511627776, 1099511627776] has more elements than a 64-bit count holds"),
-        ([1 << 22, 1 << 22], "needs 70368744177664 bytes, more than the limit of"),
+        ([1 << 22, 1 << 22], "needs 70368744177664 bytes, more than the limit of 1099511627776 bytes"),
         ([1 << 28], "raw data holds 4 bytes, expected 1073741824"),  # 1 GiB declared, 4 bytes given
     ]
     for dims, message in cases:
@@ -180,6 +181,16 @@ def test_hostile_names_never_reach_generated_code_and_print_escaped(tmp_path):
     inspected = subprocess.run([os.environ.get("KILN_BIN", "build/bin/kiln"), "inspect", str(path)],
                                capture_output=True, text=True, check=True).stdout
     assert 'in\\"put' in inspected and "bad\\\\xFF\\\\xFE\\\\x80utf8" in inspected, inspected
+    # shape_dict names such an input by its text; a name that only the escaping tells apart from
+    # another input's is refused.
+    def two_inputs(second, first_shape):
+        add = [onnx.helper.make_node("Add", [placeholder, second], ["y"])]
+        m = make_model(add, [value(placeholder, first_shape), value(second, [2, 3])], [value("y", [2, 3])])
+        return m.SerializeToString().replace(placeholder.encode(), invalid)
+    mod2, _ = kiln.frontend.from_onnx(two_inputs("other", ["N", 3]), shape_dict={"bad\\xFF\\xFE\\x80utf8": [2, 3]})
+    assert mod2.astext().startswith('fn (%"bad\\\\xFF\\\\xFE\\\\x80utf8": Tensor[(2, 3), float32]'), mod2.astext()
+    with pytest.raises(kiln.KilnError, match="two inputs are named"):
+        kiln.frontend.from_onnx(two_inputs("bad\\xFF\\xFE\\x80utf8", [2, 3]))
     # String attributes are checked against what the op knows before anything uses them.
     pads = onnx.numpy_helper.from_array(np.array([1, 1], np.int64), "pads")
     pad = make_model([onnx.helper.make_node("Pad", ["x", "pads"], ["y"], mode='edge"*/\n#')], [value("x", [2])],

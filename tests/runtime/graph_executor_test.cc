@@ -375,18 +375,26 @@ TEST_F(GraphExecutorTest, HugeStorageIsAnErrorNotACrash) {
 TEST_F(GraphExecutorTest, TensorSizeLimitIsConfigurable) {
   auto graph = nlohmann::json::parse(json_);
   graph["attrs"]["shape"][1][6] = {1024, 1024};  // 4 MiB of float32
+  const char* outer = std::getenv("KILN_MAX_TENSOR_BYTES");
+  std::string saved = outer != nullptr ? outer : "";
   setenv("KILN_MAX_TENSOR_BYTES", "4194303", 1);
   std::string error = ErrorOf([&] { Make(graph.dump()); });
   std::string array_error = ErrorOf([] { NDArray::Empty({1024, 1024}, kFloat32); });
   setenv("KILN_MAX_TENSOR_BYTES", "4194304", 1);
   std::string at_bound = ErrorOf([] { NDArray::Empty({1024, 1024}, kFloat32); });
+  std::string executor_at_bound = ErrorOf([&] { Make(graph.dump()); });
   setenv("KILN_MAX_TENSOR_BYTES", "lots", 1);
   std::string bad_setting = ErrorOf([] { NDArray::Empty({1}, kFloat32); });
-  unsetenv("KILN_MAX_TENSOR_BYTES");
+  if (outer != nullptr) {
+    setenv("KILN_MAX_TENSOR_BYTES", saved.c_str(), 1);
+  } else {
+    unsetenv("KILN_MAX_TENSOR_BYTES");
+  }
   EXPECT_THAT(error, HasSubstr("entry 6: a tensor of shape [1024, 1024] needs 4194304 bytes, more than the limit of "
                                "4194303 bytes (KILN_MAX_TENSOR_BYTES)"));
   EXPECT_THAT(array_error, HasSubstr("an array of shape [1024, 1024] and dtype float32 needs 4194304 bytes"));
   EXPECT_EQ(at_bound, "(no error)");
+  EXPECT_EQ(executor_at_bound, "(no error)");
   EXPECT_THAT(bad_setting, HasSubstr("KILN_MAX_TENSOR_BYTES must be a positive number of bytes, got 'lots'"));
 }
 
