@@ -82,10 +82,7 @@ std::optional<Step::Op> StepOp(const FusedOp& op) {
 }
 
 KernelCall PlanConv2DNCHWc(const KernelOperands& o) {
-  for (const TensorType& t : o.input_types) {
-    runtime::Check(IsFloat32(t), "nn.conv2d on ", runtime::DTypeToString(t.dtype),
-                   " is not supported by the host code generator (float32 only)");
-  }
+  RequireFloat32(o);
   ConvBlocks blocks;
   std::string why;
   const ir::Attrs& attrs = o.call.attrs;
@@ -96,9 +93,6 @@ KernelCall PlanConv2DNCHWc(const KernelOperands& o) {
   std::vector<int64_t> data = Layout::Parse(attrs.GetString("data_layout")).ToPrimal(o.input_types[0].shape);
   std::vector<int64_t> weight = Layout::Parse(attrs.GetString("kernel_layout")).ToPrimal(o.input_types[1].shape);
   const TensorType& out = o.output_types[0];
-  const auto& strides = attrs.GetInts("strides");
-  const auto& dilation = attrs.GetInts("dilation");
-  const auto& padding = attrs.GetInts("padding");
   KernelCall k;
   k.kernel = "Conv2DNCHWc";
   k.params_type = "Conv2DNCHWcParams";
@@ -113,13 +107,8 @@ KernelCall PlanConv2DNCHWc(const KernelOperands& o) {
               Int("kernel_width", weight[3]),
               Int("out_height", out.shape[2]),
               Int("out_width", out.shape[3]),
-              Int("stride_h", strides[0]),
-              Int("stride_w", strides[1]),
-              Int("dilation_h", dilation[0]),
-              Int("dilation_w", dilation[1]),
-              Int("pad_top", padding[0]),
-              Int("pad_left", padding[1]),
               Flag("depthwise", blocks.depthwise)};
+  for (KernelArg& field : WindowParams(attrs, /*all_pads=*/false)) k.params.push_back(std::move(field));
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
   for (const FusedOp& op : o.epilogue) {
@@ -157,9 +146,6 @@ KernelCall PlanConv2D(const KernelOperands& o) {
   const auto& weight = o.input_types[1].shape;
   const auto& out = o.output_types[0].shape;
   const ir::Attrs& attrs = o.call.attrs;
-  const auto& strides = attrs.GetInts("strides");
-  const auto& dilation = attrs.GetInts("dilation");
-  const auto& padding = attrs.GetInts("padding");
   KernelCall k;
   k.kernel = "Conv2D";
   k.params_type = "Conv2DParams";
@@ -167,10 +153,8 @@ KernelCall PlanConv2D(const KernelOperands& o) {
               Int("in_height", data[2]),      Int("in_width", data[3]),
               Int("out_channels", weight[0]), Int("kernel_height", weight[2]),
               Int("kernel_width", weight[3]), Int("out_height", out[2]),
-              Int("out_width", out[3]),       Int("stride_h", strides[0]),
-              Int("stride_w", strides[1]),    Int("dilation_h", dilation[0]),
-              Int("dilation_w", dilation[1]), Int("pad_top", padding[0]),
-              Int("pad_left", padding[1]),    Int("groups", attrs.GetInt("groups"))};
+              Int("out_width", out[3]),       Int("groups", attrs.GetInt("groups"))};
+  for (KernelArg& field : WindowParams(attrs, /*all_pads=*/false)) k.params.push_back(std::move(field));
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   return k;
 }

@@ -45,4 +45,13 @@ std::string FloatLiteral(double value) {
   return text;
 }
 
+AxisView ViewAroundAxis(const ir::CallNode& call, const std::vector<int64_t>& shape) {
+  AxisView view;
+  view.axis = static_cast<int>(call.attrs.GetInt("axis"));
+  if (view.axis < 0) view.axis += static_cast<int>(shape.size());
+  for (int d = 0; d < view.axis; ++d) view.outer *= shape[d];
+  for (size_t d = view.axis + 1; d < shape.size(); ++d) view.inner *= shape[d];
+  return view;
+}
+
 }  // namespace kiln::backend

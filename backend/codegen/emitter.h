@@ -57,6 +57,14 @@ std::string IntList(const std::vector<int64_t>& values);
 // A float literal that reads back bit-exactly ("0.100000001f", "-INFINITY").
 std::string FloatLiteral(double value);
 
+// A tensor of `shape` seen as [outer, shape[axis], inner] around the `axis` attribute of `call`
+// (negative counts from the back).
+struct AxisView {
+  int axis = 0;
+  int64_t outer = 1, inner = 1;
+};
+AxisView ViewAroundAxis(const ir::CallNode& call, const std::vector<int64_t>& shape);
+
 // The loop of an ElementwiseLoop step of `plan`.
 void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan);
 

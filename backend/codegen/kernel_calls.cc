@@ -12,12 +12,6 @@ namespace {
 
 const ir::OpRef kAvgPool2D("nn.avg_pool2d");
 
-// The axis attribute of `call`, counted from the front of a tensor of `ndim` dimensions.
-int AxisOf(const ir::CallNode& call, int ndim) {
-  int axis = static_cast<int>(call.attrs.GetInt("axis"));
-  return axis < 0 ? axis + ndim : axis;
-}
-
 }  // namespace
 
 void RequireFloat32(const KernelOperands& o) {
@@ -25,6 +19,20 @@ void RequireFloat32(const KernelOperands& o) {
     runtime::Check(t.dtype == runtime::kFloat32, o.call.op->name, " on ", runtime::DTypeToString(t.dtype),
                    " is not supported by the host code generator (float32 only)");
   }
+}
+
+std::vector<KernelArg> WindowParams(const ir::Attrs& attrs, bool all_pads) {
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  std::vector<KernelArg> params = {Int("stride_h", strides[0]),    Int("stride_w", strides[1]),
+                                   Int("dilation_h", dilation[0]), Int("dilation_w", dilation[1]),
+                                   Int("pad_top", padding[0]),     Int("pad_left", padding[1])};
+  if (all_pads) {
+    params.push_back(Int("pad_bottom", padding[2]));
+    params.push_back(Int("pad_right", padding[3]));
+  }
+  return params;
 }
 
 // The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n").
@@ -98,9 +106,6 @@ KernelCall PlanPool2D(const KernelOperands& o) {
   const auto& data = o.input_types[0].shape;
   const auto& out = o.output_types[0].shape;
   const auto& pool = attrs.GetInts("pool_size");
-  const auto& strides = attrs.GetInts("strides");
-  const auto& dilation = attrs.GetInts("dilation");
-  const auto& padding = attrs.GetInts("padding");
   bool average = kAvgPool2D.Is(o.call.op);
   KernelCall call;
   call.kernel = std::string(average ? "AvgPool2D" : "MaxPool2D") + (block == 0 ? "" : "NCHWc");
@@ -112,15 +117,8 @@ KernelCall PlanPool2D(const KernelOperands& o) {
                  Int("out_width", out[3]),
                  Int("pool_h", pool[0]),
                  Int("pool_w", pool[1]),
-                 Int("stride_h", strides[0]),
-                 Int("stride_w", strides[1]),
-                 Int("dilation_h", dilation[0]),
-                 Int("dilation_w", dilation[1]),
-                 Int("pad_top", padding[0]),
-                 Int("pad_left", padding[1]),
-                 Int("pad_bottom", padding[2]),
-                 Int("pad_right", padding[3]),
                  Flag("count_include_pad", average && attrs.GetInt("count_include_pad") != 0)};
+  for (KernelArg& field : WindowParams(attrs, /*all_pads=*/true)) call.params.push_back(std::move(field));
   if (block != 0) call.args.push_back(Int("block", block));
   call.args.push_back(Buffer("data", o.inputs[0]));
   call.args.push_back(Buffer("out", o.outputs[0]));
@@ -131,10 +129,7 @@ KernelCall PlanPool2D(const KernelOperands& o) {
 KernelCall PlanSoftmax(const KernelOperands& o) {
   RequireFloat32(o);
   const auto& shape = o.input_types[0].shape;
-  int axis = AxisOf(o.call, static_cast<int>(shape.size()));
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  auto [axis, outer, inner] = ViewAroundAxis(o.call, shape);
   KernelCall call;
   call.kernel = "Softmax";
   call.args = {Int("outer", outer), Int("axis_size", shape[axis]), Int("inner", inner), Buffer("data", o.inputs[0]),
@@ -146,7 +141,7 @@ KernelCall PlanSoftmax(const KernelOperands& o) {
 KernelCall PlanLayerNorm(const KernelOperands& o) {
   RequireFloat32(o);
   const auto& shape = o.input_types[0].shape;
-  int axis = AxisOf(o.call, static_cast<int>(shape.size()));
+  int axis = ViewAroundAxis(o.call, shape).axis;
   runtime::Check(axis == static_cast<int>(shape.size()) - 1, "nn.layer_norm over axis ", axis,
                  " (not the last) is not supported by the host code generator");
   int64_t size = shape.back(), rows = o.input_types[0].NumElements() / std::max<int64_t>(size, 1);

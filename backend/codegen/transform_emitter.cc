@@ -43,11 +43,7 @@ void EmitTranspose(EmitContext& c) {
 
 void EmitConcatenate(EmitContext& c) {
   const auto& out = c.output_types[0].shape;
-  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
-  if (axis < 0) axis += static_cast<int>(out.size());
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= out[d];
-  for (size_t d = axis + 1; d < out.size(); ++d) inner *= out[d];
+  auto [axis, outer, inner] = ViewAroundAxis(c.call, out);
   std::string elem = "sizeof(" + CType(c.output_types[0].dtype) + ")";
   int64_t offset = 0;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
@@ -61,11 +57,7 @@ void EmitConcatenate(EmitContext& c) {
 
 void EmitSplit(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
-  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
-  if (axis < 0) axis += static_cast<int>(in.size());
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= in[d];
-  for (size_t d = axis + 1; d < in.size(); ++d) inner *= in[d];
+  auto [axis, outer, inner] = ViewAroundAxis(c.call, in);
   std::string elem = "sizeof(" + CType(c.input_types[0].dtype) + ")";
   int64_t offset = 0;
   for (size_t k = 0; k < c.outputs.size(); ++k) {
@@ -110,11 +102,7 @@ void EmitStridedSlice(EmitContext& c) {
 
 void EmitTake(EmitContext& c) {
   const auto& data = c.input_types[0].shape;
-  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
-  if (axis < 0) axis += static_cast<int>(data.size());
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= data[d];
-  for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
+  auto [axis, outer, inner] = ViewAroundAxis(c.call, data);
   int64_t count = c.input_types[1].NumElements(), n = data[axis];
   std::string elem = "sizeof(" + CType(c.input_types[0].dtype) + ")";
   c.code.Open("for (int64_t j = 0; j < " + IntLiteral(outer) + "; ++j)");

@@ -45,6 +45,17 @@ TEST(ResolveTargetTest, InstructionSetsOfNamedCpus) {
   EXPECT_THAT(ErrorOf([] { ResolveTarget("no-such-cpu"); }), HasSubstr("target -march=no-such-cpu: the compiler"));
 }
 
+// The build's own flags count: AVX-512 turned off for an AVX-512 CPU leaves AVX2.
+TEST(ResolveTargetTest, CompilerFlagsNarrowTheInstructionSet) {
+  CompilerOptions no_avx512;
+  no_avx512.flags = {"-mno-avx512f"};
+  EXPECT_EQ(ResolveTarget("skylake-avx512", no_avx512).isa, target::Isa::kAvx2);
+  EXPECT_EQ(ResolveTarget("skylake-avx512", no_avx512).vector_floats, 8);
+  CompilerOptions no_avx;
+  no_avx.flags = {"-mno-avx"};
+  EXPECT_EQ(ResolveTarget("x86-64-v3", no_avx).isa, target::Isa::kBaseline);
+}
+
 TEST(MarchForTargetTest, TargetStrings) {
   EXPECT_EQ(MarchForTarget("cpu"), "native");
   EXPECT_EQ(MarchForTarget(""), "native");
