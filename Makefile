@@ -5,9 +5,10 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
+FUZZ_TARGETS = fuzz_graph_json fuzz_params fuzz_module_blob fuzz_library_file
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz demo benchmark clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz soak demo benchmark clean
 
 all: build
 
@@ -42,16 +43,21 @@ test-tsan: deps
 test-fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_graph_json fuzz_params fuzz_module_blob
-	@for t in fuzz_graph_json fuzz_params fuzz_module_blob; do \
+	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t && \
 	  echo "fuzzing $$t for $(FUZZ_SECONDS) s" && \
-	  ./build-fuzz/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	    build-fuzz/corpus/$$t fuzz/seeds/$${t#fuzz_} 2>build-fuzz/$$t.log || { tail -50 build-fuzz/$$t.log; exit 1; }; \
+	  ./build-fuzz/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 build-fuzz/corpus/$$t \
+	    $$(ls -d fuzz/seeds/$${t#fuzz_} build-fuzz/seeds/$${t#fuzz_} 2>/dev/null) \
+	    2>build-fuzz/$$t.log || { tail -50 build-fuzz/$$t.log; exit 1; }; \
 	done
 
 fuzz:
 	@$(MAKE) test-fuzz FUZZ_SECONDS=600
+
+# The soak test at length: 100,000 runs (`make test` runs 3,000).
+soak: build
+	KILN_SOAK_RUNS=100000 $(BUILD)/bin/soak_test
 
 demo: build
 	@$$(scripts/python_env.sh --print-python) scripts/demo.py --kiln $(BUILD)/bin/kiln

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "runtime/error.h"
+#include "runtime/library_file.h"
 #include "runtime/params.h"
 
 extern char** environ;
@@ -413,6 +414,7 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
       argv.push_back(assembly);
     }
     Wait(Spawn(argv, work + "/link.log", "the library " + output));
+    runtime::AppendLibraryChecksum(linked);
     fs::rename(linked, target);
   } catch (...) {
     std::error_code ignored;

@@ -8,7 +8,9 @@
 #include <mutex>
 
 #include "runtime/error.h"
+#include "runtime/library_file.h"
 #include "runtime/module.h"
+#include "runtime/text.h"
 
 namespace kiln::runtime {
 namespace {
@@ -89,10 +91,13 @@ Module LoadModuleFromFile(const std::string& path, const std::string& format) {
   // the context pointers set below or through libkiln_runtime's global symbols.
   // A name without a slash would be searched on the library path, not in the current directory.
   std::string dl_path = path.find('/') == std::string::npos ? "./" + path : path;
-  void* handle = dlopen(dl_path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  CheckLibraryFile(path);  // a damaged file gets an error here instead of a crash in the loader
+  // RTLD_NOW: a symbol the library needs and nothing provides is an error here; bound lazily, it
+  // would make the loader end the process at the first call.
+  void* handle = dlopen(dl_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    Fail("cannot load library '", path, "': ", why != nullptr ? why : "unknown dlopen error");
+    const char* why = dlerror();  // may quote names from the file
+    Fail("cannot load library '", path, "': ", why != nullptr ? ValidUtf8(why) : "unknown dlopen error");
   }
   // A library's globals (context pointers, __tvm_module_ctx) exist once per process, so while a
   // module tree of the library is alive, loading it again returns that tree instead of pointing

@@ -2,6 +2,8 @@
 // the next launch and then sleep on a condition variable.
 #include "runtime/thread_pool.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -154,12 +156,23 @@ class ThreadPool {
   Barrier barrier_;
 };
 
+// Threads do not survive fork(): in the child, a pool made before the fork has workers that are
+// not there (a launch would wait for them forever) and mutexes they may have held. Each fork
+// counts here, and a pool from before the last fork is abandoned, neither used nor destroyed (its
+// destructor would join threads that do not exist); a new one is made.
+std::atomic<uint64_t> forks_seen{0};
+[[maybe_unused]] const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forks_seen.fetch_add(1); });
+
 ThreadPool& ThisThreadsPool() {
   thread_local std::unique_ptr<ThreadPool> pool;
+  thread_local uint64_t pool_forks = 0;
+  uint64_t forks = forks_seen.load(std::memory_order_relaxed);
+  if (pool != nullptr && pool_forks != forks) (void)pool.release();  // its threads died with the fork
   int wanted = NumThreads();
   if (pool == nullptr || pool->num_threads() != wanted) {
     pool.reset();
     pool = std::make_unique<ThreadPool>(wanted);
+    pool_forks = forks;
   }
   return *pool;
 }

@@ -4,7 +4,8 @@
 // running concurrently in different threads never wait for each other. The launching thread runs
 // task 0. The thread count comes from KILN_NUM_THREADS, else TVM_NUM_THREADS, else
 // OMP_NUM_THREADS, else the number of hardware threads. A launch from inside a task runs its
-// tasks one after another in the calling thread (a barrier there is an error).
+// tasks one after another in the calling thread (a barrier there is an error). After fork(), the
+// child's first launch makes a new pool: the parent's workers did not come along.
 #pragma once
 
 #include "kiln/c_backend_api.h"

@@ -7,6 +7,7 @@ packages=(
   cmake g++ clang libclang-rt-14-dev  # compilers; clang for the fuzzers and its sanitizer runtimes
   libgtest-dev libgmock-dev           # tests
   nlohmann-json3-dev libdlpack-dev    # JSON, DLPack
+  libxxhash-dev                       # the checksum of exported libraries (header-only use)
   libprotobuf-dev protobuf-compiler libonnx-dev  # the ONNX frontend
   python3-dev                         # Python's headers for the bindings (python/; pybind11 comes from PyPI)
 )

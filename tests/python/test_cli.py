@@ -55,6 +55,26 @@ def test_compile_run_inspect_with_symbolic_batch(tmp_path):
     assert "tvmgen_default_fused_nn_dense_nn_relu" in inspected  # MatMul and Relu fused
 
 
+def test_damaged_libraries_are_clear_errors_never_signals(tmp_path):
+    """A library cut short or with bytes changed (a bad copy, a disk fault) is an error naming the
+    file and the problem: exit code 1, never a signal from inside the dynamic loader."""
+    kiln("compile", small_model(tmp_path, batch=2), "-o", tmp_path / "m.so")
+    library = (tmp_path / "m.so").read_bytes()
+    rng = np.random.default_rng(3)
+    cuts = [0, 3, 64, 1000, *rng.integers(0, len(library), 30), len(library) - 1]
+    flips = [5, 18, 40, 100, 700, 2000, *rng.integers(0, len(library), 30), len(library) - 3]
+    damaged = [library[:int(c)] for c in cuts]
+    damaged += [library[:int(f)] + bytes([library[int(f)] ^ 0x10]) + library[int(f) + 1:] for f in flips]
+    for i, data in enumerate(damaged):
+        path = tmp_path / f"damaged{i}.so"
+        path.write_bytes(data)
+        result = kiln("run", path, check=False)
+        assert result.returncode == 1, (i, result.returncode, result.stderr)
+        assert f"cannot load library '{path}'" in result.stderr, result.stderr
+        assert re.search(r"damaged|cut short|empty|not an ELF", result.stderr), result.stderr
+        path.unlink()
+
+
 def test_tvmc_format_and_target(tmp_path):
     model = small_model(tmp_path, batch=2)
     kiln("compile", model, "--target", "x86-64-v2", "-O", "0", "-o", tmp_path / "out", "--format", "tvmc")

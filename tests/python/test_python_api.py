@@ -3,8 +3,10 @@ from_onnx, PassContext, build and the factory, load_module, GraphModule (inputs,
 benchmark, profile) and the errors each raises with the library's message."""
 import json
 import os
+import signal
 import subprocess
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -446,9 +448,56 @@ def test_executors_sharing_params_run_in_threads(tmp_path, two_io_lib):
         close(got, want)
 
 
+# ---- processes: fork ----------------------------------------------------------------------------
+
+def _matmul_relu():
+    w = np.random.default_rng(1).standard_normal((256, 256)).astype(np.float32) / 16
+    return make_model([onnx.helper.make_node("MatMul", ["x", "w"], ["y0"]), onnx.helper.make_node("Relu", ["y0"], ["y"])],
+                      [value("x", [64, 256])], [value("y", [64, 256])], [onnx.numpy_helper.from_array(w, "w")]), w
+
+
+def test_a_forked_child_loads_and_runs_models(tmp_path):
+    """After os.fork() (multiprocessing, web servers), the child runs the parent's executor and
+    loads and runs a library of its own; the parent's worker threads did not come along, so the
+    child's launches must not wait for them. A child that hangs is killed and fails the test."""
+    model, w = _matmul_relu()
+    lib = build(model)
+    lib.export_library(tmp_path / "m.so")
+    gmod = gmod_of(lib)
+    x = rand(64, 256)
+    want = np.maximum(x @ w, 0)
+    gmod.set_input("x", x)
+    gmod.run()  # the parent's worker threads exist now
+    close(gmod.get_output(0).numpy(), want)
+    pid = os.fork()
+    if pid == 0:  # the child: any failure is its exit code
+        code = 1
+        try:
+            gmod.set_input("x", x)
+            gmod.run()
+            fresh = gmod_of(kiln.runtime.load_module(tmp_path / "m.so"))
+            fresh.set_input("x", 2 * x)
+            fresh.run()
+            ok = np.allclose(gmod.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
+            ok &= np.allclose(fresh.get_output(0).numpy(), np.maximum(2 * x @ w, 0), rtol=1e-4, atol=1e-5)
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while (waited := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if waited == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    assert os.waitstatus_to_exitcode(waited[1]) == 0, "the child's outputs were wrong or it failed"
+    gmod.run()  # the parent's pool still works
+    close(gmod.get_output(0).numpy(), want)
+
+
 # ---- errors: Python exceptions with the library's message, never a crash ----------------------
 
-def test_graph_module_errors(two_io, tmp_path):
+def test_graph_module_errors(two_io, two_io_lib, tmp_path):
     with pytest.raises(kiln.KilnError, match="'zz'.*a, b"):
         two_io.set_input("zz", rand(2, 4))
     with pytest.raises(kiln.KilnError, match="set_input 'a': expected float32 of shape \\[2, 4\\], got float32 of shape \\[4, 2\\]"):
@@ -468,6 +517,10 @@ def test_graph_module_errors(two_io, tmp_path):
     (tmp_path / "garbage.so").write_bytes(b"\x7fELF garbage")
     with pytest.raises(kiln.KilnError, match="garbage.so"):
         kiln.runtime.load_module(tmp_path / "garbage.so")
+    two_io_lib.export_library(tmp_path / "whole.so")
+    (tmp_path / "cut.so").write_bytes((tmp_path / "whole.so").read_bytes()[:5000])
+    with pytest.raises(kiln.KilnError, match="cut.so': the file is cut short"):
+        kiln.runtime.load_module(tmp_path / "cut.so")
     with pytest.raises(AttributeError, match="has no function 'nope'"):
         two_io.module["nope"]
     with pytest.raises(ValueError, match="no global function"):
