@@ -1,14 +1,15 @@
 # kiln: `make` builds everything into build/, `make test` runs all tests (also under sanitizers
 # and the fuzzers briefly), `make demo` compiles and runs ResNet-18. Each installs what it needs
 # first (`make deps`: Debian packages, then the Python environment of scripts/python_env.sh).
-# `make benchmark` times the model suite beside ONNX Runtime.
+# `make benchmark` times the model suite beside ONNX Runtime; `make conformance` runs ONNX's node
+# cases; `make soak` and `make fuzz` are the long forms of their parts of `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS = fuzz_graph_json fuzz_params fuzz_module_blob fuzz_library_file
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz soak demo benchmark clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz soak conformance demo benchmark clean
 
 all: build
 
@@ -58,6 +59,12 @@ fuzz:
 # The soak test at length: 100,000 runs (`make test` runs 3,000).
 soak: build
 	KILN_SOAK_RUNS=100000 $(BUILD)/bin/soak_test
+
+# ONNX's backend node cases (ONNX 1.12's and the onnx wheel's), kiln and ONNX Runtime side by side;
+# the report goes to $(BUILD)/conformance (CONFORMANCE_ARGS="--suite 1.12 --engines kiln").
+conformance: build
+	@$$(scripts/python_env.sh --print-python) scripts/conformance.py --kiln $(BUILD)/bin/kiln \
+	  --report $(BUILD)/conformance $(CONFORMANCE_ARGS)
 
 demo: build
 	@$$(scripts/python_env.sh --print-python) scripts/demo.py --kiln $(BUILD)/bin/kiln

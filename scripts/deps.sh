@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libdlpack-dev    # JSON, DLPack
   libxxhash-dev                       # the checksum of exported libraries (header-only use)
   libprotobuf-dev protobuf-compiler libonnx-dev  # the ONNX frontend
+  libonnx-testdata                    # ONNX 1.12's backend node cases (make conformance, make test)
   python3-dev                         # Python's headers for the bindings (python/; pybind11 comes from PyPI)
 )
 
