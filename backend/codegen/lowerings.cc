@@ -15,6 +15,14 @@ using CType_ = const std::string&;
 
 std::string Unary(const char* function, const std::string& v) { return std::string(function) + "(" + v + ")"; }
 
+// A float attribute of `call` as a literal of type `t`.
+std::string AttrOf(Call call, const char* name, CType_ t) { return t + "(" + FloatLiteral(call.attrs.GetFloat(name)) + ")"; }
+
+// log(1 + e^v), without overflow for large v.
+std::string Softplus(const std::string& v) {
+  return "(" + v + " > 0 ? " + v + " + std::log1p(std::exp(-" + v + ")) : std::log1p(std::exp(" + v + ")))";
+}
+
 // One entry per op: the op's name, then its lowering.
 struct Entry {
   const char* op;
@@ -90,12 +98,42 @@ const Entry kLowerings[] = {
     {"ceil", Elementwise([](Call, Elements v, CType_) { return Unary("std::ceil", v[0]); })},
     {"round", Elementwise([](Call, Elements v, CType_) { return Unary("std::nearbyint", v[0]); })},
     {"nn.leaky_relu", Elementwise([](Call call, Elements v, CType_ t) {
-       std::string alpha = t + "(" + FloatLiteral(call.attrs.GetFloat("alpha")) + ")";
-       return v[0] + " > 0 ? " + v[0] + " : " + v[0] + " * " + alpha;
+       return v[0] + " > 0 ? " + v[0] + " : " + v[0] + " * " + AttrOf(call, "alpha", t);
+     })},
+    {"sin", Elementwise([](Call, Elements v, CType_) { return Unary("std::sin", v[0]); })},
+    {"cos", Elementwise([](Call, Elements v, CType_) { return Unary("std::cos", v[0]); })},
+    {"tan", Elementwise([](Call, Elements v, CType_) { return Unary("std::tan", v[0]); })},
+    {"asin", Elementwise([](Call, Elements v, CType_) { return Unary("std::asin", v[0]); })},
+    {"acos", Elementwise([](Call, Elements v, CType_) { return Unary("std::acos", v[0]); })},
+    {"atan", Elementwise([](Call, Elements v, CType_) { return Unary("std::atan", v[0]); })},
+    {"sinh", Elementwise([](Call, Elements v, CType_) { return Unary("std::sinh", v[0]); })},
+    {"cosh", Elementwise([](Call, Elements v, CType_) { return Unary("std::cosh", v[0]); })},
+    {"asinh", Elementwise([](Call, Elements v, CType_) { return Unary("std::asinh", v[0]); })},
+    {"acosh", Elementwise([](Call, Elements v, CType_) { return Unary("std::acosh", v[0]); })},
+    {"atanh", Elementwise([](Call, Elements v, CType_) { return Unary("std::atanh", v[0]); })},
+    {"nn.softplus", Elementwise([](Call, Elements v, CType_) { return Softplus(v[0]); })},
+    {"nn.softsign", Elementwise([](Call, Elements v, CType_ t) { return v[0] + " / (" + t + "(1) + std::abs(" + v[0] + "))"; })},
+    {"nn.hard_swish", Elementwise([](Call, Elements v, CType_ t) {
+       return v[0] + " * std::min<" + t + ">(" + t + "(1), std::max<" + t + ">(" + t + "(0), " + v[0] + " / " + t +
+              "(6) + " + t + "(0.5)))";
+     })},
+    {"nn.elu", Elementwise([](Call call, Elements v, CType_ t) {
+       return v[0] + " > 0 ? " + v[0] + " : " + AttrOf(call, "alpha", t) + " * std::expm1(" + v[0] + ")";
+     })},
+    {"nn.selu", Elementwise([](Call call, Elements v, CType_ t) {
+       return AttrOf(call, "gamma", t) + " * (" + v[0] + " > 0 ? " + v[0] + " : " + AttrOf(call, "alpha", t) +
+              " * std::expm1(" + v[0] + "))";
+     })},
+    {"nn.celu", Elementwise([](Call call, Elements v, CType_ t) {
+       std::string alpha = AttrOf(call, "alpha", t);
+       return "std::max<" + t + ">(" + t + "(0), " + v[0] + ") + std::min<" + t + ">(" + t + "(0), " + alpha +
+              " * std::expm1(" + v[0] + " / " + alpha + "))";
+     })},
+    {"nn.thresholded_relu", Elementwise([](Call call, Elements v, CType_ t) {
+       return v[0] + " > " + AttrOf(call, "alpha", t) + " ? " + v[0] + " : " + t + "(0)";
      })},
     {"clip", Elementwise([](Call call, Elements v, CType_ t) {
-       std::string lo = t + "(" + FloatLiteral(call.attrs.GetFloat("a_min")) + ")";
-       std::string hi = t + "(" + FloatLiteral(call.attrs.GetFloat("a_max")) + ")";
+       std::string lo = AttrOf(call, "a_min", t), hi = AttrOf(call, "a_max", t);
        return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + lo + "), " + hi + ")";
      }, Step::kClip)},
     {"cast", Elementwise([](Call, Elements v, CType_) { return v[0]; })},

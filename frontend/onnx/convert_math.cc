@@ -1,4 +1,5 @@
-// ONNX elementwise ops: arithmetic, comparisons, activations, Clip, Cast, Where, Softmax.
+// ONNX elementwise ops: arithmetic, comparisons, activations, trigonometric and hyperbolic functions, Clip,
+// Cast, Where, Softmax.
 #include <cmath>
 
 #include "frontend/onnx/converter.h"
@@ -42,6 +43,24 @@ const OpRef kSqrt("sqrt");
 const OpRef kSub("subtract");
 const OpRef kTanh("tanh");
 const OpRef kWhere("where");
+const OpRef kSin("sin");
+const OpRef kCos("cos");
+const OpRef kTan("tan");
+const OpRef kAsin("asin");
+const OpRef kAcos("acos");
+const OpRef kAtan("atan");
+const OpRef kSinh("sinh");
+const OpRef kCosh("cosh");
+const OpRef kAsinh("asinh");
+const OpRef kAcosh("acosh");
+const OpRef kAtanh("atanh");
+const OpRef kSoftplus("nn.softplus");
+const OpRef kSoftsign("nn.softsign");
+const OpRef kHardSwish("nn.hard_swish");
+const OpRef kElu("nn.elu");
+const OpRef kSelu("nn.selu");
+const OpRef kCelu("nn.celu");
+const OpRef kThresholdedRelu("nn.thresholded_relu");
 
 using Outputs = std::vector<Expr>;
 
@@ -92,6 +111,21 @@ Outputs Reciprocal(const NodeContext& c) { return {c.Op(kDiv, {ScalarLike(c.inpu
 
 Outputs LeakyRelu(const NodeContext& c) {
   return {c.Op(kLeakyRelu, {c.input(0)}, MakeAttrs({{"alpha", double{c.attr_float("alpha", 0.01f)}}}))};
+}
+
+// An activation whose float attributes carry over under their ONNX names, with ONNX's defaults.
+template <const OpRef& kOp>
+Outputs WithFloatAttrs(const NodeContext& c, std::initializer_list<std::pair<const char*, float>> defaults) {
+  Attrs attrs;
+  for (const auto& [name, default_value] : defaults) attrs.Set(name, double{c.attr_float(name, default_value)});
+  return {c.Op(kOp, {c.input(0)}, attrs)};
+}
+
+Outputs Elu(const NodeContext& c) { return WithFloatAttrs<kElu>(c, {{"alpha", 1.0f}}); }
+Outputs Celu(const NodeContext& c) { return WithFloatAttrs<kCelu>(c, {{"alpha", 1.0f}}); }
+Outputs ThresholdedRelu(const NodeContext& c) { return WithFloatAttrs<kThresholdedRelu>(c, {{"alpha", 1.0f}}); }
+Outputs Selu(const NodeContext& c) {
+  return WithFloatAttrs<kSelu>(c, {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}});
 }
 
 Outputs HardSigmoid(const NodeContext& c) {
@@ -175,6 +209,24 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "Ceil", Unary<kCeil>);
   Register(table, "Round", Unary<kRound>);
   Register(table, "Reciprocal", Reciprocal);
+  Register(table, "Sin", Unary<kSin>);
+  Register(table, "Cos", Unary<kCos>);
+  Register(table, "Tan", Unary<kTan>);
+  Register(table, "Asin", Unary<kAsin>);
+  Register(table, "Acos", Unary<kAcos>);
+  Register(table, "Atan", Unary<kAtan>);
+  Register(table, "Sinh", Unary<kSinh>);
+  Register(table, "Cosh", Unary<kCosh>);
+  Register(table, "Asinh", Unary<kAsinh>);
+  Register(table, "Acosh", Unary<kAcosh>);
+  Register(table, "Atanh", Unary<kAtanh>);
+  Register(table, "Softplus", Unary<kSoftplus>);
+  Register(table, "Softsign", Unary<kSoftsign>);
+  Register(table, "HardSwish", Unary<kHardSwish>);
+  Register(table, "Elu", Elu);
+  Register(table, "Selu", Selu);
+  Register(table, "Celu", Celu);
+  Register(table, "ThresholdedRelu", ThresholdedRelu);
   Register(table, "LeakyRelu", LeakyRelu);
   Register(table, "HardSigmoid", HardSigmoid);
   Register(table, "Clip", Clip);

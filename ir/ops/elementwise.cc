@@ -230,6 +230,27 @@ KILN_FLOAT_OP(FloorOp, std::floor(x))
 KILN_FLOAT_OP(CeilOp, std::ceil(x))
 KILN_FLOAT_OP(RoundOp, std::nearbyint(x))  // halves to even
 KILN_FLOAT_OP(LeakyReluOp, x > 0 ? x : x * static_cast<T>(attrs.GetFloat("alpha")))
+KILN_FLOAT_OP(SinOp, std::sin(x))
+KILN_FLOAT_OP(CosOp, std::cos(x))
+KILN_FLOAT_OP(TanOp, std::tan(x))
+KILN_FLOAT_OP(AsinOp, std::asin(x))
+KILN_FLOAT_OP(AcosOp, std::acos(x))
+KILN_FLOAT_OP(AtanOp, std::atan(x))
+KILN_FLOAT_OP(SinhOp, std::sinh(x))
+KILN_FLOAT_OP(CoshOp, std::cosh(x))
+KILN_FLOAT_OP(AsinhOp, std::asinh(x))
+KILN_FLOAT_OP(AcoshOp, std::acosh(x))
+KILN_FLOAT_OP(AtanhOp, std::atanh(x))
+// log(1 + e^x), without overflow for large x
+KILN_FLOAT_OP(SoftplusOp, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+KILN_FLOAT_OP(SoftsignOp, x / (T(1) + std::fabs(x)))
+KILN_FLOAT_OP(HardSwishOp, x * std::min(T(1), std::max(T(0), x / T(6) + T(0.5))))
+KILN_FLOAT_OP(EluOp, x > 0 ? x : static_cast<T>(attrs.GetFloat("alpha")) * std::expm1(x))
+KILN_FLOAT_OP(SeluOp, static_cast<T>(attrs.GetFloat("gamma")) *
+                          (x > 0 ? x : static_cast<T>(attrs.GetFloat("alpha")) * std::expm1(x)))
+KILN_FLOAT_OP(CeluOp, std::max(T(0), x) + std::min(T(0), static_cast<T>(attrs.GetFloat("alpha")) *
+                                                            std::expm1(x / static_cast<T>(attrs.GetFloat("alpha")))))
+KILN_FLOAT_OP(ThresholdedReluOp, x > static_cast<T>(attrs.GetFloat("alpha")) ? x : T(0))
 #undef KILN_FLOAT_OP
 
 std::optional<NDArray> EvaluateCopy(const Args& args, const Attrs&, const TensorType&) { return args[0].Clone(); }
@@ -281,13 +302,30 @@ void RegisterElementwiseOps(OpTable& table) {
                        {"exp", EvaluateFloat<ExpOp>}, {"log", EvaluateFloat<LogOp>}, {"sqrt", EvaluateFloat<SqrtOp>},
                        {"rsqrt", EvaluateFloat<RsqrtOp>}, {"erf", EvaluateFloat<ErfOp>},
                        {"floor", EvaluateFloat<FloorOp>}, {"ceil", EvaluateFloat<CeilOp>},
-                       {"round", EvaluateFloat<RoundOp>}}) {
+                       {"round", EvaluateFloat<RoundOp>}, {"sin", EvaluateFloat<SinOp>}, {"cos", EvaluateFloat<CosOp>},
+                       {"tan", EvaluateFloat<TanOp>}, {"asin", EvaluateFloat<AsinOp>}, {"acos", EvaluateFloat<AcosOp>},
+                       {"atan", EvaluateFloat<AtanOp>}, {"sinh", EvaluateFloat<SinhOp>}, {"cosh", EvaluateFloat<CoshOp>},
+                       {"asinh", EvaluateFloat<AsinhOp>}, {"acosh", EvaluateFloat<AcoshOp>},
+                       {"atanh", EvaluateFloat<AtanhOp>}, {"nn.softplus", EvaluateFloat<SoftplusOp>},
+                       {"nn.softsign", EvaluateFloat<SoftsignOp>}, {"nn.hard_swish", EvaluateFloat<HardSwishOp>}}) {
     Add(table, {op.name, 1, 1, {}, OpPattern::kElemWise, FloatUnary, "unary elementwise on floats",
                 op.evaluate, LayoutRule::kElementwise});
   }
   Add(table, {"nn.leaky_relu", 1, 1, {{"alpha", AttrKind::kFloat, 0.01, "slope for x < 0"}},
               OpPattern::kElemWise, FloatUnary, "x if x > 0 else alpha * x", EvaluateFloat<LeakyReluOp>,
               LayoutRule::kElementwise});
+  Add(table, {"nn.elu", 1, 1, {{"alpha", AttrKind::kFloat, 1.0, "scale of the negative part"}}, OpPattern::kElemWise,
+              FloatUnary, "x if x > 0 else alpha * (e^x - 1)", EvaluateFloat<EluOp>, LayoutRule::kElementwise});
+  Add(table, {"nn.selu", 1, 1,
+              {{"alpha", AttrKind::kFloat, 1.6732632423543772, "scale of the negative part"},
+               {"gamma", AttrKind::kFloat, 1.0507009873554805, "scale of the result"}},
+              OpPattern::kElemWise, FloatUnary, "gamma * (x if x > 0 else alpha * (e^x - 1))", EvaluateFloat<SeluOp>,
+              LayoutRule::kElementwise});
+  Add(table, {"nn.celu", 1, 1, {{"alpha", AttrKind::kFloat, 1.0, "the curve's scale"}}, OpPattern::kElemWise,
+              FloatUnary, "max(0, x) + min(0, alpha * (e^(x / alpha) - 1))", EvaluateFloat<CeluOp>,
+              LayoutRule::kElementwise});
+  Add(table, {"nn.thresholded_relu", 1, 1, {{"alpha", AttrKind::kFloat, 1.0, "the threshold"}}, OpPattern::kElemWise,
+              FloatUnary, "x if x > alpha else 0", EvaluateFloat<ThresholdedReluOp>, LayoutRule::kElementwise});
   Add(table, {"clip", 1, 1,
               {{"a_min", AttrKind::kFloat, {}, "lower bound"}, {"a_max", AttrKind::kFloat, {}, "upper bound"}},
               OpPattern::kElemWise, SameAsInput, "min(max(x, a_min), a_max)", EvaluateUnary<ClipOp>,

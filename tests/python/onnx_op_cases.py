@@ -155,6 +155,32 @@ def elementwise(opset=14):
     return g
 
 
+def activations_and_trigonometry(opset=14):
+    # Large values too: softplus must not overflow; the inverse functions get inputs inside their
+    # domains.
+    g = Group("activations", opset, rtol=1e-5)
+    a = g.input((2, 3, 4))
+    wide = g.input((4, 8), low=-60.0, high=60.0)
+    for op in ["Sin", "Cos", "Atan", "Sinh", "Cosh", "Asinh", "Softsign", "HardSwish"]:
+        g.node(op, [a])
+    g.node("Tan", [g.input((3, 4), low=-1.4, high=1.4)])
+    unit = g.input((3, 4), low=-0.99, high=0.99)
+    for op in ["Asin", "Acos", "Atanh"]:
+        g.node(op, [unit])
+    g.node("Acosh", [g.input((3, 4), low=1.0, high=5.0)])
+    g.node("Softplus", [a])
+    g.node("Softplus", [wide])
+    g.node("Elu", [a])
+    g.node("Elu", [a], alpha=0.5)
+    g.node("Selu", [a])
+    g.node("Selu", [a], alpha=1.5, gamma=2.0)
+    g.node("Celu", [a])
+    g.node("Celu", [a], alpha=0.3)
+    g.node("ThresholdedRelu", [a])
+    g.node("ThresholdedRelu", [a], alpha=0.25)
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -257,6 +283,7 @@ GROUPS = [
     (attribute_forms_before_opset13, [11, 12]),
     (matmul, [11, 17]),
     (elementwise, [13, 17]),
+    (activations_and_trigonometry, [14, 17]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17]),
