@@ -250,9 +250,9 @@ void AddTensorConverters(ConverterTable& table) {
   Register(table, "ReduceProd", Reduce<kProd, 18>);
 }
 
-void Register(ConverterTable& table, const std::string& op_type, Converter converter) {
-  runtime::CheckInternal(table.emplace(op_type, converter).second, "the ONNX op type ", op_type,
-                         " has two converters");
+void Register(ConverterTable& table, const std::string& op_type, Converter converter, int64_t oldest_opset) {
+  runtime::CheckInternal(table.emplace(op_type, ConverterEntry{converter, oldest_opset}).second, "the ONNX op type ",
+                         op_type, " has two converters");
 }
 
 const ConverterTable& Converters() {

@@ -62,10 +62,20 @@ using Converter = std::vector<ir::Expr> (*)(const NodeContext& context);
 runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor);
 DLDataType OnnxDType(int32_t onnx_type);
 
+// A converter and the oldest opset whose form of its op it handles: an op whose inputs or
+// attributes changed at some opset is converted from there on (older models get an error saying
+// so); an op unchanged since it was introduced, from then.
+struct ConverterEntry {
+  Converter convert;
+  int64_t oldest_opset;
+};
+constexpr int64_t kDefaultOldestOpset = 11;  // for converters that do not say
+
 // The converters by ONNX op type. Each file adds its own with Register; an op type registered
 // twice is kiln's bug, and Converters() then throws InternalError naming it.
-using ConverterTable = std::map<std::string, Converter>;
-void Register(ConverterTable& table, const std::string& op_type, Converter converter);
+using ConverterTable = std::map<std::string, ConverterEntry>;
+void Register(ConverterTable& table, const std::string& op_type, Converter converter,
+              int64_t oldest_opset = kDefaultOldestOpset);
 void AddMathConverters(ConverterTable& table);
 void AddNnConverters(ConverterTable& table);
 void AddTensorConverters(ConverterTable& table);

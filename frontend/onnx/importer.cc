@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "frontend/onnx/converter.h"
@@ -22,8 +23,7 @@ size_t CheckedDataBytes(const onnx::TensorProto& tensor);  // with TensorToNDArr
 
 namespace {
 
-constexpr int64_t kMinOpset = 11;
-constexpr int64_t kMaxOpset = 17;  // the newest opset libonnx 1.12 knows
+constexpr int64_t kMaxOpset = 17;  // the newest opset libonnx 1.12 knows (the oldest: each converter's)
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
   std::string name = node.name().empty() ? StrCat("#", index) : "'" + node.name() + "'";
@@ -84,23 +84,29 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
   }
 }
 
-int64_t DefaultOpset(const onnx::ModelProto& model) {
+std::optional<int64_t> DefaultOpset(const onnx::ModelProto& model) {
   for (const auto& opset : model.opset_import()) {
     if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
   }
-  runtime::Fail("the model imports no version of the default ONNX operator set");
+  return std::nullopt;
 }
 
-// Before anything else looks at the nodes: lists every unsupported op at once, then finds
-// inputs that nothing produces.
-void CheckStructure(const onnx::GraphProto& graph_) {
+// Before anything else looks at the nodes: lists every op unsupported at the model's opset at
+// once, then finds inputs that nothing produces.
+void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
   std::string unsupported;
   std::set<std::string> kinds;
   for (int i = 0; i < graph_.node_size(); ++i) {
     const auto& node = graph_.node(i);
     bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (default_domain && Converters().count(node.op_type()) != 0) continue;
-    unsupported += StrCat("\n  ", NodeLabel(node, i), default_domain ? "" : " in domain '" + node.domain() + "'");
+    auto converter = Converters().find(node.op_type());
+    bool known = default_domain && converter != Converters().end();
+    if (known && converter->second.oldest_opset <= opset) continue;
+    std::string why = !default_domain ? " in domain '" + node.domain() + "'"
+                      : known ? StrCat(": kiln converts ", node.op_type(), " from opset ", converter->second.oldest_opset,
+                                       ", the model uses opset ", opset, " (convert it with onnx.version_converter)")
+                              : "";
+    unsupported += StrCat("\n  ", NodeLabel(node, i), why);
     kinds.insert(node.op_type());
   }
   if (!unsupported.empty()) {
@@ -195,7 +201,7 @@ class GraphImporter {
     NodeContext context(node, std::move(inputs), opset_);
     std::vector<Expr> outputs;
     try {
-      outputs = Converters().at(node.op_type())(context);
+      outputs = Converters().at(node.op_type()).convert(context);
     } catch (runtime::Error& e) {
       e.AddLocation({"", NodeLabel(node, index), ""});
       throw;
@@ -298,10 +304,13 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
                  "not an ONNX model (the protobuf does not parse)");
   ApplyInputShapes(model, options);
-  CheckStructure(model.graph());
-  int64_t opset = DefaultOpset(model);
-  runtime::Check(opset >= kMinOpset && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets ",
-                 kMinOpset, " to ", kMaxOpset, " (convert it with onnx.version_converter)");
+  std::optional<int64_t> default_opset = DefaultOpset(model);
+  // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
+  CheckStructure(model.graph(), std::min(default_opset.value_or(kMaxOpset), kMaxOpset));
+  runtime::Check(default_opset.has_value(), "the model imports no version of the default ONNX operator set");
+  int64_t opset = *default_opset;
+  runtime::Check(opset >= 1 && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets up to ",
+                 kMaxOpset, " (convert it with onnx.version_converter)");
   // Newer exporters write IR versions this ONNX library's checker does not know; the graph
   // constructs kiln imports are the same in them, so check the model as the newest IR it knows.
   if (model.ir_version() > onnx::IR_VERSION) model.set_ir_version(onnx::IR_VERSION);

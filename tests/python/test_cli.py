@@ -29,11 +29,18 @@ def save(tmp_path, nodes, inputs, outputs, inits=(), opset=14, name="model.onnx"
     return path
 
 
-def small_model(tmp_path, batch="N"):
+def small_model_nodes():
+    return [helper.make_node("MatMul", ["x", "w"], ["y0"]), helper.make_node("Relu", ["y0"], ["y"])]
+
+
+def small_model_io(batch="N"):
     w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3) / 10, "w")
-    return save(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y0"]), helper.make_node("Relu", ["y0"], ["y"])],
-                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
-                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])], [w])
+    return ([helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])], [w])
+
+
+def small_model(tmp_path, batch="N"):
+    return save(tmp_path, small_model_nodes(), *small_model_io(batch))
 
 
 def test_compile_run_inspect_with_symbolic_batch(tmp_path):
@@ -117,6 +124,17 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], name="dangling.onnx")
     cases.append((["compile", dangling], "nowhere"))
+    # Each op from the oldest opset whose form of it kiln converts: MatMul from 11 (not 10), Relu from 6.
+    cases.append((["compile", save(tmp_path, small_model_nodes(), *small_model_io(), opset=10, name="old.onnx")],
+                  "node #0 (MatMul): kiln converts MatMul from opset 11, the model uses opset 10"))
+    cases.append((["compile", save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])],
+                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=5,
+                                   name="relu5.onnx")], "kiln converts Relu from opset 6, the model uses opset 5"))
+    cases.append((["compile", save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])],
+                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=18,
+                                   name="relu18.onnx")], "kiln imports opsets up to 17"))
     for args, message in cases:
         result = kiln(*args, check=False)
         assert result.returncode != 0, args
