@@ -61,6 +61,12 @@ const OpRef kElu("nn.elu");
 const OpRef kSelu("nn.selu");
 const OpRef kCelu("nn.celu");
 const OpRef kThresholdedRelu("nn.thresholded_relu");
+const OpRef kAnd("logical_and");
+const OpRef kOr("logical_or");
+const OpRef kXor("logical_xor");
+const OpRef kNot("logical_not");
+const OpRef kReduceMax("max");
+const OpRef kReduceSum("sum");
 
 using Outputs = std::vector<Expr>;
 
@@ -165,6 +171,38 @@ Outputs Dropout(const NodeContext& c) {
   return {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
 }
 
+// IsNaN: x != x.
+Outputs IsNaN(const NodeContext& c) { return {c.Op(kNot, {c.Op(kEqual, {c.input(0), c.input(0)})})}; }
+
+// IsInf: |x| == inf, narrowed to one sign by detect_negative / detect_positive (neither: false).
+Outputs IsInf(const NodeContext& c) {
+  Expr x = c.input(0);
+  bool negative = c.attr_int("detect_negative", 1) != 0, positive = c.attr_int("detect_positive", 1) != 0;
+  if (negative && positive) return {c.Op(kEqual, {c.Op(kAbs, {x}), ScalarLike(x, INFINITY)})};
+  if (negative || positive) return {c.Op(kEqual, {x, ScalarLike(x, positive ? INFINITY : -INFINITY)})};
+  return {c.Op(kAnd, {c.Op(kEqual, {x, x}), c.Op(kNot, {c.Op(kEqual, {x, x})})})};
+}
+
+// Sign: (x > 0) - (x < 0) in x's dtype.
+Outputs Sign(const NodeContext& c) {
+  Expr x = c.input(0), zero = ScalarLike(c.input(0), 0.0);
+  Attrs as_x = MakeAttrs({{"dtype", runtime::DTypeToString(c.input_type(0).dtype)}});
+  return {c.Op(kSub, {c.Op(kCast, {c.Op(kGreater, {x, zero})}, as_x), c.Op(kCast, {c.Op(kLess, {x, zero})}, as_x)})};
+}
+
+// LogSoftmax: x - max - log(sum(exp(x - max))) along the axis, with Softmax's axis rules (before
+// opset 13, over the dimensions from the axis on: the input flattened to 2-D there).
+Outputs LogSoftmax(const NodeContext& c) {
+  const TensorType& t = c.input_type(0);
+  int64_t axis = NormalizeAxis(c.attr_int("axis", c.opset() >= 13 ? -1 : 1), t.ndim(), c);
+  std::vector<int64_t> axes = {axis};
+  for (int64_t d = axis + 1; c.opset() < 13 && d < t.ndim(); ++d) axes.push_back(d);
+  Attrs keep = MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}});
+  Expr x = c.input(0);
+  Expr shifted = c.Op(kSub, {x, c.Op(kReduceMax, {x}, keep)});
+  return {c.Op(kSub, {shifted, c.Op(kLog, {c.Op(kReduceSum, {c.Op(kExp, {shifted})}, keep)})})};
+}
+
 Outputs Softmax(const NodeContext& c) {
   const TensorType& t = c.input_type(0);
   int64_t axis = NormalizeAxis(c.attr_int("axis", c.opset() >= 13 ? -1 : 1), t.ndim(), c);
@@ -238,6 +276,14 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "Identity", Identity, 1);
   Register(table, "Dropout", Dropout, 7);
   Register(table, "Softmax", Softmax, 1);
+  Register(table, "LogSoftmax", LogSoftmax, 1);
+  Register(table, "And", Binary<kAnd>, 7);
+  Register(table, "Or", Binary<kOr>, 7);
+  Register(table, "Xor", Binary<kXor>, 7);
+  Register(table, "Not", Unary<kNot>, 1);
+  Register(table, "IsNaN", IsNaN, 9);
+  Register(table, "IsInf", IsInf, 10);
+  Register(table, "Sign", Sign, 9);
 }
 
 }  // namespace kiln::frontend

@@ -216,8 +216,8 @@ void AddNnConverters(ConverterTable& table) {
   Register(table, "BatchNormalization", BatchNormalization);
   Register(table, "MaxPool", MaxPool);
   Register(table, "AveragePool", AveragePool);
-  Register(table, "GlobalAveragePool", GlobalAveragePool);
-  Register(table, "GlobalMaxPool", GlobalMaxPool);
+  Register(table, "GlobalAveragePool", GlobalAveragePool, 1);
+  Register(table, "GlobalMaxPool", GlobalMaxPool, 1);
   Register(table, "Gemm", Gemm);
   Register(table, "MatMul", MatMul);
   Register(table, "LayerNormalization", LayerNormalization);

@@ -1,7 +1,10 @@
 // ONNX data-movement and shape ops: Reshape, Transpose, Concat, (Un)Squeeze, Slice, Gather,
-// Shape, Size, Constant, ConstantOfShape, Range, Expand, Split, Pad and the reductions.
+// Shape, Size, Constant, ConstantOfShape, Range, Expand, Split, Pad and the reductions (ReduceL1, L2,
+// SumSquare, LogSum and LogSumExp composed of the others).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "frontend/onnx/converter.h"
 #include "ir/ops/infer_util.h"
@@ -30,6 +33,13 @@ const OpRef kStridedSlice("strided_slice");
 const OpRef kSum("sum");
 const OpRef kTake("take");
 const OpRef kTranspose("transpose");
+const OpRef kAbs("abs");
+const OpRef kAdd("add");
+const OpRef kExp("exp");
+const OpRef kLog("log");
+const OpRef kMultiply("multiply");
+const OpRef kSqrt("sqrt");
+const OpRef kSubtract("subtract");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -215,13 +225,53 @@ Outputs Pad(const NodeContext& c) {
   return {c.Op(kPad, {c.input(0)}, MakeAttrs({{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}))};
 }
 
-// ReduceX: axes from the attribute, or from input 1 from `axes_input_opset` on.
+// The axes of a ReduceX node: from the attribute, or from input 1 from `axes_input_opset` on
+// (empty: all); absent when the node reduces nothing (noop_with_empty_axes).
+std::optional<Ints> ReduceAxes(const NodeContext& c, int64_t axes_input_opset) {
+  Ints axes = c.opset() < axes_input_opset ? c.attr_ints("axes", Ints{}) : (c.has_input(1) ? c.ConstantInts(1) : Ints{});
+  if (axes.empty() && c.attr_int("noop_with_empty_axes", 0) != 0) return std::nullopt;
+  for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
+  return axes;
+}
+
 template <const OpRef& kOp, int64_t kAxesInputOpset>
 Outputs Reduce(const NodeContext& c) {
-  Ints axes = c.opset() < kAxesInputOpset ? c.attr_ints("axes", Ints{}) : (c.has_input(1) ? c.ConstantInts(1) : Ints{});
-  if (axes.empty() && c.attr_int("noop_with_empty_axes", 0) != 0) return {c.input(0)};
-  for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
-  return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", axes}, {"keepdims", c.attr_int("keepdims", 1)}}))};
+  std::optional<Ints> axes = ReduceAxes(c, kAxesInputOpset);
+  if (!axes) return {c.input(0)};
+  return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", *axes}, {"keepdims", c.attr_int("keepdims", 1)}}))};
+}
+
+// The reductions ONNX composes of others: L1 = sum |x|, L2 = sqrt(sum x^2), SumSquare = sum x^2,
+// LogSum = log(sum x), LogSumExp = log(sum e^(x - max)) + max. Axes are an input from opset 18;
+// reducing nothing (noop_with_empty_axes) leaves the elementwise part.
+enum class Composite { kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+
+template <Composite kKind>
+Outputs ReduceComposite(const NodeContext& c) {
+  Expr x = c.input(0);
+  std::optional<Ints> axes = ReduceAxes(c, 18);
+  int64_t keepdims = c.attr_int("keepdims", 1);
+  auto sum = [&](const Expr& e, int64_t keep) {
+    return axes ? c.Op(kSum, {e}, MakeAttrs({{"axis", *axes}, {"keepdims", keep}})) : e;
+  };
+  switch (kKind) {
+    case Composite::kL1: return {sum(c.Op(kAbs, {x}), keepdims)};
+    case Composite::kL2: return {c.Op(kSqrt, {sum(c.Op(kMultiply, {x, x}), keepdims)})};
+    case Composite::kSumSquare: return {sum(c.Op(kMultiply, {x, x}), keepdims)};
+    case Composite::kLogSum: return {c.Op(kLog, {sum(x, keepdims)})};
+    case Composite::kLogSumExp: break;
+  }
+  if (!axes) return {c.Op(kLog, {c.Op(kExp, {x})})};
+  Expr max = c.Op(kMax, {x}, MakeAttrs({{"axis", *axes}, {"keepdims", int64_t{1}}}));
+  Expr result = c.Op(kAdd, {c.Op(kLog, {sum(c.Op(kExp, {c.Op(kSubtract, {x, max})}), 1)}), max});
+  if (keepdims != 0) return {result};
+  Ints shape;  // without the reduced axes (all of them when axes is empty)
+  for (int64_t d = 0; d < c.input_type(0).ndim(); ++d) {
+    if (!axes->empty() && std::find(axes->begin(), axes->end(), d) == axes->end()) {
+      shape.push_back(c.input_type(0).shape[d]);
+    }
+  }
+  return {c.Op(kReshape, {result}, MakeAttrs({{"newshape", shape}}))};
 }
 
 
@@ -238,16 +288,22 @@ void AddTensorConverters(ConverterTable& table) {
   Register(table, "Shape", Shape);
   Register(table, "Size", Size);
   Register(table, "Constant", ConstantOp);
-  Register(table, "ConstantOfShape", ConstantOfShape);
+  Register(table, "ConstantOfShape", ConstantOfShape, 9);
   Register(table, "Range", Range);
   Register(table, "Expand", Expand);
   Register(table, "Split", Split);
   Register(table, "Pad", Pad);
-  Register(table, "ReduceSum", Reduce<kSum, 13>);
-  Register(table, "ReduceMean", Reduce<kMean, 18>);
-  Register(table, "ReduceMax", Reduce<kMax, 18>);
-  Register(table, "ReduceMin", Reduce<kMin, 18>);
-  Register(table, "ReduceProd", Reduce<kProd, 18>);
+  // The reductions are unchanged since opset 1 but for negative axes (11) and axes as an input.
+  Register(table, "ReduceSum", Reduce<kSum, 13>, 1);
+  Register(table, "ReduceMean", Reduce<kMean, 18>, 1);
+  Register(table, "ReduceMax", Reduce<kMax, 18>, 1);
+  Register(table, "ReduceMin", Reduce<kMin, 18>, 1);
+  Register(table, "ReduceProd", Reduce<kProd, 18>, 1);
+  Register(table, "ReduceL1", ReduceComposite<Composite::kL1>, 1);
+  Register(table, "ReduceL2", ReduceComposite<Composite::kL2>, 1);
+  Register(table, "ReduceSumSquare", ReduceComposite<Composite::kSumSquare>, 1);
+  Register(table, "ReduceLogSum", ReduceComposite<Composite::kLogSum>, 1);
+  Register(table, "ReduceLogSumExp", ReduceComposite<Composite::kLogSumExp>, 1);
 }
 
 void Register(ConverterTable& table, const std::string& op_type, Converter converter, int64_t oldest_opset) {

@@ -34,6 +34,15 @@ Type Compare(const std::vector<Type>& args, const Attrs&) {
   return Type::Tensor(BroadcastShapes(TensorArg(args, 0).shape, TensorArg(args, 1).shape), kBool);
 }
 
+Type Logical(const std::vector<Type>& args, const Attrs&) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    runtime::Check(TensorArg(args, i).dtype == kBool, "argument ", i, " must be bool, got ",
+                   DTypeToString(TensorArg(args, i).dtype));
+  }
+  if (args.size() == 1) return Type::Tensor(TensorArg(args, 0));
+  return Type::Tensor(BroadcastShapes(TensorArg(args, 0).shape, TensorArg(args, 1).shape), kBool);
+}
+
 Type Where(const std::vector<Type>& args, const Attrs&) {
   runtime::Check(TensorArg(args, 0).dtype == kBool, "the condition must be bool, got ",
                  DTypeToString(TensorArg(args, 0).dtype));
@@ -145,6 +154,19 @@ std::optional<NDArray> EvaluateCompare(const Args& args, const Attrs&, const Ten
     return Map<T, uint8_t>(result, compare, args[0], args[1]);
   });
 }
+
+// Logical ops on bools (stored as bytes 0 and 1).
+template <typename Op>
+std::optional<NDArray> EvaluateLogical(const Args& args, const Attrs&, const TensorType& result) {
+  if (args.size() == 1) {
+    return Map<uint8_t, uint8_t>(result, [](uint8_t a) { return std::optional<uint8_t>(Op()(a != 0, false)); }, args[0]);
+  }
+  auto apply = [](uint8_t a, uint8_t b) { return std::optional<uint8_t>(Op()(a != 0, b != 0) ? 1 : 0); };
+  return Map<uint8_t, uint8_t>(result, apply, args[0], args[1]);
+}
+struct NotOp {
+  bool operator()(bool a, bool) const { return !a; }
+};
 
 std::optional<NDArray> EvaluateWhere(const Args& args, const Attrs&, const TensorType& result) {
   NDArray condition = BroadcastArray(args[0], result.shape);
@@ -293,6 +315,14 @@ void RegisterElementwiseOps(OpTable& table) {
                 op.evaluate});
   }
   Add(table, {"where", 3, 3, {}, OpPattern::kBroadcast, Where, "where(cond, a, b) with broadcasting", EvaluateWhere});
+  for (Evaluated op : {Evaluated{"logical_and", EvaluateLogical<std::logical_and<bool>>},
+                       {"logical_or", EvaluateLogical<std::logical_or<bool>>},
+                       {"logical_xor", EvaluateLogical<std::not_equal_to<bool>>}}) {
+    Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Logical, "logical op on bools with broadcasting",
+                op.evaluate});
+  }
+  Add(table, {"logical_not", 1, 1, {}, OpPattern::kElemWise, Logical, "logical not of bools",
+              EvaluateLogical<NotOp>, LayoutRule::kElementwise});
   for (Evaluated op : {Evaluated{"nn.relu", EvaluateUnary<ReluOp>}, {"negative", EvaluateUnary<NegativeOp>},
                        {"abs", EvaluateUnary<AbsOp>}, {"copy", EvaluateCopy}}) {
     Add(table, {op.name, 1, 1, {}, OpPattern::kElemWise, SameAsInput, "unary elementwise", op.evaluate,

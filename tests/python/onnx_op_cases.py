@@ -181,6 +181,36 @@ def activations_and_trigonometry(opset=14):
     return g
 
 
+def logic_and_composed_reductions(opset=14):
+    # Logical ops on bools, NaN / infinity tests, Sign, LogSoftmax and the reductions composed of
+    # others (with large values for LogSumExp and LogSoftmax, which must not overflow).
+    g = Group("logic_reductions", opset, rtol=1e-5)
+    p, q = g.input((2, 3, 4), dtype=np.bool_, low=0, high=2), g.input((3, 4), dtype=np.bool_, low=0, high=2)
+    for op in ["And", "Or", "Xor"]:
+        g.node(op, [p, q])
+    g.node("Not", [p])
+    special = g.input((2, 6), values=[[0.0, np.nan, np.inf, -np.inf, 1.5, -2.0], [3.0, -0.0, np.nan, 7.0, -np.inf, 2.0]])
+    g.node("IsNaN", [special])
+    g.node("IsInf", [special])
+    g.node("IsInf", [special], detect_negative=0)
+    g.node("IsInf", [special], detect_positive=0)
+    a = g.input((2, 3, 4))
+    g.node("Sign", [a])
+    g.node("Sign", [g.input((5,), dtype=np.int64)])
+    wide = g.input((3, 5), low=-80.0, high=80.0)
+    g.node("LogSoftmax", [a])
+    g.node("LogSoftmax", [wide], axis=0)
+    positive = g.input((2, 3, 4), low=0.1, high=3.0)
+    axes = {"axes": [1]} if opset < 18 else {}
+    axes_input = [] if opset < 18 else [g.const([1], dtype=np.int64)]
+    for op in ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"]:
+        g.node(op, [a] + axes_input, **axes)
+        g.node(op, [a] + axes_input, keepdims=0, **axes)
+    g.node("ReduceLogSumExp", [wide], keepdims=0)
+    g.node("ReduceLogSum", [positive] + axes_input, **axes)
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -284,6 +314,7 @@ GROUPS = [
     (matmul, [11, 17]),
     (elementwise, [13, 17]),
     (activations_and_trigonometry, [14, 17]),
+    (logic_and_composed_reductions, [11, 17]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17]),
