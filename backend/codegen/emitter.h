@@ -70,6 +70,7 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
 
 // The emitters of each op family.
 void EmitReduce(EmitContext& context);
+void EmitArgReduce(EmitContext& context);
 void EmitGlobalAvgPool2D(EmitContext& context);
 void EmitTranspose(EmitContext& context);
 void EmitConcatenate(EmitContext& context);

@@ -158,6 +158,8 @@ const Entry kLowerings[] = {
     {"max", Loops(EmitReduce)},
     {"min", Loops(EmitReduce)},
     {"prod", Loops(EmitReduce)},
+    {"argmax", Loops(EmitArgReduce)},
+    {"argmin", Loops(EmitArgReduce)},
     {"nn.conv2d", Kernel(PlanConv2D, Conv2DEpilogueLength)},
     {"nn.dense", Kernel(PlanDense)},
     {"nn.batch_matmul", Kernel(PlanBatchMatmul)},

@@ -1,5 +1,5 @@
 // Reductions as loops: over the kept dimensions outside, the reduced ones inside, accumulating
-// in double for floating point; and global average pooling.
+// in double for floating point; argmax / argmin; and global average pooling.
 #include <algorithm>
 #include <limits>
 
@@ -15,6 +15,7 @@ const ir::OpRef kMean("mean");
 const ir::OpRef kProd("prod");
 const ir::OpRef kMax("max");
 const ir::OpRef kMin("min");
+const ir::OpRef kArgMax("argmax");
 
 }  // namespace
 
@@ -67,6 +68,32 @@ void EmitReduce(EmitContext& c) {
   c.code.Line(c.outputs[0] + "[" + counter + "++] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + result +
               ");");
   for (int k = 0; k < open; ++k) c.code.Close();
+}
+
+// argmax / argmin: for each position of the other dimensions, the first (or, with
+// select_last_index, the last) index along the axis holding the largest / smallest value.
+void EmitArgReduce(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  bool largest = kArgMax.Is(c.call.op);
+  int axis = static_cast<int>(c.call.attrs.GetInt("axis"));
+  if (axis < 0) axis += static_cast<int>(in.size());
+  bool last = c.call.attrs.GetInt("select_last_index") != 0;
+  std::string better = std::string(largest ? ">" : "<") + (last ? "=" : "");
+  AxisView view = ViewAroundAxis(c.call, in);
+  c.code.Open("for (int64_t outer = 0; outer < " + IntLiteral(view.outer) + "; ++outer)");
+  c.code.Open("for (int64_t inner = 0; inner < " + IntLiteral(view.inner) + "; ++inner)");
+  std::string at = c.inputs[0] + "[(outer * " + IntLiteral(in[axis]) + " + k) * " + IntLiteral(view.inner) + " + inner]";
+  c.code.Line("int64_t best = 0;");
+  c.code.Line("auto best_value = " + c.inputs[0] + "[outer * " + IntLiteral(in[axis] * view.inner) + " + inner];");
+  c.code.Open("for (int64_t k = 1; k < " + IntLiteral(in[axis]) + "; ++k)");
+  c.code.Open("if (" + at + " " + better + " best_value)");
+  c.code.Line("best_value = " + at + ";");
+  c.code.Line("best = k;");
+  c.code.Close();
+  c.code.Close();
+  c.code.Line(c.outputs[0] + "[outer * " + IntLiteral(view.inner) + " + inner] = best;");
+  c.code.Close();
+  c.code.Close();
 }
 
 // Sums in double per channel; in NCHW[x]c the `block` channels of a plane side by side.

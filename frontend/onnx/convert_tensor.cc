@@ -34,6 +34,8 @@ const OpRef kSum("sum");
 const OpRef kTake("take");
 const OpRef kTranspose("transpose");
 const OpRef kAbs("abs");
+const OpRef kArgMax("argmax");
+const OpRef kArgMin("argmin");
 const OpRef kAdd("add");
 const OpRef kExp("exp");
 const OpRef kLog("log");
@@ -275,6 +277,14 @@ Outputs ReduceComposite(const NodeContext& c) {
 }
 
 
+// ArgMax / ArgMin: select_last_index from opset 12 (before: the first index).
+template <const OpRef& kOp>
+Outputs ArgReduce(const NodeContext& c) {
+  int64_t axis = NormalizeAxis(c.attr_int("axis", 0), c.input_type(0).ndim(), c);
+  return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", axis}, {"keepdims", c.attr_int("keepdims", 1)},
+                                             {"select_last_index", c.attr_int("select_last_index", 0)}}))};
+}
+
 }  // namespace
 
 void AddTensorConverters(ConverterTable& table) {
@@ -299,6 +309,8 @@ void AddTensorConverters(ConverterTable& table) {
   Register(table, "ReduceMax", Reduce<kMax, 18>, 1);
   Register(table, "ReduceMin", Reduce<kMin, 18>, 1);
   Register(table, "ReduceProd", Reduce<kProd, 18>, 1);
+  Register(table, "ArgMax", ArgReduce<kArgMax>, 1);
+  Register(table, "ArgMin", ArgReduce<kArgMin>, 1);
   Register(table, "ReduceL1", ReduceComposite<Composite::kL1>, 1);
   Register(table, "ReduceL2", ReduceComposite<Composite::kL2>, 1);
   Register(table, "ReduceSumSquare", ReduceComposite<Composite::kSumSquare>, 1);

@@ -1,4 +1,5 @@
-// Reductions over axes: sum, mean, max, min, prod.
+// Reductions over axes: sum, mean, max, min, prod; and the index of the largest or smallest
+// element along one axis: argmax, argmin.
 #include "ir/op.h"
 #include "ir/ops/infer_util.h"
 
@@ -28,6 +29,21 @@ Type Reduce(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(shape, data.dtype);
 }
 
+// argmax / argmin: int64 indices, the axis removed (or kept with size 1).
+Type ArgReduce(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  Check(data.ndim() > 0, "needs a tensor of at least one dimension");
+  int axis = NormalizeAxis(attrs.GetInt("axis"), data.ndim());
+  Check(data.shape[axis] > 0, "the axis is empty: no index to return");
+  std::vector<int64_t> shape = data.shape;
+  if (attrs.GetInt("keepdims") != 0) {
+    shape[axis] = 1;
+  } else {
+    shape.erase(shape.begin() + axis);
+  }
+  return Type::Tensor(shape, DLDataType{kDLInt, 64, 1});
+}
+
 }  // namespace
 
 void RegisterReduceOps(OpTable& table) {
@@ -38,6 +54,14 @@ void RegisterReduceOps(OpTable& table) {
                         {{"axis", AttrKind::kInts, std::vector<int64_t>{}, "reduced axes; empty: all"},
                          {"keepdims", AttrKind::kInt, int64_t{0}, "keep reduced axes with size 1"}},
                         OpPattern::kCommReduce, Reduce, "reduction over axes", nullptr, layout};
+  }
+  for (const char* name : {"argmax", "argmin"}) {
+    table[name] = OpDef{name, 1, 1,
+                        {{"axis", AttrKind::kInt, int64_t{0}, "the axis searched"},
+                         {"keepdims", AttrKind::kInt, int64_t{1}, "keep the axis with size 1"},
+                         {"select_last_index", AttrKind::kInt, int64_t{0}, "on ties, the last index (else the first)"}},
+                        OpPattern::kCommReduce, ArgReduce, "index of the largest / smallest element along an axis",
+                        nullptr, LayoutRule::kPlain};
   }
 }
 

@@ -286,6 +286,12 @@ def reductions(opset=14):
     g.node("ReduceProd", [g.input((2, 3), low=0.5, high=1.5)], axes=[1])
     g.node("ReduceSum", [x, g.const([1], np.int64)], keepdims=0)
     g.node("ReduceSum", [x])
+    ties = g.input((4, 6), values=g.rng.integers(0, 3, (4, 6)))  # repeated values: which index wins matters
+    for op in ["ArgMax", "ArgMin"]:
+        g.node(op, [x], axis=1)
+        g.node(op, [x], axis=-1, keepdims=0)
+        g.node(op, [ties], axis=1, select_last_index=1)
+        g.node(op, [ties], axis=0, keepdims=0)
     return g
 
 
