@@ -78,6 +78,7 @@ void EmitStridedSlice(EmitContext& context);
 void EmitTake(EmitContext& context);
 void EmitSplit(EmitContext& context);
 void EmitPad(EmitContext& context);
+void EmitTrilu(EmitContext& context);
 void EmitLayoutTransform(EmitContext& context);
 
 }  // namespace kiln::backend

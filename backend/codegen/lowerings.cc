@@ -174,6 +174,7 @@ const Entry kLowerings[] = {
     {"take", Loops(EmitTake)},
     {"split", Loops(EmitSplit)},
     {"nn.pad", Loops(EmitPad)},
+    {"trilu", Loops(EmitTrilu)},
     {"layout_transform", Loops(EmitLayoutTransform)},
 };
 

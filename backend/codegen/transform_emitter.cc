@@ -1,5 +1,7 @@
-// Data-movement ops as loops: transpose, concatenate, strided slice, take (gather), split, pad
-// and layout_transform.
+// Data-movement ops as loops: transpose, concatenate, strided slice, take (gather), split, pad,
+// trilu and layout_transform.
+#include <algorithm>
+
 #include "backend/codegen/emitter.h"
 #include "ir/layout.h"
 #include "runtime/error.h"
@@ -114,6 +116,24 @@ void EmitTake(EmitContext& c) {
   c.code.Line("std::memcpy(" + c.outputs[0] + " + (j * " + IntLiteral(count) + " + k) * " + IntLiteral(inner) + ", " +
               c.inputs[0] + " + (j * " + IntLiteral(n) + " + index) * " + IntLiteral(inner) + ", " + IntLiteral(inner) +
               " * " + elem + ");");
+  c.code.Close();
+  c.code.Close();
+}
+
+// trilu: element (i, j) of each matrix kept when j - i >= k (upper) or j - i <= k (lower).
+void EmitTrilu(EmitContext& c) {
+  const auto& shape = c.input_types[0].shape;
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  int64_t k = c.call.attrs.GetInt("k");
+  std::string keep = c.call.attrs.GetInt("upper") != 0 ? "j - i >= " + IntLiteral(k) : "j - i <= " + IntLiteral(k);
+  std::string t = CType(c.input_types[0].dtype);
+  c.code.Open("for (int64_t m = 0; m < " + IntLiteral(c.input_types[0].NumElements() / std::max<int64_t>(rows * cols, 1)) +
+              "; ++m)");
+  c.code.Open("for (int64_t i = 0; i < " + IntLiteral(rows) + "; ++i)");
+  c.code.Open("for (int64_t j = 0; j < " + IntLiteral(cols) + "; ++j)");
+  std::string at = "(m * " + IntLiteral(rows) + " + i) * " + IntLiteral(cols) + " + j";
+  c.code.Line(c.outputs[0] + "[" + at + "] = " + keep + " ? " + c.inputs[0] + "[" + at + "] : " + t + "(0);");
+  c.code.Close();
   c.code.Close();
   c.code.Close();
 }

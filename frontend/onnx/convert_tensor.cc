@@ -1,5 +1,5 @@
 // ONNX data-movement and shape ops: Reshape, Transpose, Concat, (Un)Squeeze, Slice, Gather,
-// Shape, Size, Constant, ConstantOfShape, Range, Expand, Split, Pad and the reductions (ReduceL1, L2,
+// Shape, Size, Constant, ConstantOfShape, Range, Expand, Split, Pad, Trilu and the reductions (ReduceL1, L2,
 // SumSquare, LogSum and LogSumExp composed of the others).
 #include <algorithm>
 #include <cmath>
@@ -36,6 +36,7 @@ const OpRef kTranspose("transpose");
 const OpRef kAbs("abs");
 const OpRef kArgMax("argmax");
 const OpRef kArgMin("argmin");
+const OpRef kTrilu("trilu");
 const OpRef kAdd("add");
 const OpRef kExp("exp");
 const OpRef kLog("log");
@@ -277,6 +278,12 @@ Outputs ReduceComposite(const NodeContext& c) {
 }
 
 
+// Trilu (opset 14): k from input 1, a constant (default 0).
+Outputs Trilu(const NodeContext& c) {
+  int64_t k = c.has_input(1) ? c.ConstantInts(1).at(0) : 0;
+  return {c.Op(kTrilu, {c.input(0)}, MakeAttrs({{"upper", c.attr_int("upper", 1)}, {"k", k}}))};
+}
+
 // ArgMax / ArgMin: select_last_index from opset 12 (before: the first index).
 template <const OpRef& kOp>
 Outputs ArgReduce(const NodeContext& c) {
@@ -309,6 +316,7 @@ void AddTensorConverters(ConverterTable& table) {
   Register(table, "ReduceMax", Reduce<kMax, 18>, 1);
   Register(table, "ReduceMin", Reduce<kMin, 18>, 1);
   Register(table, "ReduceProd", Reduce<kProd, 18>, 1);
+  Register(table, "Trilu", Trilu, 14);
   Register(table, "ArgMax", ArgReduce<kArgMax>, 1);
   Register(table, "ArgMin", ArgReduce<kArgMin>, 1);
   Register(table, "ReduceL1", ReduceComposite<Composite::kL1>, 1);

@@ -1,5 +1,5 @@
 // Data-movement ops: reshape, transpose, concatenate, squeeze, expand_dims, strided_slice,
-// take, split, broadcast_to, layout_transform.
+// take, split, broadcast_to, trilu, layout_transform.
 #include <cstring>
 #include <numeric>
 
@@ -275,11 +275,23 @@ std::optional<NDArray> EvaluateLayoutTransform(const Args& args, const Attrs& at
                          Layout::Parse(attrs.GetString("dst_layout")));
 }
 
+// trilu: the matrices of the last two dimensions with the elements below (upper) or above (lower)
+// the k-th diagonal set to zero.
+Type Trilu(const std::vector<Type>& args, const Attrs&) {
+  const TensorType& data = TensorArg(args, 0);
+  runtime::Check(data.ndim() >= 2, "needs a tensor of at least two dimensions, got ", data.ndim());
+  return Type::Tensor(data);
+}
+
 void Add(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
 
 }  // namespace
 
 void RegisterTransformOps(OpTable& table) {
+  Add(table, {"trilu", 1, 1,
+              {{"upper", AttrKind::kInt, int64_t{1}, "keep the upper triangle (else the lower)"},
+               {"k", AttrKind::kInt, int64_t{0}, "the diagonal: 0 main, > 0 above, < 0 below"}},
+              OpPattern::kInjective, Trilu, "upper or lower triangle of the last two dimensions", nullptr});
   Add(table, {"reshape", 1, 1, {{"newshape", AttrKind::kInts, {}, "the static output shape"}}, OpPattern::kInjective,
               Reshape, "same elements, new shape", EvaluateReshape});
   Add(table, {"transpose", 1, 1, {{"axes", AttrKind::kInts, std::vector<int64_t>{}, "permutation; empty reverses"}},

@@ -211,6 +211,20 @@ def logic_and_composed_reductions(opset=14):
     return g
 
 
+def triangles(opset=14):
+    # Trilu as a GPT block's causal mask uses it: upper and lower, k above and below the diagonal,
+    # square, wide, tall and batched matrices.
+    g = Group("trilu", opset)
+    square, wide, batched = g.input((5, 5)), g.input((3, 7)), g.input((2, 3, 6, 4))
+    for x in (square, wide, batched):
+        g.node("Trilu", [x])
+        g.node("Trilu", [x], upper=0)
+    for k in (-2, 1, 9):
+        g.node("Trilu", [wide, g.const(k, dtype=np.int64)])
+        g.node("Trilu", [batched, g.const(k, dtype=np.int64)], upper=0)
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -321,6 +335,7 @@ GROUPS = [
     (elementwise, [13, 17]),
     (activations_and_trigonometry, [14, 17]),
     (logic_and_composed_reductions, [11, 17]),
+    (triangles, [14, 17]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17]),
