@@ -22,6 +22,9 @@ std::string CType(DLDataType dtype) {
     if (dtype.code == kDLInt && dtype.bits == 16) return "int16_t";
     if (dtype.code == kDLInt && dtype.bits == 8) return "int8_t";
     if (dtype.code == kDLUInt && dtype.bits == 8) return "uint8_t";
+    if (dtype.code == kDLUInt && dtype.bits == 16) return "uint16_t";
+    if (dtype.code == kDLUInt && dtype.bits == 32) return "uint32_t";
+    if (dtype.code == kDLUInt && dtype.bits == 64) return "uint64_t";
     if (dtype.code == kDLUInt && dtype.bits == 1) return "uint8_t";
   }
   runtime::Fail("dtype ", runtime::DTypeToString(dtype), " is not supported by the host code generator");

@@ -23,6 +23,13 @@ std::string Softplus(const std::string& v) {
   return "(" + v + " > 0 ? " + v + " + std::log1p(std::exp(-" + v + ")) : std::log1p(std::exp(" + v + ")))";
 }
 
+// The remainder of a / b with the sign of a: std::fmod for floats, % for integers. (The minimum
+// of a signed type divided by -1 overflows in %; its remainder is 0.)
+std::string Remainder(const std::string& a, const std::string& b, CType_ t) {
+  if (t == "float" || t == "double") return "std::fmod(" + a + ", " + b + ")";
+  return "(" + b + " == " + t + "(-1) ? " + t + "(0) : " + t + "(" + a + " % " + b + "))";
+}
+
 // One entry per op: the op's name, then its lowering.
 struct Entry {
   const char* op;
@@ -74,6 +81,11 @@ const Entry kLowerings[] = {
                             Step::kMaximum)},
     {"minimum", Elementwise([](Call, Elements v, CType_ t) { return "std::min<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
                             Step::kMinimum)},
+    {"trunc_mod", Elementwise([](Call, Elements v, CType_ t) { return Remainder(v[0], v[1], t); })},
+    {"floor_mod", Elementwise([](Call, Elements v, CType_ t) {
+       std::string r = Remainder(v[0], v[1], t);
+       return "(" + r + " != 0 && ((" + r + " < 0) != (" + v[1] + " < 0)) ? " + r + " + " + v[1] + " : " + r + ")";
+     })},
     {"equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " == " + v[1]; })},
     {"less", Elementwise([](Call, Elements v, CType_) { return v[0] + " < " + v[1]; })},
     {"greater", Elementwise([](Call, Elements v, CType_) { return v[0] + " > " + v[1]; })},

@@ -62,6 +62,8 @@ const OpRef kSelu("nn.selu");
 const OpRef kCelu("nn.celu");
 const OpRef kThresholdedRelu("nn.thresholded_relu");
 const OpRef kAnd("logical_and");
+const OpRef kFloorMod("floor_mod");
+const OpRef kTruncMod("trunc_mod");
 const OpRef kOr("logical_or");
 const OpRef kXor("logical_xor");
 const OpRef kNot("logical_not");
@@ -169,6 +171,13 @@ Outputs Dropout(const NodeContext& c) {
   if (c.opset() >= 12 && c.has_input(1)) ratio = c.ConstantFloats(1).at(0);
   if (c.opset() < 12) ratio = c.attr_float("ratio", 0.5f);
   return {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
+}
+
+// Mod: fmod = 1 takes the sign of the dividend (C), 0 that of the divisor (Python; integers only).
+Outputs Mod(const NodeContext& c) {
+  bool fmod = c.attr_int("fmod", 0) != 0;
+  if (!fmod && c.input_type(0).dtype.code == kDLFloat) c.Fail("fmod must be 1 for floating-point inputs");
+  return {c.Op(fmod ? kTruncMod : kFloorMod, {c.input(0), c.input(1)})};
 }
 
 // IsNaN: x != x.
@@ -284,6 +293,7 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "IsNaN", IsNaN, 9);
   Register(table, "IsInf", IsInf, 10);
   Register(table, "Sign", Sign, 9);
+  Register(table, "Mod", Mod, 10);
 }
 
 }  // namespace kiln::frontend

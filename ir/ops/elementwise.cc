@@ -120,6 +120,25 @@ struct DivideOp {  // integers truncate toward zero
     return static_cast<T>(a / b);
   }
 };
+// The remainder of a / b with the sign of a (C's % and std::fmod) or, floored, of b (Python's %).
+template <bool kFloored>
+struct ModOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    T r;
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return std::nullopt;
+      if constexpr (std::is_signed_v<T>) {
+        if (a == std::numeric_limits<T>::min() && b == -1) return T(0);
+      }
+      r = static_cast<T>(a % b);
+    } else {
+      r = std::fmod(a, b);
+    }
+    if (kFloored && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+    return r;
+  }
+};
 struct PowerOp {
   template <typename T>
   static std::optional<T> Apply(T a, T b) {
@@ -304,7 +323,8 @@ void RegisterElementwiseOps(OpTable& table) {
   for (Evaluated op : {Evaluated{"add", EvaluateArithmetic<AddOp>}, {"subtract", EvaluateArithmetic<SubtractOp>},
                        {"multiply", EvaluateArithmetic<MultiplyOp>}, {"divide", EvaluateArithmetic<DivideOp>},
                        {"power", EvaluateArithmetic<PowerOp>}, {"maximum", EvaluateArithmetic<MaximumOp>},
-                       {"minimum", EvaluateArithmetic<MinimumOp>}}) {
+                       {"minimum", EvaluateArithmetic<MinimumOp>}, {"trunc_mod", EvaluateArithmetic<ModOp<false>>},
+                       {"floor_mod", EvaluateArithmetic<ModOp<true>>}}) {
     Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Broadcast, "binary arithmetic with broadcasting",
                 op.evaluate, LayoutRule::kBroadcast});
   }

@@ -208,6 +208,14 @@ def logic_and_composed_reductions(opset=14):
         g.node(op, [a] + axes_input, keepdims=0, **axes)
     g.node("ReduceLogSumExp", [wide], keepdims=0)
     g.node("ReduceLogSum", [positive] + axes_input, **axes)
+    # Mod: mixed signs; floored (Python) for integers, truncated (C) with fmod=1; broadcasting.
+    for dtype in (np.int32, np.int64, np.int8):
+        dividend = g.input((3, 4), dtype=dtype, low=-20, high=20)
+        divisor = g.input((3, 4), values=g.rng.choice([-7, -3, -1, 2, 5], (3, 4)), dtype=dtype)
+        g.node("Mod", [dividend, divisor])
+        g.node("Mod", [dividend, divisor], fmod=1)
+    g.node("Mod", [g.input((2, 5), dtype=np.uint8, low=0, high=200), g.input((5,), dtype=np.uint8, low=1, high=9)])
+    g.node("Mod", [g.input((3, 4), low=-10.0, high=10.0), g.input((4,), values=[-3.5, 2.0, 0.75, -1.25])], fmod=1)
     return g
 
 
