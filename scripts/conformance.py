@@ -144,26 +144,19 @@ def run_kiln(kiln, model, feeds, timeout):
     with tempfile.TemporaryDirectory(prefix="kiln-conformance-") as tmp:
         tmp = pathlib.Path(tmp)
         onnx.save(model, tmp / "model.onnx")
-        shapes = " ".join(f"{name}:[{','.join(map(str, a.shape))}]" for name, a in feeds.items())
-        command = [kiln, "compile", str(tmp / "model.onnx"), "-o", str(tmp / "model.so")]
-        if shapes:
-            command += ["--input-shapes", shapes]
-        try:
-            compiled = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return "error", f"compile took more than {timeout} s"
-        if compiled.returncode != 0:
-            return classify_failure(compiled)
         np.savez(tmp / "in.npz", **feeds)
-        command = [kiln, "run", str(tmp / "model.so"), "--outputs", str(tmp / "out.npz")]
-        if feeds:
-            command += ["--inputs", str(tmp / "in.npz")]
-        try:
-            ran = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return "error", f"run took more than {timeout} s"
-        if ran.returncode != 0:
-            return classify_failure(ran)
+        shapes = " ".join(f"{name}:[{','.join(map(str, a.shape))}]" for name, a in feeds.items())
+        steps = [("compile", [kiln, "compile", str(tmp / "model.onnx"), "-o", str(tmp / "model.so")]
+                  + (["--input-shapes", shapes] if shapes else [])),
+                 ("run", [kiln, "run", str(tmp / "model.so"), "--outputs", str(tmp / "out.npz")]
+                  + (["--inputs", str(tmp / "in.npz")] if feeds else []))]
+        for step, command in steps:
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return "error", f"{step} took more than {timeout} s"
+            if done.returncode != 0:
+                return classify_failure(done)
         out = np.load(tmp / "out.npz")
         return "actual", [out[f"output_{i}"] for i in range(len(out.files))]
 
