@@ -5,6 +5,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
+FUZZ_TARGETS = fuzz_graph_json fuzz_params fuzz_module_blob fuzz_onnx_import fuzz_npz
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz demo benchmark clean
@@ -41,13 +42,15 @@ test-tsan: deps
 # Each fuzz target for FUZZ_SECONDS (`make fuzz` runs them for 10 minutes each).
 test-fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_graph_json fuzz_params fuzz_module_blob
-	@for t in fuzz_graph_json fuzz_params fuzz_module_blob; do \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF \
+	  -DKILN_PYTHON=$$(scripts/python_env.sh --print-python) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t && \
 	  echo "fuzzing $$t for $(FUZZ_SECONDS) s" && \
-	  ./build-fuzz/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	    build-fuzz/corpus/$$t fuzz/seeds/$${t#fuzz_} 2>build-fuzz/$$t.log || { tail -50 build-fuzz/$$t.log; exit 1; }; \
+	  ./build-fuzz/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 build-fuzz/corpus/$$t \
+	    $$(ls -d fuzz/seeds/$${t#fuzz_} build-fuzz/seeds/$${t#fuzz_} 2>/dev/null) \
+	    2>build-fuzz/$$t.log || { tail -50 build-fuzz/$$t.log; exit 1; }; \
 	done
 
 fuzz:

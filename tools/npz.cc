@@ -125,8 +125,9 @@ std::string FormatNpy(const runtime::NDArray& array) {
   return out;
 }
 
-NamedArrayList ReadNpz(const std::string& path) {
-  std::string bytes = runtime::ReadFile(path);
+NamedArrayList ReadNpz(const std::string& path) { return ParseNpz(runtime::ReadFile(path), path); }
+
+NamedArrayList ParseNpz(const std::string& bytes, const std::string& path) {
   // End of central directory: the last "PK\5\6".
   size_t eocd = bytes.rfind(std::string("PK\x05\x06", 4));
   Check(eocd != std::string::npos && bytes.size() >= 22, path, ": not a .npz file (no zip directory)");
