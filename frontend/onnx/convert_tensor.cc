@@ -88,7 +88,11 @@ Outputs Unsqueeze(const NodeContext& c) {
   Ints in = c.input_type(0).shape;
   int64_t rank = static_cast<int64_t>(in.size() + axes.size());
   std::vector<bool> inserted(rank, false);
-  for (int64_t a : axes) inserted[NormalizeAxis(a, rank, c)] = true;
+  for (int64_t a : axes) {
+    int64_t axis = NormalizeAxis(a, rank, c);
+    if (inserted[axis]) c.Fail(StrCat("axis ", a, " is given twice (axes of the output, rank ", rank, ")"));
+    inserted[axis] = true;
+  }
   Ints shape;
   size_t next = 0;
   for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[d] ? 1 : in.at(next++));

@@ -30,6 +30,15 @@ void ConvRanksAgree(onnx::InferenceContext& ctx) {
   }
 }
 
+// convPoolShapeInference divides by each stride: a stride of 0 is a division by zero.
+void StridesArePositive(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* strides = ctx.getAttribute("strides");
+  if (strides == nullptr) return;
+  for (int64_t stride : strides->ints()) {
+    if (stride < 1) fail_shape_inference("strides must be positive, got ", stride);
+  }
+}
+
 // Expand, Reshape and ConstantOfShape make an output with one dim per element of their shape
 // input, counted from its declared length.
 void ShapeInputIsShort(onnx::InferenceContext& ctx, size_t index) {
@@ -44,7 +53,13 @@ void ShapeInputIsShort(onnx::InferenceContext& ctx, size_t index) {
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
-      {"Conv", ConvRanksAgree},
+      {"AveragePool", StridesArePositive},
+      {"Conv",
+       [](onnx::InferenceContext& ctx) {
+         ConvRanksAgree(ctx);
+         StridesArePositive(ctx);
+       }},
+      {"MaxPool", StridesArePositive},
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
