@@ -53,11 +53,6 @@ onnx::NodeProto* RandomNode(onnx::ModelProto& model, Rng& rng) {
   return nodes->empty() ? nullptr : nodes->Mutable(static_cast<int>(Pick(rng, nodes->size())));
 }
 
-onnx::TensorProto* RandomInitializer(onnx::ModelProto& model, Rng& rng) {
-  auto* inits = model.mutable_graph()->mutable_initializer();
-  return inits->empty() ? nullptr : inits->Mutable(static_cast<int>(Pick(rng, inits->size())));
-}
-
 // Initializers and the tensors of Constant-like attributes (value=...), which ONNX checks alike.
 std::vector<onnx::TensorProto*> AllTensors(onnx::ModelProto& model) {
   std::vector<onnx::TensorProto*> tensors;

@@ -56,8 +56,8 @@ Outputs Reshape(const NodeContext& c) {
       infer = static_cast<int64_t>(d);
     } else if (shape[d] < 0) {
       c.Fail(StrCat("the shape has a negative dimension ", shape[d]));
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+      c.Fail("the shape has more elements than a 64-bit count holds");
     }
   }
   if (infer >= 0) {

@@ -178,7 +178,14 @@ void CheckStructure(const onnx::GraphProto& graph_) {
     for (const std::string& name : node.input()) {
       if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
     }
-    for (const std::string& name : node.output()) known.insert(name);
+    // Each value is made once (ONNX's graphs are SSA); libonnx's shape inference crashes on a
+    // value made twice, so this is checked before it runs.
+    for (const std::string& name : node.output()) {
+      if (!name.empty() && !known.insert(name).second) {
+        throw runtime::Error("names a value that a graph input, an initializer or an earlier node already makes",
+                             {"", NodeLabel(node, i), "output '" + runtime::ValidUtf8(name) + "'"});
+      }
+    }
   }
   // Initializer sizes before ONNX's checker and shape inference see them: the checker counts
   // elements without overflow checks (to it a [2^40, 2^40] tensor has 0 elements).

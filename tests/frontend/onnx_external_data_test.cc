@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/error.h"
 
@@ -107,7 +109,7 @@ TEST(OnnxExternalData, RefusedFromAFileInsideOrOutsideItsFolder) {
   std::ofstream(dir / "model" / "w.bin", std::ios::binary).write("\0\0\0\0\0\0\0\0", 8);
   std::ofstream(dir / "outside.bin", std::ios::binary).write("\0\0\0\0\0\0\0\0", 8);
   fs::create_symlink(dir / "outside.bin", dir / "model" / "link.bin");
-  for (const std::string location : {"w.bin", "../outside.bin", "link.bin", (dir / "outside.bin").string()}) {
+  for (const std::string& location : std::vector<std::string>{"w.bin", "../outside.bin", "link.bin", (dir / "outside.bin").string()}) {
     fs::path path = dir / "model" / "m.onnx";
     std::ofstream(path, std::ios::binary) << ModelWithExternalInitializer(location).SerializeAsString();
     try {

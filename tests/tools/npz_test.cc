@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "runtime/error.h"
 #include "runtime/params.h"
 
