@@ -337,6 +337,7 @@ runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
   int64_t count = static_cast<int64_t>(bytes / runtime::DTypeBytes(dtype));
   runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
   char* out = static_cast<char*>(array.data());
+  if (bytes == 0) return array;  // memcpy from an empty field's null pointer is undefined
   if (tensor.has_raw_data()) {
     std::memcpy(out, tensor.raw_data().data(), bytes);
     return array;
