@@ -39,6 +39,11 @@ void StridesArePositive(onnx::InferenceContext& ctx) {
   }
 }
 
+// Split (without a 'split' list) divides the axis by its number of outputs: none divides by zero.
+void SplitHasOutputs(onnx::InferenceContext& ctx) {
+  if (ctx.getNumOutputs() == 0) fail_shape_inference("Split needs at least one output");
+}
+
 // Expand, Reshape and ConstantOfShape make an output with one dim per element of their shape
 // input, counted from its declared length.
 void ShapeInputIsShort(onnx::InferenceContext& ctx, size_t index) {
@@ -63,6 +68,7 @@ const std::map<std::string, Guard>& Guards() {
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
+      {"Split", SplitHasOutputs},
   };
   return guards;
 }

@@ -183,7 +183,9 @@ Type Pad(const std::vector<Type>& args, const Attrs& attrs) {
   std::vector<int64_t> shape = data.shape;
   for (size_t i = 0; i < shape.size(); ++i) {
     Check(pad[2 * i] >= 0 && pad[2 * i + 1] >= 0, "negative padding ", AttrValueText(pad));
-    shape[i] += pad[2 * i] + pad[2 * i + 1];
+    Check(!__builtin_add_overflow(shape[i], pad[2 * i], &shape[i]) &&
+              !__builtin_add_overflow(shape[i], pad[2 * i + 1], &shape[i]),
+          "padding ", AttrValueText(pad), " overflows a 64-bit size");
   }
   return Type::Tensor(shape, data.dtype);
 }
