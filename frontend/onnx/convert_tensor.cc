@@ -233,7 +233,7 @@ Outputs Pad(const NodeContext& c) {
     width.push_back(pads[d]);
     width.push_back(pads[d + rank]);
   }
-  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantFloats(2).at(0) : 0.0);
+  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantScalar(2) : 0.0);
   std::string mode = c.attr_string("mode", "constant");
   for (int64_t w : width) {
     if (w < 0) c.Fail("negative pads (cropping) are not supported");

@@ -516,6 +516,12 @@ std::vector<double> NodeContext::ConstantFloats(size_t i) const {
   return values;
 }
 
+double NodeContext::ConstantScalar(size_t i) const {
+  std::vector<double> values = ConstantFloats(i);
+  if (values.size() != 1) FailAt(StrCat("input ", i), StrCat("must hold one value, it holds ", values.size()));
+  return values[0];
+}
+
 Expr NodeContext::Op(const ir::OpRef& op, std::vector<Expr> args, Attrs attrs) const {
   // Folded right away, so that shape computations (Shape -> Gather -> Concat -> Reshape) become
   // the constants later converters need.
