@@ -6,7 +6,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS = fuzz_graph_json fuzz_params fuzz_module_blob fuzz_library_file
+FUZZ_TARGETS = fuzz_graph_json fuzz_params fuzz_module_blob fuzz_library_file fuzz_onnx_import fuzz_npz
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz soak conformance demo benchmark clean
@@ -43,7 +43,8 @@ test-tsan: deps
 # Each fuzz target for FUZZ_SECONDS (`make fuzz` runs them for 10 minutes each).
 test-fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF >/dev/null
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF \
+	  -DKILN_PYTHON=$$(scripts/python_env.sh --print-python) >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t && \

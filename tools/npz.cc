@@ -52,30 +52,64 @@ std::string Descr(DLDataType d) {
   Fail("cannot write dtype ", runtime::DTypeToString(d), " to .npy");
 }
 
+// The dtypes .npy files hold that kiln has: little-endian (or single-byte) ints, unsigned ints and
+// floats of the usual widths, and bool.
 DLDataType FromDescr(const std::string& descr, const std::string& what) {
-  Check(descr.size() >= 3, what, ": unknown dtype '", descr, "'");
+  Check(descr.size() >= 3 && descr.size() <= 4, what, ": unknown dtype '", descr, "'");
   char order = descr[0], kind = descr[1];
   Check(order == '<' || order == '|' || order == '=', what, ": big-endian dtype '", descr, "' is not supported");
-  int bytes = std::atoi(descr.c_str() + 2);
+  std::string width = descr.substr(2);
+  int bytes = width == "1" ? 1 : width == "2" ? 2 : width == "4" ? 4 : width == "8" ? 8 : 0;
+  Check(bytes != 0, what, ": dtype '", descr, "' is not supported");
+  auto bits = static_cast<uint8_t>(bytes * 8);
   switch (kind) {
-    case 'f': return DLDataType{kDLFloat, static_cast<uint8_t>(bytes * 8), 1};
-    case 'i': return DLDataType{kDLInt, static_cast<uint8_t>(bytes * 8), 1};
-    case 'u': return DLDataType{kDLUInt, static_cast<uint8_t>(bytes * 8), 1};
-    case 'b': return DLDataType{kDLUInt, 1, 1};
+    case 'f': Check(bytes >= 2, what, ": dtype '", descr, "' is not supported"); return DLDataType{kDLFloat, bits, 1};
+    case 'i': return DLDataType{kDLInt, bits, 1};
+    case 'u': return DLDataType{kDLUInt, bits, 1};
+    case 'b': Check(bytes == 1, what, ": dtype '", descr, "' is not supported"); return DLDataType{kDLUInt, 1, 1};
     default: Fail(what, ": dtype '", descr, "' is not supported");
   }
 }
 
-// The value of 'key' in the npy header dict, as text.
+// The value of 'key' in the npy header dict, as text: a quoted string, a parenthesized tuple or a
+// bare word up to the next ',' or '}'.
 std::string HeaderField(const std::string& header, const std::string& key, const std::string& what) {
   size_t at = header.find("'" + key + "'");
   Check(at != std::string::npos, what, ": the .npy header has no '", key, "'");
-  size_t colon = header.find(':', at);
-  size_t begin = header.find_first_not_of(' ', colon + 1);
-  size_t end = header[begin] == '(' ? header.find(')', begin) + 1
-               : header[begin] == '\'' ? header.find('\'', begin + 1) + 1
+  size_t colon = header.find(':', at + key.size() + 2);
+  size_t begin = colon == std::string::npos ? colon : header.find_first_not_of(' ', colon + 1);
+  Check(begin != std::string::npos, what, ": the .npy header has no value for '", key, "'");
+  size_t end = header[begin] == '('    ? header.find(')', begin)
+               : header[begin] == '\'' ? header.find('\'', begin + 1)
                                        : header.find_first_of(",}", begin);
+  Check(end != std::string::npos, what, ": the .npy header's value for '", key, "' does not end");
+  if (header[begin] == '(' || header[begin] == '\'') ++end;  // keep the closing bracket or quote
   return header.substr(begin, end - begin);
+}
+
+// "(2, 3)", "(5,)" or "()": the dims, each a decimal number that fits int64.
+std::vector<int64_t> ParseShape(const std::string& text, const std::string& what) {
+  Check(text.size() >= 2 && text.front() == '(' && text.back() == ')', what, ": the .npy shape '", text,
+        "' is not a tuple");
+  std::vector<int64_t> shape;
+  size_t i = 1;
+  while (i < text.size() - 1) {
+    size_t end = text.find_first_of(",)", i);  // found: the text ends with ')'
+    size_t first = text.find_first_not_of(' ', i);
+    size_t last = text.find_last_not_of(' ', end - 1);
+    if (first < end) {
+      int64_t d = 0;
+      for (size_t k = first; k <= last; ++k) {
+        Check(text[k] >= '0' && text[k] <= '9', what, ": the .npy shape '", text, "' holds a dim that is not a number");
+        Check(!__builtin_mul_overflow(d, 10, &d) && !__builtin_add_overflow(d, text[k] - '0', &d), what,
+              ": the .npy shape '", text, "' holds a dim too large for 64 bits");
+      }
+      shape.push_back(d);
+      Check(shape.size() <= 32, what, ": the .npy shape '", text, "' has more than 32 dims");
+    }
+    i = end + 1;
+  }
+  return shape;
 }
 
 }  // namespace
@@ -83,26 +117,23 @@ std::string HeaderField(const std::string& header, const std::string& key, const
 runtime::NDArray ParseNpy(const std::string& bytes, const std::string& what) {
   Check(bytes.size() >= 10 && bytes.compare(0, 6, "\x93NUMPY") == 0, what, ": not a .npy array");
   uint8_t major = static_cast<uint8_t>(bytes[6]);
+  Check(major >= 1 && major <= 3, what, ": .npy format version ", int{major}, " is not supported");
   size_t header_len = major == 1 ? Load<uint16_t>(bytes, 8, what) : Load<uint32_t>(bytes, 8, what);
   size_t header_start = major == 1 ? 10 : 12;
   Check(header_start + header_len <= bytes.size(), what, ": truncated .npy header");
   std::string header = bytes.substr(header_start, header_len);
   std::string descr = HeaderField(header, "descr", what);
+  Check(descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'', what, ": the .npy dtype ", descr,
+        " is not a string");
   DLDataType dtype = FromDescr(descr.substr(1, descr.size() - 2), what);
   Check(HeaderField(header, "fortran_order", what) == "False", what, ": Fortran-ordered arrays are not supported");
-  std::string shape_text = HeaderField(header, "shape", what);
-  std::vector<int64_t> shape;
-  for (size_t i = 1; i < shape_text.size();) {
-    size_t end = shape_text.find_first_of(",)", i);
-    std::string number = shape_text.substr(i, end - i);
-    if (number.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(number));
-    i = end + 1;
-  }
-  runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
+  std::vector<int64_t> shape = ParseShape(HeaderField(header, "shape", what), what);
+  size_t expected = static_cast<size_t>(runtime::CheckedTensorBytes(shape, dtype, what + ": the array"));
   size_t data_start = header_start + header_len;
-  Check(bytes.size() - data_start == array.NumBytes(), what, ": holds ", bytes.size() - data_start,
-        " bytes of data, expected ", array.NumBytes(), " for ", runtime::DTypeToString(dtype), " ",
+  Check(bytes.size() - data_start == expected, what, ": holds ", bytes.size() - data_start,
+        " bytes of data, expected ", expected, " for ", runtime::DTypeToString(dtype), " ",
         runtime::ShapeToString(shape));
+  runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
   array.CopyFromBytes(bytes.data() + data_start, array.NumBytes());
   return array;
 }
@@ -125,30 +156,32 @@ std::string FormatNpy(const runtime::NDArray& array) {
   return out;
 }
 
-NamedArrayList ReadNpz(const std::string& path) {
-  std::string bytes = runtime::ReadFile(path);
+NamedArrayList ReadNpz(const std::string& path) { return ParseNpz(runtime::ReadFile(path), path); }
+
+NamedArrayList ParseNpz(const std::string& bytes, const std::string& what) {
   // End of central directory: the last "PK\5\6".
   size_t eocd = bytes.rfind(std::string("PK\x05\x06", 4));
-  Check(eocd != std::string::npos && bytes.size() >= 22, path, ": not a .npz file (no zip directory)");
-  uint16_t count = Load<uint16_t>(bytes, eocd + 10, path);
-  size_t entry = Load<uint32_t>(bytes, eocd + 16, path);
+  Check(eocd != std::string::npos && eocd + 22 <= bytes.size(), what, ": not a .npz file (no zip directory)");
+  uint16_t count = Load<uint16_t>(bytes, eocd + 10, what);
+  size_t entry = Load<uint32_t>(bytes, eocd + 16, what);
   NamedArrayList arrays;
   for (uint16_t i = 0; i < count; ++i) {
-    Check(Load<uint32_t>(bytes, entry, path) == 0x02014b50u, path, ": damaged zip directory");
-    uint16_t method = Load<uint16_t>(bytes, entry + 10, path);
-    uint64_t size = Load<uint32_t>(bytes, entry + 20, path);
-    uint16_t name_len = Load<uint16_t>(bytes, entry + 28, path), extra_len = Load<uint16_t>(bytes, entry + 30, path);
-    uint16_t comment_len = Load<uint16_t>(bytes, entry + 32, path);
-    size_t local = Load<uint32_t>(bytes, entry + 42, path);
-    Check(entry + 46 + name_len <= bytes.size(), path, ": damaged zip directory");
+    Check(Load<uint32_t>(bytes, entry, what) == 0x02014b50u, what, ": damaged zip directory");
+    uint16_t method = Load<uint16_t>(bytes, entry + 10, what);
+    uint64_t size = Load<uint32_t>(bytes, entry + 20, what);
+    uint16_t name_len = Load<uint16_t>(bytes, entry + 28, what), extra_len = Load<uint16_t>(bytes, entry + 30, what);
+    uint16_t comment_len = Load<uint16_t>(bytes, entry + 32, what);
+    size_t local = Load<uint32_t>(bytes, entry + 42, what);
+    Check(entry + 46 + name_len <= bytes.size(), what, ": damaged zip directory");
     std::string name = bytes.substr(entry + 46, name_len);
-    Check(method == 0, path, ": '", name, "' is compressed; write the file with numpy.savez (not savez_compressed)");
-    uint16_t local_name = Load<uint16_t>(bytes, local + 26, path), local_extra = Load<uint16_t>(bytes, local + 28, path);
+    Check(method == 0, what, ": '", name, "' is compressed; write the file with numpy.savez (not savez_compressed)");
+    uint16_t local_name = Load<uint16_t>(bytes, local + 26, what), local_extra = Load<uint16_t>(bytes, local + 28, what);
     size_t data = local + 30 + local_name + local_extra;
+    Check(data <= bytes.size(), what, ": '", name, "' is truncated");
     if (size == 0xFFFFFFFFu) size = bytes.size() - data;  // zip64: the .npy header tells the true size
-    Check(data + size <= bytes.size(), path, ": '", name, "' is truncated");
+    Check(size <= bytes.size() - data, what, ": '", name, "' is truncated");
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-    arrays.emplace_back(name, ParseNpy(bytes.substr(data, size), path + ":" + name));
+    arrays.emplace_back(name, ParseNpy(bytes.substr(data, size), what + ":" + name));
     entry += 46 + name_len + extra_len + comment_len;
   }
   return arrays;

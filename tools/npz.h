@@ -15,6 +15,8 @@ using NamedArrayList = std::vector<std::pair<std::string, runtime::NDArray>>;
 
 // Throws Error naming the file and what is wrong with it.
 NamedArrayList ReadNpz(const std::string& path);
+// The arrays of .npz bytes; `what` names them in errors (ReadNpz passes the path).
+NamedArrayList ParseNpz(const std::string& bytes, const std::string& what);
 void WriteNpz(const std::string& path, const NamedArrayList& arrays);
 
 // One .npy payload.

@@ -149,8 +149,8 @@ Outputs Clip(const NodeContext& c) {
     lo = c.attr_float("min", -INFINITY);
     hi = c.attr_float("max", INFINITY);
   } else {
-    if (c.has_input(1)) lo = c.ConstantFloats(1).at(0);
-    if (c.has_input(2)) hi = c.ConstantFloats(2).at(0);
+    if (c.has_input(1)) lo = c.ConstantScalar(1);
+    if (c.has_input(2)) hi = c.ConstantScalar(2);
   }
   return {c.Op(kClip, {c.input(0)}, MakeAttrs({{"a_min", lo}, {"a_max", hi}}))};
 }
@@ -168,7 +168,7 @@ Outputs Identity(const NodeContext& c) { return {c.input(0)}; }
 Outputs Dropout(const NodeContext& c) {
   if (c.num_outputs() > 1) c.Fail("the mask output of Dropout is not supported (inference only)");
   double ratio = 0.5;
-  if (c.opset() >= 12 && c.has_input(1)) ratio = c.ConstantFloats(1).at(0);
+  if (c.opset() >= 12 && c.has_input(1)) ratio = c.ConstantScalar(1);
   if (c.opset() < 12) ratio = c.attr_float("ratio", 0.5f);
   return {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
 }

@@ -69,8 +69,8 @@ Outputs Reshape(const NodeContext& c) {
       infer = static_cast<int64_t>(d);
     } else if (shape[d] < 0) {
       c.Fail(StrCat("the shape has a negative dimension ", shape[d]));
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+      c.Fail("the shape has more elements than a 64-bit count holds");
     }
   }
   if (infer >= 0) {
@@ -101,7 +101,11 @@ Outputs Unsqueeze(const NodeContext& c) {
   Ints in = c.input_type(0).shape;
   int64_t rank = static_cast<int64_t>(in.size() + axes.size());
   std::vector<bool> inserted(rank, false);
-  for (int64_t a : axes) inserted[NormalizeAxis(a, rank, c)] = true;
+  for (int64_t a : axes) {
+    int64_t axis = NormalizeAxis(a, rank, c);
+    if (inserted[axis]) c.Fail(StrCat("axis ", a, " is given twice (axes of the output, rank ", rank, ")"));
+    inserted[axis] = true;
+  }
   Ints shape;
   size_t next = 0;
   for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[d] ? 1 : in.at(next++));
@@ -165,20 +169,42 @@ Outputs ConstantOfShape(const NodeContext& c) {
   return {Constant(out)};
 }
 
+// Range's start, limit and delta: one value each.
+template <typename T>
+T ScalarInput(const NodeContext& c, const std::vector<T>& values, size_t i) {
+  if (values.size() != 1) c.FailAt(StrCat("input ", i), StrCat("must hold one value, it holds ", values.size()));
+  return values[0];
+}
+
+// The element count of Range, checked against the tensor size limit before anything is made.
+int64_t RangeCount(const NodeContext& c, double count) {
+  if (!std::isfinite(count)) c.Fail("the number of elements is not finite");
+  if (count <= 0) return 0;
+  if (count > 9.0e15) c.Fail(StrCat("the output would have ", count, " elements"));
+  auto n = static_cast<int64_t>(count);
+  runtime::CheckedTensorBytes({n}, c.input_type(0).dtype, "the output");
+  return n;
+}
+
 Outputs Range(const NodeContext& c) {
   DLDataType dtype = c.input_type(0).dtype;
   if (dtype.code == kDLInt) {
-    int64_t start = c.ConstantInts(0).at(0), limit = c.ConstantInts(1).at(0), delta = c.ConstantInts(2).at(0);
+    int64_t start = ScalarInput(c, c.ConstantInts(0), 0), limit = ScalarInput(c, c.ConstantInts(1), 1);
+    int64_t delta = ScalarInput(c, c.ConstantInts(2), 2);
     if (delta == 0) c.Fail("delta is 0");
-    Ints values;
-    for (int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) values.push_back(v);
+    __int128 span = static_cast<__int128>(limit) - start;
+    __int128 count = (span + delta + (delta > 0 ? -1 : 1)) / delta;  // ceil(span / delta)
+    int64_t n = RangeCount(c, static_cast<double>(count));
+    Ints values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[i] = static_cast<int64_t>(start + static_cast<__int128>(i) * delta);
     Expr result = IntConstant(values);
     if (dtype.bits != 64) result = c.Op(kCast, {result}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
     return {result};
   }
-  double start = c.ConstantFloats(0).at(0), limit = c.ConstantFloats(1).at(0), delta = c.ConstantFloats(2).at(0);
+  double start = ScalarInput(c, c.ConstantFloats(0), 0), limit = ScalarInput(c, c.ConstantFloats(1), 1);
+  double delta = ScalarInput(c, c.ConstantFloats(2), 2);
   if (delta == 0) c.Fail("delta is 0");
-  int64_t n = std::max<int64_t>(static_cast<int64_t>(std::ceil((limit - start) / delta)), 0);
+  int64_t n = RangeCount(c, std::ceil((limit - start) / delta));
   runtime::NDArray out = runtime::NDArray::Empty({n}, runtime::kFloat32);
   for (int64_t i = 0; i < n; ++i) static_cast<float*>(out.data())[i] = static_cast<float>(start + i * delta);
   return {Constant(out)};
@@ -220,7 +246,7 @@ Outputs Pad(const NodeContext& c) {
     width.push_back(pads[d]);
     width.push_back(pads[d + rank]);
   }
-  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantFloats(2).at(0) : 0.0);
+  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantScalar(2) : 0.0);
   std::string mode = c.attr_string("mode", "constant");
   for (int64_t w : width) {
     if (w < 0) c.Fail("negative pads (cropping) are not supported");

@@ -37,6 +37,8 @@ class NodeContext {
   // The values of input i, which must be a constant (after folding): for shape-like inputs.
   std::vector<int64_t> ConstantInts(size_t i) const;
   std::vector<double> ConstantFloats(size_t i) const;
+  // The one value of constant input i (Clip's bounds, Pad's value); Error when it holds another count.
+  double ConstantScalar(size_t i) const;
   bool IsConstant(size_t i) const { return has_input(i) && input(i)->As<ir::ConstantNode>() != nullptr; }
 
   // Makes an IR call and folds it when its arguments are constants.

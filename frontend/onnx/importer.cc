@@ -8,6 +8,7 @@
 #include <set>
 
 #include "frontend/onnx/converter.h"
+#include "frontend/onnx/inference_guards.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/evaluate.h"
 #include "runtime/error.h"
@@ -91,6 +92,66 @@ std::optional<int64_t> DefaultOpset(const onnx::ModelProto& model) {
   return std::nullopt;
 }
 
+// Where an external-data tensor says its bytes are ("location" entry), for the error message.
+std::string ExternalLocation(const onnx::TensorProto& tensor) {
+  for (const auto& entry : tensor.external_data()) {
+    if (entry.key() == "location") return "'" + runtime::ValidUtf8(entry.value()) + "'";
+  }
+  return "no location";
+}
+
+void RejectExternalData(const onnx::TensorProto& tensor, const runtime::ErrorLocation& where) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL && tensor.external_data_size() == 0) return;
+  throw runtime::Error(StrCat("keeps its data in an external file (", ExternalLocation(tensor),
+                              "); kiln imports only models that hold their data (save the model with "
+                              "onnx.save_model(..., save_as_external_data=False))"),
+                       where);
+}
+
+void RejectExternalData(const onnx::GraphProto& graph, const std::string& scope);
+
+void RejectExternalData(const onnx::NodeProto& node, int index, const std::string& scope) {
+  std::string label = scope + NodeLabel(node, index);
+  for (const auto& attr : node.attribute()) {
+    runtime::ErrorLocation where{"", label, "attribute '" + runtime::ValidUtf8(attr.name()) + "'"};
+    RejectExternalData(attr.t(), where);
+    for (const auto& t : attr.tensors()) RejectExternalData(t, where);
+    RejectExternalData(attr.sparse_tensor().values(), where);
+    RejectExternalData(attr.sparse_tensor().indices(), where);
+    for (const auto& sparse : attr.sparse_tensors()) {
+      RejectExternalData(sparse.values(), where);
+      RejectExternalData(sparse.indices(), where);
+    }
+    std::string inner = label + ", attribute '" + runtime::ValidUtf8(attr.name()) + "', ";
+    if (attr.has_g()) RejectExternalData(attr.g(), inner);
+    for (const auto& g : attr.graphs()) RejectExternalData(g, inner);
+  }
+}
+
+void RejectExternalData(const onnx::GraphProto& graph, const std::string& scope) {
+  for (const auto& init : graph.initializer()) {
+    RejectExternalData(init, {"", scope + "initializer '" + runtime::ValidUtf8(init.name()) + "'", ""});
+  }
+  for (const auto& sparse : graph.sparse_initializer()) {
+    runtime::ErrorLocation where{"", scope + "sparse initializer '" + runtime::ValidUtf8(sparse.values().name()) + "'", ""};
+    RejectExternalData(sparse.values(), where);
+    RejectExternalData(sparse.indices(), where);
+  }
+  for (int i = 0; i < graph.node_size(); ++i) RejectExternalData(graph.node(i), i, scope);
+}
+
+// Tensors with external data are refused before anything else sees the model: ONNX's checker
+// would look for their files (relative to no folder, for a model from bytes: "/etc/shadow" and
+// "../../x" alike), and kiln reads no file a model names.
+void RejectExternalData(const onnx::ModelProto& model) {
+  RejectExternalData(model.graph(), "");
+  for (const auto& function : model.functions()) {
+    for (int i = 0; i < function.node_size(); ++i) {
+      RejectExternalData(function.node(i), i, "function '" + runtime::ValidUtf8(function.name()) + "', ");
+    }
+  }
+}
+
 // Before anything else looks at the nodes: lists every op unsupported at the model's opset at
 // once, then finds inputs that nothing produces.
 void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
@@ -123,7 +184,14 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
     for (const std::string& name : node.input()) {
       if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
     }
-    for (const std::string& name : node.output()) known.insert(name);
+    // Each value is made once (ONNX's graphs are SSA); libonnx's shape inference crashes on a
+    // value made twice, so this is checked before it runs.
+    for (const std::string& name : node.output()) {
+      if (!name.empty() && !known.insert(name).second) {
+        throw runtime::Error("names a value that a graph input, an initializer or an earlier node already makes",
+                             {"", NodeLabel(node, i), "output '" + runtime::ValidUtf8(name) + "'"});
+      }
+    }
   }
   // Initializer sizes before ONNX's checker and shape inference see them: the checker counts
   // elements without overflow checks (to it a [2^40, 2^40] tensor has 0 elements).
@@ -275,6 +343,7 @@ runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
   int64_t count = static_cast<int64_t>(bytes / runtime::DTypeBytes(dtype));
   runtime::NDArray array = runtime::NDArray::Empty(shape, dtype);
   char* out = static_cast<char*>(array.data());
+  if (bytes == 0) return array;  // memcpy from an empty field's null pointer is undefined
   if (tensor.has_raw_data()) {
     std::memcpy(out, tensor.raw_data().data(), bytes);
     return array;
@@ -303,6 +372,7 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   onnx::ModelProto model;
   runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
                  "not an ONNX model (the protobuf does not parse)");
+  RejectExternalData(model);
   ApplyInputShapes(model, options);
   std::optional<int64_t> default_opset = DefaultOpset(model);
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
@@ -317,7 +387,8 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   // Shape inference first: it also fills the output shapes the checker wants to see.
   try {
     onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+    // Through GuardedSchemaRegistry: libonnx's inference crashes on some malformed nodes.
+    onnx::shape_inference::InferShapes(model, &GuardedSchemaRegistry::Instance(), inference);
   } catch (const std::exception& e) {
     runtime::Fail("ONNX shape inference fails on the model: ", e.what());
   }
@@ -452,6 +523,12 @@ std::vector<double> NodeContext::ConstantFloats(size_t i) const {
     else FailAt(StrCat("input ", i), "must hold numbers, it holds " + runtime::DTypeToString(d));
   }
   return values;
+}
+
+double NodeContext::ConstantScalar(size_t i) const {
+  std::vector<double> values = ConstantFloats(i);
+  if (values.size() != 1) FailAt(StrCat("input ", i), StrCat("must hold one value, it holds ", values.size()));
+  return values[0];
 }
 
 Expr NodeContext::Op(const ir::OpRef& op, std::vector<Expr> args, Attrs attrs) const {

@@ -11,10 +11,16 @@ using runtime::Check;
 
 int64_t PooledSize(int64_t in, int64_t pad_before, int64_t pad_after, int64_t window, int64_t stride,
                    int64_t dilation, bool ceil_mode) {
-  int64_t effective = (window - 1) * dilation + 1;
-  int64_t span = in + pad_before + pad_after - effective;
-  Check(span >= 0, "the window (", effective, ") is larger than the padded input (", in + pad_before + pad_after, ")");
-  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  Check(window >= 1 && stride >= 1 && dilation >= 1, "the window (", window, "), stride (", stride, ") and dilation (",
+        dilation, ") must be positive");
+  int64_t effective = 0, padded = 0, span = 0;
+  Check(!__builtin_mul_overflow(window - 1, dilation, &effective) && !__builtin_add_overflow(effective, 1, &effective) &&
+            !__builtin_add_overflow(in, pad_before, &padded) && !__builtin_add_overflow(padded, pad_after, &padded) &&
+            !__builtin_sub_overflow(padded, effective, &span),
+        "the window (", window, ", dilation ", dilation, ") or the padding (", pad_before, ", ", pad_after,
+        ") overflows a 64-bit size");
+  Check(span >= 0, "the window (", effective, ") is larger than the padded input (", padded, ")");
+  int64_t out = span / stride + (ceil_mode && span % stride != 0 ? 1 : 0) + 1;
   // With ceil_mode the last window must start inside the input or its leading padding.
   if (ceil_mode && (out - 1) * stride >= in + pad_before) --out;
   return out;
@@ -177,7 +183,9 @@ Type Pad(const std::vector<Type>& args, const Attrs& attrs) {
   std::vector<int64_t> shape = data.shape;
   for (size_t i = 0; i < shape.size(); ++i) {
     Check(pad[2 * i] >= 0 && pad[2 * i + 1] >= 0, "negative padding ", AttrValueText(pad));
-    shape[i] += pad[2 * i] + pad[2 * i + 1];
+    Check(!__builtin_add_overflow(shape[i], pad[2 * i], &shape[i]) &&
+              !__builtin_add_overflow(shape[i], pad[2 * i + 1], &shape[i]),
+          "padding ", AttrValueText(pad), " overflows a 64-bit size");
   }
   return Type::Tensor(shape, data.dtype);
 }

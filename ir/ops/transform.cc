@@ -21,7 +21,8 @@ Type Reshape(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t count = 1;
   for (int64_t d : shape) {
     Check(d >= 0, "newshape ", AttrValueText(shape), " must be static and non-negative");
-    count *= d;
+    Check(!__builtin_mul_overflow(count, d, &count), "newshape ", AttrValueText(shape),
+          " has more elements than a 64-bit count holds");
   }
   Check(count == data.NumElements(), "cannot reshape ", ShapeText(data.shape), " (", data.NumElements(),
         " elements) to ", ShapeText(shape), " (", count, ")");

@@ -1,0 +1,103 @@
+// The checks GuardedSchemaRegistry puts before libonnx's own inference functions (see
+// inference_guards.h); each fails inference with a message, as ONNX's own checks do.
+#include "frontend/onnx/inference_guards.h"
+
+#include <onnx/defs/shape_inference.h>
+
+#include <string>
+
+namespace kiln::frontend {
+namespace {
+
+// More dims than any real model has; what shape inputs longer than this would make ONNX allocate.
+constexpr int64_t kMaxRank = 64;
+
+// The rank of input `index` when inference knows it, else -1.
+int InputRank(onnx::InferenceContext& ctx, size_t index) {
+  if (index >= ctx.getNumInputs()) return -1;
+  const onnx::TypeProto* type = ctx.getInputType(index);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return -1;
+  return type->tensor_type().shape().dim_size();
+}
+
+// convPoolShapeInference takes the kernel's dims from the weight and indexes the input's
+// per-axis attributes with them: ranks that differ read past the end.
+void ConvRanksAgree(onnx::InferenceContext& ctx) {
+  int input = InputRank(ctx, 0), weight = InputRank(ctx, 1);
+  if (input >= 0 && weight >= 0 && input != weight) {
+    fail_shape_inference("the weight (input 1) has rank ", weight, " and the input (input 0) rank ", input,
+                         "; they must be equal");
+  }
+}
+
+// convPoolShapeInference divides by each stride: a stride of 0 is a division by zero.
+void StridesArePositive(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* strides = ctx.getAttribute("strides");
+  if (strides == nullptr) return;
+  for (int64_t stride : strides->ints()) {
+    if (stride < 1) fail_shape_inference("strides must be positive, got ", stride);
+  }
+}
+
+// Split (without a 'split' list) divides the axis by its number of outputs: none divides by zero.
+void SplitHasOutputs(onnx::InferenceContext& ctx) {
+  if (ctx.getNumOutputs() == 0) fail_shape_inference("Split needs at least one output");
+}
+
+// Expand, Reshape and ConstantOfShape make an output with one dim per element of their shape
+// input, counted from its declared length.
+void ShapeInputIsShort(onnx::InferenceContext& ctx, size_t index) {
+  if (InputRank(ctx, index) != 1) return;
+  const auto& dim = ctx.getInputType(index)->tensor_type().shape().dim(0);
+  if (dim.has_dim_value() && dim.dim_value() > kMaxRank) {
+    fail_shape_inference("the shape (input ", index, ") has ", dim.dim_value(), " elements; an output has at most ",
+                         kMaxRank, " dims");
+  }
+}
+
+using Guard = void (*)(onnx::InferenceContext&);
+const std::map<std::string, Guard>& Guards() {
+  static const std::map<std::string, Guard> guards = {
+      {"AveragePool", StridesArePositive},
+      {"Conv",
+       [](onnx::InferenceContext& ctx) {
+         ConvRanksAgree(ctx);
+         StridesArePositive(ctx);
+       }},
+      {"MaxPool", StridesArePositive},
+      {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
+      {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
+      {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
+      {"Split", SplitHasOutputs},
+  };
+  return guards;
+}
+
+}  // namespace
+
+const GuardedSchemaRegistry& GuardedSchemaRegistry::Instance() {
+  static const GuardedSchemaRegistry registry;
+  return registry;
+}
+
+const onnx::OpSchema* GuardedSchemaRegistry::GetSchema(const std::string& key, int max_inclusive_version,
+                                                       const std::string& domain) const {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_inclusive_version, domain);
+  bool default_domain = domain.empty() || domain == "ai.onnx";
+  auto guard = Guards().find(key);
+  if (schema == nullptr || !default_domain || guard == Guards().end()) return schema;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
+  if (guarded == nullptr) {
+    guarded = std::make_unique<onnx::OpSchema>(*schema);
+    onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
+    Guard check = guard->second;
+    guarded->TypeAndShapeInferenceFunction([original, check](onnx::InferenceContext& ctx) {
+      check(ctx);
+      if (original) original(ctx);
+    });
+  }
+  return guarded.get();
+}
+
+}  // namespace kiln::frontend

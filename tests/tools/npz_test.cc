@@ -1,0 +1,51 @@
+// The command line's .npz reader (tools/npz.cc): arrays written by WriteNpz read back the same,
+// and the inputs fuzz_npz once found crashing it (fuzz/regressions/npz/) are rejected with Error.
+#include "tools/npz.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "runtime/error.h"
+#include "runtime/params.h"
+
+namespace kiln::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Npz, WrittenArraysReadBack) {
+  runtime::NDArray a = runtime::NDArray::Empty({2, 3}, DLDataType{kDLFloat, 32, 1});
+  for (int i = 0; i < 6; ++i) static_cast<float*>(a.data())[i] = static_cast<float>(i) - 2.5f;
+  runtime::NDArray b = runtime::NDArray::Empty({}, DLDataType{kDLInt, 64, 1});
+  *static_cast<int64_t*>(b.data()) = -7;
+  fs::path path = fs::temp_directory_path() / ("kiln_npz_test_" + std::to_string(::getpid()) + ".npz");
+  WriteNpz(path.string(), {{"a", a}, {"b", b}});
+  NamedArrayList arrays = ReadNpz(path.string());
+  fs::remove(path);
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays[0].first, "a");
+  EXPECT_EQ(arrays[0].second.shape(), a.shape());
+  EXPECT_EQ(std::memcmp(arrays[0].second.data(), a.data(), a.NumBytes()), 0);
+  EXPECT_EQ(arrays[1].first, "b");
+  EXPECT_EQ(arrays[1].second.shape(), std::vector<int64_t>{});
+  EXPECT_EQ(*static_cast<int64_t*>(arrays[1].second.data()), -7);
+}
+
+TEST(Npz, FuzzRegressionsAreRejectedWithError) {
+  fs::path dir = fs::path(KILN_SOURCE_DIR) / "fuzz/regressions/npz";
+  ASSERT_TRUE(fs::exists(dir));
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    ++count;
+    EXPECT_THROW(ParseNpz(runtime::ReadFile(entry.path().string()), entry.path().string()), runtime::Error)
+        << entry.path();
+  }
+  EXPECT_GT(count, 0);
+}
+
+}  // namespace
+}  // namespace kiln::tools
