@@ -184,6 +184,18 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
     for (const std::string& name : node.input()) {
       if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
     }
+    // An input the op's schema requires must be named: "" means absent, and libonnx's shape
+    // inference reads a required input without checking (Shape with input "" crashed it).
+    if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain())) {
+      const auto& formals = schema->inputs();
+      for (size_t k = 0; k < formals.size(); ++k) {
+        if (formals[k].GetOption() != onnx::OpSchema::Single) continue;  // optional or variadic
+        if (static_cast<int>(k) >= node.input_size() || node.input(static_cast<int>(k)).empty()) {
+          throw runtime::Error(StrCat("input ", k, " ('", formals[k].GetName(), "') is required but not given"),
+                               {"", NodeLabel(node, i), ""});
+        }
+      }
+    }
     // Each value is made once (ONNX's graphs are SSA); libonnx's shape inference crashes on a
     // value made twice, so this is checked before it runs.
     for (const std::string& name : node.output()) {
