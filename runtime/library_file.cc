@@ -103,7 +103,7 @@ class LibraryFile {
     }
     std::string bytes = Read(offset, count * sizeof(T), what);
     std::vector<T> items(count);
-    std::memcpy(items.data(), bytes.data(), bytes.size());
+    if (count != 0) std::memcpy(items.data(), bytes.data(), bytes.size());  // an empty vector's data() may be null
     return items;
   }
 

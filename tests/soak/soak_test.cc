@@ -135,7 +135,13 @@ TEST_F(SoakTest, ManyRunsOnExecutorsMadeAndDroppedInThreadsLeakNothing) {
   std::printf("soak: %d runs in %d threads; resident %.1f MiB -> %.1f MiB, %d -> %d descriptors, %d -> %d threads\n",
               runs_, kThreads, before.resident / 1048576.0, after.resident / 1048576.0, before.descriptors,
               after.descriptors, before.threads, after.threads);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine, so resident memory grows with any churn;
+  // there LeakSanitizer checks for leaks at exit instead.
+  std::printf("soak: resident memory not bounded under AddressSanitizer\n");
+#else
   EXPECT_LE(after.resident - before.resident, kMaxGrowthBytes);
+#endif
   EXPECT_EQ(after.descriptors, before.descriptors);
   EXPECT_EQ(after.threads, before.threads);
 }
