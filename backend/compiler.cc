@@ -22,6 +22,9 @@
 #include <sstream>
 #include <thread>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "runtime/error.h"
 #include "runtime/library_file.h"
 #include "runtime/params.h"
@@ -307,13 +310,8 @@ std::string MarchForTarget(const std::string& target) {
 }
 
 std::string ContentHash(const std::string& data) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : data) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
   char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(XXH3_64bits(data.data(), data.size())));
   return text;
 }
 

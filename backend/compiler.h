@@ -62,7 +62,7 @@ std::string CompilerDescription();
 // (mkstemps) and returns its path.
 std::string MakeTempFile(const std::string& directory, const std::string& prefix, const std::string& suffix);
 
-// A stable 64-bit hash (FNV-1a) as 16 hex digits, for cache keys.
+// A stable 64-bit hash (XXH3-64) as 16 hex digits: cache keys and the check of cached objects.
 std::string ContentHash(const std::string& data);
 
 }  // namespace kiln::backend

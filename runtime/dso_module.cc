@@ -1,7 +1,6 @@
 // The DSO module: a compiled library opened with dlopen. Loading fills the library's `__TVM*`
 // context pointers and `__tvm_module_ctx`, then builds the module tree of its `__tvm_dev_mblob`.
 #include <dlfcn.h>
-#include <link.h>
 
 #include <cstring>
 #include <map>
@@ -55,21 +54,13 @@ class DSOModuleNode final : public ModuleNode {
     }
   }
 
-  // The import blob payload, checked against the size of the symbol that holds it.
-  std::string_view ImportBlob(const std::string& path) const {
+  // The import blob payload. CheckLibraryFile has checked, before dlopen, that the symbol holds the
+  // length it starts with and that many bytes.
+  std::string_view ImportBlob() const {
     const char* blob = static_cast<const char*>(Symbol("__tvm_dev_mblob"));
     if (blob == nullptr) return {};
-    Dl_info info;
-    const ElfW(Sym)* symbol = nullptr;
-    bool sized = dladdr1(blob, &info, reinterpret_cast<void**>(const_cast<ElfW(Sym)**>(&symbol)), RTLD_DL_SYMENT) != 0 &&
-                 symbol != nullptr && symbol->st_size != 0;
-    Check(!sized || symbol->st_size >= sizeof(uint64_t), path,
-          ": __tvm_dev_mblob is too small to hold its length (the library is damaged)");
     uint64_t nbytes = 0;
     std::memcpy(&nbytes, blob, sizeof(nbytes));
-    Check(!sized || nbytes <= symbol->st_size - sizeof(uint64_t), path, ": __tvm_dev_mblob claims ",
-          nbytes, " bytes but the symbol holds ", sized ? symbol->st_size : 0,
-          " (the library is damaged)");
     return std::string_view(blob + sizeof(uint64_t), nbytes);
   }
 
@@ -113,7 +104,7 @@ Module LoadModuleFromFile(const std::string& path, const std::string& format) {
   node->InitContextFunctions();
   Module lib(node);
   Module root = lib;
-  std::string_view blob = node->ImportBlob(path);
+  std::string_view blob = node->ImportBlob();
   if (blob.data() != nullptr) {
     try {
       root = ProcessModuleBlob(blob, lib);

@@ -177,8 +177,21 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
                   "):", unsupported);
   }
   std::set<std::string> known;
-  for (const auto& input : graph_.input()) known.insert(input.name());
   for (const auto& init : graph_.initializer()) known.insert(init.name());
+  for (const auto& input : graph_.input()) {
+    // libonnx's shape inference reads the type of every graph input without checking that it has
+    // one (Shape of an untyped input crashed it); an initializer listed as an input has its own.
+    const onnx::TypeProto& type = input.type();
+    bool tensor = type.has_tensor_type() && type.tensor_type().elem_type() != onnx::TensorProto::UNDEFINED;
+    if (!tensor && known.count(input.name()) == 0) {
+      runtime::Fail("graph input '", runtime::ValidUtf8(input.name()), "' ",
+                    type.value_case() == onnx::TypeProto::VALUE_NOT_SET ? "has no type"
+                    : type.has_tensor_type()                            ? "has no element type"
+                                                                        : "is not a tensor",
+                    " (kiln imports tensor inputs of a known element type)");
+    }
+    known.insert(input.name());
+  }
   for (int i = 0; i < graph_.node_size(); ++i) {
     const auto& node = graph_.node(i);
     for (const std::string& name : node.input()) {

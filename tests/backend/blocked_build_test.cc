@@ -12,6 +12,7 @@
 #include "ir/layout.h"
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
+#include "tests/float_arrays.h"
 
 namespace kiln::backend {
 namespace {
@@ -54,12 +55,6 @@ class BlockedBuildTest : public ::testing::Test {
     return a;
   }
 
-  static std::vector<float> Values(const runtime::NDArray& a) {
-    std::vector<float> v(a.NumBytes() / sizeof(float));
-    a.CopyToBytes(v.data(), a.NumBytes());
-    return v;
-  }
-
   std::filesystem::path dir_;
   int counter_ = 0;
 };
@@ -77,10 +72,10 @@ TEST_F(BlockedBuildTest, LayoutTransformsMatchTheReference) {
   })", 0, {}, {x, w});
   using ir::Layout;
   Layout nchw = Layout::Parse("NCHW"), c16 = Layout::Parse("NCHW16c"), c8 = Layout::Parse("NCHW8c");
-  EXPECT_EQ(Values(out[0]), Values(*ir::TransformLayout(x, nchw, c16)));
-  EXPECT_EQ(Values(out[1]), Values(*ir::TransformLayout(x, nchw, c8)));
-  EXPECT_EQ(Values(out[2]), Values(x));
-  EXPECT_EQ(Values(out[3]), Values(*ir::TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"))));
+  EXPECT_EQ(test::ToVector(out[0]), test::ToVector(*ir::TransformLayout(x, nchw, c16)));
+  EXPECT_EQ(test::ToVector(out[1]), test::ToVector(*ir::TransformLayout(x, nchw, c8)));
+  EXPECT_EQ(test::ToVector(out[2]), test::ToVector(x));
+  EXPECT_EQ(test::ToVector(out[3]), test::ToVector(*ir::TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"))));
 }
 
 // A small CNN touching every blocked form: a 3-channel stem read as NCHW, max pooling, a
@@ -133,7 +128,7 @@ TEST_F(BlockedBuildTest, SmallCnnMatchesAtO2AndO3) {
   EXPECT_THAT(blocked_graph, HasSubstr("layout_transform"));
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
-    std::vector<float> a = Values(got[k]), b = Values(want[k]);
+    std::vector<float> a = test::ToVector(got[k]), b = test::ToVector(want[k]);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * std::max(1.0f, std::abs(b[i]))) << k << ":" << i;
   }

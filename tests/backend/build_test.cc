@@ -14,6 +14,7 @@
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
 #include "runtime/module.h"
+#include "tests/float_arrays.h"
 
 namespace kiln::backend {
 namespace {
@@ -38,12 +39,6 @@ class BuildTest : public ::testing::Test {
     return runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
   }
 
-  static std::vector<float> Values(const runtime::NDArray& a) {
-    std::vector<float> v(a.NumBytes() / sizeof(float));
-    a.CopyToBytes(v.data(), a.NumBytes());
-    return v;
-  }
-
   fs::path dir_;
   BuildOptions options_;
   int counter_ = 0;
@@ -64,13 +59,10 @@ TEST_F(BuildTest, ExportedLibraryRunsOnTheRuntimeAlone) {
   EXPECT_EQ(exec->NumInputs(), 2);          // x and the constant p0
   ASSERT_EQ(exec->GetInputInfo().size(), 1u);
   EXPECT_EQ(exec->GetInputInfo()[0].name, "x");
-  std::vector<float> x = {0, 1, 2, -3, 4, -5};
-  runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
-  input.CopyFromBytes(x.data(), 24);
-  exec->SetInput(0, *input.get());
+  exec->SetInput(0, *test::FloatArray({2, 3}, {0, 1, 2, -3, 4, -5}).get());
   exec->Run();
-  EXPECT_EQ(Values(exec->GetOutput(1)), (std::vector<float>{1, -1, 2.5, -2, 2, -4.5}));
-  EXPECT_EQ(Values(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
+  EXPECT_EQ(test::ToVector(exec->GetOutput(1)), (std::vector<float>{1, -1, 2.5, -2, 2, -4.5}));
+  EXPECT_EQ(test::ToVector(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
 }
 
 TEST_F(BuildTest, UnchangedFunctionsComeFromTheCache) {
@@ -96,12 +88,9 @@ TEST_F(BuildTest, BuildsInThreadsShareOneCache) {
         factory.ExportLibrary(path);
         runtime::Module lib = runtime::LoadModuleFromFile(path);
         auto exec = runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
-        std::vector<float> x = {0, 1, 2, -3, 4, -5};
-        runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
-        input.CopyFromBytes(x.data(), 24);
-        exec->SetInput(0, *input.get());
+        exec->SetInput(0, *test::FloatArray({2, 3}, {0, 1, 2, -3, 4, -5}).get());
         exec->Run();
-        outputs[t] = Values(exec->GetOutput(0));
+        outputs[t] = test::ToVector(exec->GetOutput(0));
       } catch (const std::exception& e) {
         errors[t] = e.what();
       }
@@ -140,12 +129,9 @@ TEST_F(BuildTest, DamagedCacheEntriesAreCompiledAgain) {
   auto exec = BuildAndLoad(kAddRelu, &second);
   EXPECT_EQ(second.compile.compiled, 4);
   EXPECT_EQ(second.compile.cached, first.compile.compiled + first.compile.cached - 4);
-  std::vector<float> x = {0, 1, 2, -3, 4, -5};
-  runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
-  input.CopyFromBytes(x.data(), 24);
-  exec->SetInput(0, *input.get());
+  exec->SetInput(0, *test::FloatArray({2, 3}, {0, 1, 2, -3, 4, -5}).get());
   exec->Run();
-  EXPECT_EQ(Values(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
+  EXPECT_EQ(test::ToVector(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
 
   // Objects damaged between build and export are not linked, and no library is written.
   ExecutorFactory factory = Build(ir::ParseFunction(kAddRelu), options_);
@@ -175,18 +161,15 @@ TEST_F(BuildTest, ConvPoolDenseSoftmax) {
     %s = nn.softmax(%y);
     (%c, %p, %y, %s)
   })");
-  runtime::NDArray input = runtime::NDArray::Empty({1, 1, 4, 4}, runtime::kFloat32);
-  std::vector<float> ones(16, 1.0f);
-  input.CopyFromBytes(ones.data(), 64);
-  exec->SetInput(0, *input.get());
+  exec->SetInput(0, *test::FloatArray({1, 1, 4, 4}, std::vector<float>(16, 1.0f)).get());
   exec->Run();
   std::vector<float> counts = {4, 6, 6, 4, 6, 9, 9, 6, 6, 9, 9, 6, 4, 6, 6, 4};
   std::vector<float> conv = counts;
   for (float c : counts) conv.push_back(2 * c);
-  EXPECT_EQ(Values(exec->GetOutput(0)), conv);
-  EXPECT_EQ(Values(exec->GetOutput(1)), (std::vector<float>{9, 9, 9, 9, 18, 18, 18, 18}));
-  EXPECT_EQ(Values(exec->GetOutput(2)), (std::vector<float>{9, 18}));
-  std::vector<float> softmax = Values(exec->GetOutput(3));
+  EXPECT_EQ(test::ToVector(exec->GetOutput(0)), conv);
+  EXPECT_EQ(test::ToVector(exec->GetOutput(1)), (std::vector<float>{9, 9, 9, 9, 18, 18, 18, 18}));
+  EXPECT_EQ(test::ToVector(exec->GetOutput(2)), (std::vector<float>{9, 18}));
+  std::vector<float> softmax = test::ToVector(exec->GetOutput(3));
   EXPECT_NEAR(softmax[0], 1.0 / (1.0 + std::exp(9.0)), 1e-7);
   EXPECT_NEAR(softmax[1], 1.0 / (1.0 + std::exp(-9.0)), 1e-6);
 }
@@ -200,12 +183,9 @@ TEST_F(BuildTest, ThreeFileForm) {
       runtime::ReadFile(out + "/mod.json"), ops, int{kDLCPU}, 0).AsModule();
   std::string params = runtime::ReadFile(out + "/mod.params");
   gmod.GetFunction("load_params")(TVMByteArray{params.data(), params.size()});
-  runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
-  std::vector<float> x = {0, 1, 2, -3, 4, -5};
-  input.CopyFromBytes(x.data(), 24);
-  gmod.GetFunction("set_input")("x", input);
+  gmod.GetFunction("set_input")("x", test::FloatArray({2, 3}, {0, 1, 2, -3, 4, -5}));
   gmod.GetFunction("run")();
-  EXPECT_EQ(Values(gmod.GetFunction("get_output")(0).AsNDArray()), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
+  EXPECT_EQ(test::ToVector(gmod.GetFunction("get_output")(0).AsNDArray()), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
 }
 
 TEST_F(BuildTest, UnsupportedDtypeIsAClearError) {

@@ -19,6 +19,7 @@
 #include "runtime/library_file.h"
 #include "runtime/module.h"
 #include "runtime/ndarray.h"
+#include "tests/float_arrays.h"
 
 namespace kiln::backend {
 namespace {
@@ -76,14 +77,9 @@ class DamagedLibraryTest : public ::testing::Test {
   // The library's output for x = [0, 1, 2, -3, 4, -5]: relu(x + [1, -2, 0.5]).
   static std::vector<float> Run(const runtime::Module& lib) {
     auto exec = runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
-    std::vector<float> x = {0, 1, 2, -3, 4, -5};
-    runtime::NDArray input = runtime::NDArray::Empty({2, 3}, runtime::kFloat32);
-    input.CopyFromBytes(x.data(), 24);
-    exec->SetInput(0, *input.get());
+    exec->SetInput(0, *test::FloatArray({2, 3}, {0, 1, 2, -3, 4, -5}).get());
     exec->Run();
-    std::vector<float> y(6);
-    exec->GetOutput(0).CopyToBytes(y.data(), 24);
-    return y;
+    return test::ToVector(exec->GetOutput(0));
   }
 
   // Offsets spread over [0, size) and every offset near the start and the end.

@@ -12,6 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/graph_executor_module.h"
 #include "runtime/ndarray.h"
+#include "tests/float_arrays.h"
 
 namespace kiln::backend {
 namespace {
@@ -77,12 +78,6 @@ class ExternalCodegenTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static std::vector<float> Values(const runtime::NDArray& a) {
-    std::vector<float> v(a.NumBytes() / sizeof(float));
-    a.CopyToBytes(v.data(), a.NumBytes());
-    return v;
-  }
-
   fs::path dir_;
   std::vector<ExternalCodegen> codegens_ = {{"test_multiply", SupportsMultiply, GenerateMultiply}};
   BuildOptions options_;
@@ -131,7 +126,7 @@ TEST_F(ExternalCodegenTest, ExternalFunctionsRunInTheModuleOfTheirCodegen) {
   exec->Run();
   std::vector<float> expected;
   for (size_t i = 0; i < x.size(); ++i) expected.push_back(std::max(x[i], 0.0f) * y[i] + x[i]);
-  EXPECT_EQ(Values(exec->GetOutput(0)), expected);
+  EXPECT_EQ(test::ToVector(exec->GetOutput(0)), expected);
 
   // The three-file form's mod.so carries the external module too.
   factory.ExportThreeFiles((dir_ / "three").string());

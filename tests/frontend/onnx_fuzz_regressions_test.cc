@@ -3,34 +3,27 @@
 // InternalError or another exception.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
+#include "tests/fuzz_regression_inputs.h"
 
 namespace kiln::frontend {
 namespace {
 
-namespace fs = std::filesystem;
-
 TEST(OnnxFuzzRegressions, EachIsRejectedWithError) {
-  fs::path dir = fs::path(KILN_SOURCE_DIR) / "fuzz/regressions/onnx_import";
-  ASSERT_TRUE(fs::exists(dir));
-  int count = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    ++count;
-    std::string bytes = runtime::ReadFile(entry.path().string());
+  std::vector<std::string> files = test::FuzzRegressionInputs("onnx_import");
+  EXPECT_FALSE(files.empty());
+  for (const std::string& file : files) {
     try {
-      ImportOnnxBytes(bytes);
-      ADD_FAILURE() << entry.path() << " was imported";
+      ImportOnnxBytes(runtime::ReadFile(file));
+      ADD_FAILURE() << file << " was imported";
     } catch (const runtime::InternalError& e) {
-      ADD_FAILURE() << entry.path() << ": " << e.what();
+      ADD_FAILURE() << file << ": " << e.what();
     } catch (const runtime::Error& e) {
-      EXPECT_NE(std::string(e.what()), "") << entry.path();
+      EXPECT_NE(std::string(e.what()), "") << file;
     }
   }
-  EXPECT_GT(count, 0);
 }
 
 }  // namespace

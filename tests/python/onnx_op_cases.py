@@ -194,6 +194,7 @@ def logic_and_composed_reductions(opset=14):
     g.node("IsInf", [special])
     g.node("IsInf", [special], detect_negative=0)
     g.node("IsInf", [special], detect_positive=0)
+    g.node("IsInf", [special], detect_negative=0, detect_positive=0)
     a = g.input((2, 3, 4))
     g.node("Sign", [a])
     g.node("Sign", [g.input((5,), dtype=np.int64)])

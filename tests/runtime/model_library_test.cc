@@ -225,6 +225,9 @@ TEST_F(ModelLibraryTest, DamagedLibrariesGiveClearErrors) {
               HasSubstr("module type 'cuda' is not supported by this build"));
   EXPECT_THAT(LoadError(test::LibPath("kiln_test_model_old_factory_layout")),
               HasSubstr("parameter names come before their count, the layout of kiln before 0.2 that TVM cannot read"));
+  std::string unresolved = LoadError(test::LibPath("kiln_test_unresolved"));
+  EXPECT_THAT(unresolved, HasSubstr("cannot load library"));
+  EXPECT_THAT(unresolved, HasSubstr("undefined symbol: kiln_test_function_nothing_defines"));
   std::string garbage = LoadError(test::LibPath("kiln_test_model_garbage"));
   EXPECT_THAT(garbage, HasSubstr("cannot load library"));
   EXPECT_THAT(garbage, HasSubstr("kiln_test_model_garbage"));

@@ -1,5 +1,5 @@
 // Helpers shared by the runtime tests: paths of the test artifacts, loading the test model, and
-// making arrays from vectors.
+// the test model's parameters and inputs.
 #pragma once
 
 #include <string>
@@ -9,6 +9,7 @@
 #include "runtime/module.h"
 #include "runtime/params.h"
 #include "test_model.h"
+#include "tests/float_arrays.h"
 
 namespace kiln::test {
 
@@ -16,18 +17,6 @@ inline std::string LibPath(const std::string& name) {
   return std::string(KILN_TEST_LIB_DIR) + "/lib" + name + ".so";
 }
 inline std::string DataPath(const std::string& name) { return std::string(KILN_TEST_DATA_DIR) + "/" + name; }
-
-inline runtime::NDArray FloatArray(const std::vector<int64_t>& shape, const std::vector<float>& values) {
-  runtime::NDArray array = runtime::NDArray::Empty(shape, runtime::kFloat32);
-  array.CopyFromBytes(values.data(), values.size() * sizeof(float));
-  return array;
-}
-
-inline std::vector<float> ToVector(const runtime::NDArray& array) {
-  std::vector<float> values(array.NumBytes() / sizeof(float));
-  array.CopyToBytes(values.data(), values.size() * sizeof(float));
-  return values;
-}
 
 // The parameters of test_model.json: p_w[1,8] with values ParamValue(i).
 inline runtime::NamedArrays TestModelParams() {

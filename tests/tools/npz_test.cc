@@ -11,6 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/params.h"
+#include "tests/fuzz_regression_inputs.h"
 
 namespace kiln::tools {
 namespace {
@@ -36,15 +37,9 @@ TEST(Npz, WrittenArraysReadBack) {
 }
 
 TEST(Npz, FuzzRegressionsAreRejectedWithError) {
-  fs::path dir = fs::path(KILN_SOURCE_DIR) / "fuzz/regressions/npz";
-  ASSERT_TRUE(fs::exists(dir));
-  int count = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    ++count;
-    EXPECT_THROW(ParseNpz(runtime::ReadFile(entry.path().string()), entry.path().string()), runtime::Error)
-        << entry.path();
-  }
-  EXPECT_GT(count, 0);
+  std::vector<std::string> files = test::FuzzRegressionInputs("npz");
+  EXPECT_FALSE(files.empty());
+  for (const std::string& file : files) EXPECT_THROW(ParseNpz(runtime::ReadFile(file), file), runtime::Error) << file;
 }
 
 }  // namespace
