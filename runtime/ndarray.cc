@@ -33,10 +33,12 @@ namespace {
 
 int64_t CheckedProduct(const int64_t* shape, int ndim) {
   int64_t product = 1;
+  // Fail, not Check: the shape is written out only when it is wrong (this runs on every size query).
   for (int i = 0; i < ndim; ++i) {
-    Check(shape[i] >= 0, "dimension ", i, " of shape ", ShapeToString(shape, ndim), " is negative");
-    Check(!__builtin_mul_overflow(product, shape[i], &product), "shape ", ShapeToString(shape, ndim),
-          " has too many elements");
+    if (shape[i] < 0) Fail("dimension ", i, " of shape ", ShapeToString(shape, ndim), " is negative");
+    if (__builtin_mul_overflow(product, shape[i], &product)) {
+      Fail("shape ", ShapeToString(shape, ndim), " has too many elements");
+    }
   }
   return product;
 }
@@ -83,12 +85,14 @@ void CheckTensorBytes(int64_t bytes, const std::string& what) {
 int64_t CheckedTensorBytes(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& what) {
   int64_t elements = 1, bytes = 0;
   for (int64_t d : shape) {
-    Check(d >= 0, what, " has a negative dimension: ", ShapeToString(shape));
-    Check(!__builtin_mul_overflow(elements, d, &elements), what, " of shape ", ShapeToString(shape),
-          " has more elements than a 64-bit count holds");
+    if (d < 0) Fail(what, " has a negative dimension: ", ShapeToString(shape));
+    if (__builtin_mul_overflow(elements, d, &elements)) {
+      Fail(what, " of shape ", ShapeToString(shape), " has more elements than a 64-bit count holds");
+    }
   }
-  Check(!__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(dtype)), &bytes), what, " of shape ",
-        ShapeToString(shape), " has more bytes than a 64-bit count holds");
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(dtype)), &bytes)) {
+    Fail(what, " of shape ", ShapeToString(shape), " has more bytes than a 64-bit count holds");
+  }
   if (bytes > MaxTensorBytes()) CheckTensorBytes(bytes, what + " of shape " + ShapeToString(shape));
   return bytes;
 }
@@ -123,9 +127,10 @@ std::string ShapeToString(const int64_t* shape, int ndim) {
 void CheckSameType(const DLTensor& expected, const DLTensor& got, const std::string& what) {
   bool same = expected.ndim == got.ndim && expected.dtype == got.dtype;
   for (int i = 0; same && i < expected.ndim; ++i) same = expected.shape[i] == got.shape[i];
-  Check(same, what, ": expected ", DTypeToString(expected.dtype), " of shape ",
-        ShapeToString(expected.shape, expected.ndim), ", got ", DTypeToString(got.dtype),
-        " of shape ", ShapeToString(got.shape, got.ndim));
+  if (!same) {  // the texts are made only for the error: this runs on every input set
+    Fail(what, ": expected ", DTypeToString(expected.dtype), " of shape ", ShapeToString(expected.shape, expected.ndim),
+         ", got ", DTypeToString(got.dtype), " of shape ", ShapeToString(got.shape, got.ndim));
+  }
 }
 
 NDArray::NDArray(const NDArray& other) : container_(other.container_) {
@@ -153,7 +158,7 @@ int NDArray::UseCount() const {
 
 NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice device) {
   CheckCPU(device);
-  Check(dtype.lanes >= 1 && dtype.bits >= 1, "dtype ", DTypeToString(dtype), " is not allocatable");
+  if (dtype.lanes < 1 || dtype.bits < 1) Fail("dtype ", DTypeToString(dtype), " is not allocatable");
   auto* c = new Container();
   NDArray array(c);  // owns c from here on
   c->shape = shape;
@@ -180,8 +185,9 @@ NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDe
 
 NDArray NDArray::WrapExternal(const DLTensor& tensor) {
   CheckCPU(tensor.device);
-  Check(IsCompact(tensor), "tensor of shape ", ShapeToString(tensor.shape, tensor.ndim),
-        " is not compact (row-major without gaps)");
+  if (!IsCompact(tensor)) {
+    Fail("tensor of shape ", ShapeToString(tensor.shape, tensor.ndim), " is not compact (row-major without gaps)");
+  }
   auto* c = new Container();
   NDArray array(c);
   c->shape.assign(tensor.shape, tensor.shape + tensor.ndim);
@@ -224,9 +230,10 @@ NDArray NDArray::CreateView(const std::vector<int64_t>& shape, DLDataType dtype)
   c->dl.ndim = static_cast<int>(shape.size());
   c->dl.dtype = dtype;
   c->dl.strides = nullptr;
-  Check(DataBytes(c->dl) <= NumBytes(), "a view of ", DTypeToString(dtype), " ",
-        ShapeToString(shape), " needs ", DataBytes(c->dl), " bytes but the array holds ",
-        NumBytes());
+  if (DataBytes(c->dl) > NumBytes()) {
+    Fail("a view of ", DTypeToString(dtype), " ", ShapeToString(shape), " needs ", DataBytes(c->dl),
+         " bytes but the array holds ", NumBytes());
+  }
   c->base = *this;
   return view;
 }

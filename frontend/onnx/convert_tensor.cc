@@ -164,8 +164,8 @@ Outputs ConstantOfShape(const NodeContext& c) {
   std::memset(value.data(), 0, value.NumBytes());
   if (c.has_attr("value")) value = TensorToNDArray(c.attr_tensor("value"));
   runtime::NDArray out = runtime::NDArray::Empty(shape, value.dtype());
-  size_t elem = runtime::DTypeBytes(value.dtype());
-  for (size_t i = 0; i < out.NumBytes() / elem; ++i) std::memcpy(static_cast<char*>(out.data()) + i * elem, value.data(), elem);
+  size_t elem = runtime::DTypeBytes(value.dtype()), count = out.NumBytes() / elem;
+  for (size_t i = 0; i < count; ++i) std::memcpy(static_cast<char*>(out.data()) + i * elem, value.data(), elem);
   return {Constant(out)};
 }
 
@@ -363,6 +363,7 @@ const ConverterTable& Converters() {
     AddMathConverters(t);
     AddNnConverters(t);
     AddTensorConverters(t);
+    AddIndexingConverters(t);
     return t;
   }();
   return table;
