@@ -25,6 +25,8 @@ const OpTable& AllOps() {
     RegisterNnOps(t);
     RegisterTransformOps(t);
     RegisterReduceOps(t);
+    RegisterIndexingOps(t);
+    RegisterAlongAxisOps(t);
     return t;
   }();
   return table;

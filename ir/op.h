@@ -98,5 +98,7 @@ void RegisterElementwiseOps(OpTable& table);
 void RegisterNnOps(OpTable& table);
 void RegisterTransformOps(OpTable& table);
 void RegisterReduceOps(OpTable& table);
+void RegisterIndexingOps(OpTable& table);
+void RegisterAlongAxisOps(OpTable& table);
 
 }  // namespace kiln::ir

@@ -97,6 +97,25 @@ void Softmax(int64_t outer, int64_t axis_size, int64_t inner, const float* data,
 void LayerNorm(int64_t rows, int64_t size, float epsilon, const float* data, const float* gamma,
                const float* beta, float* out);
 
+// ---- Sorting (sort/topk.cc) -------------------------------------------------------------------
+// data is [outer, axis_size, inner]; values and indices [outer, k, inner]: per row along the axis
+// its k largest elements (the smallest with `smallest`), sorted that way; equal values keep the
+// lower index first, NaN orders above every number.
+struct TopKShape {
+  int64_t outer, axis_size, inner, k;
+  bool smallest;
+};
+void TopK(const TopKShape& s, const float* data, float* values, int64_t* indices);
+void TopK(const TopKShape& s, const double* data, double* values, int64_t* indices);
+void TopK(const TopKShape& s, const int8_t* data, int8_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const int16_t* data, int16_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const int32_t* data, int32_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const int64_t* data, int64_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const uint8_t* data, uint8_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const uint16_t* data, uint16_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const uint32_t* data, uint32_t* values, int64_t* indices);
+void TopK(const TopKShape& s, const uint64_t* data, uint64_t* values, int64_t* indices);
+
 // Runs body(begin, end) over [0, count) split into chunks across the runtime's threads.
 // `body` is a plain function with a context pointer so that no std::function is needed.
 int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context);

@@ -57,4 +57,23 @@ AxisView ViewAroundAxis(const ir::CallNode& call, const std::vector<int64_t>& sh
   return view;
 }
 
+int OpenLoops(CodeWriter& code, const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string i = "i" + std::to_string(d);
+    code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
+  }
+  return static_cast<int>(shape.size());
+}
+
+void CloseLoops(CodeWriter& code, int count) {
+  for (int k = 0; k < count; ++k) code.Close();
+}
+
+void ReadIndex(EmitContext& c, const std::string& name, const std::string& value, int64_t extent) {
+  c.code.Line("int64_t " + name + " = static_cast<int64_t>(" + value + ");");
+  c.code.Line("if (" + name + " < 0) " + name + " += " + IntLiteral(extent) + ";");
+  c.code.Line("if (" + name + " < 0 || " + name + " >= " + IntLiteral(extent) + ") return kiln::kernels::Fail(\"" +
+              c.function + ": " + c.call.op->name + ": an index is out of range\");");
+}
+
 }  // namespace kiln::backend

@@ -65,6 +65,14 @@ struct AxisView {
 };
 AxisView ViewAroundAxis(const ir::CallNode& call, const std::vector<int64_t>& shape);
 
+// Opens one loop per dimension of `shape` (i0, i1, ...); returns how many CloseLoops closes.
+int OpenLoops(CodeWriter& code, const std::vector<int64_t>& shape);
+void CloseLoops(CodeWriter& code, int count);
+
+// Declares int64_t `name` = `value`, counted from the end of an axis of length `extent` when
+// negative; the function fails naming the op when it is outside [0, extent).
+void ReadIndex(EmitContext& c, const std::string& name, const std::string& value, int64_t extent);
+
 // The loop of an ElementwiseLoop step of `plan`.
 void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan);
 
@@ -79,6 +87,13 @@ void EmitTake(EmitContext& context);
 void EmitSplit(EmitContext& context);
 void EmitPad(EmitContext& context);
 void EmitTrilu(EmitContext& context);
+void EmitTile(EmitContext& context);
+void EmitGather(EmitContext& context);
+void EmitGatherNd(EmitContext& context);
+void EmitScatterElements(EmitContext& context);
+void EmitScatterNd(EmitContext& context);
+void EmitOneHot(EmitContext& context);
+void EmitCumsum(EmitContext& context);
 void EmitLayoutTransform(EmitContext& context);
 
 }  // namespace kiln::backend

@@ -1,4 +1,4 @@
-// Dense, batched matmul, pooling, softmax and layer norm as calls of the kernel library: which
+// Dense, batched matmul, pooling, softmax, layer norm and topk as calls of the kernel library: which
 // kernel, and its parameters from the call's shapes and attributes.
 #include <algorithm>
 
@@ -154,6 +154,19 @@ KernelCall PlanLayerNorm(const KernelOperands& o) {
                Buffer("gamma", o.inputs[1]),
                Buffer("beta", o.inputs[2]),
                Buffer("out", o.outputs[0])};
+  call.returns_status = false;
+  return call;
+}
+
+KernelCall PlanTopk(const KernelOperands& o) {
+  const auto& shape = o.input_types[0].shape;
+  auto [axis, outer, inner] = ViewAroundAxis(o.call, shape);
+  KernelCall call;
+  call.kernel = "TopK";
+  call.params_type = "TopKShape";
+  call.params = {Int("outer", outer), Int("axis_size", shape[axis]), Int("inner", inner),
+                 Int("k", o.call.attrs.GetInt("k")), Flag("smallest", o.call.attrs.GetInt("is_ascend") != 0)};
+  call.args = {Buffer("data", o.inputs[0]), Buffer("values", o.outputs[0]), Buffer("indices", o.outputs[1])};
   call.returns_status = false;
   return call;
 }

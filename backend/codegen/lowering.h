@@ -78,6 +78,7 @@ KernelCall PlanDense(const KernelOperands& operands);
 KernelCall PlanBatchMatmul(const KernelOperands& operands);
 KernelCall PlanPool2D(const KernelOperands& operands);
 KernelCall PlanSoftmax(const KernelOperands& operands);
+KernelCall PlanTopk(const KernelOperands& operands);
 KernelCall PlanLayerNorm(const KernelOperands& operands);
 
 }  // namespace kiln::backend

@@ -187,6 +187,14 @@ const Entry kLowerings[] = {
     {"split", Loops(EmitSplit)},
     {"nn.pad", Loops(EmitPad)},
     {"trilu", Loops(EmitTrilu)},
+    {"tile", Loops(EmitTile)},
+    {"gather", Loops(EmitGather)},
+    {"gather_nd", Loops(EmitGatherNd)},
+    {"scatter_elements", Loops(EmitScatterElements)},
+    {"scatter_nd", Loops(EmitScatterNd)},
+    {"one_hot", Loops(EmitOneHot)},
+    {"cumsum", Loops(EmitCumsum)},
+    {"topk", Kernel(PlanTopk)},
     {"layout_transform", Loops(EmitLayoutTransform)},
 };
 

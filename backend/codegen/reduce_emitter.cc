@@ -1,5 +1,5 @@
 // Reductions as loops: over the kept dimensions outside, the reduced ones inside, accumulating
-// in double for floating point; argmax / argmin; and global average pooling.
+// in double for floating point; argmax / argmin; cumsum; and global average pooling.
 #include <algorithm>
 #include <limits>
 
@@ -92,6 +92,28 @@ void EmitArgReduce(EmitContext& c) {
   c.code.Close();
   c.code.Close();
   c.code.Line(c.outputs[0] + "[outer * " + IntLiteral(view.inner) + " + inner] = best;");
+  c.code.Close();
+  c.code.Close();
+}
+
+// cumsum: running sums along the axis in its own type, from its end with `reverse`; `exclusive`
+// stores each sum before adding the element.
+void EmitCumsum(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  auto [axis, outer, inner] = ViewAroundAxis(c.call, in);
+  int64_t n = in[axis];
+  bool reverse = c.call.attrs.GetInt("reverse") != 0, exclusive = c.call.attrs.GetInt("exclusive") != 0;
+  std::string type = CType(c.input_types[0].dtype);
+  c.code.Open("for (int64_t outer = 0; outer < " + IntLiteral(outer) + "; ++outer)");
+  c.code.Open("for (int64_t inner = 0; inner < " + IntLiteral(inner) + "; ++inner)");
+  c.code.Line(type + " sum = 0;");
+  c.code.Open(reverse ? "for (int64_t k = " + IntLiteral(n - 1) + "; k >= 0; --k)"
+                      : "for (int64_t k = 0; k < " + IntLiteral(n) + "; ++k)");
+  std::string at = "(outer * " + IntLiteral(n) + " + k) * " + IntLiteral(inner) + " + inner";
+  if (exclusive) c.code.Line(c.outputs[0] + "[" + at + "] = sum;");
+  c.code.Line("sum += " + c.inputs[0] + "[" + at + "];");
+  if (!exclusive) c.code.Line(c.outputs[0] + "[" + at + "] = sum;");
+  c.code.Close();
   c.code.Close();
   c.code.Close();
 }

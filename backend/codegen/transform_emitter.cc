@@ -1,5 +1,5 @@
 // Data-movement ops as loops: transpose, concatenate, strided slice, take (gather), split, pad,
-// trilu and layout_transform.
+// tile, trilu and layout_transform.
 #include <algorithm>
 
 #include "backend/codegen/emitter.h"
@@ -7,23 +7,6 @@
 #include "runtime/error.h"
 
 namespace kiln::backend {
-namespace {
-
-// Opens one loop per output dimension (i0, i1, ...); returns how many to close.
-int OpenLoops(CodeWriter& code, const std::vector<int64_t>& shape) {
-  for (size_t d = 0; d < shape.size(); ++d) {
-    std::string i = "i" + std::to_string(d);
-    code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
-  }
-  return static_cast<int>(shape.size());
-}
-
-void CloseLoops(CodeWriter& code, int count) {
-  for (int k = 0; k < count; ++k) code.Close();
-}
-
-}  // namespace
-
 void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   std::vector<int64_t> axes = c.call.attrs.GetInts("axes");
@@ -109,15 +92,28 @@ void EmitTake(EmitContext& c) {
   std::string elem = "sizeof(" + CType(c.input_types[0].dtype) + ")";
   c.code.Open("for (int64_t j = 0; j < " + IntLiteral(outer) + "; ++j)");
   c.code.Open("for (int64_t k = 0; k < " + IntLiteral(count) + "; ++k)");
-  c.code.Line("int64_t index = static_cast<int64_t>(" + c.inputs[1] + "[k]);");
-  c.code.Line("if (index < 0) index += " + IntLiteral(n) + ";");
-  c.code.Line("if (index < 0 || index >= " + IntLiteral(n) + ") return kiln::kernels::Fail(\"" + c.function +
-              ": take: an index is out of range\");");
+  ReadIndex(c, "index", c.inputs[1] + "[k]", n);
   c.code.Line("std::memcpy(" + c.outputs[0] + " + (j * " + IntLiteral(count) + " + k) * " + IntLiteral(inner) + ", " +
               c.inputs[0] + " + (j * " + IntLiteral(n) + " + index) * " + IntLiteral(inner) + ", " + IntLiteral(inner) +
               " * " + elem + ");");
   c.code.Close();
   c.code.Close();
+}
+
+// tile: output element (i0, i1, ...) is input element (i0 % d0, i1 % d1, ...).
+void EmitTile(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  std::vector<int64_t> in_strides = ir::RowStrides(in);
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = OpenLoops(c.code, c.output_types[0].shape);
+  std::string index;
+  for (size_t d = 0; d < in.size(); ++d) {
+    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " % " + IntLiteral(in[d]) + " * " +
+             IntLiteral(in_strides[d]);
+  }
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
+  CloseLoops(c.code, open);
 }
 
 // trilu: element (i, j) of each matrix kept when j - i >= k (upper) or j - i <= k (lower).

@@ -81,6 +81,7 @@ void Register(ConverterTable& table, const std::string& op_type, Converter conve
 void AddMathConverters(ConverterTable& table);
 void AddNnConverters(ConverterTable& table);
 void AddTensorConverters(ConverterTable& table);
+void AddIndexingConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -1,5 +1,5 @@
 // Data-movement ops: reshape, transpose, concatenate, squeeze, expand_dims, strided_slice,
-// take, split, broadcast_to, trilu, layout_transform.
+// take, split, broadcast_to, tile, trilu, layout_transform.
 #include <cstring>
 #include <numeric>
 
@@ -186,6 +186,21 @@ Type LayoutTransform(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(dst.FromPrimal(dst_primal), data.dtype);
 }
 
+// tile: data repeated reps[d] times along each axis d (reps has one entry per axis).
+Type Tile(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& reps = attrs.GetInts("reps");
+  Check(static_cast<int>(reps.size()) == data.ndim(), "reps ", AttrValueText(reps), " must have one entry per axis of ",
+        ShapeText(data.shape));
+  std::vector<int64_t> shape = data.shape;
+  for (size_t d = 0; d < reps.size(); ++d) {
+    Check(reps[d] >= 0, "reps ", AttrValueText(reps), " must not be negative");
+    Check(!__builtin_mul_overflow(shape[d], reps[d], &shape[d]), "tiling ", ShapeText(data.shape), " by ",
+          AttrValueText(reps), " overflows");
+  }
+  return Type::Tensor(shape, data.dtype);
+}
+
 // Reference semantics: each evaluator runs after type inference accepted the call, so axes and
 // shapes are valid.
 
@@ -271,6 +286,20 @@ std::optional<NDArray> EvaluateTake(const Args& args, const Attrs& attrs, const 
   return out;
 }
 
+std::optional<NDArray> EvaluateTile(const Args& args, const Attrs&, const TensorType& result) {
+  const std::vector<int64_t>& in = args[0].shape();
+  std::vector<int64_t> in_strides = RowStrides(in), out_strides = RowStrides(result.shape);
+  NDArray out = NDArray::Empty(result.shape, result.dtype);
+  int64_t element = static_cast<int64_t>(runtime::DTypeBytes(result.dtype)), count = result.NumElements();
+  for (int64_t o = 0; o < count; ++o) {
+    int64_t from = 0;
+    for (size_t d = 0; d < in.size(); ++d) from += (o / out_strides[d] % result.shape[d] % in[d]) * in_strides[d];
+    std::memcpy(static_cast<char*>(out.data()) + o * element, static_cast<const char*>(args[0].data()) + from * element,
+                element);
+  }
+  return out;
+}
+
 std::optional<NDArray> EvaluateLayoutTransform(const Args& args, const Attrs& attrs, const TensorType&) {
   return TransformLayout(args[0], Layout::Parse(attrs.GetString("src_layout")),
                          Layout::Parse(attrs.GetString("dst_layout")));
@@ -320,6 +349,8 @@ void RegisterTransformOps(OpTable& table) {
                {"dst_layout", AttrKind::kString, {}, "layout of the result, e.g. NCHW16c"}},
               OpPattern::kInjective, LayoutTransform, "moves data between layouts of the same primal axes",
               EvaluateLayoutTransform, LayoutRule::kLayoutTransform});
+  Add(table, {"tile", 1, 1, {{"reps", AttrKind::kInts, {}, "repetitions per axis"}}, OpPattern::kInjective, Tile,
+              "data repeated along each axis", EvaluateTile});
   Add(table, {"broadcast_to", 1, 1, {{"shape", AttrKind::kInts, {}, "target shape"}}, OpPattern::kBroadcast,
               BroadcastTo, "numpy broadcast to a shape", EvaluateBroadcastTo});
 }

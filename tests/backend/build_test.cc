@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -194,6 +195,37 @@ TEST_F(BuildTest, UnsupportedDtypeIsAClearError) {
     FAIL() << "float16 was accepted";
   } catch (const runtime::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("dtype float16 is not supported by the host code generator"));
+  }
+}
+
+TEST_F(BuildTest, AnIndexOutOfRangeIsAnErrorWhenRun) {
+  // Indices are data: checked as the op reads them, and the run fails naming the op.
+  const std::pair<const char*, const char*> functions[] = {
+      {"gather", R"(fn (%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int64]) { gather(%x, %i, axis=1) })"},
+      {"gather_nd", R"(fn (%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int64]) { gather_nd(%x, %i) })"},
+      {"scatter_nd", R"(fn (%x: Tensor[(2, 3), float32], %i: Tensor[(1, 2), int64], %u: Tensor[(2, 3), float32]) {
+         scatter_nd(%x, %i, %u, mode="add") })"},
+  };
+  for (const auto& [op, text] : functions) {
+    auto exec = BuildAndLoad(text);
+    exec->SetInput(0, *test::FloatArray({2, 3}, {1, 2, 3, 4, 5, 6}).get());
+    bool scatter = exec->NumInputs() == 3;
+    runtime::NDArray indices = runtime::NDArray::Empty({scatter ? 1 : 2, scatter ? 2 : 1}, DLDataType{kDLInt, 64, 1});
+    auto set_indices = [&](int64_t second) {
+      int64_t values[] = {1, second};
+      std::memcpy(indices.data(), values, sizeof(values));
+      exec->SetInput(1, *indices.get());
+    };
+    if (scatter) exec->SetInput(2, *test::FloatArray({2, 3}, {1, 1, 1, 1, 1, 1}).get());
+    set_indices(-1);  // in range once counted from the end
+    exec->Run();
+    set_indices(3);
+    try {
+      exec->Run();
+      ADD_FAILURE() << op << " read index 3 of an axis of length 2 or 3";
+    } catch (const runtime::Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string(op) + ": an index is out of range"));
+    }
   }
 }
 

@@ -234,6 +234,61 @@ def triangles(opset=14):
     return g
 
 
+def gather_and_scatter(opset=13):
+    # GatherElements, GatherND, ScatterElements, ScatterND, OneHot and Tile, with negative indices
+    # and int32 and int64 indices; scatter reductions (add, mul; duplicates allowed) from opset 16.
+    g = Group("gather_scatter", opset)
+    rng = g.rng
+    data = g.input((3, 4, 5))
+    along1 = rng.integers(-4, 4, (3, 2, 5))
+    g.node("GatherElements", [data, g.input(along1.shape, dtype=np.int64, values=along1)], axis=1)
+    g.node("GatherElements", [data, g.input((2, 4, 3), dtype=np.int32, low=-3, high=3)], axis=0)
+    g.node("GatherElements", [data, g.input((3, 4, 7), dtype=np.int64, low=-5, high=5)], axis=-1)
+    g.node("GatherND", [data, g.input((2, 2), dtype=np.int64, values=[[0, 1], [-1, 3]])])
+    g.node("GatherND", [data, g.input((2, 3, 3), dtype=np.int64, values=rng.integers(0, 3, (2, 3, 3)))])
+    g.node("GatherND", [data, g.input((4, 1), dtype=np.int64, values=[[2], [0], [-2], [1]])])
+    if opset >= 12:
+        g.node("GatherND", [data, g.input((3, 2, 1), dtype=np.int64, values=rng.integers(0, 4, (3, 2, 1)))],
+               batch_dims=1)
+    # Scatter with unique targets: a permutation along the axis for each row.
+    perm = np.stack([rng.permutation(4)[:3] for _ in range(3 * 5)]).reshape(3, 5, 3).transpose(0, 2, 1)
+    g.node("ScatterElements", [data, g.input(perm.shape, dtype=np.int64, values=perm - 2), g.input(perm.shape)], axis=1)
+    g.node("ScatterND", [data, g.input((2, 2), dtype=np.int64, values=[[0, 1], [2, -1]]), g.input((2, 5))])
+    g.node("ScatterND", [data, g.input((2, 3), dtype=np.int64, values=[[0, 1, 2], [2, 3, 4]]), g.input((2,))])
+    if opset >= 16:
+        dup = rng.integers(0, 4, (3, 6, 5))
+        for reduction in ("add", "mul"):
+            g.node("ScatterElements", [data, g.input(dup.shape, dtype=np.int64, values=dup), g.input(dup.shape)],
+                   axis=1, reduction=reduction)
+            g.node("ScatterND", [data, g.input((3, 1), dtype=np.int64, values=[[1], [0], [1]]), g.input((3, 4, 5))],
+                   reduction=reduction)
+    classes = g.input((2, 5), dtype=np.int64, low=-4, high=6)  # some outside [-depth, depth)
+    g.node("OneHot", [classes, g.const(4, dtype=np.int64), g.const([0.0, 1.0])])
+    g.node("OneHot", [classes, g.const([5.0]), g.input((2,))], axis=0)
+    g.node("OneHot", [g.input((3,), values=[1.7, -1.2, 3.0]), g.const(4, dtype=np.int64),
+                      g.const([-1, 7], dtype=np.int64)], axis=1)
+    g.node("Tile", [data, g.const([2, 1, 3], dtype=np.int64)])
+    g.node("Tile", [g.input((2, 3), dtype=np.int64), g.const([3, 2], dtype=np.int64)])
+    return g
+
+
+def topk_and_cumsum(opset=14):
+    # TopK largest and smallest along each axis, with ties (equal values keep the lower index
+    # first) and K from 1 to the axis' length; CumSum forward, reverse and exclusive.
+    g = Group("topk_cumsum", opset)
+    x, ties = g.input((3, 6, 4)), g.input((4, 9), dtype=np.int64, low=0, high=3)
+    for axis, k in ((-1, 2), (1, 6), (0, 1)):
+        g.node("TopK", [x, g.const([k], dtype=np.int64)], n_outputs=2, axis=axis)
+        g.node("TopK", [x, g.const([k], dtype=np.int64)], n_outputs=2, axis=axis, largest=0)
+    g.node("TopK", [ties, g.const([5], dtype=np.int64)], n_outputs=2)
+    g.node("TopK", [ties, g.const([3], dtype=np.int64)], n_outputs=2, axis=0, largest=0)
+    for exclusive in (0, 1):
+        for reverse in (0, 1):
+            g.node("CumSum", [x, g.const(1, dtype=np.int64)], exclusive=exclusive, reverse=reverse)
+    g.node("CumSum", [ties, g.const(-1, dtype=np.int32)])
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -345,6 +400,8 @@ GROUPS = [
     (activations_and_trigonometry, [14, 17]),
     (logic_and_composed_reductions, [11, 17]),
     (triangles, [14, 17]),
+    (gather_and_scatter, [11, 13, 16]),
+    (topk_and_cumsum, [11, 17]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17]),
