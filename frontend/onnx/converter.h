@@ -51,6 +51,9 @@ class NodeContext {
 
  private:
   const onnx::AttributeProto* Attr(const std::string& name) const;
+  const onnx::AttributeProto* TypedAttr(const std::string& name, int type) const;
+  template <typename T>
+  T Fallback(const std::string& name, const std::optional<T>& fallback) const;
   const onnx::NodeProto& node_;
   std::vector<ir::Expr> inputs_;
   int64_t opset_;

@@ -24,7 +24,10 @@ size_t CheckedDataBytes(const onnx::TensorProto& tensor);  // with TensorToNDArr
 
 namespace {
 
-constexpr int64_t kMaxOpset = 17;  // the newest opset libonnx 1.12 knows (the oldest: each converter's)
+// The newest opset kiln imports (the oldest: each converter's), and the newest libonnx 1.12 knows:
+// models above it are checked by kiln alone (docs/architecture.md, "ONNX opsets").
+constexpr int64_t kMaxOpset = 21;
+constexpr int64_t kLibonnxMaxOpset = 17;
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
   std::string name = node.name().empty() ? StrCat("#", index) : "'" + node.name() + "'";
@@ -191,6 +194,18 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
                     " (kiln imports tensor inputs of a known element type)");
     }
     known.insert(input.name());
+  }
+  // A negative dim in a declared type is no shape; libonnx's inference indexes with it (GatherND).
+  for (const auto* infos : {&graph_.input(), &graph_.output(), &graph_.value_info()}) {
+    for (const auto& info : *infos) {
+      if (!info.type().has_tensor_type()) continue;
+      for (const auto& dim : info.type().tensor_type().shape().dim()) {
+        if (dim.has_dim_value() && dim.dim_value() < 0) {
+          runtime::Fail("the type of '", runtime::ValidUtf8(info.name()), "' has a negative dimension (",
+                        dim.dim_value(), ")");
+        }
+      }
+    }
   }
   for (int i = 0; i < graph_.node_size(); ++i) {
     const auto& node = graph_.node(i);
@@ -393,19 +408,10 @@ runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
   return array;
 }
 
-Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
-  onnx::ModelProto model;
-  runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
-                 "not an ONNX model (the protobuf does not parse)");
-  RejectExternalData(model);
-  ApplyInputShapes(model, options);
-  std::optional<int64_t> default_opset = DefaultOpset(model);
-  // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
-  CheckStructure(model.graph(), std::min(default_opset.value_or(kMaxOpset), kMaxOpset));
-  runtime::Check(default_opset.has_value(), "the model imports no version of the default ONNX operator set");
-  int64_t opset = *default_opset;
-  runtime::Check(opset >= 1 && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets up to ",
-                 kMaxOpset, " (convert it with onnx.version_converter)");
+namespace {
+
+// libonnx's shape inference and checker, for the opsets it knows.
+void CheckWithLibonnx(onnx::ModelProto& model) {
   // Newer exporters write IR versions this ONNX library's checker does not know; the graph
   // constructs kiln imports are the same in them, so check the model as the newest IR it knows.
   if (model.ir_version() > onnx::IR_VERSION) model.set_ir_version(onnx::IR_VERSION);
@@ -438,6 +444,27 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   } catch (const std::exception& e) {
     runtime::Fail("the ONNX checker rejects the model: ", e.what());
   }
+}
+
+}  // namespace
+
+Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
+                 "not an ONNX model (the protobuf does not parse)");
+  RejectExternalData(model);
+  ApplyInputShapes(model, options);
+  std::optional<int64_t> default_opset = DefaultOpset(model);
+  // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
+  CheckStructure(model.graph(), std::min(default_opset.value_or(kLibonnxMaxOpset), kLibonnxMaxOpset));
+  runtime::Check(default_opset.has_value(), "the model imports no version of the default ONNX operator set");
+  int64_t opset = *default_opset;
+  runtime::Check(opset >= 1 && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets up to ",
+                 kMaxOpset, " (convert it with onnx.version_converter)");
+  // Above the opsets libonnx knows, its inference and checker would reject every node; kiln's own
+  // checks hold instead: CheckStructure's, the typed attribute accessors, each converter's and the
+  // IR's type inference of every op.
+  if (opset <= kLibonnxMaxOpset) CheckWithLibonnx(model);
   return GraphImporter(model.graph(), opset).Import();
 }
 
@@ -477,44 +504,46 @@ const onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
   return nullptr;
 }
 
-int64_t NodeContext::attr_int(const std::string& name, std::optional<int64_t> fallback) const {
-  const auto* a = Attr(name);
-  if (a == nullptr) {
-    if (!fallback) FailAt("attribute '" + name + "'", "is required");
-    return *fallback;
+// The attribute, of the type its op gives it (ONNX's checker checks this only for the opsets
+// libonnx knows); null when the node has none of that name.
+const onnx::AttributeProto* NodeContext::TypedAttr(const std::string& name, int type) const {
+  const onnx::AttributeProto* a = Attr(name);
+  if (a != nullptr && a->type() != type) {
+    FailAt("attribute '" + name + "'",
+           StrCat("must be ", onnx::AttributeProto::AttributeType_Name(static_cast<onnx::AttributeProto::AttributeType>(type)),
+                  ", it is ", onnx::AttributeProto::AttributeType_Name(a->type())));
   }
-  return a->i();
+  return a;
+}
+
+template <typename T>
+T NodeContext::Fallback(const std::string& name, const std::optional<T>& fallback) const {
+  if (!fallback) FailAt("attribute '" + name + "'", "is required");
+  return *fallback;
+}
+
+int64_t NodeContext::attr_int(const std::string& name, std::optional<int64_t> fallback) const {
+  const auto* a = TypedAttr(name, onnx::AttributeProto::INT);
+  return a != nullptr ? a->i() : Fallback(name, fallback);
 }
 
 float NodeContext::attr_float(const std::string& name, std::optional<float> fallback) const {
-  const auto* a = Attr(name);
-  if (a == nullptr) {
-    if (!fallback) FailAt("attribute '" + name + "'", "is required");
-    return *fallback;
-  }
-  return a->f();
+  const auto* a = TypedAttr(name, onnx::AttributeProto::FLOAT);
+  return a != nullptr ? a->f() : Fallback(name, fallback);
 }
 
 std::string NodeContext::attr_string(const std::string& name, std::optional<std::string> fallback) const {
-  const auto* a = Attr(name);
-  if (a == nullptr) {
-    if (!fallback) FailAt("attribute '" + name + "'", "is required");
-    return *fallback;
-  }
-  return a->s();
+  const auto* a = TypedAttr(name, onnx::AttributeProto::STRING);
+  return a != nullptr ? a->s() : Fallback(name, fallback);
 }
 
 std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback) const {
-  const auto* a = Attr(name);
-  if (a == nullptr) {
-    if (!fallback) FailAt("attribute '" + name + "'", "is required");
-    return *fallback;
-  }
-  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  const auto* a = TypedAttr(name, onnx::AttributeProto::INTS);
+  return a != nullptr ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : Fallback(name, fallback);
 }
 
 const onnx::TensorProto& NodeContext::attr_tensor(const std::string& name) const {
-  const auto* a = Attr(name);
+  const auto* a = TypedAttr(name, onnx::AttributeProto::TENSOR);
   if (a == nullptr) FailAt("attribute '" + name + "'", "is required");
   return a->t();
 }

@@ -4,6 +4,7 @@
 
 #include <onnx/defs/shape_inference.h>
 
+#include <algorithm>
 #include <string>
 
 namespace kiln::frontend {
@@ -55,6 +56,25 @@ void ShapeInputIsShort(onnx::InferenceContext& ctx, size_t index) {
   }
 }
 
+// GatherND's inference copies data dims from batch_dims + the index tuples' length on: a negative
+// or too large either reads outside data's dims.
+void GatherNdFits(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* attr = ctx.getAttribute("batch_dims");
+  int64_t batch_dims = attr == nullptr ? 0 : attr->i();
+  int data = InputRank(ctx, 0), indices = InputRank(ctx, 1);
+  if (batch_dims < 0) fail_shape_inference("batch_dims must not be negative, got ", batch_dims);
+  if (data < 0 || indices < 0) return;
+  if (batch_dims >= std::min(data, indices)) {
+    fail_shape_inference("batch_dims ", batch_dims, " must be less than the ranks of data (", data, ") and indices (",
+                         indices, ")");
+  }
+  const auto& last = ctx.getInputType(1)->tensor_type().shape().dim(indices - 1);
+  if (last.has_dim_value() && (last.dim_value() < 1 || last.dim_value() > data - batch_dims)) {
+    fail_shape_inference("index tuples of length ", last.dim_value(), " do not fit data of rank ", data, " after ",
+                         batch_dims, " batch dims");
+  }
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -67,6 +87,7 @@ const std::map<std::string, Guard>& Guards() {
       {"MaxPool", StridesArePositive},
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
+      {"GatherND", GatherNdFits},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"Split", SplitHasOutputs},
   };

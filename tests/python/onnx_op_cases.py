@@ -236,7 +236,8 @@ def triangles(opset=14):
 
 def gather_and_scatter(opset=13):
     # GatherElements, GatherND, ScatterElements, ScatterND, OneHot and Tile, with negative indices
-    # and int32 and int64 indices; scatter reductions (add, mul; duplicates allowed) from opset 16.
+    # and int32 and int64 indices; scatter reductions (duplicates allowed) add and mul from opset 16,
+    # min and max from 18.
     g = Group("gather_scatter", opset)
     rng = g.rng
     data = g.input((3, 4, 5))
@@ -257,7 +258,7 @@ def gather_and_scatter(opset=13):
     g.node("ScatterND", [data, g.input((2, 3), dtype=np.int64, values=[[0, 1, 2], [2, 3, 4]]), g.input((2,))])
     if opset >= 16:
         dup = rng.integers(0, 4, (3, 6, 5))
-        for reduction in ("add", "mul"):
+        for reduction in ("add", "mul") + (("min", "max") if opset >= 18 else ()):
             g.node("ScatterElements", [data, g.input(dup.shape, dtype=np.int64, values=dup), g.input(dup.shape)],
                    axis=1, reduction=reduction)
             g.node("ScatterND", [data, g.input((3, 1), dtype=np.int64, values=[[1], [0], [1]]), g.input((3, 4, 5))],
@@ -357,11 +358,19 @@ def shapes(opset=14):
 def reductions(opset=14):
     g = Group("reduce", opset, rtol=1e-5)
     x = g.input((3, 4, 5))
-    g.node("ReduceMean", [x], axes=[-1], keepdims=1)
-    g.node("ReduceMean", [x], axes=[0, 2], keepdims=0)
-    g.node("ReduceMax", [x], axes=[1])
-    g.node("ReduceMin", [x])
-    g.node("ReduceProd", [g.input((2, 3), low=0.5, high=1.5)], axes=[1])
+
+    def reduce(op, data, axes=None, **attrs):  # axes: an attribute, from opset 18 an input
+        if axes is None:
+            return g.node(op, [data], **attrs)
+        if opset >= 18:
+            return g.node(op, [data, g.const(axes, np.int64)], **attrs)
+        return g.node(op, [data], axes=axes, **attrs)
+
+    reduce("ReduceMean", x, [-1], keepdims=1)
+    reduce("ReduceMean", x, [0, 2], keepdims=0)
+    reduce("ReduceMax", x, [1])
+    reduce("ReduceMin", x)
+    reduce("ReduceProd", g.input((2, 3), low=0.5, high=1.5), [1])
     g.node("ReduceSum", [x, g.const([1], np.int64)], keepdims=0)
     g.node("ReduceSum", [x])
     ties = g.input((4, 6), values=g.rng.integers(0, 3, (4, 6)))  # repeated values: which index wins matters
@@ -397,13 +406,13 @@ GROUPS = [
     (attribute_forms_before_opset13, [11, 12]),
     (matmul, [11, 17]),
     (elementwise, [13, 17]),
-    (activations_and_trigonometry, [14, 17]),
+    (activations_and_trigonometry, [14, 17, 21]),
     (logic_and_composed_reductions, [11, 17]),
     (triangles, [14, 17]),
-    (gather_and_scatter, [11, 13, 16]),
+    (gather_and_scatter, [11, 13, 16, 18]),
     (topk_and_cumsum, [11, 17]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17]),
-    (reductions, [13, 17]),
+    (reductions, [13, 17, 18]),
 ]
