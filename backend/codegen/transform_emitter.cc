@@ -7,6 +7,24 @@
 #include "runtime/error.h"
 
 namespace kiln::backend {
+namespace {
+
+// out[o++] = in[offset] over the output's elements in order; `offset` is the sum of `terms`,
+// expressions in the output's loop indices i0, i1, ...
+void CopyByOffset(EmitContext& c, const std::vector<std::string>& terms) {
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = OpenLoops(c.code, c.output_types[0].shape);
+  std::string offset;
+  for (const std::string& term : terms) offset += (offset.empty() ? "" : " + ") + term;
+  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (offset.empty() ? "0" : offset) + "];");
+  CloseLoops(c.code, open);
+}
+
+std::string Index(size_t d) { return "i" + std::to_string(d); }
+
+}  // namespace
+
 void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   std::vector<int64_t> axes = c.call.attrs.GetInts("axes");
@@ -14,16 +32,12 @@ void EmitTranspose(EmitContext& c) {
     for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) axes.push_back(d);
   }
   std::vector<int64_t> in_strides = ir::RowStrides(in);
-  std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  int open = OpenLoops(c.code, c.output_types[0].shape);
-  std::string index;
+  std::vector<std::string> terms;
   for (size_t d = 0; d < axes.size(); ++d) {
     int64_t axis = axes[d] < 0 ? axes[d] + static_cast<int64_t>(in.size()) : axes[d];
-    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " + IntLiteral(in_strides[axis]);
+    terms.push_back(Index(d) + " * " + IntLiteral(in_strides[axis]));
   }
-  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
-  CloseLoops(c.code, open);
+  CopyByOffset(c, terms);
 }
 
 void EmitConcatenate(EmitContext& c) {
@@ -73,16 +87,12 @@ void EmitStridedSlice(EmitContext& c) {
     step[a] = s;
   }
   std::vector<int64_t> in_strides = ir::RowStrides(in);
-  std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  int open = OpenLoops(c.code, c.output_types[0].shape);
-  std::string index;
+  std::vector<std::string> terms;
   for (size_t d = 0; d < in.size(); ++d) {
-    index += (index.empty() ? "" : " + ") + std::string("(") + IntLiteral(start[d]) + " + i" + std::to_string(d) +
-             " * " + IntLiteral(step[d]) + ") * " + IntLiteral(in_strides[d]);
+    terms.push_back("(" + IntLiteral(start[d]) + " + " + Index(d) + " * " + IntLiteral(step[d]) + ") * " +
+                    IntLiteral(in_strides[d]));
   }
-  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
-  CloseLoops(c.code, open);
+  CopyByOffset(c, terms);
 }
 
 void EmitTake(EmitContext& c) {
@@ -104,16 +114,11 @@ void EmitTake(EmitContext& c) {
 void EmitTile(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   std::vector<int64_t> in_strides = ir::RowStrides(in);
-  std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  int open = OpenLoops(c.code, c.output_types[0].shape);
-  std::string index;
+  std::vector<std::string> terms;
   for (size_t d = 0; d < in.size(); ++d) {
-    index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " % " + IntLiteral(in[d]) + " * " +
-             IntLiteral(in_strides[d]);
+    terms.push_back(Index(d) + " % " + IntLiteral(in[d]) + " * " + IntLiteral(in_strides[d]));
   }
-  c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (index.empty() ? "0" : index) + "];");
-  CloseLoops(c.code, open);
+  CopyByOffset(c, terms);
 }
 
 // trilu: element (i, j) of each matrix kept when j - i >= k (upper) or j - i <= k (lower).

@@ -91,17 +91,6 @@ Outputs Variadic(const NodeContext& c) {
   return {result};
 }
 
-Expr ScalarLike(const Expr& like, double value) {
-  runtime::NDArray a = runtime::NDArray::Empty({}, like->type().tensor().dtype);
-  DLDataType d = a.dtype();
-  if (d.code == kDLFloat && d.bits == 32) *static_cast<float*>(a.data()) = static_cast<float>(value);
-  else if (d.code == kDLFloat && d.bits == 64) *static_cast<double*>(a.data()) = value;
-  else if (d.code == kDLInt && d.bits == 64) *static_cast<int64_t*>(a.data()) = static_cast<int64_t>(value);
-  else if (d.code == kDLInt && d.bits == 32) *static_cast<int32_t*>(a.data()) = static_cast<int32_t>(value);
-  else runtime::Fail("cannot make a scalar of dtype ", runtime::DTypeToString(d));
-  return Constant(a);
-}
-
 
 Outputs Pow(const NodeContext& c) {
   Expr exponent = c.input(1);
@@ -202,6 +191,47 @@ Outputs Sign(const NodeContext& c) {
   return {c.Op(kSub, {c.Op(kCast, {c.Op(kGreater, {x, zero})}, as_x), c.Op(kCast, {c.Op(kLess, {x, zero})}, as_x)})};
 }
 
+// PRelu: x where x >= 0, x * slope elsewhere (slope broadcasts to x).
+Outputs PRelu(const NodeContext& c) {
+  Expr x = c.input(0);
+  return {c.Op(kWhere, {c.Op(kLess, {x, ScalarLike(x, 0.0)}), c.Op(kMul, {x, c.input(1)}), x})};
+}
+
+// Mish: x * tanh(softplus(x)).
+Outputs Mish(const NodeContext& c) {
+  Expr x = c.input(0);
+  return {c.Op(kMul, {x, c.Op(kTanh, {c.Op(kSoftplus, {x})})})};
+}
+
+// Gelu: x * (1 + erf(x / sqrt 2)) / 2, or with approximate = "tanh" its tanh form
+// x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
+Outputs Gelu(const NodeContext& c) {
+  Expr x = c.input(0);
+  std::string approximate = c.attr_string("approximate", "none");
+  Expr inner;
+  if (approximate == "none") {
+    inner = c.Op(kErf, {c.Op(kMul, {x, ScalarLike(x, M_SQRT1_2)})});
+  } else if (approximate == "tanh") {
+    Expr cube = c.Op(kMul, {c.Op(kMul, {x, x}), x});
+    Expr sum = c.Op(kAdd, {x, c.Op(kMul, {cube, ScalarLike(x, 0.044715)})});
+    inner = c.Op(kTanh, {c.Op(kMul, {sum, ScalarLike(x, std::sqrt(2.0 / M_PI))})});
+  } else {
+    c.FailAt("attribute 'approximate'", "'" + approximate + "' is not none or tanh");
+  }
+  Expr half = c.Op(kMul, {x, ScalarLike(x, 0.5)});
+  return {c.Op(kMul, {half, c.Op(kAdd, {inner, ScalarLike(x, 1.0)})})};
+}
+
+// Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
+Outputs Shrink(const NodeContext& c) {
+  Expr x = c.input(0);
+  double lambd = c.attr_float("lambd", 0.5f), bias = c.attr_float("bias", 0.0f);
+  Expr low = c.Op(kLess, {x, ScalarLike(x, -lambd)}), high = c.Op(kGreater, {x, ScalarLike(x, lambd)});
+  Expr zero = ScalarLike(x, 0.0);
+  return {c.Op(kWhere, {low, c.Op(kAdd, {x, ScalarLike(x, bias)}),
+                        c.Op(kWhere, {high, c.Op(kSub, {x, ScalarLike(x, bias)}), zero})})};
+}
+
 // LogSoftmax: x - max - log(sum(exp(x - max))) along the axis, with Softmax's axis rules (before
 // opset 13, over the dimensions from the axis on: the input flattened to 2-D there).
 Outputs LogSoftmax(const NodeContext& c) {
@@ -230,6 +260,17 @@ Outputs Softmax(const NodeContext& c) {
 }
 
 }  // namespace
+
+Expr ScalarLike(const Expr& like, double value) {
+  runtime::NDArray a = runtime::NDArray::Empty({}, like->type().tensor().dtype);
+  DLDataType d = a.dtype();
+  if (d.code == kDLFloat && d.bits == 32) *static_cast<float*>(a.data()) = static_cast<float>(value);
+  else if (d.code == kDLFloat && d.bits == 64) *static_cast<double*>(a.data()) = value;
+  else if (d.code == kDLInt && d.bits == 64) *static_cast<int64_t*>(a.data()) = static_cast<int64_t>(value);
+  else if (d.code == kDLInt && d.bits == 32) *static_cast<int32_t*>(a.data()) = static_cast<int32_t>(value);
+  else runtime::Fail("cannot make a scalar of dtype ", runtime::DTypeToString(d));
+  return Constant(a);
+}
 
 // The oldest opsets: binary ops broadcast both ways since 7 (before, a broadcast attribute);
 // Max/Min/Sum/Mean since 8; unary ops lost consumed_inputs at 6; Clip before 11, Dropout before
@@ -297,6 +338,10 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "IsInf", IsInf, 10);
   Register(table, "Sign", Sign, 9);
   Register(table, "Mod", Mod, 10);
+  Register(table, "PRelu", PRelu, 7);
+  Register(table, "Mish", Mish, 18);
+  Register(table, "Gelu", Gelu, 20);
+  Register(table, "Shrink", Shrink, 9);
 }
 
 }  // namespace kiln::frontend

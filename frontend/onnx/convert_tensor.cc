@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <optional>
 
 #include "frontend/onnx/converter.h"
@@ -239,12 +240,22 @@ Outputs Split(const NodeContext& c) {
 Outputs Pad(const NodeContext& c) {
   Ints pads = c.opset() < 11 ? c.attr_ints("pads") : c.ConstantInts(1);
   int64_t rank = c.input_type(0).ndim();
-  if (static_cast<int64_t>(pads.size()) != 2 * rank) c.Fail(StrCat("pads has ", pads.size(), " values for rank ", rank));
-  if (c.opset() >= 18 && c.has_input(3)) c.Fail("Pad with axes is not supported");
-  Ints width;
-  for (int64_t d = 0; d < rank; ++d) {
-    width.push_back(pads[d]);
-    width.push_back(pads[d + rank]);
+  // From opset 18 pads may name only some axes: [begin of each, end of each].
+  Ints axes(rank);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (c.opset() >= 18 && c.has_input(3)) axes = c.ConstantInts(3);
+  int64_t count = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * count) {
+    c.Fail(StrCat("pads has ", pads.size(), " values for ", count, " axes; it needs two per axis"));
+  }
+  Ints width(2 * rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t axis = NormalizeAxis(axes[k], rank, c);
+    if (seen[axis]) c.FailAt("input 3", StrCat("axis ", axes[k], " is given twice"));
+    seen[axis] = true;
+    width[2 * axis] = pads[k];
+    width[2 * axis + 1] = pads[k + count];
   }
   double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantScalar(2) : 0.0);
   std::string mode = c.attr_string("mode", "constant");
@@ -364,6 +375,7 @@ const ConverterTable& Converters() {
     AddNnConverters(t);
     AddTensorConverters(t);
     AddIndexingConverters(t);
+    AddNormalizationConverters(t);
     return t;
   }();
   return table;

@@ -85,10 +85,13 @@ void AddMathConverters(ConverterTable& table);
 void AddNnConverters(ConverterTable& table);
 void AddTensorConverters(ConverterTable& table);
 void AddIndexingConverters(ConverterTable& table);
+void AddNormalizationConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.
 ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
+// A scalar constant of `like`'s dtype (float32/64, int32/64).
+ir::Expr ScalarLike(const ir::Expr& like, double value);
 
 }  // namespace kiln::frontend

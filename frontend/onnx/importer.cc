@@ -214,7 +214,10 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
     }
     // An input the op's schema requires must be named: "" means absent, and libonnx's shape
     // inference reads a required input without checking (Shape with input "" crashed it).
-    if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain())) {
+    // libonnx's schema at the model's opset, or at the newest it knows (the ops new since have none).
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), std::min(opset, kLibonnxMaxOpset), node.domain());
+    if (schema != nullptr) {
       const auto& formals = schema->inputs();
       for (size_t k = 0; k < formals.size(); ++k) {
         if (formals[k].GetOption() != onnx::OpSchema::Single) continue;  // optional or variadic
@@ -456,7 +459,7 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   ApplyInputShapes(model, options);
   std::optional<int64_t> default_opset = DefaultOpset(model);
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
-  CheckStructure(model.graph(), std::min(default_opset.value_or(kLibonnxMaxOpset), kLibonnxMaxOpset));
+  CheckStructure(model.graph(), std::min(default_opset.value_or(kMaxOpset), kMaxOpset));
   runtime::Check(default_opset.has_value(), "the model imports no version of the default ONNX operator set");
   int64_t opset = *default_opset;
   runtime::Check(opset >= 1 && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets up to ",

@@ -290,6 +290,29 @@ def topk_and_cumsum(opset=14):
     return g
 
 
+def normalizations_and_activations(opset=17):
+    # Instance-, Group- and LpNormalization composed of reductions; PRelu with per-channel and
+    # scalar slopes, Shrink; Mish from opset 18 and Gelu (both forms) from 20.
+    g = Group("norms_activations", opset, rtol=1e-4)
+    x = g.input((2, 6, 5, 4))
+    g.node("InstanceNormalization", [x, g.weight((6,)), g.weight((6,))], epsilon=1e-3)
+    g.node("InstanceNormalization", [g.input((3, 4, 7)), g.weight((4,)), g.weight((4,))])
+    g.node("LpNormalization", [x], axis=1, p=1)
+    g.node("LpNormalization", [x])
+    g.node("PRelu", [x, g.weight((6, 1, 1))])
+    g.node("PRelu", [x, g.weight((1,))])
+    g.node("Shrink", [x], lambd=0.7, bias=0.2)
+    g.node("Shrink", [g.input((3, 4), dtype=np.int64, low=-4, high=4)], lambd=1.5, bias=1.0)
+    if opset >= 18:
+        g.node("Mish", [x])
+        scale_shape = (6,) if opset >= 21 else (3,)
+        g.node("GroupNormalization", [x, g.weight(scale_shape), g.weight(scale_shape)], num_groups=3, epsilon=1e-4)
+    if opset >= 20:
+        g.node("Gelu", [x])
+        g.node("Gelu", [x], approximate="tanh")
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -337,10 +360,12 @@ def shapes(opset=14):
     g.node("Gather", [x, g.const(2, np.int64)], axis=3)
     g.node("Expand", [g.input((3, 1)), g.const([2, 3, 4], np.int64)])
     pieces = g.node("Split", [x, g.const([1, 2], np.int64)], n_outputs=2, axis=1)
-    g.node("Split", [x], n_outputs=2, axis=0)
+    g.node("Split", [x], n_outputs=2, axis=0, **({"num_outputs": 2} if opset >= 18 else {}))
     g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 1, 3, 0], np.int64), g.const(0.5)], mode="constant")
     g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 0, 2, 1], np.int64)], mode="edge")
     g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 0, 2, 1], np.int64)], mode="reflect")
+    if opset >= 18:  # pads for some axes only
+        g.node("Pad", [x, g.const([2, 1, 0, 3], np.int64), g.const(-1.0), g.const([-1, 1], np.int64)])
     # A shape computation that must fold away: Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
     s = g.node("Shape", [x], output=False)
     n = g.node("Gather", [s, g.const(0, np.int64)], output=False, axis=0)
@@ -411,8 +436,9 @@ GROUPS = [
     (triangles, [14, 17]),
     (gather_and_scatter, [11, 13, 16, 18]),
     (topk_and_cumsum, [11, 17]),
+    (normalizations_and_activations, [11, 18, 20]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
-    (shapes, [13, 17]),
+    (shapes, [13, 17, 18]),
     (reductions, [13, 17, 18]),
 ]
