@@ -1,6 +1,4 @@
-// ONNX neural-network ops: Conv, BatchNormalization, pooling, Gemm, MatMul,
-// LayerNormalization, Flatten.
-#include <cstring>
+// ONNX neural-network ops: Conv, BatchNormalization, pooling, Gemm, MatMul, Flatten.
 #include <numeric>
 
 #include "frontend/onnx/converter.h"
@@ -24,7 +22,6 @@ const OpRef kBroadcastTo("broadcast_to");
 const OpRef kConv2d("nn.conv2d");
 const OpRef kDense("nn.dense");
 const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
-const OpRef kLayerNorm("nn.layer_norm");
 const OpRef kMax("max");
 const OpRef kMaxPool2d("nn.max_pool2d");
 const OpRef kMultiply("multiply");
@@ -184,23 +181,6 @@ Outputs MatMul(const NodeContext& c) {
   return {Reshape(c, y, out_shape)};
 }
 
-Outputs LayerNormalization(const NodeContext& c) {
-  if (c.num_outputs() > 1) c.Fail("the Mean and InvStdDev outputs are not supported");
-  const TensorType& x = c.input_type(0);
-  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), x.ndim(), c);
-  if (axis != x.ndim() - 1) c.Fail("normalization over more than the last axis is not supported");
-  Expr beta;
-  if (c.has_input(2)) {
-    beta = c.input(2);
-  } else {
-    runtime::NDArray zeros = runtime::NDArray::Empty({x.shape.back()}, x.dtype);
-    std::memset(zeros.data(), 0, zeros.NumBytes());
-    beta = Constant(zeros);
-  }
-  return {c.Op(kLayerNorm, {c.input(0), c.input(1), beta},
-               MakeAttrs({{"axis", axis}, {"epsilon", double{c.attr_float("epsilon", 1e-5f)}}}))};
-}
-
 Outputs Flatten(const NodeContext& c) {
   const Ints& shape = c.input_type(0).shape;
   int64_t axis = c.attr_int("axis", 1);
@@ -220,7 +200,6 @@ void AddNnConverters(ConverterTable& table) {
   Register(table, "GlobalMaxPool", GlobalMaxPool, 1);
   Register(table, "Gemm", Gemm);
   Register(table, "MatMul", MatMul);
-  Register(table, "LayerNormalization", LayerNormalization);
   Register(table, "Flatten", Flatten);
 }
 

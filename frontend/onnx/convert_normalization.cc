@@ -1,7 +1,8 @@
-// ONNX normalizations composed of reductions and arithmetic: InstanceNormalization,
-// GroupNormalization and LpNormalization. (BatchNormalization and LayerNormalization have IR ops
-// of their own: convert_nn.cc.)
+// ONNX normalizations: LayerNormalization (the IR's nn.layer_norm over the last axis, composed
+// otherwise), and InstanceNormalization, GroupNormalization and LpNormalization composed of
+// reductions and arithmetic. (BatchNormalization: convert_nn.cc.)
 #include <algorithm>
+#include <cstring>
 
 #include "frontend/onnx/converter.h"
 #include "runtime/error.h"
@@ -16,6 +17,7 @@ namespace {
 const OpRef kAbs("abs");
 const OpRef kAdd("add");
 const OpRef kDivide("divide");
+const OpRef kLayerNorm("nn.layer_norm");
 const OpRef kMean("mean");
 const OpRef kMultiply("multiply");
 const OpRef kReshape("reshape");
@@ -26,12 +28,22 @@ const OpRef kSum("sum");
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
-// (x - mean) / sqrt(var + epsilon) with mean and variance over `axes` (kept as size 1).
-Expr Standardize(const NodeContext& c, const Expr& x, const Ints& axes, double epsilon) {
+// x standardized over `axes`, with the mean and 1 / sqrt(variance + epsilon) it used (both with
+// the axes kept as size 1).
+struct Standardized {
+  Expr y, mean, inverse_deviation;
+};
+Standardized StandardizeWithMoments(const NodeContext& c, const Expr& x, const Ints& axes, double epsilon) {
   Attrs over = MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}});
-  Expr centered = c.Op(kSubtract, {x, c.Op(kMean, {x}, over)});
+  Expr mean = c.Op(kMean, {x}, over);
+  Expr centered = c.Op(kSubtract, {x, mean});
   Expr variance = c.Op(kMean, {c.Op(kMultiply, {centered, centered})}, over);
-  return c.Op(kDivide, {centered, c.Op(kSqrt, {c.Op(kAdd, {variance, ScalarLike(x, epsilon)})})});
+  Expr inverse = c.Op(kDivide, {ScalarLike(x, 1.0), c.Op(kSqrt, {c.Op(kAdd, {variance, ScalarLike(x, epsilon)})})});
+  return {c.Op(kMultiply, {centered, inverse}), mean, inverse};
+}
+
+Expr Standardize(const NodeContext& c, const Expr& x, const Ints& axes, double epsilon) {
+  return StandardizeWithMoments(c, x, axes, epsilon).y;
 }
 
 Expr Reshape(const NodeContext& c, const Expr& x, const Ints& shape) {
@@ -82,6 +94,32 @@ Outputs GroupNormalization(const NodeContext& c) {
   return {c.Op(kAdd, {c.Op(kMultiply, {y, AlongAxis1(c, 1, channels, x.ndim())}), AlongAxis1(c, 2, channels, x.ndim())})};
 }
 
+// LayerNormalization: x standardized over the axes from `axis` on, * scale + B; outputs Y, and
+// Mean and InvStdDev when asked for. The IR's nn.layer_norm computes Y alone over the last axis.
+Outputs LayerNormalization(const NodeContext& c) {
+  const TensorType& x = c.input_type(0);
+  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), x.ndim(), c);
+  double epsilon = c.attr_float("epsilon", 1e-5f);
+  bool vector_params = c.input_type(1).ndim() == 1 && (!c.has_input(2) || c.input_type(2).ndim() == 1);
+  if (axis == x.ndim() - 1 && c.num_outputs() == 1 && vector_params) {
+    Expr beta;
+    if (c.has_input(2)) {
+      beta = c.input(2);
+    } else {
+      runtime::NDArray zeros = runtime::NDArray::Empty({x.shape.back()}, x.dtype);
+      std::memset(zeros.data(), 0, zeros.NumBytes());
+      beta = Constant(zeros);
+    }
+    return {c.Op(kLayerNorm, {c.input(0), c.input(1), beta}, MakeAttrs({{"axis", axis}, {"epsilon", epsilon}}))};
+  }
+  Ints axes;
+  for (int64_t d = axis; d < x.ndim(); ++d) axes.push_back(d);
+  Standardized s = StandardizeWithMoments(c, c.input(0), axes, epsilon);
+  Expr y = c.Op(kMultiply, {s.y, c.input(1)});
+  if (c.has_input(2)) y = c.Op(kAdd, {y, c.input(2)});
+  return {y, s.mean, s.inverse_deviation};
+}
+
 // LpNormalization: x divided by its L1 or L2 norm along the axis.
 Outputs LpNormalization(const NodeContext& c) {
   Expr x = c.input(0);
@@ -101,6 +139,7 @@ Outputs LpNormalization(const NodeContext& c) {
 }  // namespace
 
 void AddNormalizationConverters(ConverterTable& table) {
+  Register(table, "LayerNormalization", LayerNormalization, 17);
   Register(table, "InstanceNormalization", InstanceNormalization, 6);
   Register(table, "GroupNormalization", GroupNormalization, 18);
   Register(table, "LpNormalization", LpNormalization, 1);

@@ -228,6 +228,10 @@ Outputs Split(const NodeContext& c) {
   }
   if (sizes.empty()) {
     int64_t parts = static_cast<int64_t>(c.num_outputs());
+    if (c.opset() >= 18 && c.attr_int("num_outputs", parts) != parts) {
+      c.FailAt("attribute 'num_outputs'", StrCat(c.attr_int("num_outputs"), " differs from the node's ", parts, " outputs"));
+    }
+    if (parts < 1) c.Fail("Split needs at least one output");
     int64_t each = (in[axis] + parts - 1) / parts;  // the last piece may be smaller (opset 18)
     for (int64_t p = 0, left = in[axis]; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
   }

@@ -418,6 +418,16 @@ void CheckWithLibonnx(onnx::ModelProto& model) {
   // Newer exporters write IR versions this ONNX library's checker does not know; the graph
   // constructs kiln imports are the same in them, so check the model as the newest IR it knows.
   if (model.ir_version() > onnx::IR_VERSION) model.set_ir_version(onnx::IR_VERSION);
+  // Before IR version 4 initializers are graph inputs too: the checker's rule, checked here before
+  // shape inference, which does not type an initializer missing from the inputs and then crashes.
+  if (model.ir_version() < 4) {
+    std::set<std::string> inputs;
+    for (const auto& input : model.graph().input()) inputs.insert(input.name());
+    for (const auto& init : model.graph().initializer()) {
+      runtime::Check(inputs.count(init.name()) != 0, "initializer '", runtime::ValidUtf8(init.name()),
+                     "' is not a graph input, as IR version ", model.ir_version(), " wants (from version 4 it need not be)");
+    }
+  }
   // Shape inference first: it also fills the output shapes the checker wants to see.
   try {
     onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true);

@@ -94,6 +94,9 @@ def normalization(opset=17):
     if opset >= 17:  # LayerNormalization is new in opset 17
         g.node("LayerNormalization", [t, g.weight((16,)), g.weight((16,))], axis=-1, epsilon=1e-5)
         g.node("LayerNormalization", [t, g.weight((16,))], axis=2)
+        # Over the last two axes, with the Mean and InvStdDev outputs: composed of reductions.
+        g.node("LayerNormalization", [t, g.weight((7, 16)), g.weight((7, 16))], n_outputs=3, axis=1)
+        g.node("LayerNormalization", [t, g.weight((16,))], n_outputs=3, epsilon=1e-3)
     g.node("Softmax", [t], axis=1)
     g.node("Softmax", [t], axis=-1)
     return g
