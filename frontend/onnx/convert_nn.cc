@@ -1,4 +1,4 @@
-// ONNX neural-network ops: Conv, BatchNormalization, pooling, Gemm, MatMul, Flatten.
+// ONNX neural-network ops: Conv, ConvTranspose, BatchNormalization, pooling, Gemm, MatMul, Flatten.
 #include <numeric>
 
 #include "frontend/onnx/converter.h"
@@ -25,7 +25,9 @@ const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
 const OpRef kMax("max");
 const OpRef kMaxPool2d("nn.max_pool2d");
 const OpRef kMultiply("multiply");
+const OpRef kPad("nn.pad");
 const OpRef kReshape("reshape");
+const OpRef kStridedSlice("strided_slice");
 const OpRef kTranspose("transpose");
 
 using Outputs = std::vector<Expr>;
@@ -68,6 +70,101 @@ Outputs Conv(const NodeContext& c) {
                   MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
                              {"groups", c.attr_int("group", 1)}}));
   if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
+  return {out};
+}
+
+Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
+  if (x->type().tensor().shape == shape) return x;
+  return c.Op(kReshape, {x}, MakeAttrs({{"newshape", shape}}));
+}
+
+// ConvTranspose as the convolution it is the gradient of (TVM's topi does the same): the input
+// with stride - 1 zeros after each element, padded by the kernel's extent less the pads (cropped
+// where that is negative), convolved at stride 1 with the weight flipped and its in/out channels
+// swapped within each group. 1-D runs as 2-D with a height of 1.
+Outputs ConvTranspose(const NodeContext& c) {
+  const TensorType& data = c.input_type(0);
+  const TensorType& weight = c.input_type(1);
+  int64_t rank = data.ndim();
+  if ((rank != 3 && rank != 4) || weight.ndim() != rank) {
+    c.Fail(StrCat("only 1-D and 2-D data (rank 3 or 4, with a weight of that rank) is supported, got rank ", rank));
+  }
+  int64_t spatial = rank - 2, groups = c.attr_int("group", 1);
+  int64_t channels = data.shape[1], out_per_group = weight.shape[1];
+  if (groups < 1 || channels % groups != 0 || weight.shape[0] != channels) {
+    c.Fail(StrCat("weight ", ShapeText(weight.shape), " and group ", groups, " do not fit ", channels, " channels"));
+  }
+  auto per_axis = [&](const char* name, int64_t fallback) {
+    Ints v = c.attr_ints(name, Ints(spatial, fallback));
+    if (static_cast<int64_t>(v.size()) != spatial) c.FailAt(StrCat("attribute '", name, "'"), "needs one value per axis");
+    return v;
+  };
+  Ints strides = per_axis("strides", 1), dilations = per_axis("dilations", 1);
+  Ints output_padding = per_axis("output_padding", 0);
+  Ints pads = c.attr_ints("pads", Ints(2 * spatial, 0));
+  if (static_cast<int64_t>(pads.size()) != 2 * spatial) c.FailAt("attribute 'pads'", "needs two values per axis");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  Ints output_shape = c.attr_ints("output_shape", Ints{});
+  if (output_shape.size() > static_cast<size_t>(spatial)) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+  Ints begin(2, 0), end(2, 0), stride2(2, 1), dilation2(2, 1), extent2(2, 0), in2(2, 1);
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t in = data.shape[2 + d], k = weight.shape[2 + d], s = strides[d], dil = dilations[d];
+    if (s < 1 || dil < 1) c.Fail("strides and dilations must be positive");
+    int64_t full = s * (in - 1) + output_padding[d] + (k - 1) * dil + 1;  // the output with no pads
+    int64_t b = pads[d], e = pads[d + spatial];
+    bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    if (auto_pad == "VALID") {
+      b = e = 0;
+    } else if (!output_shape.empty() || same) {
+      if (!output_shape.empty() && static_cast<int64_t>(output_shape.size()) != spatial) {
+        c.FailAt("attribute 'output_shape'", "needs one value per axis");
+      }
+      // Negative when output_shape is larger than the input and kernel make: the output grows
+      // at its end. Halves round down, as ONNX's reference does.
+      int64_t total = full - (output_shape.empty() ? in * s : output_shape[d]);
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      b = auto_pad == "SAME_UPPER" ? half : total - half;
+      e = total - b;
+    } else if (auto_pad != "NOTSET") {
+      c.FailAt("attribute 'auto_pad'", "'" + auto_pad + "' is not known");
+    }
+    int64_t at = 2 - spatial + d;  // 1-D data is 2-D with height 1
+    // Padding of the zero-stuffed input (length in * s: s - 1 zeros follow the last element too).
+    begin[at] = (k - 1) * dil - b;
+    end[at] = (k - 1) * dil - e + output_padding[d] - (s - 1);
+    stride2[at] = s;
+    dilation2[at] = dil;
+    in2[at] = in;
+  }
+  int64_t n = data.shape[0];
+  // The input with s - 1 zeros after each element: [N, C, H, 1, W, 1] padded to [N, C, H, sh, W, sw].
+  Expr x = Reshape(c, c.input(0), {n, channels, in2[0], 1, in2[1], 1});
+  x = c.Op(kPad, {x}, MakeAttrs({{"pad_width", Ints{0, 0, 0, 0, 0, 0, 0, stride2[0] - 1, 0, 0, 0, stride2[1] - 1}}}));
+  x = Reshape(c, x, {n, channels, in2[0] * stride2[0], in2[1] * stride2[1]});
+  // Negative padding crops.
+  if (begin[0] < 0 || begin[1] < 0 || end[0] < 0 || end[1] < 0) {
+    Ints from = {std::max<int64_t>(0, -begin[0]), std::max<int64_t>(0, -begin[1])};
+    Ints to = {in2[0] * stride2[0] - std::max<int64_t>(0, -end[0]), in2[1] * stride2[1] - std::max<int64_t>(0, -end[1])};
+    if (to[0] <= from[0] || to[1] <= from[1]) c.Fail("the pads leave an empty output");
+    x = c.Op(kStridedSlice, {x}, MakeAttrs({{"begin", from}, {"end", to}, {"axes", Ints{2, 3}}}));
+  }
+  // [C, M/g, kh, kw] -> [M, C/g, kh, kw], flipped along kh and kw.
+  Ints window = {spatial == 2 ? weight.shape[2] : 1, weight.shape.back()};
+  Expr w = Reshape(c, c.input(1), {groups, channels / groups, out_per_group, window[0], window[1]});
+  w = c.Op(kTranspose, {w}, MakeAttrs({{"axes", Ints{0, 2, 1, 3, 4}}}));
+  w = Reshape(c, w, {groups * out_per_group, channels / groups, window[0], window[1]});
+  w = c.Op(kStridedSlice, {w},
+           MakeAttrs({{"begin", Ints{-1, -1}}, {"end", Ints{-(int64_t{1} << 62), -(int64_t{1} << 62)}},
+                      {"strides", Ints{-1, -1}}, {"axes", Ints{2, 3}}}));
+  Ints padding = {std::max<int64_t>(0, begin[0]), std::max<int64_t>(0, begin[1]), std::max<int64_t>(0, end[0]),
+                  std::max<int64_t>(0, end[1])};
+  Expr out = c.Op(kConv2d, {x, w},
+                  MakeAttrs({{"strides", Ints{1, 1}}, {"dilation", dilation2}, {"padding", padding}, {"groups", groups}}));
+  if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
+  if (spatial == 1) {
+    const Ints& shape = out->type().tensor().shape;
+    out = Reshape(c, out, {shape[0], shape[1], shape[3]});
+  }
   return {out};
 }
 
@@ -121,11 +218,6 @@ Outputs Gemm(const NodeContext& c) {
   Expr y = Scale(c, c.Op(kDense, {a, b}), c.attr_float("alpha", 1.0f));
   if (c.has_input(2)) y = c.Op(kAdd, {y, Scale(c, c.input(2), c.attr_float("beta", 1.0f))});
   return {y};
-}
-
-Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
-  if (x->type().tensor().shape == shape) return x;
-  return c.Op(kReshape, {x}, MakeAttrs({{"newshape", shape}}));
 }
 
 int64_t Product(const Ints& v, size_t begin, size_t end) {
@@ -193,6 +285,7 @@ Outputs Flatten(const NodeContext& c) {
 
 void AddNnConverters(ConverterTable& table) {
   Register(table, "Conv", Conv);
+  Register(table, "ConvTranspose", ConvTranspose);
   Register(table, "BatchNormalization", BatchNormalization);
   Register(table, "MaxPool", MaxPool);
   Register(table, "AveragePool", AveragePool);

@@ -316,6 +316,24 @@ def normalizations_and_activations(opset=17):
     return g
 
 
+def conv_transpose(opset=14):
+    # ConvTranspose as DBNet-style detectors upsample (stride 2, kernel 2 or 4), and with groups,
+    # dilations, output_padding, output_shape, auto_pad, asymmetric pads and 1-D data.
+    g = Group("conv_transpose", opset, rtol=1e-4)
+    x = g.input((1, 4, 5, 6))
+    g.node("ConvTranspose", [x, g.weight((4, 3, 2, 2)), g.weight((3,))], strides=[2, 2])
+    g.node("ConvTranspose", [x, g.weight((4, 2, 4, 4))], strides=[2, 2], pads=[1, 1, 1, 1])
+    g.node("ConvTranspose", [x, g.weight((4, 3, 3, 3))], pads=[1, 0, 2, 1])
+    g.node("ConvTranspose", [x, g.weight((4, 2, 3, 3))], strides=[3, 2], output_padding=[1, 1], group=2)
+    g.node("ConvTranspose", [x, g.weight((4, 1, 3, 3)), g.weight((4,))], dilations=[2, 2], group=4)
+    g.node("ConvTranspose", [x, g.weight((4, 2, 3, 3))], strides=[2, 2], output_shape=[11, 13])
+    g.node("ConvTranspose", [x, g.weight((4, 2, 3, 3)), g.weight((2,))], strides=[2, 2], output_shape=[12, 14])
+    g.node("ConvTranspose", [x, g.weight((4, 2, 3, 3))], strides=[2, 2], auto_pad="SAME_UPPER")
+    g.node("ConvTranspose", [x, g.weight((4, 2, 4, 3))], strides=[2, 3], auto_pad="SAME_LOWER")
+    g.node("ConvTranspose", [g.input((2, 3, 7)), g.weight((3, 5, 3)), g.weight((5,))], strides=[2], pads=[1, 0])
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -428,6 +446,7 @@ def attribute_forms_before_opset13(opset=11):
 # Each group with the opsets it is built at: the model suite's ops over opsets 11 to 17.
 GROUPS = [
     (conv, [11, 14, 17]),
+    (conv_transpose, [11, 17]),
     (pooling, [11, 17]),
     (normalization, [11, 14, 17]),
     (softmax_opset11, [11, 12]),
