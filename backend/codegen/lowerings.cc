@@ -86,6 +86,13 @@ const Entry kLowerings[] = {
        std::string r = Remainder(v[0], v[1], t);
        return "(" + r + " != 0 && ((" + r + " < 0) != (" + v[1] + " < 0)) ? " + r + " + " + v[1] + " : " + r + ")";
      })},
+    // A shift by the type's width or more gives 0, as in the reference semantics.
+    {"left_shift", Elementwise([](Call, Elements v, CType_ t) {
+       return "(" + v[1] + " >= sizeof(" + t + ") * 8 ? " + t + "(0) : " + t + "(" + v[0] + " << " + v[1] + "))";
+     })},
+    {"right_shift", Elementwise([](Call, Elements v, CType_ t) {
+       return "(" + v[1] + " >= sizeof(" + t + ") * 8 ? " + t + "(0) : " + t + "(" + v[0] + " >> " + v[1] + "))";
+     })},
     {"equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " == " + v[1]; })},
     {"less", Elementwise([](Call, Elements v, CType_) { return v[0] + " < " + v[1]; })},
     {"greater", Elementwise([](Call, Elements v, CType_) { return v[0] + " > " + v[1]; })},

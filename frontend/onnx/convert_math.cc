@@ -27,6 +27,7 @@ const OpRef kFloor("floor");
 const OpRef kGreater("greater");
 const OpRef kGreaterEqual("greater_equal");
 const OpRef kLeakyRelu("nn.leaky_relu");
+const OpRef kLeftShift("left_shift");
 const OpRef kLess("less");
 const OpRef kLessEqual("less_equal");
 const OpRef kLog("log");
@@ -36,6 +37,7 @@ const OpRef kMul("multiply");
 const OpRef kNeg("negative");
 const OpRef kPower("power");
 const OpRef kRelu("nn.relu");
+const OpRef kRightShift("right_shift");
 const OpRef kReshape("reshape");
 const OpRef kRound("round");
 const OpRef kSigmoid("sigmoid");
@@ -191,6 +193,14 @@ Outputs Sign(const NodeContext& c) {
   return {c.Op(kSub, {c.Op(kCast, {c.Op(kGreater, {x, zero})}, as_x), c.Op(kCast, {c.Op(kLess, {x, zero})}, as_x)})};
 }
 
+Outputs BitShift(const NodeContext& c) {
+  std::string direction = c.attr_string("direction");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    c.FailAt("attribute 'direction'", "'" + direction + "' is not LEFT or RIGHT");
+  }
+  return {c.Op(direction == "LEFT" ? kLeftShift : kRightShift, {c.input(0), c.input(1)})};
+}
+
 // PRelu: x where x >= 0, x * slope elsewhere (slope broadcasts to x).
 Outputs PRelu(const NodeContext& c) {
   Expr x = c.input(0);
@@ -342,6 +352,7 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "Mish", Mish, 18);
   Register(table, "Gelu", Gelu, 20);
   Register(table, "Shrink", Shrink, 9);
+  Register(table, "BitShift", BitShift, 11);
 }
 
 }  // namespace kiln::frontend

@@ -94,19 +94,23 @@ Outputs ConvTranspose(const NodeContext& c) {
   if (groups < 1 || channels % groups != 0 || weight.shape[0] != channels) {
     c.Fail(StrCat("weight ", ShapeText(weight.shape), " and group ", groups, " do not fit ", channels, " channels"));
   }
-  auto per_axis = [&](const char* name, int64_t fallback) {
-    Ints v = c.attr_ints(name, Ints(spatial, fallback));
-    if (static_cast<int64_t>(v.size()) != spatial) c.FailAt(StrCat("attribute '", name, "'"), "needs one value per axis");
+  // Each integer attribute within +-2^20, so that the sizes below cannot overflow.
+  auto ints = [&](const char* name, size_t count, int64_t fallback) {
+    Ints v = c.attr_ints(name, Ints(count, fallback));
+    if (count != 0 && v.size() != count) {
+      c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs ", count, " values, it has ", v.size()));
+    }
+    for (int64_t x : v) {
+      if (x > (int64_t{1} << 20) || x < -(int64_t{1} << 20)) c.FailAt(StrCat("attribute '", name, "'"), "is too large");
+    }
     return v;
   };
-  Ints strides = per_axis("strides", 1), dilations = per_axis("dilations", 1);
-  Ints output_padding = per_axis("output_padding", 0);
-  Ints pads = c.attr_ints("pads", Ints(2 * spatial, 0));
-  if (static_cast<int64_t>(pads.size()) != 2 * spatial) c.FailAt("attribute 'pads'", "needs two values per axis");
+  Ints strides = ints("strides", spatial, 1), dilations = ints("dilations", spatial, 1);
+  Ints output_padding = ints("output_padding", spatial, 0), pads = ints("pads", 2 * spatial, 0);
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
-  Ints output_shape = c.attr_ints("output_shape", Ints{});
+  Ints output_shape = ints("output_shape", 0, 0);
   if (output_shape.size() > static_cast<size_t>(spatial)) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
-  Ints begin(2, 0), end(2, 0), stride2(2, 1), dilation2(2, 1), extent2(2, 0), in2(2, 1);
+  Ints begin(2, 0), end(2, 0), stride2(2, 1), dilation2(2, 1), in2(2, 1);
   for (int64_t d = 0; d < spatial; ++d) {
     int64_t in = data.shape[2 + d], k = weight.shape[2 + d], s = strides[d], dil = dilations[d];
     if (s < 1 || dil < 1) c.Fail("strides and dilations must be positive");

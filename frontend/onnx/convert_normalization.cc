@@ -1,6 +1,6 @@
 // ONNX normalizations: LayerNormalization (the IR's nn.layer_norm over the last axis, composed
-// otherwise), and InstanceNormalization, GroupNormalization and LpNormalization composed of
-// reductions and arithmetic. (BatchNormalization: convert_nn.cc.)
+// otherwise), and InstanceNormalization, GroupNormalization, LpNormalization and LRN composed of
+// reductions, pooling and arithmetic. (BatchNormalization: convert_nn.cc.)
 #include <algorithm>
 #include <cstring>
 
@@ -16,10 +16,12 @@ namespace {
 
 const OpRef kAbs("abs");
 const OpRef kAdd("add");
+const OpRef kAvgPool2d("nn.avg_pool2d");
 const OpRef kDivide("divide");
 const OpRef kLayerNorm("nn.layer_norm");
 const OpRef kMean("mean");
 const OpRef kMultiply("multiply");
+const OpRef kPower("power");
 const OpRef kReshape("reshape");
 const OpRef kSqrt("sqrt");
 const OpRef kSubtract("subtract");
@@ -136,6 +138,24 @@ Outputs LpNormalization(const NodeContext& c) {
   return {c.Op(kDivide, {x, norm})};
 }
 
+// LRN: x / (bias + alpha / size * (sum of x^2 over `size` neighbouring channels))^beta; the sum is
+// an average pool of x^2 (pads counted) over a [size, 1] window of x seen as [N, 1, C, D1 * ...].
+Outputs LRN(const NodeContext& c) {
+  const TensorType& x = c.input_type(0);
+  RequireChannels(c, x);
+  int64_t size = c.attr_int("size");
+  if (size < 1) c.FailAt("attribute 'size'", StrCat("must be positive, got ", size));
+  double alpha = c.attr_float("alpha", 1e-4f), beta = c.attr_float("beta", 0.75f), bias = c.attr_float("bias", 1.0f);
+  Expr squares = Reshape(c, c.Op(kMultiply, {c.input(0), c.input(0)}),
+                         {x.shape[0], 1, x.shape[1], x.NumElements() / std::max<int64_t>(1, x.shape[0] * x.shape[1])});
+  Expr mean = c.Op(kAvgPool2d, {squares},
+                   MakeAttrs({{"pool_size", Ints{size, 1}}, {"strides", Ints{1, 1}}, {"dilation", Ints{1, 1}},
+                              {"padding", Ints{(size - 1) / 2, 0, size / 2, 0}}, {"count_include_pad", int64_t{1}}}));
+  Expr base = c.Op(kAdd, {c.Op(kMultiply, {mean, ScalarLike(mean, alpha)}), ScalarLike(mean, bias)});
+  Expr scale = Reshape(c, c.Op(kPower, {base, ScalarLike(mean, beta)}), x.shape);
+  return {c.Op(kDivide, {c.input(0), scale})};
+}
+
 }  // namespace
 
 void AddNormalizationConverters(ConverterTable& table) {
@@ -143,6 +163,7 @@ void AddNormalizationConverters(ConverterTable& table) {
   Register(table, "InstanceNormalization", InstanceNormalization, 6);
   Register(table, "GroupNormalization", GroupNormalization, 18);
   Register(table, "LpNormalization", LpNormalization, 1);
+  Register(table, "LRN", LRN, 1);
 }
 
 }  // namespace kiln::frontend

@@ -29,6 +29,13 @@ Type Broadcast(const std::vector<Type>& args, const Attrs&) {
   return Type::Tensor(BroadcastShapes(TensorArg(args, 0).shape, TensorArg(args, 1).shape), TensorArg(args, 0).dtype);
 }
 
+// left_shift, right_shift: unsigned integers (ONNX's BitShift), broadcast.
+Type Shift(const std::vector<Type>& args, const Attrs& attrs) {
+  DLDataType dtype = TensorArg(args, 0).dtype;
+  runtime::Check(dtype.code == kDLUInt && dtype.bits >= 8, "shifts take unsigned integers, got ", DTypeToString(dtype));
+  return Broadcast(args, attrs);
+}
+
 Type Compare(const std::vector<Type>& args, const Attrs&) {
   CheckSameDType(args);
   return Type::Tensor(BroadcastShapes(TensorArg(args, 0).shape, TensorArg(args, 1).shape), kBool);
@@ -137,6 +144,19 @@ struct ModOp {
     }
     if (kFloored && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
     return r;
+  }
+};
+// A shift by the type's width or more gives 0 (in C++ it is undefined).
+template <bool kLeft>
+struct ShiftOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
+      if (b >= sizeof(T) * 8) return T(0);
+      return static_cast<T>(kLeft ? a << b : a >> b);
+    } else {
+      return std::nullopt;
+    }
   }
 };
 struct PowerOp {
@@ -327,6 +347,11 @@ void RegisterElementwiseOps(OpTable& table) {
                        {"floor_mod", EvaluateArithmetic<ModOp<true>>}}) {
     Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Broadcast, "binary arithmetic with broadcasting",
                 op.evaluate, LayoutRule::kBroadcast});
+  }
+  for (Evaluated op : {Evaluated{"left_shift", EvaluateArithmetic<ShiftOp<true>>},
+                       {"right_shift", EvaluateArithmetic<ShiftOp<false>>}}) {
+    Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Shift, "bit shift of unsigned integers with broadcasting",
+                op.evaluate});
   }
   for (Evaluated op : {Evaluated{"equal", EvaluateCompare<std::equal_to>}, {"less", EvaluateCompare<std::less>},
                        {"greater", EvaluateCompare<std::greater>}, {"less_equal", EvaluateCompare<std::less_equal>},

@@ -185,7 +185,7 @@ def activations_and_trigonometry(opset=14):
 
 
 def logic_and_composed_reductions(opset=14):
-    # Logical ops on bools, NaN / infinity tests, Sign, LogSoftmax and the reductions composed of
+    # Logical ops on bools, BitShift, NaN / infinity tests, Sign, LogSoftmax and the reductions composed of
     # others (with large values for LogSumExp and LogSoftmax, which must not overflow).
     g = Group("logic_reductions", opset, rtol=1e-5)
     p, q = g.input((2, 3, 4), dtype=np.bool_, low=0, high=2), g.input((3, 4), dtype=np.bool_, low=0, high=2)
@@ -200,6 +200,12 @@ def logic_and_composed_reductions(opset=14):
     g.node("IsInf", [special], detect_negative=0, detect_positive=0)
     a = g.input((2, 3, 4))
     g.node("Sign", [a])
+    for dtype in (np.uint8, np.uint32, np.uint64):
+        bits = np.iinfo(dtype).bits
+        g.node("BitShift", [g.input((3, 4), dtype=dtype, low=0, high=200), g.input((4,), dtype=dtype, low=0, high=bits)],
+               direction="LEFT")
+        g.node("BitShift", [g.input((3, 4), dtype=dtype, low=0, high=200), g.input((3, 1), dtype=dtype, low=0, high=9)],
+               direction="RIGHT")
     g.node("Sign", [g.input((5,), dtype=np.int64)])
     wide = g.input((3, 5), low=-80.0, high=80.0)
     g.node("LogSoftmax", [a])
@@ -294,7 +300,7 @@ def topk_and_cumsum(opset=14):
 
 
 def normalizations_and_activations(opset=17):
-    # Instance-, Group- and LpNormalization composed of reductions; PRelu with per-channel and
+    # Instance-, Group- and LpNormalization and LRN composed of reductions and pooling; PRelu with per-channel and
     # scalar slopes, Shrink; Mish from opset 18 and Gelu (both forms) from 20.
     g = Group("norms_activations", opset, rtol=1e-4)
     x = g.input((2, 6, 5, 4))
@@ -302,6 +308,8 @@ def normalizations_and_activations(opset=17):
     g.node("InstanceNormalization", [g.input((3, 4, 7)), g.weight((4,)), g.weight((4,))])
     g.node("LpNormalization", [x], axis=1, p=1)
     g.node("LpNormalization", [x])
+    g.node("LRN", [x], size=3)
+    g.node("LRN", [g.input((2, 7, 3, 2))], size=5, alpha=0.02, beta=0.6, bias=2.0)  # ONNX Runtime: odd sizes, 4-D
     g.node("PRelu", [x, g.weight((6, 1, 1))])
     g.node("PRelu", [x, g.weight((1,))])
     g.node("Shrink", [x], lambd=0.7, bias=0.2)
