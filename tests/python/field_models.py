@@ -1,0 +1,80 @@
+"""Small models of the kinds deployed in the field, built with PyTorch (seeded weights) and exported
+to ONNX by the test itself: a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax) and a
+DBNet-style text detector (strided conv backbone, ConvTranspose upsampling, skip concatenation,
+sigmoid probability map). Each `export_<name>(path)` writes the model and returns its input shapes."""
+import math
+
+import torch
+
+SEQUENCE, HIDDEN, HEADS = 12, 32, 4
+
+
+class GptBlock(torch.nn.Module):
+    """Pre-norm decoder block: causal self-attention (mask from torch.triu) and a GELU MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = torch.nn.LayerNorm(HIDDEN), torch.nn.LayerNorm(HIDDEN)
+        self.qkv, self.proj = torch.nn.Linear(HIDDEN, 3 * HIDDEN), torch.nn.Linear(HIDDEN, HIDDEN)
+        self.up, self.down = torch.nn.Linear(HIDDEN, 4 * HIDDEN), torch.nn.Linear(4 * HIDDEN, HIDDEN)
+
+    def forward(self, x):
+        batch, length, _ = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(HIDDEN, dim=-1)
+        heads = lambda t: t.reshape(batch, length, HEADS, HIDDEN // HEADS).transpose(1, 2)  # noqa: E731
+        scores = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(HIDDEN // HEADS)
+        future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+        scores = scores.masked_fill(future, float("-inf"))
+        context = (torch.softmax(scores, dim=-1) @ heads(v)).transpose(1, 2).reshape(batch, length, HIDDEN)
+        x = x + self.proj(context)
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x))))
+
+
+def conv_bn_relu(cin, cout, stride):
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout),
+                               torch.nn.ReLU())
+
+
+class DbNetStyle(torch.nn.Module):
+    """A backbone down to 1/8, a top-down path that upsamples with transposed convolutions and
+    concatenates the skips, and DBNet's head: a probability map at full size."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage1, self.stage2, self.stage3 = conv_bn_relu(3, 8, 2), conv_bn_relu(8, 16, 2), conv_bn_relu(16, 32, 2)
+        self.up3 = torch.nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.up2 = torch.nn.ConvTranspose2d(32, 8, 4, stride=2, padding=1)
+        self.head = torch.nn.Sequential(conv_bn_relu(16, 8, 1), torch.nn.ConvTranspose2d(8, 4, 2, stride=2),
+                                        torch.nn.ReLU(), torch.nn.ConvTranspose2d(4, 1, 2, stride=2, groups=1))
+
+    def forward(self, x):
+        c1 = self.stage1(x)
+        c2 = self.stage2(c1)
+        c3 = self.stage3(c2)
+        p2 = torch.cat([self.up3(c3), c2], dim=1)
+        p1 = torch.cat([self.up2(p2), c1], dim=1)
+        return torch.sigmoid(self.head(p1))
+
+
+def _export(model, example, path, opset):
+    torch.manual_seed(0)
+    for module in model.modules():  # non-trivial batch-norm statistics
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.2, 0.2)
+            module.running_var.uniform_(0.5, 1.5)
+    torch.onnx.export(model.eval(), example, str(path), opset_version=opset, input_names=["input"],
+                      output_names=["output"], do_constant_folding=True)
+    return {"input": tuple(example.shape)}
+
+
+def export_gpt_block(path):
+    torch.manual_seed(0)
+    return _export(GptBlock(), torch.randn(1, SEQUENCE, HIDDEN), path, 17)
+
+
+def export_dbnet_style(path):
+    torch.manual_seed(0)
+    return _export(DbNetStyle(), torch.randn(1, 3, 64, 96), path, 13)
+
+
+MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style}

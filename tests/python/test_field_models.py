@@ -1,0 +1,52 @@
+"""Models of the kinds deployed in the field (field_models.py: built with PyTorch and exported by
+the test, never downloaded) compiled with `kiln compile`, run from the exported library with
+`kiln run`, and compared with ONNX Runtime on seeded inputs: max|kiln - ort| <= 1e-4 * max(1, max|ort|)."""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import field_models
+
+KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
+
+
+@pytest.mark.parametrize("name", sorted(field_models.MODELS))
+def test_field_model_matches_onnxruntime(tmp_path, name):
+    path = tmp_path / f"{name}.onnx"
+    shapes = field_models.MODELS[name](path)
+    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
+    print(f"{name}: {sorted(ops)}")
+    rng = np.random.default_rng(0)
+    feeds = {input_name: rng.standard_normal(shape).astype(np.float32) for input_name, shape in shapes.items()}
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    library = tmp_path / f"{name}.so"
+    compiled = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    np.savez(tmp_path / "in.npz", **feeds)
+    ran = subprocess.run([KILN, "run", str(library), "--inputs", str(tmp_path / "in.npz"), "--outputs",
+                          str(tmp_path / "out.npz")], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    out = np.load(tmp_path / "out.npz")
+    assert len(out.files) == len(expected)
+    for i, want in enumerate(expected):
+        got = out[f"output_{i}"]
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert float(np.std(want)) > 1e-3, f"{name}: the reference output is degenerate"
+        bound = 1e-4 * max(1.0, float(np.abs(want).max()))
+        err = float(np.abs(got.astype(np.float64) - want).max())
+        print(f"{name} output {i}: max |kiln - ort| = {err:.3g} (bound {bound:.3g})")
+        assert err <= bound, f"{name} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
+
+
+def test_field_models_use_the_ops_they_stand_for(tmp_path):
+    # The point of each model: the GPT block's causal mask is a Trilu, the detector upsamples with
+    # ConvTranspose.
+    wanted = {"gpt_block": {"Trilu", "LayerNormalization", "Softmax"}, "dbnet_style": {"ConvTranspose", "Concat"}}
+    for name, ops in wanted.items():
+        path = tmp_path / f"{name}.onnx"
+        field_models.MODELS[name](path)
+        assert ops <= {node.op_type for node in onnx.load(str(path)).graph.node}, name
