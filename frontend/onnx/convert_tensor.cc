@@ -380,6 +380,7 @@ const ConverterTable& Converters() {
     AddTensorConverters(t);
     AddIndexingConverters(t);
     AddNormalizationConverters(t);
+    AddRecurrentConverters(t);
     return t;
   }();
   return table;

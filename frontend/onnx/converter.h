@@ -32,6 +32,9 @@ class NodeContext {
   float attr_float(const std::string& name, std::optional<float> fallback = std::nullopt) const;
   std::string attr_string(const std::string& name, std::optional<std::string> fallback = std::nullopt) const;
   std::vector<int64_t> attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
+  std::vector<float> attr_floats(const std::string& name, std::optional<std::vector<float>> fallback = std::nullopt) const;
+  std::vector<std::string> attr_strings(const std::string& name,
+                                        std::optional<std::vector<std::string>> fallback = std::nullopt) const;
   const onnx::TensorProto& attr_tensor(const std::string& name) const;
 
   // The values of input i, which must be a constant (after folding): for shape-like inputs.
@@ -86,6 +89,7 @@ void AddNnConverters(ConverterTable& table);
 void AddTensorConverters(ConverterTable& table);
 void AddIndexingConverters(ConverterTable& table);
 void AddNormalizationConverters(ConverterTable& table);
+void AddRecurrentConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -555,6 +555,17 @@ std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::option
   return a != nullptr ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : Fallback(name, fallback);
 }
 
+std::vector<float> NodeContext::attr_floats(const std::string& name, std::optional<std::vector<float>> fallback) const {
+  const auto* a = TypedAttr(name, onnx::AttributeProto::FLOATS);
+  return a != nullptr ? std::vector<float>(a->floats().begin(), a->floats().end()) : Fallback(name, fallback);
+}
+
+std::vector<std::string> NodeContext::attr_strings(const std::string& name,
+                                                   std::optional<std::vector<std::string>> fallback) const {
+  const auto* a = TypedAttr(name, onnx::AttributeProto::STRINGS);
+  return a != nullptr ? std::vector<std::string>(a->strings().begin(), a->strings().end()) : Fallback(name, fallback);
+}
+
 const onnx::TensorProto& NodeContext::attr_tensor(const std::string& name) const {
   const auto* a = TypedAttr(name, onnx::AttributeProto::TENSOR);
   if (a == nullptr) FailAt("attribute '" + name + "'", "is required");

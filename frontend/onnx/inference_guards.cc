@@ -56,6 +56,24 @@ void ShapeInputIsShort(onnx::InferenceContext& ctx, size_t index) {
   }
 }
 
+// convTransposeShapeInference indexes the weight's dims and its per-axis attributes by the
+// input's spatial axes without checking their lengths.
+void ConvTransposeFits(onnx::InferenceContext& ctx) {
+  ConvRanksAgree(ctx);
+  int input = InputRank(ctx, 0);
+  if (input < 0) return;
+  if (input < 3) fail_shape_inference("the input must have rank 3 or more, got ", input);
+  size_t spatial = static_cast<size_t>(input - 2);
+  for (const char* name : {"strides", "dilations", "kernel_shape", "output_padding", "output_shape", "pads"}) {
+    const onnx::AttributeProto* attr = ctx.getAttribute(name);
+    size_t wanted = std::string(name) == "pads" ? 2 * spatial : spatial;
+    if (attr != nullptr && static_cast<size_t>(attr->ints_size()) != wanted &&
+        !(std::string(name) == "output_shape" && static_cast<size_t>(attr->ints_size()) == spatial + 2)) {
+      fail_shape_inference(name, " has ", attr->ints_size(), " values; the input's ", spatial, " axes need ", wanted);
+    }
+  }
+}
+
 // GatherND's inference copies data dims from batch_dims + the index tuples' length on: a negative
 // or too large either reads outside data's dims.
 void GatherNdFits(onnx::InferenceContext& ctx) {
@@ -86,6 +104,7 @@ const std::map<std::string, Guard>& Guards() {
        }},
       {"MaxPool", StridesArePositive},
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
+      {"ConvTranspose", ConvTransposeFits},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"GatherND", GatherNdFits},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},

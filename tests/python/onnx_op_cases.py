@@ -342,6 +342,41 @@ def conv_transpose(opset=14):
     return g
 
 
+def recurrent(opset=14):
+    # LSTM, GRU and RNN: forward, reverse and bidirectional, with biases, initial states, sequence
+    # lengths, peepholes, clip, input_forget, other activations (with alpha / beta),
+    # linear_before_reset.
+    g = Group("recurrent", opset, rtol=1e-4)
+    steps, batch, features, hidden = 5, 3, 4, 6
+    x = g.input((steps, batch, features))
+    lengths = g.input((batch,), dtype=np.int32, values=[5, 2, 4])
+
+    def weights(dirs, gates):
+        return (g.weight((dirs, gates * hidden, features)), g.weight((dirs, gates * hidden, hidden)),
+                g.weight((dirs, 2 * gates * hidden)))
+
+    def state(dirs):
+        return g.input((dirs, batch, hidden))
+
+    for direction, dirs in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
+        w, r, b = weights(dirs, 4)
+        g.node("LSTM", [x, w, r, b, "", state(dirs), state(dirs)], n_outputs=3, hidden_size=hidden, direction=direction)
+        w, r, b = weights(dirs, 3)
+        g.node("GRU", [x, w, r, b, lengths, state(dirs)], n_outputs=2, hidden_size=hidden, direction=direction)
+    w, r, b = weights(2, 4)
+    g.node("LSTM", [x, w, r, b, lengths, "", "", g.weight((2, 3 * hidden))], n_outputs=3, hidden_size=hidden,
+           direction="bidirectional", clip=1.5)
+    w, r, b = weights(1, 4)
+    g.node("LSTM", [x, w, r], n_outputs=2, hidden_size=hidden, input_forget=1,
+           activations=["HardSigmoid", "LeakyRelu", "Softsign"], activation_alpha=[0.3, 0.2], activation_beta=[0.4])
+    w, r, b = weights(1, 3)
+    g.node("GRU", [x, w, r, b], n_outputs=2, hidden_size=hidden, linear_before_reset=1)
+    w, r, b = weights(2, 1)
+    g.node("RNN", [x, w, r, b, lengths], n_outputs=2, hidden_size=hidden, direction="bidirectional",
+           activations=["Relu", "Tanh"])
+    return g  # layout 1, which ONNX Runtime does not run, is tested by ONNX's *_batchwise node cases
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -455,6 +490,7 @@ def attribute_forms_before_opset13(opset=11):
 GROUPS = [
     (conv, [11, 14, 17]),
     (conv_transpose, [11, 17]),
+    (recurrent, [11, 14]),
     (pooling, [11, 17]),
     (normalization, [11, 14, 17]),
     (softmax_opset11, [11, 12]),
