@@ -1,7 +1,8 @@
 """Small models of the kinds deployed in the field, built with PyTorch (seeded weights) and exported
-to ONNX by the test itself: a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax) and a
+to ONNX by the test itself: a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax), a
 DBNet-style text detector (strided conv backbone, ConvTranspose upsampling, skip concatenation,
-sigmoid probability map). Each `export_<name>(path)` writes the model and returns its input shapes."""
+sigmoid probability map) and a CRNN-style text recognizer (conv features, a bidirectional LSTM,
+per-step class scores). Each `export_<name>(path)` writes the model and returns its input shapes."""
 import math
 
 import torch
@@ -56,6 +57,24 @@ class DbNetStyle(torch.nn.Module):
         return torch.sigmoid(self.head(p1))
 
 
+class Crnn(torch.nn.Module):
+    """Conv features pooled to a height of 1, read left to right by a two-layer bidirectional LSTM,
+    then log-probabilities of 20 classes per column (as CTC decoding wants)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(conv_bn_relu(1, 8, 1), torch.nn.MaxPool2d(2), conv_bn_relu(8, 16, 1),
+                                            torch.nn.MaxPool2d((2, 1)), conv_bn_relu(16, 24, 1),
+                                            torch.nn.AdaptiveAvgPool2d((1, None)))
+        self.rnn = torch.nn.LSTM(24, 16, num_layers=2, bidirectional=True)
+        self.classes = torch.nn.Linear(32, 20)
+
+    def forward(self, x):
+        columns = self.features(x).squeeze(2).permute(2, 0, 1)  # [W, N, C]
+        sequence, _ = self.rnn(columns)
+        return torch.log_softmax(self.classes(sequence), dim=-1)
+
+
 def _export(model, example, path, opset):
     torch.manual_seed(0)
     for module in model.modules():  # non-trivial batch-norm statistics
@@ -77,4 +96,9 @@ def export_dbnet_style(path):
     return _export(DbNetStyle(), torch.randn(1, 3, 64, 96), path, 13)
 
 
-MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style}
+def export_crnn(path):
+    torch.manual_seed(0)
+    return _export(Crnn(), torch.randn(1, 1, 16, 40), path, 13)
+
+
+MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn}

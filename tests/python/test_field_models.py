@@ -44,8 +44,9 @@ def test_field_model_matches_onnxruntime(tmp_path, name):
 
 def test_field_models_use_the_ops_they_stand_for(tmp_path):
     # The point of each model: the GPT block's causal mask is a Trilu, the detector upsamples with
-    # ConvTranspose.
-    wanted = {"gpt_block": {"Trilu", "LayerNormalization", "Softmax"}, "dbnet_style": {"ConvTranspose", "Concat"}}
+    # ConvTranspose, the recognizer reads with a bidirectional LSTM.
+    wanted = {"gpt_block": {"Trilu", "LayerNormalization", "Softmax"}, "dbnet_style": {"ConvTranspose", "Concat"},
+              "crnn": {"LSTM", "LogSoftmax"}}
     for name, ops in wanted.items():
         path = tmp_path / f"{name}.onnx"
         field_models.MODELS[name](path)
