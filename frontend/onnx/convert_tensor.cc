@@ -381,6 +381,7 @@ const ConverterTable& Converters() {
     AddIndexingConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
+    AddQuantizeConverters(t);
     return t;
   }();
   return table;

@@ -90,6 +90,7 @@ void AddTensorConverters(ConverterTable& table);
 void AddIndexingConverters(ConverterTable& table);
 void AddNormalizationConverters(ConverterTable& table);
 void AddRecurrentConverters(ConverterTable& table);
+void AddQuantizeConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -377,6 +377,35 @@ def recurrent(opset=14):
     return g  # layout 1, which ONNX Runtime does not run, is tested by ONNX's *_batchwise node cases
 
 
+def quantization(opset=13):
+    # QuantizeLinear / DequantizeLinear per tensor and (from opset 13) per axis, uint8 and int8, with
+    # values that saturate and halves that round to even; a QDQ conv as quantize_static writes it;
+    # DynamicQuantizeLinear.
+    g = Group("quantization", opset, rtol=1e-5)
+    x = g.input((2, 3, 4, 5), low=-3.0, high=3.0)
+    halves = g.input((6,), values=[0.5, 1.5, 2.5, -0.5, -1.5, 300.0])
+    g.node("QuantizeLinear", [x, g.const(0.02), g.const(128, dtype=np.uint8)])
+    g.node("QuantizeLinear", [x, g.const(0.03), g.const(-5, dtype=np.int8)])
+    g.node("QuantizeLinear", [halves, g.const(1.0)])
+    q = g.input((2, 3, 4, 5), dtype=np.uint8, low=0, high=256)
+    g.node("DequantizeLinear", [q, g.const(0.05), g.const(100, dtype=np.uint8)])
+    g.node("DequantizeLinear", [g.input((7,), dtype=np.int8, low=-128, high=128), g.const(0.1)])
+    g.node("DequantizeLinear", [g.input((5,), dtype=np.int32, low=-1000, high=1000), g.const(0.001)])
+    if opset >= 13:
+        g.node("QuantizeLinear", [x, g.const([0.01, 0.02, 0.04]), g.const([0, 10, -10], dtype=np.int8)], axis=1)
+        g.node("DequantizeLinear", [q, g.const([0.1, 0.2, 0.3, 0.4, 0.5]), g.const([1, 2, 3, 4, 5], dtype=np.uint8)],
+               axis=-1)
+    # QDQ: activations and weights quantized, the conv on dequantized values, its result quantized.
+    xq = g.node("QuantizeLinear", [x, g.const(0.025), g.const(120, dtype=np.uint8)], output=False)
+    xd = g.node("DequantizeLinear", [xq, g.const(0.025), g.const(120, dtype=np.uint8)], output=False)
+    wq = g.const(g.rng.integers(-60, 60, (4, 3, 3, 3)), dtype=np.int8)
+    wd = g.node("DequantizeLinear", [wq, g.const(0.01), g.const(0, dtype=np.int8)], output=False)
+    y = g.node("Conv", [xd, wd], output=False, pads=[1, 1, 1, 1])
+    g.node("QuantizeLinear", [y, g.const(0.05), g.const(128, dtype=np.uint8)])
+    g.node("DynamicQuantizeLinear", [g.input((3, 8), low=-2.0, high=5.0)], n_outputs=3)
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -491,6 +520,7 @@ GROUPS = [
     (conv, [11, 14, 17]),
     (conv_transpose, [11, 17]),
     (recurrent, [11, 14]),
+    (quantization, [11, 13, 19]),
     (pooling, [11, 17]),
     (normalization, [11, 14, 17]),
     (softmax_opset11, [11, 12]),
