@@ -2,7 +2,8 @@
 to ONNX by the test itself: a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax), a
 DBNet-style text detector (strided conv backbone, ConvTranspose upsampling, skip concatenation,
 sigmoid probability map) and a CRNN-style text recognizer (conv features, a bidirectional LSTM,
-per-step class scores). Each `export_<name>(path)` writes the model and returns its input shapes."""
+per-step class scores), and a small classifier quantized by ONNX Runtime's quantize_static (QDQ,
+uint8 activations, int8 per-channel weights). Each `export_<name>(path)` writes the model and returns its input shapes."""
 import math
 
 import torch
@@ -101,4 +102,37 @@ def export_crnn(path):
     return _export(Crnn(), torch.randn(1, 1, 16, 40), path, 13)
 
 
-MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn}
+class SmallClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(conv_bn_relu(3, 8, 2), conv_bn_relu(8, 16, 2), torch.nn.AdaptiveAvgPool2d(1),
+                                        torch.nn.Flatten(), torch.nn.Linear(16, 10))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def export_quantized_static(path):
+    """The classifier exported, then quantized with calibration on seeded inputs."""
+    import numpy as np
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    torch.manual_seed(0)
+    float_path = path.with_name(path.stem + "_float.onnx")
+    shapes = _export(SmallClassifier(), torch.randn(1, 3, 32, 32), float_path, 13)
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(1)
+            self.batches = iter([{"input": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    quantize_static(str(float_path), str(path), Calibration(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+    return shapes
+
+
+MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn,
+          "quantized_static": export_quantized_static}
