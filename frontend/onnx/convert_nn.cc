@@ -1,5 +1,6 @@
 // ONNX neural-network ops: Conv, ConvTranspose, BatchNormalization, pooling, Gemm, MatMul, Flatten.
 #include <numeric>
+#include <optional>
 
 #include "frontend/onnx/converter.h"
 #include "ir/ops/infer_util.h"
@@ -54,6 +55,13 @@ Ints Padding2D(const NodeContext& c, const Ints& in, const Ints& window, const I
   return {begin[0], begin[1], end[0], end[1]};
 }
 
+// A per-axis attribute of a 2-D window: two values (ONNX's checker does not see opsets above 17).
+Ints TwoValues(const NodeContext& c, const char* name, std::optional<Ints> fallback = std::nullopt) {
+  Ints v = c.attr_ints(name, fallback);
+  if (v.size() != 2) c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs 2 values for a 2-D window, got ", v.size()));
+  return v;
+}
+
 void Require2D(const NodeContext& c, const TensorType& data) {
   if (data.ndim() != 4) c.Fail(StrCat("only 2-D (NCHW) data is supported, got rank ", data.ndim()));
 }
@@ -62,9 +70,10 @@ Outputs Conv(const NodeContext& c) {
   const TensorType& data = c.input_type(0);
   const TensorType& weight = c.input_type(1);
   Require2D(c, data);
+  if (weight.ndim() != 4) c.FailAt("input 1", StrCat("the weight must have rank 4 for 2-D data, got ", weight.ndim()));
   Ints window = {weight.shape[2], weight.shape[3]};
-  Ints strides = c.attr_ints("strides", Ints{1, 1});
-  Ints dilations = c.attr_ints("dilations", Ints{1, 1});
+  Ints strides = TwoValues(c, "strides", Ints{1, 1});
+  Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
   Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
   Expr out = c.Op(kConv2d, {c.input(0), c.input(1)},
                   MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
@@ -184,10 +193,9 @@ Outputs Pool(const NodeContext& c, bool average) {
   if (c.num_outputs() > 1) c.Fail("the Indices output of MaxPool is not supported");
   const TensorType& data = c.input_type(0);
   Require2D(c, data);
-  Ints window = c.attr_ints("kernel_shape");
-  if (window.size() != 2) c.Fail("only 2-D pooling is supported");
-  Ints strides = c.attr_ints("strides", Ints{1, 1});
-  Ints dilations = c.attr_ints("dilations", Ints{1, 1});
+  Ints window = TwoValues(c, "kernel_shape");
+  Ints strides = TwoValues(c, "strides", Ints{1, 1});
+  Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
   Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
   Attrs attrs = MakeAttrs({{"pool_size", window}, {"strides", strides}, {"dilation", dilations},
                            {"padding", padding}, {"ceil_mode", c.attr_int("ceil_mode", 0)}});

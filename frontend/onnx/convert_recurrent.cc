@@ -75,6 +75,12 @@ class Recurrence {
     }
     CheckShape(2, {directions_, gates_ * hidden_, hidden_}, "R");
     if (c.has_input(3)) CheckShape(3, {directions_, 2 * gates_ * hidden_}, "B");
+    if (c.has_input(4)) CheckShape(4, {batch_}, "sequence_lens");
+    for (size_t i : {size_t{5}, size_t{6}}) {  // [D, B, H], with layout 1 [B, D, H]
+      Ints shape = layout_ == 0 ? Ints{directions_, batch_, hidden_} : Ints{batch_, directions_, hidden_};
+      if (c.has_input(i)) CheckShape(i, shape, i == 5 ? "initial_h" : "initial_c");
+    }
+    if (c.has_input(7)) CheckShape(7, {directions_, 3 * hidden_}, "P");
     ReadActivations(default_activations);
     clip_ = c.attr_float("clip", std::numeric_limits<float>::infinity());
     // Time-major input [T, B, I].
@@ -121,7 +127,9 @@ class Recurrence {
 
   // The initial state of input i for a direction, zeros when absent: [B, H].
   Expr InitialState(size_t i, int direction) const {
-    if (Expr state = PerDirection(i, direction)) return state;
+    if (c_.has_input(i)) {
+      return c_.Op(kTake, {c_.input(i), IntScalar(direction)}, MakeAttrs({{"axis", int64_t{layout_ == 0 ? 0 : 1}}}));
+    }
     runtime::NDArray zeros = runtime::NDArray::Empty({batch_, hidden_}, c_.input_type(0).dtype);
     std::memset(zeros.data(), 0, zeros.NumBytes());
     return Constant(zeros);

@@ -95,3 +95,46 @@ def test_op_family_folded_from_constants_matches_onnxruntime(tmp_path, make_grou
     assert calls, report
     if make_group.__name__ in FOLDED_ENTIRELY:
         assert int(calls.group(1)) == 0, f"not everything folded: {report}"
+
+
+def test_batchwise_recurrent_layers_match_onnxruntime_time_major(tmp_path):
+    # Layout 1 (batch first), which ONNX Runtime does not run: its reference is ONNX Runtime on the
+    # same layers in layout 0, with the inputs and initial states transposed there and back.
+    batch, steps, features, hidden = 3, 5, 4, 6
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((batch, steps, features)).astype(np.float32)
+    lengths = np.array([5, 3, 1], np.int32)
+    nodes, inits, outputs, states = [], [], [], {}
+    for op, gates in (("LSTM", 4), ("GRU", 3), ("RNN", 1)):
+        for name, shape in (("w", (2, gates * hidden, features)), ("r", (2, gates * hidden, hidden)),
+                            ("b", (2, 2 * gates * hidden))):
+            inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.5).astype(np.float32), f"{op}_{name}"))
+        names = [f"{op}_h"] + ([f"{op}_c"] if op == "LSTM" else [])
+        for n in names:
+            states[n] = rng.standard_normal((batch, 2, hidden)).astype(np.float32)  # batch first
+        outs = [f"{op}_y", f"{op}_yh"] + ([f"{op}_yc"] if op == "LSTM" else [])
+        nodes.append((op, [f"{op}_w", f"{op}_r", f"{op}_b", "lengths", *names], outs))
+        outputs += outs
+
+    def model(layout):
+        graph_nodes = [onnx.helper.make_node(op, ["x", *ins], outs, hidden_size=hidden, direction="bidirectional",
+                                             **({"layout": 1} if layout else {})) for op, ins, outs in nodes]
+        batch_first = {"x": (batch, steps, features), **{n: (batch, 2, hidden) for n in states}}
+        time_major = {"x": (steps, batch, features), **{n: (2, batch, hidden) for n in states}}
+        shapes = batch_first if layout else time_major
+        inputs = [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, shape) for n, shape in shapes.items()]
+        inputs.append(onnx.helper.make_tensor_value_info("lengths", onnx.TensorProto.INT32, (batch,)))
+        graph = onnx.helper.make_graph(graph_nodes, "batchwise", inputs,
+                                       [onnx.helper.make_empty_tensor_value_info(o) for o in outputs], inits)
+        return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 14)], ir_version=8)
+
+    time_major_feeds = {"x": x.transpose(1, 0, 2), "lengths": lengths,
+                        **{n: v.transpose(1, 0, 2) for n, v in states.items()}}
+    expected = reference(model(0), time_major_feeds)
+    # Y [T, D, B, H] -> [B, T, D, H]; Y_h, Y_c [D, B, H] -> [B, D, H].
+    expected = [e.transpose(2, 0, 1, 3) if e.ndim == 4 else e.transpose(1, 0, 2) for e in expected]
+    actual, _ = run_kiln(tmp_path, model(1), {"x": x, "lengths": lengths, **states})
+    assert len(actual) == len(expected)
+    for name, got, want in zip(outputs, actual, expected):
+        assert got.shape == want.shape, name
+        assert float(np.abs(got - want).max()) <= 1e-4 * max(1.0, float(np.abs(want).max())), name
