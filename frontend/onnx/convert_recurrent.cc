@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -274,98 +275,96 @@ class Recurrence {
   Expr input_;
 };
 
-// The steps of one direction in the order it takes them.
-Ints StepOrder(const Recurrence& r, int direction) {
-  Ints order(r.steps());
-  for (int64_t t = 0; t < r.steps(); ++t) order[t] = r.reverse(direction) ? r.steps() - 1 - t : t;
-  return order;
+// What a step reads besides its input: one direction's weights, sliced once.
+struct DirectionWeights {
+  Expr recurrent;       // R's entry [gates * H, H]
+  Expr recurrent_bias;  // Rb [gates * H], or null
+  Expr peephole;        // P's entry [3H] (LSTM), or null
+};
+
+// The hidden state, and the cell state of an LSTM (else null).
+struct State {
+  Expr h, cell;
+};
+
+// One step of a layer: the projected input x_t [B, gates * H] and the state before -> the state after.
+using StepFn = std::function<State(const Recurrence& r, int direction, const DirectionWeights& w, const Expr& x,
+                                   const State& state)>;
+
+// Runs each direction over its steps in its order (backwards for reverse), holding the state of
+// batch entries past their length, and assembles Y, Y_h (and Y_c with a cell state).
+Outputs Run(const Recurrence& r, bool with_cell, const StepFn& step) {
+  const NodeContext& c = r.context();
+  std::vector<std::vector<Expr>> ys(r.directions(), std::vector<Expr>(r.steps()));
+  std::vector<Expr> hs, cells;
+  for (int d = 0; d < r.directions(); ++d) {
+    DirectionWeights w{r.PerDirection(2, d), c.has_input(3) ? r.BiasSlice(d, 1) : nullptr,
+                       with_cell ? r.PerDirection(7, d) : nullptr};
+    Expr projected = r.InputProjection(d);
+    State state{r.InitialState(5, d), with_cell ? r.InitialState(6, d) : nullptr};
+    for (int64_t k = 0; k < r.steps(); ++k) {
+      int64_t t = r.reverse(d) ? r.steps() - 1 - k : k;
+      State next = step(r, d, w, r.Step(projected, t), state);
+      Expr past = r.PastTheEnd(t);
+      ys[d][t] = r.ZeroPast(past, next.h);
+      state.h = r.Hold(past, state.h, next.h);
+      if (with_cell) state.cell = r.Hold(past, state.cell, next.cell);
+    }
+    hs.push_back(state.h);
+    cells.push_back(state.cell);
+  }
+  return with_cell ? r.Assemble(ys, {hs, cells}) : r.Assemble(ys, {hs});
 }
 
 // LSTM (gates i, o, f, c in W, R and B): outputs Y, Y_h, Y_c.
 Outputs LSTM(const NodeContext& c) {
-  Recurrence r(c, 4, {"Sigmoid", "Tanh", "Tanh"});
   bool couple = c.attr_int("input_forget", 0) != 0;
-  std::vector<std::vector<Expr>> ys(r.directions(), std::vector<Expr>(r.steps())), hs(1), cs(1);
-  for (int d = 0; d < r.directions(); ++d) {
-    Expr projected = r.InputProjection(d), recurrent = r.PerDirection(2, d);
-    Expr recurrent_bias = c.has_input(3) ? r.BiasSlice(d, 1) : nullptr;
-    Expr peephole = r.PerDirection(7, d);
-    Expr h = r.InitialState(5, d), cell = r.InitialState(6, d);
-    for (int64_t t : StepOrder(r, d)) {
-      Expr gates = r.Add(r.Step(projected, t), r.Recurrent(h, recurrent));
-      if (recurrent_bias) gates = r.Add(gates, recurrent_bias);
-      auto peep = [&](int64_t k, const Expr& state, const Expr& x) {  // x + P[k] (.) state
-        return peephole ? r.Add(x, r.Mul(state, r.Part(peephole, k))) : x;
-      };
-      Expr i = r.Activate(d, 0, peep(0, cell, r.Gate(gates, 0)));
-      Expr f = couple ? r.OneMinus(i) : r.Activate(d, 0, peep(2, cell, r.Gate(gates, 2)));
-      Expr g = r.Activate(d, 1, r.Gate(gates, 3));
-      Expr next_cell = r.Add(r.Mul(f, cell), r.Mul(i, g));
-      Expr o = r.Activate(d, 0, peep(1, next_cell, r.Gate(gates, 1)));
-      Expr next_h = r.Mul(o, r.Activate(d, 2, next_cell));
-      Expr past = r.PastTheEnd(t);
-      ys[d][t] = r.ZeroPast(past, next_h);
-      h = r.Hold(past, h, next_h);
-      cell = r.Hold(past, cell, next_cell);
-    }
-    hs[0].push_back(h);
-    cs[0].push_back(cell);
-  }
-  return r.Assemble(ys, {hs[0], cs[0]});
+  return Run(Recurrence(c, 4, {"Sigmoid", "Tanh", "Tanh"}), true,
+             [couple](const Recurrence& r, int d, const DirectionWeights& w, const Expr& x, const State& s) {
+               Expr gates = r.Add(x, r.Recurrent(s.h, w.recurrent));
+               if (w.recurrent_bias) gates = r.Add(gates, w.recurrent_bias);
+               auto peep = [&](int64_t k, const Expr& cell, const Expr& pre) {  // pre + P[k] (.) cell
+                 return w.peephole ? r.Add(pre, r.Mul(cell, r.Part(w.peephole, k))) : pre;
+               };
+               Expr i = r.Activate(d, 0, peep(0, s.cell, r.Gate(gates, 0)));
+               Expr f = couple ? r.OneMinus(i) : r.Activate(d, 0, peep(2, s.cell, r.Gate(gates, 2)));
+               Expr cell = r.Add(r.Mul(f, s.cell), r.Mul(i, r.Activate(d, 1, r.Gate(gates, 3))));
+               Expr o = r.Activate(d, 0, peep(1, cell, r.Gate(gates, 1)));
+               return State{r.Mul(o, r.Activate(d, 2, cell)), cell};
+             });
 }
 
 // GRU (gates z, r, h): outputs Y, Y_h.
 Outputs GRU(const NodeContext& c) {
-  Recurrence r(c, 3, {"Sigmoid", "Tanh"});
   bool linear_before_reset = c.attr_int("linear_before_reset", 0) != 0;
-  std::vector<std::vector<Expr>> ys(r.directions(), std::vector<Expr>(r.steps())), hs(1);
-  for (int d = 0; d < r.directions(); ++d) {
-    Expr projected = r.InputProjection(d), recurrent = r.PerDirection(2, d);
-    Expr recurrent_bias = c.has_input(3) ? r.BiasSlice(d, 1) : nullptr;
-    Expr h = r.InitialState(5, d);
-    for (int64_t t : StepOrder(r, d)) {
-      Expr x = r.Step(projected, t), hr = r.Recurrent(h, recurrent);
-      if (recurrent_bias) hr = r.Add(hr, recurrent_bias);
-      Expr z = r.Activate(d, 0, r.Add(r.Gate(x, 0), r.Gate(hr, 0)));
-      Expr reset = r.Activate(d, 0, r.Add(r.Gate(x, 1), r.Gate(hr, 1)));
-      Expr candidate;
-      if (linear_before_reset) {
-        candidate = r.Add(r.Gate(x, 2), r.Mul(reset, r.Gate(hr, 2)));
-      } else {
-        // (r (.) h) R_h^T + Rb_h: the reset applied before the recurrent projection.
-        candidate = r.Add(r.Gate(x, 2), r.Recurrent(r.Mul(reset, h), r.Part(recurrent, 2)));
-        if (recurrent_bias) candidate = r.Add(candidate, r.Part(recurrent_bias, 2));
-      }
-      Expr hidden = r.Activate(d, 1, candidate);
-      Expr next_h = r.Add(r.Mul(r.OneMinus(z), hidden), r.Mul(z, h));
-      Expr past = r.PastTheEnd(t);
-      ys[d][t] = r.ZeroPast(past, next_h);
-      h = r.Hold(past, h, next_h);
-    }
-    hs[0].push_back(h);
-  }
-  return r.Assemble(ys, {hs[0]});
+  return Run(Recurrence(c, 3, {"Sigmoid", "Tanh"}), false,
+             [linear_before_reset](const Recurrence& r, int d, const DirectionWeights& w, const Expr& x,
+                                   const State& s) {
+               Expr hr = r.Recurrent(s.h, w.recurrent);
+               if (w.recurrent_bias) hr = r.Add(hr, w.recurrent_bias);
+               Expr z = r.Activate(d, 0, r.Add(r.Gate(x, 0), r.Gate(hr, 0)));
+               Expr reset = r.Activate(d, 0, r.Add(r.Gate(x, 1), r.Gate(hr, 1)));
+               Expr candidate;
+               if (linear_before_reset) {
+                 candidate = r.Add(r.Gate(x, 2), r.Mul(reset, r.Gate(hr, 2)));
+               } else {
+                 // (r (.) h) R_h^T + Rb_h: the reset applied before the recurrent projection.
+                 candidate = r.Add(r.Gate(x, 2), r.Recurrent(r.Mul(reset, s.h), r.Part(w.recurrent, 2)));
+                 if (w.recurrent_bias) candidate = r.Add(candidate, r.Part(w.recurrent_bias, 2));
+               }
+               Expr hidden = r.Activate(d, 1, candidate);
+               return State{r.Add(r.Mul(r.OneMinus(z), hidden), r.Mul(z, s.h)), nullptr};
+             });
 }
 
 // RNN: H_t = f(x_t W^T + H_{t-1} R^T + Wb + Rb); outputs Y, Y_h.
 Outputs RNN(const NodeContext& c) {
-  Recurrence r(c, 1, {"Tanh"});
-  std::vector<std::vector<Expr>> ys(r.directions(), std::vector<Expr>(r.steps())), hs(1);
-  for (int d = 0; d < r.directions(); ++d) {
-    Expr projected = r.InputProjection(d), recurrent = r.PerDirection(2, d);
-    Expr recurrent_bias = c.has_input(3) ? r.BiasSlice(d, 1) : nullptr;
-    Expr h = r.InitialState(5, d);
-    for (int64_t t : StepOrder(r, d)) {
-      Expr pre = r.Add(r.Step(projected, t), r.Recurrent(h, recurrent));
-      if (recurrent_bias) pre = r.Add(pre, recurrent_bias);
-      Expr next_h = r.Activate(d, 0, pre);
-      Expr past = r.PastTheEnd(t);
-      ys[d][t] = r.ZeroPast(past, next_h);
-      h = r.Hold(past, h, next_h);
-    }
-    hs[0].push_back(h);
-  }
-  return r.Assemble(ys, {hs[0]});
+  return Run(Recurrence(c, 1, {"Tanh"}), false,
+             [](const Recurrence& r, int d, const DirectionWeights& w, const Expr& x, const State& s) {
+               Expr pre = r.Add(x, r.Recurrent(s.h, w.recurrent));
+               if (w.recurrent_bias) pre = r.Add(pre, w.recurrent_bias);
+               return State{r.Activate(d, 0, pre), nullptr};
+             });
 }
 
 }  // namespace
