@@ -321,7 +321,10 @@ Outputs ReduceComposite(const NodeContext& c) {
 
 // Trilu (opset 14): k from input 1, a constant (default 0).
 Outputs Trilu(const NodeContext& c) {
-  int64_t k = c.has_input(1) ? c.ConstantInts(1).at(0) : 0;
+  // Past either end every element is kept or none: any |k| beyond 2^62 acts the same.
+  double limit = std::ldexp(1.0, 62), value = c.has_input(1) ? c.ConstantScalar(1) : 0.0;
+  if (std::isnan(value)) c.FailAt("input 1", "k is not a number");
+  int64_t k = static_cast<int64_t>(std::min(std::max(value, -limit), limit));
   return {c.Op(kTrilu, {c.input(0)}, MakeAttrs({{"upper", c.attr_int("upper", 1)}, {"k", k}}))};
 }
 
@@ -382,6 +385,7 @@ const ConverterTable& Converters() {
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);
+    AddEinsumConverters(t);
     return t;
   }();
   return table;

@@ -91,6 +91,7 @@ void AddIndexingConverters(ConverterTable& table);
 void AddNormalizationConverters(ConverterTable& table);
 void AddRecurrentConverters(ConverterTable& table);
 void AddQuantizeConverters(ConverterTable& table);
+void AddEinsumConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -406,6 +406,23 @@ def quantization(opset=13):
     return g
 
 
+def einsum(opset=12):
+    # Einsum as attention and mixers write it: batched contractions, transposes, sums, outer
+    # products, ellipses, an implicit output and three operands.
+    g = Group("einsum", opset, rtol=1e-4)
+    q, k = g.input((2, 3, 5, 4)), g.input((2, 3, 6, 4))
+    g.node("Einsum", [q, k], equation="bhqd,bhkd->bhqk")
+    g.node("Einsum", [g.input((2, 3, 5, 6)), g.input((2, 3, 6, 4))], equation="bhqk,bhkd->bqhd")
+    g.node("Einsum", [g.input((4, 5))], equation="ij->ji")
+    g.node("Einsum", [g.input((4, 5, 6))], equation="ijk->j")
+    g.node("Einsum", [g.input((4,)), g.input((5,))], equation="i,j->ij")
+    g.node("Einsum", [g.input((2, 7, 4, 5)), g.input((5, 3))], equation="...ij,jk->...ik")
+    g.node("Einsum", [g.input((3, 4)), g.input((4, 5))], equation="ij,jk")
+    g.node("Einsum", [g.input((3, 4)), g.input((4, 5)), g.input((5, 2))], equation="ab,bc,cd->ad")
+    g.node("Einsum", [g.input((3, 4, 5)), g.input((3, 5))], equation="bij,bj->bi")
+    return g
+
+
 def elementwise_chains(opset=14):
     # Chains fused into one loop, large enough to be split across threads: a GELU after a bias
     # (rows of a broadcast loop), a flat chain, and a broadcast over three dimensions.
@@ -521,6 +538,7 @@ GROUPS = [
     (conv_transpose, [11, 17]),
     (recurrent, [11, 14]),
     (quantization, [11, 13, 19]),
+    (einsum, [12, 17]),
     (pooling, [11, 17]),
     (normalization, [11, 14, 17]),
     (softmax_opset11, [11, 12]),
