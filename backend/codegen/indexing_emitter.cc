@@ -113,8 +113,7 @@ void EmitScatterNd(EmitContext& c) {
   c.code.Close();
 }
 
-// one_hot: an index outside [-depth, depth), or a fractional one, leaves its row all off_value
-// (ONNX's rule).
+// one_hot: an index outside [-depth, depth) leaves its row all off_value (ONNX's rule).
 void EmitOneHot(EmitContext& c) {
   const auto& indices = c.input_types[0].shape;
   int64_t depth = c.call.attrs.GetInt("depth");
@@ -123,8 +122,7 @@ void EmitOneHot(EmitContext& c) {
   int64_t outer = Product(indices.begin(), indices.begin() + axis), inner = Product(indices.begin() + axis, indices.end());
   c.code.Open("for (int64_t o = 0; o < " + IntLiteral(outer) + "; ++o)");
   c.code.Open("for (int64_t i = 0; i < " + IntLiteral(inner) + "; ++i)");
-  std::string wide = c.input_types[0].dtype.code == kDLFloat ? "double" : "int64_t";
-  c.code.Line(wide + " index = " + c.inputs[0] + "[o * " + IntLiteral(inner) + " + i];");
+  c.code.Line("int64_t index = " + c.inputs[0] + "[o * " + IntLiteral(inner) + " + i];");
   c.code.Line("if (index < 0) index += " + IntLiteral(depth) + ";");
   c.code.Line("for (int64_t k = 0; k < " + IntLiteral(depth) + "; ++k) " + c.outputs[0] + "[(o * " + IntLiteral(depth) +
               " + k) * " + IntLiteral(inner) + " + i] = k == index ? " + c.inputs[1] + "[0] : " + c.inputs[2] + "[0];");

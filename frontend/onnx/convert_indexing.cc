@@ -12,6 +12,7 @@ using runtime::StrCat;
 
 namespace {
 
+const OpRef kCast("cast");
 const OpRef kCumsum("cumsum");
 const OpRef kGather("gather");
 const OpRef kGatherNd("gather_nd");
@@ -74,13 +75,19 @@ Outputs OneHot(const NodeContext& c) {
   if (c.input_type(2).NumElements() != 2) {
     c.FailAt("input 2", StrCat("values must hold 2 values (off, on), it holds ", c.input_type(2).NumElements()));
   }
+  // Indices of another type are cast to int64 first, as ONNX says (ONNX Runtime 1.19 compared
+  // floats unconverted; later versions cast).
+  Expr indices = c.input(0);
+  if (c.input_type(0).dtype.code != kDLInt) {
+    indices = c.Op(kCast, {indices}, MakeAttrs({{"dtype", std::string("int64")}}));
+  }
   auto value = [&](int64_t i) {
     runtime::NDArray at = runtime::NDArray::Empty({}, DLDataType{kDLInt, 64, 1});
     *static_cast<int64_t*>(at.data()) = i;
     return c.Op(kTake, {c.input(2), Constant(at)});
   };
   int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim() + 1, c);
-  return {c.Op(kOneHot, {c.input(0), value(1), value(0)},
+  return {c.Op(kOneHot, {indices, value(1), value(0)},
                MakeAttrs({{"depth", static_cast<int64_t>(std::trunc(depth))}, {"axis", axis}}))};
 }
 

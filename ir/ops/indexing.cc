@@ -100,9 +100,7 @@ Type ScatterNd(const std::vector<Type>& args, const Attrs& attrs) {
 
 // one_hot: a new axis of `depth` values, on_value where it equals the index, off_value elsewhere.
 Type OneHot(const std::vector<Type>& args, const Attrs& attrs) {
-  const TensorType& indices = TensorArg(args, 0);  // floats too: a fractional index matches no position
-  Check(indices.dtype.code == kDLInt || indices.dtype.code == kDLUInt || indices.dtype.code == kDLFloat,
-        "indices must be numbers, got ", DTypeToString(indices.dtype));
+  const TensorType& indices = IndicesArg(args, 0);
   const TensorType& on = TensorArg(args, 1);
   const TensorType& off = TensorArg(args, 2);
   Check(on.NumElements() == 1 && off.NumElements() == 1, "on_value and off_value must hold one value each");
