@@ -93,6 +93,14 @@ void GatherNdFits(onnx::InferenceContext& ctx) {
   }
 }
 
+// Shape's inference reads its input's type without checking there is one: a value whose producer's
+// inference set none (a malformed node upstream) crashed it.
+void InputIsTyped(onnx::InferenceContext& ctx) {
+  if (ctx.getNumInputs() < 1 || ctx.getInputType(0) == nullptr) {
+    fail_shape_inference("the input's type is unknown (the node making it is malformed)");
+  }
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -108,6 +116,7 @@ const std::map<std::string, Guard>& Guards() {
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"GatherND", GatherNdFits},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
+      {"Shape", InputIsTyped},
       {"Split", SplitHasOutputs},
   };
   return guards;
