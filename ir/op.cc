@@ -27,6 +27,7 @@ const OpTable& AllOps() {
     RegisterReduceOps(t);
     RegisterIndexingOps(t);
     RegisterAlongAxisOps(t);
+    RegisterImageOps(t);
     return t;
   }();
   return table;

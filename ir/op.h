@@ -100,5 +100,6 @@ void RegisterTransformOps(OpTable& table);
 void RegisterReduceOps(OpTable& table);
 void RegisterIndexingOps(OpTable& table);
 void RegisterAlongAxisOps(OpTable& table);
+void RegisterImageOps(OpTable& table);
 
 }  // namespace kiln::ir

@@ -95,5 +95,6 @@ void EmitScatterNd(EmitContext& context);
 void EmitOneHot(EmitContext& context);
 void EmitCumsum(EmitContext& context);
 void EmitLayoutTransform(EmitContext& context);
+void EmitResize(EmitContext& context);
 
 }  // namespace kiln::backend

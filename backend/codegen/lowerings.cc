@@ -203,6 +203,7 @@ const Entry kLowerings[] = {
     {"cumsum", Loops(EmitCumsum)},
     {"topk", Kernel(PlanTopk)},
     {"layout_transform", Loops(EmitLayoutTransform)},
+    {"image.resize", Loops(EmitResize)},
 };
 
 }  // namespace

@@ -382,6 +382,7 @@ const ConverterTable& Converters() {
     AddNnConverters(t);
     AddTensorConverters(t);
     AddIndexingConverters(t);
+    AddImageConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);

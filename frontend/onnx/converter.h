@@ -92,6 +92,7 @@ void AddNormalizationConverters(ConverterTable& table);
 void AddRecurrentConverters(ConverterTable& table);
 void AddQuantizeConverters(ConverterTable& table);
 void AddEinsumConverters(ConverterTable& table);
+void AddImageConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -1,5 +1,6 @@
 """Small models of the kinds deployed in the field, built with PyTorch (seeded weights) and exported
-to ONNX by the test itself: a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax), a
+to ONNX by the test itself: a YOLO-style detector (SiLU convs, Split, nearest and bilinear Resize,
+Concat, heads decoded against their grids), a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax), a
 DBNet-style text detector (strided conv backbone, ConvTranspose upsampling, skip concatenation,
 sigmoid probability map) and a CRNN-style text recognizer (conv features, a bidirectional LSTM,
 per-step class scores), and a small classifier quantized by ONNX Runtime's quantize_static (QDQ,
@@ -76,6 +77,51 @@ class Crnn(torch.nn.Module):
         return torch.log_softmax(self.classes(sequence), dim=-1)
 
 
+def conv_bn_silu(cin, cout, stride):
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout),
+                               torch.nn.SiLU())
+
+
+class YoloStyle(torch.nn.Module):
+    """YOLOv5/v8's shape at small size: a SiLU backbone to 1/16, a split-and-concatenate block, a
+    top-down neck that upsamples with nearest Resize, a bilinear (pytorch_half_pixel) side branch,
+    and two detection heads decoded against their grids into [N, boxes, 4 + classes]."""
+
+    CLASSES = 3
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.down1 = conv_bn_silu(3, 8, 2), conv_bn_silu(8, 16, 2)
+        self.down2, self.down3 = conv_bn_silu(16, 32, 2), conv_bn_silu(32, 32, 2)
+        self.block = conv_bn_silu(8, 8, 1)
+        self.lateral = conv_bn_silu(64, 32, 1)
+        self.side = torch.nn.Conv2d(16, 32, 1)
+        self.heads = torch.nn.ModuleList([torch.nn.Conv2d(32, 4 + self.CLASSES, 1) for _ in range(2)])
+
+    def split_block(self, x):
+        a, b = x.split([8, 8], dim=1)
+        return torch.cat([a, self.block(b)], dim=1)
+
+    def decode(self, head, features, stride):
+        n, _, h, w = features.shape
+        out = head(features).reshape(n, 4 + self.CLASSES, h * w).permute(0, 2, 1)
+        ys, xs = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+        grid = torch.stack([xs, ys], dim=-1).reshape(1, h * w, 2).float()
+        xy = (out[..., :2].sigmoid() * 2 - 0.5 + grid) * stride
+        wh = out[..., 2:4].exp() * stride
+        return torch.cat([xy, wh, out[..., 4:].sigmoid()], dim=-1)
+
+    def forward(self, x):
+        c2 = self.down1(self.stem(x))
+        c3 = self.down2(self.split_block(c2))
+        c4 = self.down3(c3)
+        up = torch.nn.functional.interpolate(c4, scale_factor=2.0, mode="nearest")
+        p3 = self.lateral(torch.cat([up, c3], dim=1))
+        p3 = p3 + torch.nn.functional.interpolate(self.side(c2), size=p3.shape[2:], mode="bilinear",
+                                                  align_corners=False)
+        return torch.cat([self.decode(self.heads[0], p3, 8), self.decode(self.heads[1], c4, 16)], dim=1)
+
+
 def _export(model, example, path, opset):
     torch.manual_seed(0)
     for module in model.modules():  # non-trivial batch-norm statistics
@@ -100,6 +146,11 @@ def export_dbnet_style(path):
 def export_crnn(path):
     torch.manual_seed(0)
     return _export(Crnn(), torch.randn(1, 1, 16, 40), path, 13)
+
+
+def export_yolo_style(path):
+    torch.manual_seed(0)
+    return _export(YoloStyle(), torch.randn(1, 3, 64, 96), path, 13)
 
 
 class SmallClassifier(torch.nn.Module):
@@ -135,4 +186,5 @@ def export_quantized_static(path):
 
 
 MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn,
+          "yolo_style": export_yolo_style,
           "quantized_static": export_quantized_static}

@@ -534,10 +534,61 @@ def attribute_forms_before_opset13(opset=11):
     return g
 
 
+def image(opset=13):
+    # Resize as detectors and segmenters upsample (nearest 2x in both roundings, linear with
+    # half_pixel, pytorch_half_pixel and align_corners, cubic), downsampling, tf_crop_and_resize,
+    # exclude_outside; from opset 18 axes, antialias and keep_aspect_ratio_policy. Upsample before
+    # opset 10 and Resize's opset-10 form. DepthToSpace (DCR, CRD) and SpaceToDepth.
+    g = Group("image", opset, rtol=1e-4)
+    x = g.input((1, 3, 5, 7))
+    if opset < 10:
+        g.node("Upsample", [x, g.const([1, 1, 2, 2])], mode="nearest")
+        g.node("Upsample", [x, g.const([1, 1, 2, 3])], mode="linear")
+    elif opset == 10:
+        g.node("Resize", [x, g.const([1, 1, 2, 2])], mode="nearest")
+        g.node("Resize", [x, g.const([1, 1, 1.5, 0.5])], mode="linear")
+    else:
+        empty = g.const([]) if opset < 13 else ""
+
+        def resize(scales=None, sizes=None, roi=None, data=x, **attrs):
+            inputs = [data, g.const(roi) if roi is not None else empty,
+                      g.const(scales) if scales is not None else (g.const([]) if opset < 13 else "")]
+            if sizes is not None:
+                inputs.append(g.const(sizes, dtype=np.int64))
+            g.node("Resize", inputs, **attrs)
+
+        resize([1, 1, 2, 2], mode="nearest")
+        resize([1, 1, 2, 2], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        resize(sizes=[1, 3, 3, 4], mode="nearest", nearest_mode="round_prefer_ceil")
+        resize(sizes=[1, 3, 8, 11], mode="nearest", nearest_mode="ceil", coordinate_transformation_mode="align_corners")
+        resize([1, 1, 2, 2], mode="linear")
+        resize(sizes=[1, 3, 10, 3], mode="linear", coordinate_transformation_mode="pytorch_half_pixel")
+        resize(sizes=[1, 3, 9, 13], mode="linear", coordinate_transformation_mode="align_corners")
+        resize([1, 1, 0.6, 1.5], mode="cubic")
+        resize(sizes=[1, 3, 7, 4], mode="cubic", coordinate_transformation_mode="asymmetric")
+        resize([1, 1, 1.5, 2], mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1)
+        resize(sizes=[1, 3, 4, 5], roi=[0, 0, 0.2, 0.1, 1, 1, 0.9, 1.3], mode="linear",
+               coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-2.0)
+        resize([1, 2, 3], data=g.input((2, 3, 4)), mode="nearest")
+        if opset >= 18:
+            resize(sizes=[6, 10], mode="linear", axes=[2, 3])
+            resize([0.5, 0.6], mode="linear", axes=[3, 2], antialias=1)
+            resize(sizes=[3, 3], mode="cubic", antialias=1, axes=[2, 3])
+            resize(sizes=[10, 10], mode="nearest", axes=[2, 3], keep_aspect_ratio_policy="not_larger")
+            resize(sizes=[10, 10], mode="nearest", axes=[2, 3], keep_aspect_ratio_policy="not_smaller")
+    y = g.input((2, 8, 3, 2))
+    g.node("DepthToSpace", [y], blocksize=2)
+    if opset >= 11:
+        g.node("DepthToSpace", [y], blocksize=2, mode="CRD")
+    g.node("SpaceToDepth", [g.input((2, 3, 4, 6))], blocksize=2)
+    return g
+
+
 # Each group with the opsets it is built at: the model suite's ops over opsets 11 to 17.
 GROUPS = [
     (conv, [11, 14, 17]),
     (conv_transpose, [11, 17]),
+    (image, [9, 10, 11, 13, 19]),
     (recurrent, [11, 14]),
     (quantization, [11, 13, 19]),
     (einsum, [12, 17]),

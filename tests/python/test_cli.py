@@ -140,6 +140,24 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
                                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
                                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])], opset=18,
                                    name="float_axis.onnx")], "attribute 'axis': must be INT, it is FLOAT"))
+    # Resize's own checks (opset 19: above 17 libonnx's inference does not run first).
+    const = lambda name, values, dtype: helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name, dtype, [len(values)], values))
+    x4 = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])]
+    y4 = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])]
+    for name, nodes, inputs, message in [
+        ("resize_both.onnx", [const("s", [1, 1, 2, 2], TensorProto.FLOAT), const("z", [1, 1, 4, 4], TensorProto.INT64),
+                              helper.make_node("Resize", ["x", "", "s", "z"], ["y"])], x4,
+         "Resize needs scales or sizes, exactly one of them"),
+        ("resize_count.onnx", [const("s", [2, 2], TensorProto.FLOAT), helper.make_node("Resize", ["x", "", "s"], ["y"])],
+         x4, "input 2: holds 2 values for 4 axes"),
+        ("resize_int.onnx", [const("s", [1, 1, 2, 2], TensorProto.FLOAT),
+                             helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+         [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 1, 2, 2])], "linear resizing needs floats, got int32"),
+        ("resize_scale.onnx", [const("s", [1, 1, -2, 2], TensorProto.FLOAT),
+                               helper.make_node("Resize", ["x", "", "s"], ["y"])], x4, "scale -2 must be positive"),
+    ]:
+        cases.append((["compile", save(tmp_path, nodes, inputs, y4, opset=19, name=name)], message))
     for args, message in cases:
         result = kiln(*args, check=False)
         assert result.returncode != 0, args

@@ -1,0 +1,104 @@
+// image.resize as loops: the taps of each resized axis (resize_taps.h) become static tables of
+// input offsets and weights in the generated code; an output element is the weighted sum over the
+// product of its axes' taps, or a plain read when every axis has one tap of weight 1 (nearest).
+#include "backend/codegen/emitter.h"
+#include "backend/codegen/resize_taps.h"
+#include "ir/type.h"
+
+namespace kiln::backend {
+namespace {
+
+struct AxisTables {
+  int dim = 0;
+  int64_t taps = 1;
+  std::string offsets;  // name of the table of input offsets (coordinate * stride)
+  std::string weights;  // name of the weight table, empty when every weight is 1
+  std::string outside;  // name of the outside flags, empty when none is outside
+};
+
+template <typename T, typename Print>
+std::string Table(EmitContext& c, const std::string& type, const std::string& prefix, const std::vector<T>& values,
+                  Print print) {
+  std::string name = c.code.Fresh(prefix);
+  std::string text = "static const " + type + " " + name + "[] = {";
+  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? (i % 16 == 0 ? ",\n    " : ", ") : "") + print(values[i]);
+  c.code.Line(text + "};");
+  return name;
+}
+
+}  // namespace
+
+void EmitResize(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  const auto& out = c.output_types[0].shape;
+  const ir::Attrs& attrs = c.call.attrs;
+  const auto& scales = attrs.GetFloats("scales");
+  const auto& roi = attrs.GetFloats("roi");
+  ResizeMethod method{attrs.GetString("method"),
+                      attrs.GetString("coordinate_transformation_mode"),
+                      attrs.GetString("rounding_method"),
+                      attrs.GetFloat("cubic_alpha"),
+                      attrs.GetInt("cubic_exclude") != 0,
+                      attrs.GetInt("antialias") != 0};
+  std::string type = CType(c.input_types[0].dtype);
+  std::vector<int64_t> strides = ir::RowStrides(in);
+  int rank = static_cast<int>(in.size());
+  std::vector<AxisTables> axes;  // the resized axes
+  std::string base = "0";        // the input offset of the axes left as they are
+  for (int d = 0; d < rank; ++d) {
+    double start = roi.empty() ? 0 : roi[d], end = roi.empty() ? 1 : roi[rank + d];
+    ResizeAxis axis = ComputeResizeAxis(in[d], out[d], scales[d], start, end, method);
+    if (axis.identity) {
+      base += " + i" + std::to_string(d) + " * " + IntLiteral(strides[d]);
+      continue;
+    }
+    AxisTables tables{d, axis.taps, "", "", ""};
+    for (int64_t& at : axis.index) at *= strides[d];
+    tables.offsets = Table(c, "int64_t", "offsets", axis.index, IntLiteral);
+    bool unit = axis.taps == 1;
+    for (size_t i = 0; unit && i < axis.weight.size(); ++i) unit = axis.weight[i] == 1 || (!axis.outside.empty() && axis.outside[i]);
+    if (!unit) tables.weights = Table(c, type, "weights", axis.weight, FloatLiteral);
+    if (!axis.outside.empty()) {
+      tables.outside = Table(c, "bool", "outside", axis.outside, [](bool b) { return std::string(b ? "1" : "0"); });
+    }
+    axes.push_back(tables);
+  }
+  std::string counter = c.code.Fresh("o");
+  c.code.Line("int64_t " + counter + " = 0;");
+  int open = OpenLoops(c.code, out);
+  std::string target = c.outputs[0] + "[" + counter + "++]";
+  std::string outside;
+  for (const AxisTables& a : axes) {
+    if (!a.outside.empty()) outside += (outside.empty() ? "" : " || ") + a.outside + "[i" + std::to_string(a.dim) + "]";
+  }
+  if (!outside.empty()) {
+    c.code.Line("if (" + outside + ") { " + target + " = " + type + "(" +
+                FloatLiteral(attrs.GetFloat("extrapolation_value")) + "); continue; }");
+  }
+  // Each resized axis contributes a loop over its taps (or one read when it has a single tap).
+  std::string offset = base, weight;
+  int tap_loops = 0;
+  for (const AxisTables& a : axes) {
+    std::string row = "i" + std::to_string(a.dim) + " * " + IntLiteral(a.taps);
+    std::string at = row;
+    if (a.taps > 1) {
+      std::string t = "tap" + std::to_string(a.dim);
+      if (tap_loops++ == 0) c.code.Line(type + " sum = 0;");
+      c.code.Open("for (int64_t " + t + " = 0; " + t + " < " + IntLiteral(a.taps) + "; ++" + t + ")");
+      at += " + " + t;
+    }
+    offset += " + " + a.offsets + "[" + at + "]";
+    if (!a.weights.empty()) weight += a.weights + "[" + at + "] * ";
+  }
+  std::string value = c.inputs[0] + "[" + offset + "]";
+  if (tap_loops == 0) {
+    c.code.Line(target + " = " + (weight.empty() ? value : weight + value) + ";");
+  } else {
+    c.code.Line("sum += " + weight + value + ";");
+    for (int k = 0; k < tap_loops; ++k) c.code.Close();
+    c.code.Line(target + " = sum;");
+  }
+  CloseLoops(c.code, open);
+}
+
+}  // namespace kiln::backend

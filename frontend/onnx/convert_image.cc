@@ -1,0 +1,221 @@
+// ONNX image ops: Resize (opsets 10 to 19) and Upsample as image.resize, DepthToSpace and
+// SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales and sizes must be constants:
+// they decide the output's shape.
+#include <cmath>
+
+#include "frontend/onnx/converter.h"
+#include "runtime/error.h"
+
+namespace kiln::frontend {
+
+using namespace ir;
+using runtime::StrCat;
+
+namespace {
+
+const OpRef kResize("image.resize");
+const OpRef kReshape("reshape");
+const OpRef kTranspose("transpose");
+
+using Outputs = std::vector<Expr>;
+using Ints = std::vector<int64_t>;
+using Floats = std::vector<double>;
+
+// An optional constant input, empty when it is absent or holds no values (opset 11 passes an
+// empty scales next to sizes).
+Floats OptionalFloats(const NodeContext& c, size_t i) {
+  if (!c.has_input(i) || c.input_type(i).NumElements() == 0) return {};
+  return c.ConstantFloats(i);
+}
+
+// What Resize's inputs and attributes say, per axis of the data.
+struct ResizeShape {
+  Ints size;
+  Floats scales;
+  Floats roi;
+};
+
+// From scales or sizes given for `axes` (all axes unless opset 18's attribute says otherwise).
+ResizeShape OutputShape(const NodeContext& c, const Floats& scales, const Ints& sizes, const Floats& roi,
+                        const Ints& axes) {
+  const auto& in = c.input_type(0).shape;
+  size_t rank = in.size();
+  ResizeShape shape{in, Floats(rank, 1.0), {}};
+  if (!roi.empty()) {
+    if (roi.size() != 2 * axes.size()) {
+      c.FailAt("input 1", StrCat("roi holds ", roi.size(), " values; it needs a start and an end for each of ",
+                                 axes.size(), " axes"));
+    }
+    shape.roi = Floats(rank, 0.0);
+    shape.roi.resize(2 * rank, 1.0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      shape.roi[axes[i]] = roi[i];
+      shape.roi[rank + axes[i]] = roi[axes.size() + i];
+    }
+  }
+  if (scales.empty() == sizes.empty()) c.Fail("Resize needs scales or sizes, exactly one of them");
+  const char* where = scales.empty() ? "input 3" : "input 2";
+  size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (given != axes.size()) {
+    c.FailAt(where, StrCat("holds ", given, " values for ", axes.size(), " axes"));
+  }
+  if (!scales.empty()) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      double s = scales[i];
+      if (!(s > 0) || !std::isfinite(s)) c.FailAt(where, StrCat("scale ", s, " must be positive"));
+      double length = std::floor(static_cast<double>(in[axes[i]]) * s);
+      if (length > double{1LL << 40}) c.FailAt(where, StrCat("scale ", s, " makes an axis of ", length, " elements"));
+      shape.scales[axes[i]] = s;
+      shape.size[axes[i]] = static_cast<int64_t>(length);
+    }
+    return shape;
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (sizes[i] <= 0) c.FailAt(where, StrCat("size ", sizes[i], " must be positive"));
+    if (in[axes[i]] == 0) c.FailAt(where, StrCat("axis ", axes[i], " is empty: it cannot be resized"));
+  }
+  std::string policy = c.opset() >= 18 ? c.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+  if (policy == "stretch") {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      shape.size[axes[i]] = sizes[i];
+      shape.scales[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
+    }
+    return shape;
+  }
+  if (policy != "not_larger" && policy != "not_smaller") {
+    c.FailAt("attribute 'keep_aspect_ratio_policy'", StrCat("'", policy, "' is not stretch, not_larger or not_smaller"));
+  }
+  // One scale for every axis: the largest that fits in sizes, or the smallest that covers them.
+  double scale = policy == "not_larger" ? INFINITY : 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    double s = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
+    scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+  }
+  for (int64_t axis : axes) {
+    shape.scales[axis] = scale;
+    shape.size[axis] = static_cast<int64_t>(scale * static_cast<double>(in[axis]) + 0.5);
+  }
+  return shape;
+}
+
+// mode: nearest, linear or cubic.
+std::string Method(const NodeContext& c, const std::string& mode) {
+  if (mode == "nearest") return "nearest_neighbor";
+  if (mode == "linear" || mode == "cubic") return mode;
+  c.FailAt("attribute 'mode'", StrCat("'", mode, "' is not nearest, linear or cubic"));
+}
+
+Expr MakeResize(const NodeContext& c, const ResizeShape& shape, Attrs attrs) {
+  attrs.Set("size", shape.size);
+  attrs.Set("scales", shape.scales);
+  attrs.Set("roi", shape.roi);
+  return c.Op(kResize, {c.input(0)}, std::move(attrs));
+}
+
+Ints AllAxes(const NodeContext& c) {
+  Ints axes;
+  for (int64_t d = 0; d < c.input_type(0).ndim(); ++d) axes.push_back(d);
+  return axes;
+}
+
+// Resize 10 and Upsample: scales only, output coordinates mapped asymmetrically, nearest rounding
+// down when enlarging and up when shrinking (ONNX Runtime's behaviour for these opsets).
+Expr ResizeByScales(const NodeContext& c, const Floats& scales) {
+  ResizeShape shape = OutputShape(c, scales, {}, {}, AllAxes(c));
+  return MakeResize(c, shape,
+                    MakeAttrs({{"method", Method(c, c.attr_string("mode", "nearest"))},
+                               {"coordinate_transformation_mode", std::string("asymmetric")},
+                               {"rounding_method", std::string("simple")}}));
+}
+
+Outputs Resize(const NodeContext& c) {
+  if (c.opset() < 11) return {ResizeByScales(c, c.ConstantFloats(1))};
+  Ints axes = AllAxes(c);
+  if (c.opset() >= 18 && c.has_attr("axes")) {
+    axes.clear();
+    for (int64_t axis : c.attr_ints("axes")) {
+      int64_t a = NormalizeAxis(axis, c.input_type(0).ndim(), c);
+      for (int64_t seen : axes) {
+        if (seen == a) c.FailAt("attribute 'axes'", StrCat("axis ", axis, " is given twice"));
+      }
+      axes.push_back(a);
+    }
+  }
+  std::string mode = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  Floats roi = mode == "tf_crop_and_resize" ? OptionalFloats(c, 1) : Floats{};
+  if (mode == "tf_crop_and_resize" && roi.empty()) c.FailAt("input 1", "tf_crop_and_resize needs a roi");
+  Ints sizes;
+  if (c.has_input(3) && c.input_type(3).NumElements() > 0) sizes = c.ConstantInts(3);
+  ResizeShape shape = OutputShape(c, OptionalFloats(c, 2), sizes, roi, axes);
+  std::string rounding = c.attr_string("nearest_mode", "round_prefer_floor");
+  if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" && rounding != "ceil") {
+    c.FailAt("attribute 'nearest_mode'", StrCat("'", rounding, "' is not round_prefer_floor, round_prefer_ceil, ",
+                                                "floor or ceil"));
+  }
+  return {MakeResize(c, shape,
+                     MakeAttrs({{"method", Method(c, c.attr_string("mode", "nearest"))},
+                                {"coordinate_transformation_mode", mode},
+                                {"rounding_method", rounding},
+                                {"cubic_alpha", double{c.attr_float("cubic_coeff_a", -0.75f)}},
+                                {"cubic_exclude", c.attr_int("exclude_outside", 0)},
+                                {"extrapolation_value", double{c.attr_float("extrapolation_value", 0.0f)}},
+                                {"antialias", c.opset() >= 18 ? c.attr_int("antialias", 0) : int64_t{0}}}))};
+}
+
+// Upsample: scales an attribute (opset 7) or an input (opset 9).
+Outputs Upsample(const NodeContext& c) {
+  if (c.opset() < 9) {
+    std::vector<float> scales = c.attr_floats("scales");
+    return {ResizeByScales(c, Floats(scales.begin(), scales.end()))};
+  }
+  return {ResizeByScales(c, c.ConstantFloats(1))};
+}
+
+// The NCHW input's blocksize, checked.
+int64_t BlockSize(const NodeContext& c) {
+  if (c.input_type(0).ndim() != 4) c.FailAt("input 0", StrCat("must be NCHW, it has ", c.input_type(0).ndim(), " dimensions"));
+  int64_t b = c.attr_int("blocksize");
+  if (b <= 0) c.FailAt("attribute 'blocksize'", StrCat(b, " must be positive"));
+  return b;
+}
+
+Expr Rearrange(const NodeContext& c, const Ints& split, const Ints& perm, const Ints& result) {
+  Expr x = c.Op(kReshape, {c.input(0)}, MakeAttrs({{"newshape", split}}));
+  x = c.Op(kTranspose, {x}, MakeAttrs({{"axes", perm}}));
+  return c.Op(kReshape, {x}, MakeAttrs({{"newshape", result}}));
+}
+
+// DepthToSpace: channel blocks to b x b pixels, the block index first (DCR) or last (CRD).
+Outputs DepthToSpace(const NodeContext& c) {
+  int64_t b = BlockSize(c);
+  Ints s = c.input_type(0).shape;
+  if (s[1] % (b * b) != 0) c.FailAt("input 0", StrCat(s[1], " channels do not divide into blocks of ", b, " x ", b));
+  int64_t n = s[0], ch = s[1] / (b * b), h = s[2], w = s[3];
+  std::string mode = c.attr_string("mode", "DCR");
+  Ints result = {n, ch, h * b, w * b};
+  if (mode == "DCR") return {Rearrange(c, {n, b, b, ch, h, w}, {0, 3, 4, 1, 5, 2}, result)};
+  if (mode == "CRD") return {Rearrange(c, {n, ch, b, b, h, w}, {0, 1, 4, 2, 5, 3}, result)};
+  c.FailAt("attribute 'mode'", StrCat("'", mode, "' is not DCR or CRD"));
+}
+
+// SpaceToDepth: b x b pixel blocks to channels, the block index first.
+Outputs SpaceToDepth(const NodeContext& c) {
+  int64_t b = BlockSize(c);
+  Ints s = c.input_type(0).shape;
+  if (s[2] % b != 0 || s[3] % b != 0) {
+    c.FailAt("input 0", StrCat("height ", s[2], " and width ", s[3], " must be multiples of the blocksize ", b));
+  }
+  int64_t n = s[0], ch = s[1], h = s[2] / b, w = s[3] / b;
+  return {Rearrange(c, {n, ch, h, b, w, b}, {0, 3, 5, 1, 2, 4}, {n, ch * b * b, h, w})};
+}
+
+}  // namespace
+
+void AddImageConverters(ConverterTable& table) {
+  Register(table, "Resize", Resize, 10);
+  Register(table, "Upsample", Upsample, 7);
+  Register(table, "DepthToSpace", DepthToSpace, 1);
+  Register(table, "SpaceToDepth", SpaceToDepth, 1);
+}
+
+}  // namespace kiln::frontend

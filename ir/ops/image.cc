@@ -1,0 +1,80 @@
+// Image ops: image.resize, ONNX's Resize over any rank (Relay's image.resize1d/2d/3d without a
+// layout: every axis may be resized). The output size and the per-axis scales that map output
+// coordinates back to input ones are both attributes: ONNX derives one from the other, but a
+// scale given with the model is not always the output's length over the input's, and its
+// coordinate mapping uses the given one.
+#include <cmath>
+
+#include "ir/op.h"
+#include "ir/ops/infer_util.h"
+
+namespace kiln::ir {
+namespace {
+
+using runtime::Check;
+
+bool OneOf(const std::string& value, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed) {
+    if (value == a) return true;
+  }
+  return false;
+}
+
+Type Resize(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const auto& size = attrs.GetInts("size");
+  const auto& scales = attrs.GetFloats("scales");
+  const auto& roi = attrs.GetFloats("roi");
+  Check(static_cast<int>(size.size()) == data.ndim(), "size ", AttrValueText(size), " must give each of the ",
+        data.ndim(), " dimensions of ", ShapeText(data.shape));
+  Check(scales.size() == size.size(), "scales ", AttrValueText(scales), " must give each of the ", data.ndim(),
+        " dimensions");
+  for (size_t d = 0; d < size.size(); ++d) {
+    Check(size[d] >= 0, "size ", AttrValueText(size), " must not be negative");
+    Check(data.shape[d] > 0 || size[d] == 0, "dimension ", d, " of ", ShapeText(data.shape),
+          " is empty: there is nothing to resize it from");
+    Check(std::isfinite(scales[d]) && scales[d] > 0, "scales ", AttrValueText(scales), " must be positive");
+  }
+  Check(roi.empty() || roi.size() == 2 * size.size(), "roi ", AttrValueText(roi), " must hold a start and an end for",
+        " each dimension (", 2 * size.size(), " values) or nothing");
+  const std::string& method = attrs.GetString("method");
+  Check(OneOf(method, {"nearest_neighbor", "linear", "cubic"}), "method '", method,
+        "' is not nearest_neighbor, linear or cubic");
+  const std::string& mode = attrs.GetString("coordinate_transformation_mode");
+  Check(OneOf(mode, {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                     "tf_crop_and_resize", "tf_half_pixel_for_nn"}),
+        "coordinate_transformation_mode '", mode, "' is not half_pixel, half_pixel_symmetric, pytorch_half_pixel, ",
+        "align_corners, asymmetric, tf_crop_and_resize or tf_half_pixel_for_nn");
+  Check(mode != "tf_crop_and_resize" || !roi.empty(), "tf_crop_and_resize needs a roi");
+  const std::string& rounding = attrs.GetString("rounding_method");
+  Check(OneOf(rounding, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"}), "rounding_method '",
+        rounding, "' is not round_prefer_floor, round_prefer_ceil, floor, ceil or simple");
+  Check(method == "nearest_neighbor" || data.dtype.code == kDLFloat, method, " resizing needs floats, got ",
+        DTypeToString(data.dtype));
+  return Type::Tensor(size, data.dtype);
+}
+
+}  // namespace
+
+void RegisterImageOps(OpTable& table) {
+  table["image.resize"] = {
+      "image.resize", 1, 1,
+      {{"size", AttrKind::kInts, {}, "the output's shape"},
+       {"scales", AttrKind::kFloats, {}, "per axis, output length over input length as the coordinate mapping uses it"},
+       {"roi", AttrKind::kFloats, std::vector<double>{}, "tf_crop_and_resize's region: all starts, then all ends"},
+       {"method", AttrKind::kString, std::string("nearest_neighbor"), "nearest_neighbor, linear or cubic"},
+       {"coordinate_transformation_mode", AttrKind::kString, std::string("half_pixel"),
+        "how an output coordinate maps to an input one (ONNX's modes)"},
+       {"rounding_method", AttrKind::kString, std::string("round_prefer_floor"),
+        "nearest_neighbor's rounding: round_prefer_floor, round_prefer_ceil, floor, ceil, or simple (floor when "
+        "enlarging, ceil when shrinking: ONNX Upsample's)"},
+       {"cubic_alpha", AttrKind::kFloat, -0.75, "the cubic kernel's a"},
+       {"cubic_exclude", AttrKind::kInt, int64_t{0}, "taps outside the input get weight 0 and the rest are rescaled"},
+       {"extrapolation_value", AttrKind::kFloat, 0.0, "tf_crop_and_resize's value outside the input"},
+       {"antialias", AttrKind::kInt, int64_t{0}, "widen linear and cubic kernels by the inverse scale when shrinking"}},
+      OpPattern::kInjective,
+      Resize,
+      "data resampled to `size` by nearest, linear or cubic interpolation along every axis (ONNX Resize)"};
+}
+
+}  // namespace kiln::ir
