@@ -236,9 +236,10 @@ int64_t Product(const Ints& v, size_t begin, size_t end) {
   return std::accumulate(v.begin() + begin, v.begin() + end, int64_t{1}, std::multiplies<int64_t>());
 }
 
-Outputs MatMul(const NodeContext& c) {
-  Expr a = c.input(0), b = c.input(1);
-  Ints as = c.input_type(0).shape, bs = c.input_type(1).shape;
+}  // namespace
+
+Expr MatMulOf(const NodeContext& c, Expr a, Expr b) {
+  Ints as = a->type().tensor().shape, bs = b->type().tensor().shape;
   if (as.empty() || bs.empty()) c.Fail("MatMul of a scalar");
   bool a_vector = as.size() == 1, b_vector = bs.size() == 1;
   if (a_vector) {
@@ -254,7 +255,7 @@ Outputs MatMul(const NodeContext& c) {
   Ints batch_a(as.begin(), as.end() - 2), batch_b(bs.begin(), bs.end() - 2);
   Ints out_shape;
   Expr y;
-  if (batch_b.empty()) {
+  if (batch_b.empty() && a->type().tensor().dtype == runtime::kFloat32) {
     // [..., M, K] x [K, N]: a dense layer with weight [N, K] (folded when b is a constant).
     y = c.Op(kDense, {a, c.Op(kTranspose, {b}, MakeAttrs({{"axes", Ints{1, 0}}}))});
     out_shape = as;
@@ -282,8 +283,12 @@ Outputs MatMul(const NodeContext& c) {
   }
   if (a_vector) out_shape.erase(out_shape.end() - 2);
   if (b_vector) out_shape.pop_back();
-  return {Reshape(c, y, out_shape)};
+  return Reshape(c, y, out_shape);
 }
+
+namespace {
+
+Outputs MatMul(const NodeContext& c) { return {MatMulOf(c, c.input(0), c.input(1))}; }
 
 Outputs Flatten(const NodeContext& c) {
   const Ints& shape = c.input_type(0).shape;

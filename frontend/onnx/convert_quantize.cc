@@ -1,5 +1,6 @@
 // ONNX's linear quantization, composed of elementwise ops: QuantizeLinear, DequantizeLinear (per
-// tensor and per axis; uint8, int8, and from opset 21 uint16 and int16) and DynamicQuantizeLinear. In a QDQ model the ops between
+// tensor and per axis; uint8, int8, and from opset 21 uint16 and int16) and DynamicQuantizeLinear;
+// and MatMulInteger and QLinearMatMul, whose products run on int32. In a QDQ model the ops between
 // them then run in float32 on the dequantized values, which gives the integer results of ONNX
 // Runtime's fused integer kernels or differs from them by one step of the scale.
 #include "frontend/onnx/converter.h"
@@ -94,12 +95,67 @@ Outputs DynamicQuantizeLinear(const NodeContext& c) {
   return {CastTo(c, c.Op(kClip, {y}, to_uint8), uint8), scale, CastTo(c, zero_point_real, uint8)};
 }
 
+// A matrix product's zero point or scale (input `input`, of operand `operand`) as it broadcasts
+// against the operand: a scalar, or one value per row of A (its next-to-last axis) or per column
+// of B (its last axis). Zero points become int32.
+Expr MatMulOperandParam(const NodeContext& c, size_t input, size_t operand, bool rows) {
+  const TensorType& t = c.input_type(input);
+  const TensorType& x = c.input_type(operand);
+  bool zero_point = t.dtype.code != kDLFloat;
+  if (zero_point && t.dtype != x.dtype) {
+    c.FailAt(StrCat("input ", input), StrCat("is ", runtime::DTypeToString(t.dtype), " but its operand is ",
+                                             runtime::DTypeToString(x.dtype)));
+  }
+  Expr z = zero_point ? CastTo(c, c.input(input), DLDataType{kDLInt, 32, 1}) : c.input(input);
+  if (t.NumElements() == 1) return c.Op(kReshape, {z}, MakeAttrs({{"newshape", Ints{}}}));
+  int64_t count = x.ndim() < 2 ? 0 : x.shape[x.ndim() - (rows ? 2 : 1)];
+  if (t.NumElements() != count) {
+    c.FailAt(StrCat("input ", input), StrCat("must hold one value or one per ", rows ? "row" : "column", " (",
+                                             count, "), it holds ", t.NumElements()));
+  }
+  return c.Op(kReshape, {z}, MakeAttrs({{"newshape", rows ? Ints{count, 1} : Ints{count}}}));
+}
+
+// MatMulInteger: (A - a_zero_point) x (B - b_zero_point), 8-bit operands, in int32 throughout.
+Outputs MatMulInteger(const NodeContext& c) {
+  DLDataType int32{kDLInt, 32, 1};
+  Range(c, c.input_type(0).dtype, 0);
+  Range(c, c.input_type(1).dtype, 1);
+  Expr a = CastTo(c, c.input(0), int32), b = CastTo(c, c.input(1), int32);
+  if (c.has_input(2)) a = c.Op(kSubtract, {a, MatMulOperandParam(c, 2, 0, true)});
+  if (c.has_input(3)) b = c.Op(kSubtract, {b, MatMulOperandParam(c, 3, 1, false)});
+  return {MatMulOf(c, a, b)};
+}
+
+// QLinearMatMul: the int32 product of (a - a_zero_point) and (b - b_zero_point), requantized as
+// saturate(round(product * (a_scale * b_scale / y_scale)) + y_zero_point), halves to even.
+Outputs QLinearMatMul(const NodeContext& c) {
+  DLDataType int32{kDLInt, 32, 1}, float32{kDLFloat, 32, 1};
+  Range(c, c.input_type(0).dtype, 0);
+  Range(c, c.input_type(3).dtype, 3);
+  DLDataType out = c.input_type(7).dtype;
+  auto [lo, hi] = Range(c, out, 7);
+  Expr a = c.Op(kSubtract, {CastTo(c, c.input(0), int32), MatMulOperandParam(c, 2, 0, true)});
+  Expr b = c.Op(kSubtract, {CastTo(c, c.input(3), int32), MatMulOperandParam(c, 5, 3, false)});
+  Expr scale_ab = c.Op(kMultiply, {CastTo(c, MatMulOperandParam(c, 1, 0, true), float32),
+                                   CastTo(c, MatMulOperandParam(c, 4, 3, false), float32)});
+  if (c.input_type(6).NumElements() != 1) c.FailAt("input 6", "y_scale must hold one value");
+  Expr multiplier = c.Op(kDivide, {scale_ab, CastTo(c, c.Op(kReshape, {c.input(6)}, MakeAttrs({{"newshape", Ints{}}})),
+                                                    float32)});
+  Expr y = c.Op(kRound, {c.Op(kMultiply, {CastTo(c, MatMulOf(c, a, b), float32), multiplier})});
+  if (c.input_type(7).NumElements() != 1) c.FailAt("input 7", "y_zero_point must hold one value");
+  y = c.Op(kAdd, {y, CastTo(c, c.Op(kReshape, {c.input(7)}, MakeAttrs({{"newshape", Ints{}}})), float32)});
+  return {CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out)};
+}
+
 }  // namespace
 
 void AddQuantizeConverters(ConverterTable& table) {
   Register(table, "QuantizeLinear", QuantizeLinear, 10);
   Register(table, "DequantizeLinear", DequantizeLinear, 10);
   Register(table, "DynamicQuantizeLinear", DynamicQuantizeLinear, 11);
+  Register(table, "MatMulInteger", MatMulInteger, 10);
+  Register(table, "QLinearMatMul", QLinearMatMul, 10);
 }
 
 }  // namespace kiln::frontend

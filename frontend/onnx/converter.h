@@ -98,6 +98,9 @@ const ConverterTable& Converters();
 // Helpers shared by converters.
 ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
+// numpy's matmul of a and b (ONNX MatMul): a dense layer when b is a matrix of float32, batched
+// products otherwise.
+ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
 // A scalar constant of `like`'s dtype (float32/64, int32/64).
 ir::Expr ScalarLike(const ir::Expr& like, double value);
 

@@ -185,6 +185,17 @@ def export_quantized_static(path):
     return shapes
 
 
+def export_quantized_dynamic(path):
+    """The GPT block exported, then quantized with quantize_dynamic: its MatMuls become
+    DynamicQuantizeLinear on the activations and MatMulInteger with int8 weights."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    float_path = path.with_name(path.stem + "_float.onnx")
+    shapes = export_gpt_block(float_path)
+    quantize_dynamic(str(float_path), str(path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+    return shapes
+
+
 MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn,
           "yolo_style": export_yolo_style,
-          "quantized_static": export_quantized_static}
+          "quantized_static": export_quantized_static, "quantized_dynamic": export_quantized_dynamic}

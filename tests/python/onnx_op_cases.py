@@ -382,7 +382,7 @@ def recurrent(opset=14):
 def quantization(opset=13):
     # QuantizeLinear / DequantizeLinear per tensor and (from opset 13) per axis, uint8 and int8, with
     # values that saturate and halves that round to even; a QDQ conv as quantize_static writes it;
-    # DynamicQuantizeLinear.
+    # DynamicQuantizeLinear; MatMulInteger and QLinearMatMul.
     g = Group("quantization", opset, rtol=1e-5)
     x = g.input((2, 3, 4, 5), low=-3.0, high=3.0)
     halves = g.input((6,), values=[0.5, 1.5, 2.5, -0.5, -1.5, 300.0])
@@ -405,6 +405,24 @@ def quantization(opset=13):
     y = g.node("Conv", [xd, wd], output=False, pads=[1, 1, 1, 1])
     g.node("QuantizeLinear", [y, g.const(0.05), g.const(128, dtype=np.uint8)])
     g.node("DynamicQuantizeLinear", [g.input((3, 8), low=-2.0, high=5.0)], n_outputs=3)
+    # Integer products: uint8 activations with uint8 or int8 weights, zero points per tensor and
+    # per column of B (ONNX Runtime takes no per-row zero point of A), batched; QLinearMatMul requantizing with saturation.
+    au = g.input((5, 16), dtype=np.uint8, low=0, high=256)
+    g.node("MatMulInteger", [au, g.const(g.rng.integers(-128, 128, (16, 7)), dtype=np.int8)])
+    g.node("MatMulInteger", [au, g.const(g.rng.integers(0, 256, (16, 7)), dtype=np.uint8),
+                             g.const(131, dtype=np.uint8), g.const(120, dtype=np.uint8)])
+    g.node("MatMulInteger", [g.input((2, 3, 5, 16), dtype=np.uint8, low=0, high=256),
+                             g.const(g.rng.integers(-128, 128, (16, 4)), dtype=np.int8),
+                             g.const(77, dtype=np.uint8),
+                             g.const(g.rng.integers(-20, 20, (4,)), dtype=np.int8)])
+    g.node("MatMulInteger", [g.input((3, 5, 16), dtype=np.uint8, low=0, high=256),
+                             g.input((3, 16, 6), dtype=np.uint8, low=0, high=256), g.const(7, dtype=np.uint8)])
+    g.node("QLinearMatMul", [au, g.const(0.02), g.const(128, dtype=np.uint8),
+                             g.const(g.rng.integers(0, 256, (16, 7)), dtype=np.uint8), g.const(0.01),
+                             g.const(125, dtype=np.uint8), g.const(0.15), g.const(100, dtype=np.uint8)])
+    g.node("QLinearMatMul", [g.input((2, 5, 16), dtype=np.uint8, low=0, high=256), g.const(0.03),
+                             g.const(120, dtype=np.uint8), g.const(g.rng.integers(-128, 128, (16, 7)), dtype=np.int8),
+                             g.const(0.004), g.const(0, dtype=np.int8), g.const(0.05), g.const(128, dtype=np.uint8)])
     return g
 
 
