@@ -43,7 +43,7 @@ RTOL, ATOL = 1e-3, 1e-7
 REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
           "ReduceLogSumExp", "ReduceSumSquare"]
 BOUND_INPUTS = {
-    "Reshape": {1}, "Expand": {1}, "Tile": {1}, "Pad": {1, 3}, "Resize": {1, 2, 3}, "Upsample": {1}, "TopK": {1},
+    "Reshape": {1}, "Expand": {1}, "Tile": {1}, "Pad": {1, 3}, "Resize": {1, 2, 3}, "Loop": {0, 1}, "Upsample": {1}, "TopK": {1},
     "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1}, "ConstantOfShape": {0}, "OneHot": {1}, "Split": {1},
     "CumSum": {1}, "Range": {0, 1, 2}, "Trilu": {1}, "NonMaxSuppression": {2, 3, 4}, "CenterCropPad": {1},
     "Col2Im": {1, 2, 3}, "MaxUnpool": {2}, "AffineGrid": {1}, "DFT": {1, 2}, "STFT": {1, 2, 3},

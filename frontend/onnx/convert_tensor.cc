@@ -383,6 +383,7 @@ const ConverterTable& Converters() {
     AddTensorConverters(t);
     AddIndexingConverters(t);
     AddImageConverters(t);
+    AddControlConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);

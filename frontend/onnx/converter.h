@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,10 +14,15 @@
 
 namespace kiln::frontend {
 
+// Imports a graph a node holds, its inputs bound to the given values, in the node's scope (its
+// nodes see the values of the graphs around it); returns the graph's outputs.
+using SubgraphImporter = std::function<std::vector<ir::Expr>(const onnx::GraphProto&, const std::vector<ir::Expr>&)>;
+
 class NodeContext {
  public:
-  NodeContext(const onnx::NodeProto& node, std::vector<ir::Expr> inputs, int64_t opset)
-      : node_(node), inputs_(std::move(inputs)), opset_(opset) {}
+  NodeContext(const onnx::NodeProto& node, std::vector<ir::Expr> inputs, int64_t opset,
+              SubgraphImporter subgraphs = nullptr)
+      : node_(node), inputs_(std::move(inputs)), opset_(opset), subgraphs_(std::move(subgraphs)) {}
 
   const onnx::NodeProto& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -36,6 +42,8 @@ class NodeContext {
   std::vector<std::string> attr_strings(const std::string& name,
                                         std::optional<std::vector<std::string>> fallback = std::nullopt) const;
   const onnx::TensorProto& attr_tensor(const std::string& name) const;
+  // Graph attribute `name` (If's branches, Loop's body) imported with its inputs bound to `inputs`.
+  std::vector<ir::Expr> ImportGraph(const std::string& name, const std::vector<ir::Expr>& inputs) const;
 
   // The values of input i, which must be a constant (after folding): for shape-like inputs.
   std::vector<int64_t> ConstantInts(size_t i) const;
@@ -60,6 +68,7 @@ class NodeContext {
   const onnx::NodeProto& node_;
   std::vector<ir::Expr> inputs_;
   int64_t opset_;
+  SubgraphImporter subgraphs_;
 };
 
 // A converter returns one expression per node output (fewer when trailing outputs are unused
@@ -93,6 +102,7 @@ void AddRecurrentConverters(ConverterTable& table);
 void AddQuantizeConverters(ConverterTable& table);
 void AddEinsumConverters(ConverterTable& table);
 void AddImageConverters(ConverterTable& table);
+void AddControlConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

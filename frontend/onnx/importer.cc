@@ -155,48 +155,42 @@ void RejectExternalData(const onnx::ModelProto& model) {
   }
 }
 
-// Before anything else looks at the nodes: lists every op unsupported at the model's opset at
-// once, then finds inputs that nothing produces.
-void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
-  std::string unsupported;
-  std::set<std::string> kinds;
-  for (int i = 0; i < graph_.node_size(); ++i) {
-    const auto& node = graph_.node(i);
+// The graphs a node holds in its attributes (If's branches, Loop's and Scan's bodies).
+std::vector<const onnx::GraphProto*> Subgraphs(const onnx::NodeProto& node) {
+  std::vector<const onnx::GraphProto*> graphs;
+  for (const auto& attr : node.attribute()) {
+    if (attr.has_g()) graphs.push_back(&attr.g());
+    for (const auto& g : attr.graphs()) graphs.push_back(&g);
+  }
+  return graphs;
+}
+
+// Every node unsupported at the model's opset, in the graph and the graphs its nodes hold.
+void ListUnsupported(const onnx::GraphProto& graph, int64_t opset, const std::string& scope, std::string& unsupported,
+                     std::set<std::string>& kinds) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
     bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     auto converter = Converters().find(node.op_type());
     bool known = default_domain && converter != Converters().end();
-    if (known && converter->second.oldest_opset <= opset) continue;
-    std::string why = !default_domain ? " in domain '" + node.domain() + "'"
-                      : known ? StrCat(": kiln converts ", node.op_type(), " from opset ", converter->second.oldest_opset,
-                                       ", the model uses opset ", opset, " (convert it with onnx.version_converter)")
-                              : "";
-    unsupported += StrCat("\n  ", NodeLabel(node, i), why);
-    kinds.insert(node.op_type());
-  }
-  if (!unsupported.empty()) {
-    std::string list;
-    for (const std::string& k : kinds) list += (list.empty() ? "" : ", ") + k;
-    runtime::Fail("the model uses ", kinds.size(), " unsupported op type", kinds.size() == 1 ? "" : "s", " (", list,
-                  "):", unsupported);
-  }
-  std::set<std::string> known;
-  for (const auto& init : graph_.initializer()) known.insert(init.name());
-  for (const auto& input : graph_.input()) {
-    // libonnx's shape inference reads the type of every graph input without checking that it has
-    // one (Shape of an untyped input crashed it); an initializer listed as an input has its own.
-    const onnx::TypeProto& type = input.type();
-    bool tensor = type.has_tensor_type() && type.tensor_type().elem_type() != onnx::TensorProto::UNDEFINED;
-    if (!tensor && known.count(input.name()) == 0) {
-      runtime::Fail("graph input '", runtime::ValidUtf8(input.name()), "' ",
-                    type.value_case() == onnx::TypeProto::VALUE_NOT_SET ? "has no type"
-                    : type.has_tensor_type()                            ? "has no element type"
-                                                                        : "is not a tensor",
-                    " (kiln imports tensor inputs of a known element type)");
+    if (!known || converter->second.oldest_opset > opset) {
+      std::string why = !default_domain ? " in domain '" + node.domain() + "'"
+                        : known ? StrCat(": kiln converts ", node.op_type(), " from opset ", converter->second.oldest_opset,
+                                         ", the model uses opset ", opset, " (convert it with onnx.version_converter)")
+                                : "";
+      unsupported += StrCat("\n  ", scope, NodeLabel(node, i), why);
+      kinds.insert(node.op_type());
     }
-    known.insert(input.name());
+    for (const onnx::GraphProto* g : Subgraphs(node)) {
+      ListUnsupported(*g, opset, StrCat(scope, NodeLabel(node, i), ", graph '", runtime::ValidUtf8(g->name()), "': "),
+                      unsupported, kinds);
+    }
   }
-  // A negative dim in a declared type is no shape; libonnx's inference indexes with it (GatherND).
-  for (const auto* infos : {&graph_.input(), &graph_.output(), &graph_.value_info()}) {
+}
+
+// A negative dim in a declared type is no shape; libonnx's inference indexes with it (GatherND).
+void RejectNegativeDims(const onnx::GraphProto& graph) {
+  for (const auto* infos : {&graph.input(), &graph.output(), &graph.value_info()}) {
     for (const auto& info : *infos) {
       if (!info.type().has_tensor_type()) continue;
       for (const auto& dim : info.type().tensor_type().shape().dim()) {
@@ -207,8 +201,17 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
       }
     }
   }
-  for (int i = 0; i < graph_.node_size(); ++i) {
-    const auto& node = graph_.node(i);
+}
+
+// The nodes of `graph` (the main graph or one a node holds, which also sees the values `known`
+// of the graphs around it): inputs that nothing produces, required inputs not given, values made
+// twice, and initializer sizes.
+void CheckNodes(const onnx::GraphProto& graph, int64_t opset, std::set<std::string> known) {
+  RejectNegativeDims(graph);
+  for (const auto& init : graph.initializer()) known.insert(init.name());
+  for (const auto& input : graph.input()) known.insert(input.name());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
     for (const std::string& name : node.input()) {
       if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
     }
@@ -227,6 +230,14 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
         }
       }
     }
+    for (const onnx::GraphProto* g : Subgraphs(node)) {
+      try {
+        CheckNodes(*g, opset, known);
+      } catch (runtime::Error& e) {
+        e.AddLocation({"", StrCat(NodeLabel(node, i), ", graph '", runtime::ValidUtf8(g->name()), "'"), ""});
+        throw;
+      }
+    }
     // Each value is made once (ONNX's graphs are SSA); libonnx's shape inference crashes on a
     // value made twice, so this is checked before it runs.
     for (const std::string& name : node.output()) {
@@ -238,7 +249,7 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
   }
   // Initializer sizes before ONNX's checker and shape inference see them: the checker counts
   // elements without overflow checks (to it a [2^40, 2^40] tensor has 0 elements).
-  for (const auto& init : graph_.initializer()) {
+  for (const auto& init : graph.initializer()) {
     try {
       CheckedDataBytes(init);
     } catch (runtime::Error& e) {
@@ -248,21 +259,45 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
   }
 }
 
+// Before anything else looks at the nodes: lists every op unsupported at the model's opset at
+// once, then checks the graph inputs' types and each graph's nodes (CheckNodes).
+void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
+  std::string unsupported;
+  std::set<std::string> kinds;
+  ListUnsupported(graph_, opset, "", unsupported, kinds);
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const std::string& k : kinds) list += (list.empty() ? "" : ", ") + k;
+    runtime::Fail("the model uses ", kinds.size(), " unsupported op type", kinds.size() == 1 ? "" : "s", " (", list,
+                  "):", unsupported);
+  }
+  std::set<std::string> initializers;
+  for (const auto& init : graph_.initializer()) initializers.insert(init.name());
+  for (const auto& input : graph_.input()) {
+    // libonnx's shape inference reads the type of every graph input without checking that it has
+    // one (Shape of an untyped input crashed it); an initializer listed as an input has its own.
+    const onnx::TypeProto& type = input.type();
+    bool tensor = type.has_tensor_type() && type.tensor_type().elem_type() != onnx::TensorProto::UNDEFINED;
+    if (!tensor && initializers.count(input.name()) == 0) {
+      runtime::Fail("graph input '", runtime::ValidUtf8(input.name()), "' ",
+                    type.value_case() == onnx::TypeProto::VALUE_NOT_SET ? "has no type"
+                    : type.has_tensor_type()                            ? "has no element type"
+                                                                        : "is not a tensor",
+                    " (kiln imports tensor inputs of a known element type)");
+    }
+  }
+  CheckNodes(graph_, opset, {});
+}
+
+// Imports a graph: the model's, or one a node holds (a subgraph), whose nodes also see the values
+// of the graphs around it (`outer`).
 class GraphImporter {
  public:
-  GraphImporter(const onnx::GraphProto& graph, int64_t opset) : graph_(graph), opset_(opset) {}
+  GraphImporter(const onnx::GraphProto& graph, int64_t opset, const GraphImporter* outer = nullptr)
+      : graph_(graph), opset_(opset), outer_(outer) {}
 
   Expr Import() {
-    std::set<std::string> initializers;
-    for (const auto& init : graph_.initializer()) {
-      initializers.insert(init.name());
-      try {
-        values_[init.name()] = Constant(TensorToNDArray(init));
-      } catch (runtime::Error& e) {
-        e.AddLocation({"", "initializer '" + init.name() + "'", ""});
-        throw;
-      }
-    }
+    std::set<std::string> initializers = ImportInitializers();
     std::vector<Expr> params;
     std::string missing_shapes;
     std::set<std::string> input_names;
@@ -286,18 +321,53 @@ class GraphImporter {
     runtime::Check(missing_shapes.empty(), "the model's inputs ", missing_shapes,
                    " have no static shape; give them with --input-shapes name:[d0,d1,...] "
                    "(Python: from_onnx's shape_dict)");
-    for (int i = 0; i < graph_.node_size(); ++i) ConvertNode(graph_.node(i), i);
-    std::vector<Expr> outputs;
-    for (const auto& output : graph_.output()) {
-      auto it = values_.find(output.name());
-      runtime::Check(it != values_.end(), "graph output '", output.name(), "' is not computed by any node");
-      outputs.push_back(it->second);
-    }
+    std::vector<Expr> outputs = ConvertNodes();
     runtime::Check(!outputs.empty(), "the model has no outputs");
     return Function(params, outputs.size() == 1 ? outputs[0] : Tuple(outputs));
   }
 
+  // A subgraph with its inputs bound to `inputs`, in order: its outputs.
+  std::vector<Expr> ImportSubgraph(const std::vector<Expr>& inputs) {
+    runtime::Check(static_cast<size_t>(graph_.input_size()) == inputs.size(), "the graph takes ", graph_.input_size(),
+                   " inputs; the op gives it ", inputs.size());
+    ImportInitializers();
+    for (int i = 0; i < graph_.input_size(); ++i) values_[graph_.input(i).name()] = inputs[i];
+    return ConvertNodes();
+  }
+
  private:
+  std::set<std::string> ImportInitializers() {
+    std::set<std::string> initializers;
+    for (const auto& init : graph_.initializer()) {
+      initializers.insert(init.name());
+      try {
+        values_[init.name()] = Constant(TensorToNDArray(init));
+      } catch (runtime::Error& e) {
+        e.AddLocation({"", "initializer '" + init.name() + "'", ""});
+        throw;
+      }
+    }
+    return initializers;
+  }
+
+  std::vector<Expr> ConvertNodes() {
+    for (int i = 0; i < graph_.node_size(); ++i) ConvertNode(graph_.node(i), i);
+    std::vector<Expr> outputs;
+    for (const auto& output : graph_.output()) {
+      const Expr* value = Find(output.name());
+      runtime::Check(value != nullptr, "graph output '", output.name(), "' is not computed by any node");
+      outputs.push_back(*value);
+    }
+    return outputs;
+  }
+
+  // The value of `name` in this graph or the graphs around it; null when there is none.
+  const Expr* Find(const std::string& name) const {
+    auto it = values_.find(name);
+    if (it != values_.end()) return &it->second;
+    return outer_ == nullptr ? nullptr : outer_->Find(name);
+  }
+
   void ConvertNode(const onnx::NodeProto& node, int index) {
     std::vector<Expr> inputs;
     for (const std::string& name : node.input()) {
@@ -305,11 +375,14 @@ class GraphImporter {
         inputs.push_back(nullptr);
         continue;
       }
-      auto it = values_.find(name);
-      if (it == values_.end()) throw UnknownInput(node, index, name);
-      inputs.push_back(it->second);
+      const Expr* value = Find(name);
+      if (value == nullptr) throw UnknownInput(node, index, name);
+      inputs.push_back(*value);
     }
-    NodeContext context(node, std::move(inputs), opset_);
+    SubgraphImporter subgraphs = [this](const onnx::GraphProto& graph, const std::vector<Expr>& bound) {
+      return GraphImporter(graph, opset_, this).ImportSubgraph(bound);
+    };
+    NodeContext context(node, std::move(inputs), opset_, subgraphs);
     std::vector<Expr> outputs;
     try {
       outputs = Converters().at(node.op_type()).convert(context);
@@ -329,6 +402,7 @@ class GraphImporter {
 
   const onnx::GraphProto& graph_;
   int64_t opset_;
+  const GraphImporter* outer_;
   std::map<std::string, Expr> values_;
 };
 
@@ -564,6 +638,18 @@ std::vector<std::string> NodeContext::attr_strings(const std::string& name,
                                                    std::optional<std::vector<std::string>> fallback) const {
   const auto* a = TypedAttr(name, onnx::AttributeProto::STRINGS);
   return a != nullptr ? std::vector<std::string>(a->strings().begin(), a->strings().end()) : Fallback(name, fallback);
+}
+
+std::vector<Expr> NodeContext::ImportGraph(const std::string& name, const std::vector<Expr>& inputs) const {
+  const onnx::AttributeProto* a = TypedAttr(name, onnx::AttributeProto::GRAPH);
+  if (a == nullptr) FailAt("attribute '" + name + "'", "is required");
+  runtime::CheckInternal(subgraphs_ != nullptr, "a converter imports a graph outside the importer");
+  try {
+    return subgraphs_(a->g(), inputs);
+  } catch (runtime::Error& e) {
+    e.AddLocation({"", "graph '" + runtime::ValidUtf8(a->g().name()) + "'", ""});
+    throw;
+  }
 }
 
 const onnx::TensorProto& NodeContext::attr_tensor(const std::string& name) const {

@@ -1,4 +1,4 @@
-// Gemm, BatchGemm and GemmPacked against the definition (sums in double): every combination of transposed
+// Gemm, BatchGemm, GemmPacked and BatchGemmInt32 against the definition (sums in double): every combination of transposed
 // operands, row strides wider than the rows, sizes around the micro-kernel's tile (rows), panel
 // (16 columns) and K block (256), row blocks, batch-1 dense layers (the dot-product path);
 // serial and on the thread pool. Compiled with -march=native (the vector path of this machine)
@@ -184,6 +184,46 @@ TEST(GemmPacked, EmptyInnerDimensionGivesZeros) {
   std::vector<float> a(1), packed(1), c(3 * 5, NAN);
   ASSERT_EQ(GemmPacked(3, 5, 0, a.data(), 0, packed.data(), c.data(), 5), 0);
   for (float v : c) EXPECT_EQ(v, 0.0f);
+}
+
+// BatchGemmInt32 against the definition in int64 reduced modulo 2^32: transposed operands, a shared
+// B, 8-bit-range values as MatMulInteger gives it, and sums that overflow int32 (which wrap).
+TEST(BatchGemmInt32, ExactModulo2To32) {
+  std::mt19937 rng(11);
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (const Problem& p : std::vector<Problem>{{5, 17, 7, false, false, 0}, {9, 4, 300, true, false, 1},
+                                                 {3, 11, 40, false, true, 2}, {6, 5, 33, true, true, 0}}) {
+      for (int64_t range : {int64_t{255}, int64_t{1} << 30}) {
+        std::uniform_int_distribution<int64_t> value(-range, range);
+        const int64_t batch = 2, lda = (p.a_transposed ? p.m : p.k) + p.pad, ldb = (p.b_transposed ? p.k : p.n) + p.pad;
+        const int64_t a_rows = p.a_transposed ? p.k : p.m, b_rows = p.b_transposed ? p.n : p.k;
+        std::vector<int32_t> a(batch * a_rows * lda), b(b_rows * ldb);  // B shared (stride 0)
+        for (int32_t& x : a) x = static_cast<int32_t>(value(rng));
+        for (int32_t& x : b) x = static_cast<int32_t>(value(rng));
+        const int64_t ldc = p.n + p.pad, c_stride = p.m * ldc;
+        std::vector<int32_t> c(batch * c_stride, 12345);
+        ASSERT_EQ(BatchGemmInt32(batch, p.m, p.n, p.k, a.data(), lda, a_rows * lda, p.a_transposed, b.data(), ldb, 0,
+                                 p.b_transposed, c.data(), ldc, c_stride),
+                  0);
+        for (int64_t q = 0; q < batch; ++q) {
+          for (int64_t i = 0; i < p.m; ++i) {
+            for (int64_t j = 0; j < p.n; ++j) {
+              uint64_t sum = 0;
+              for (int64_t x = 0; x < p.k; ++x) {
+                int64_t av = a[q * a_rows * lda + (p.a_transposed ? x * lda + i : i * lda + x)];
+                int64_t bv = b[p.b_transposed ? j * ldb + x : x * ldb + j];
+                sum += static_cast<uint64_t>(av * bv);
+              }
+              ASSERT_EQ(c[q * c_stride + i * ldc + j], static_cast<int32_t>(static_cast<uint32_t>(sum)))
+                  << p.Text() << " range " << range << " product " << q << " at " << i << ", " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  UseThreads(false);
 }
 
 }  // namespace

@@ -185,6 +185,30 @@ def export_quantized_static(path):
     return shapes
 
 
+class BrightnessGate(torch.nn.Module):
+    """A data-dependent branch, as scripted models have: features are sharpened when the image is
+    bright on average and smoothed otherwise (an If whose condition is known only at run time)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = conv_bn_relu(3, 8, 1)
+        self.sharpen, self.smooth = torch.nn.Conv2d(8, 4, 3, padding=1), torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.features(x)
+        if bool(x.mean() > 0.0):
+            return torch.relu(self.sharpen(y)) * 2.0
+        return torch.sigmoid(self.smooth(y))
+
+
+def export_runtime_if(path):
+    torch.manual_seed(0)
+    model = torch.jit.script(BrightnessGate().eval())
+    example = torch.randn(1, 3, 16, 16)
+    torch.onnx.export(model, example, str(path), opset_version=13, input_names=["input"], output_names=["output"])
+    return {"input": tuple(example.shape)}
+
+
 def export_quantized_dynamic(path):
     """The GPT block exported, then quantized with quantize_dynamic: its MatMuls become
     DynamicQuantizeLinear on the activations and MatMulInteger with int8 weights."""
@@ -197,5 +221,5 @@ def export_quantized_dynamic(path):
 
 
 MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn,
-          "yolo_style": export_yolo_style,
+          "yolo_style": export_yolo_style, "runtime_if": export_runtime_if,
           "quantized_static": export_quantized_static, "quantized_dynamic": export_quantized_dynamic}

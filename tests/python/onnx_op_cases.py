@@ -602,11 +602,73 @@ def image(opset=13):
     return g
 
 
+def control_flow(opset=13):
+    # If with a run-time condition (both branches computed, one selected) and with one that folds
+    # (the taken branch alone, reading outer values); Loop with a constant trip count, carried
+    # values and scan outputs, and one whose condition turns false; Scan forward and reverse along
+    # other axes; a Loop nested in an If.
+    g = Group("control_flow", opset, rtol=1e-5)
+    x = g.input((3, 4))
+    flag = g.input((), dtype=np.bool_, values=np.array(True))
+    shut = g.input((1,), dtype=np.bool_, values=np.array([False]))
+    F3 = lambda name, shape: helper.make_tensor_value_info(name, F, shape)  # noqa: E731
+
+    def graph(name, nodes, outputs, inputs=()):
+        return helper.make_graph(nodes, name, list(inputs), outputs)
+
+    def branches(tag):
+        then = graph(f"then{tag}", [helper.make_node("Add", [x, x], [f"t{tag}"])], [F3(f"t{tag}", [3, 4])])
+        other = graph(f"else{tag}", [helper.make_node("Sigmoid", [x], [f"e{tag}"])], [F3(f"e{tag}", [3, 4])])
+        return then, other
+
+    for tag, condition in (("a", flag), ("b", shut)):
+        then, other = branches(tag)
+        g.node("If", [condition], then_branch=then, else_branch=other)
+    then, other = branches("c")
+    g.node("If", [g.const(np.array(False), dtype=np.bool_)], then_branch=then, else_branch=other)
+    # Loop: carried sum += x * i, scan output the running sum, 4 trips.
+    B = TensorProto.BOOL
+    body = graph("body", [
+        helper.make_node("Cast", ["i"], ["i_f"], to=F),
+        helper.make_node("Mul", [x, "i_f"], ["xi"]),
+        helper.make_node("Add", ["s_in", "xi"], ["s_out"]),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Relu", ["s_out"], ["scan"]),
+    ], [helper.make_tensor_value_info("cond_out", B, []), F3("s_out", [3, 4]), F3("scan", [3, 4])],
+        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", B, []),
+         F3("s_in", [3, 4])])
+    g.node("Loop", [g.const(np.array(4), dtype=np.int64), "", g.input((3, 4))], n_outputs=2, body=body)
+    # Loop that stops when i * 2 >= 5 (after i = 2), its trip count left open.
+    body2 = graph("body2", [
+        helper.make_node("Mul", ["j", g.const(np.array(2), dtype=np.int64)], ["j2"]),
+        helper.make_node("Less", ["j2", g.const(np.array(4), dtype=np.int64)], ["go"]),
+        helper.make_node("Mul", ["p_in", x], ["p_out"]),
+    ], [helper.make_tensor_value_info("go", B, []), F3("p_out", [3, 4])],
+        [helper.make_tensor_value_info("j", I64, []), helper.make_tensor_value_info("c_in", B, []),
+         F3("p_in", [3, 4])])
+    g.node("Loop", ["", g.const(np.array(True), dtype=np.bool_), g.input((3, 4))], body=body2)
+    if opset >= 9:
+        # Scan: state += row, scan outputs row * state; one input reversed along axis 1.
+        sbody = graph("scan_body", [
+            helper.make_node("Add", ["acc", "row"], ["acc_out"]),
+            helper.make_node("Mul", ["row", "acc_out"], ["prod"]),
+        ], [F3("acc_out", [3]), F3("prod", [3])], [F3("acc", [3]), F3("row", [3])])
+        g.node("Scan", [g.input((3,)), g.input((5, 3))], n_outputs=2, body=sbody, num_scan_inputs=1)
+        g.node("Scan", [g.input((3,)), g.input((3, 5))], n_outputs=2, body=sbody, num_scan_inputs=1,
+               scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1], scan_output_directions=[1])
+    # A Loop inside the taken branch of a run-time If.
+    inner = graph("inner", [helper.make_node("Loop", [g.const(np.array(3), dtype=np.int64), "", x], ["looped"],
+                                             body=body2)], [F3("looped", [3, 4])])
+    g.node("If", [flag], then_branch=inner, else_branch=branches("d")[1])
+    return g
+
+
 # Each group with the opsets it is built at: the model suite's ops over opsets 11 to 17.
 GROUPS = [
     (conv, [11, 14, 17]),
     (conv_transpose, [11, 17]),
     (image, [9, 10, 11, 13, 19]),
+    (control_flow, [11, 13, 16]),
     (recurrent, [11, 14]),
     (quantization, [11, 13, 19]),
     (einsum, [12, 17]),

@@ -158,6 +158,31 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
                                helper.make_node("Resize", ["x", "", "s"], ["y"])], x4, "scale -2 must be positive"),
     ]:
         cases.append((["compile", save(tmp_path, nodes, inputs, y4, opset=19, name=name)], message))
+    # Control flow kiln cannot resolve at import, and an unsupported op inside a branch.
+    x2 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    flag = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    y_any = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    branch = lambda name, node, shape: helper.make_graph(  # noqa: E731
+        [node], name, [], [helper.make_tensor_value_info(name + "_y", TensorProto.FLOAT, shape)])
+    if_node = lambda then, other: helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)  # noqa: E731
+    cases.append((["compile", save(tmp_path, [if_node(branch("t", helper.make_node("Relu", ["x"], ["t_y"]), [2]),
+                                                      branch("e", helper.make_node("Concat", ["x", "x"], ["e_y"], axis=0),
+                                                             [4]))],
+                                   [x2, flag], y_any, name="if_types.onnx")],
+                  "output 0: the then branch gives Tensor[(2), float32] and the else branch Tensor[(4), float32]"))
+    cases.append((["compile", save(tmp_path, [if_node(branch("t", helper.make_node("Det", ["x"], ["t_y"]), [2]),
+                                                      branch("e", helper.make_node("Relu", ["x"], ["e_y"]), [2]))],
+                                   [x2, flag], y_any, name="if_det.onnx")],
+                  "1 unsupported op type (Det):\n  node #0 (If), graph 't': node #0 (Det)"))
+    body = helper.make_graph([helper.make_node("Identity", ["b_c"], ["b_co"]), helper.make_node("Relu", ["b_v"], ["b_vo"])],
+                             "body", [helper.make_tensor_value_info("b_i", TensorProto.INT64, []),
+                                      helper.make_tensor_value_info("b_c", TensorProto.BOOL, []),
+                                      helper.make_tensor_value_info("b_v", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("b_co", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("b_vo", TensorProto.FLOAT, [2])])
+    cases.append((["compile", save(tmp_path, [helper.make_node("Loop", ["n", "", "x"], ["y"], body=body)],
+                                   [x2, helper.make_tensor_value_info("n", TensorProto.INT64, [])], y_any,
+                                   name="loop_n.onnx")], "the trip count must be a constant (kiln unrolls loops at import)"))
     for args, message in cases:
         result = kiln(*args, check=False)
         assert result.returncode != 0, args

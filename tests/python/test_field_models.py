@@ -60,11 +60,36 @@ def test_field_model_matches_onnxruntime(tmp_path, name):
         assert err <= bound, f"{name} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
 
 
+def test_runtime_if_takes_each_branch(tmp_path):
+    # One library, inputs bright and dark on average: each takes its own branch, as in ONNX Runtime.
+    path = tmp_path / "gate.onnx"
+    field_models.MODELS["runtime_if"](path)
+    library = tmp_path / "gate.so"
+    subprocess.run([KILN, "compile", str(path), "-o", str(library)], check=True, capture_output=True, text=True)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    outputs = []
+    for offset in (1.0, -1.0):
+        feeds = {"input": (rng.standard_normal((1, 3, 16, 16)) + offset).astype(np.float32)}
+        want = session.run(None, feeds)[0]
+        np.savez(tmp_path / "in.npz", **feeds)
+        subprocess.run([KILN, "run", str(library), "--inputs", str(tmp_path / "in.npz"), "--outputs",
+                        str(tmp_path / "out.npz")], check=True, capture_output=True, text=True)
+        got = np.load(tmp_path / "out.npz")["output_0"]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        outputs.append(want)
+    # The branches differ: relu(...) * 2 has zeros, sigmoid(...) none.
+    assert (outputs[0] == 0).any() and (outputs[1] > 0).all()
+
+
 def test_field_models_use_the_ops_they_stand_for(tmp_path):
-    # The point of each model: the GPT block's causal mask is a Trilu, the detector upsamples with
-    # ConvTranspose, the recognizer reads with a bidirectional LSTM, the classifier is QDQ.
+    # The point of each model: the GPT block's causal mask is a Trilu, the detectors upsample with
+    # ConvTranspose or Resize, the recognizer reads with a bidirectional LSTM, the classifiers are
+    # quantized (QDQ, or dynamically with integer products), the gate branches at run time.
     wanted = {"gpt_block": {"Trilu", "LayerNormalization", "Softmax"}, "dbnet_style": {"ConvTranspose", "Concat"},
-              "crnn": {"LSTM", "LogSoftmax"}, "quantized_static": {"QuantizeLinear", "DequantizeLinear", "Conv"}}
+              "crnn": {"LSTM", "LogSoftmax"}, "quantized_static": {"QuantizeLinear", "DequantizeLinear", "Conv"},
+              "yolo_style": {"Resize", "Split", "Concat"}, "runtime_if": {"If"},
+              "quantized_dynamic": {"DynamicQuantizeLinear", "MatMulInteger"}}
     for name, ops in wanted.items():
         path = tmp_path / f"{name}.onnx"
         field_models.MODELS[name](path)
