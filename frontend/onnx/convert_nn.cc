@@ -20,6 +20,7 @@ const OpRef kBatchMatmul("nn.batch_matmul");
 const OpRef kBatchNorm("nn.batch_norm");
 const OpRef kBiasAdd("nn.bias_add");
 const OpRef kBroadcastTo("broadcast_to");
+const OpRef kConcatenate("concatenate");
 const OpRef kConv2d("nn.conv2d");
 const OpRef kDense("nn.dense");
 const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
@@ -66,25 +67,77 @@ void Require2D(const NodeContext& c, const TensorType& data) {
   if (data.ndim() != 4) c.Fail(StrCat("only 2-D (NCHW) data is supported, got rank ", data.ndim()));
 }
 
-Outputs Conv(const NodeContext& c) {
-  const TensorType& data = c.input_type(0);
-  const TensorType& weight = c.input_type(1);
+Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
+  if (x->type().tensor().shape == shape) return x;
+  return c.Op(kReshape, {x}, MakeAttrs({{"newshape", shape}}));
+}
+
+// An int32 convolution as matrix products, exact: per group, the padded input's patches gathered
+// into columns [N, C/G * KH * KW, OH * OW] (one strided slice per kernel tap) times the weight
+// [OC/G, C/G * KH * KW], on the int32 product kernel.
+Expr IntegerConv2D(const NodeContext& c, const Expr& data, const Expr& weight, const Ints& strides,
+                   const Ints& dilations, const Ints& padding, int64_t groups) {
+  const Ints& in = data->type().tensor().shape;
+  const Ints& w = weight->type().tensor().shape;
+  int64_t n = in[0], oc = w[0], cg = w[1], kh = w[2], kw = w[3];
+  if (groups < 1 || in[1] != cg * groups || oc % groups != 0) {
+    c.Fail(StrCat("the weight ", ShapeText(w), " does not fit ", in[1], " input channels in ", groups, " groups"));
+  }
+  Expr x = c.Op(kPad, {data}, MakeAttrs({{"pad_width", Ints{0, 0, 0, 0, padding[0], padding[2], padding[1], padding[3]}}}));
+  int64_t oh = (in[2] + padding[0] + padding[2] - (kh - 1) * dilations[0] - 1) / strides[0] + 1;
+  int64_t ow = (in[3] + padding[1] + padding[3] - (kw - 1) * dilations[1] - 1) / strides[1] + 1;
+  if (oh <= 0 || ow <= 0) c.Fail(StrCat("the window is larger than the padded input ", ShapeText(in)));
+  int64_t ocg = oc / groups;
+  Outputs per_group;
+  for (int64_t g = 0; g < groups; ++g) {
+    Expr xg = groups == 1 ? x : c.Op(kStridedSlice, {x}, MakeAttrs({{"begin", Ints{g * cg}}, {"end", Ints{(g + 1) * cg}},
+                                                                    {"axes", Ints{1}}}));
+    Outputs taps;
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        Ints begin = {i * dilations[0], j * dilations[1]};
+        Ints end = {begin[0] + (oh - 1) * strides[0] + 1, begin[1] + (ow - 1) * strides[1] + 1};
+        Expr tap = c.Op(kStridedSlice, {xg}, MakeAttrs({{"begin", begin}, {"end", end}, {"strides", strides},
+                                                        {"axes", Ints{2, 3}}}));
+        taps.push_back(Reshape(c, tap, {n, cg, 1, oh * ow}));
+      }
+    }
+    Expr columns = taps.size() == 1 ? taps[0] : c.Op(kConcatenate, taps, MakeAttrs({{"axis", int64_t{2}}}));
+    columns = Reshape(c, columns, {n, cg * kh * kw, oh * ow});
+    Expr wg = groups == 1 ? weight : c.Op(kStridedSlice, {weight}, MakeAttrs({{"begin", Ints{g * ocg}},
+                                                                             {"end", Ints{(g + 1) * ocg}},
+                                                                             {"axes", Ints{0}}}));
+    per_group.push_back(c.Op(kBatchMatmul, {Reshape(c, wg, {1, ocg, cg * kh * kw}), columns}));
+  }
+  Expr y = per_group.size() == 1 ? per_group[0] : c.Op(kConcatenate, per_group, MakeAttrs({{"axis", int64_t{1}}}));
+  return Reshape(c, y, {n, oc, oh, ow});
+}
+
+}  // namespace
+
+Expr Conv2DOf(const NodeContext& c, const Expr& data_expr, const Expr& weight_expr) {
+  const TensorType& data = data_expr->type().tensor();
+  const TensorType& weight = weight_expr->type().tensor();
   Require2D(c, data);
   if (weight.ndim() != 4) c.FailAt("input 1", StrCat("the weight must have rank 4 for 2-D data, got ", weight.ndim()));
   Ints window = {weight.shape[2], weight.shape[3]};
   Ints strides = TwoValues(c, "strides", Ints{1, 1});
   Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
   Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
-  Expr out = c.Op(kConv2d, {c.input(0), c.input(1)},
-                  MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
-                             {"groups", c.attr_int("group", 1)}}));
-  if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
-  return {out};
+  if (data.dtype == DLDataType{kDLInt, 32, 1}) {
+    return IntegerConv2D(c, data_expr, weight_expr, strides, dilations, padding, c.attr_int("group", 1));
+  }
+  return c.Op(kConv2d, {data_expr, weight_expr},
+              MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
+                         {"groups", c.attr_int("group", 1)}}));
 }
 
-Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
-  if (x->type().tensor().shape == shape) return x;
-  return c.Op(kReshape, {x}, MakeAttrs({{"newshape", shape}}));
+namespace {
+
+Outputs Conv(const NodeContext& c) {
+  Expr out = Conv2DOf(c, c.input(0), c.input(1));
+  if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
+  return {out};
 }
 
 // ConvTranspose as the convolution it is the gradient of (TVM's topi does the same): the input

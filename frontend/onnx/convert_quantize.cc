@@ -1,6 +1,6 @@
 // ONNX's linear quantization, composed of elementwise ops: QuantizeLinear, DequantizeLinear (per
 // tensor and per axis; uint8, int8, and from opset 21 uint16 and int16) and DynamicQuantizeLinear;
-// and MatMulInteger and QLinearMatMul, whose products run on int32. In a QDQ model the ops between
+// and MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv, whose sums run on int32. In a QDQ model the ops between
 // them then run in float32 on the dequantized values, which gives the integer results of ONNX
 // Runtime's fused integer kernels or differs from them by one step of the scale.
 #include "frontend/onnx/converter.h"
@@ -148,6 +148,62 @@ Outputs QLinearMatMul(const NodeContext& c) {
   return {CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out)};
 }
 
+// A convolution weight's zero point or scale: one value, or one per output channel (shaped to
+// broadcast against the weight [OC, C, KH, KW] or the output [N, OC, H, W]).
+Expr PerOutputChannel(const NodeContext& c, size_t input, size_t weight, int64_t rank) {
+  const TensorType& t = c.input_type(input);
+  Expr v = t.dtype.code == kDLFloat ? c.input(input) : CastTo(c, c.input(input), DLDataType{kDLInt, 32, 1});
+  if (t.NumElements() == 1) return c.Op(kReshape, {v}, MakeAttrs({{"newshape", Ints{}}}));
+  int64_t channels = c.input_type(weight).shape[0];
+  if (t.NumElements() != channels) {
+    c.FailAt(StrCat("input ", input), StrCat("must hold one value or one per output channel (", channels, "), it holds ",
+                                             t.NumElements()));
+  }
+  return c.Op(kReshape, {v}, MakeAttrs({{"newshape", rank == 4 ? Ints{channels, 1, 1, 1} : Ints{channels, 1, 1}}}));
+}
+
+// (x - x_zero_point) convolved with (w - w_zero_point) on int32.
+Expr IntegerConv(const NodeContext& c, size_t x, size_t x_zero_point, size_t w, size_t w_zero_point) {
+  DLDataType int32{kDLInt, 32, 1};
+  Range(c, c.input_type(x).dtype, x);
+  Range(c, c.input_type(w).dtype, w);
+  Expr data = CastTo(c, c.input(x), int32), weight = CastTo(c, c.input(w), int32);
+  if (c.has_input(x_zero_point)) {
+    if (c.input_type(x_zero_point).NumElements() != 1) {
+      c.FailAt(StrCat("input ", x_zero_point), "the input's zero point must hold one value");
+    }
+    data = c.Op(kSubtract, {data, c.Op(kReshape, {CastTo(c, c.input(x_zero_point), int32)},
+                                        MakeAttrs({{"newshape", Ints{}}}))});
+  }
+  if (c.has_input(w_zero_point)) weight = c.Op(kSubtract, {weight, PerOutputChannel(c, w_zero_point, w, 4)});
+  return Conv2DOf(c, data, weight);
+}
+
+// ConvInteger: the int32 convolution of the zero-point-shifted 8-bit operands.
+Outputs ConvInteger(const NodeContext& c) { return {IntegerConv(c, 0, 2, 1, 3)}; }
+
+// QLinearConv: the int32 convolution plus the int32 bias, requantized as
+// saturate(round(sum * (x_scale * w_scale / y_scale)) + y_zero_point), halves to even.
+Outputs QLinearConv(const NodeContext& c) {
+  DLDataType float32{kDLFloat, 32, 1};
+  DLDataType out = c.input_type(7).dtype;
+  auto [lo, hi] = Range(c, out, 7);
+  Expr sum = IntegerConv(c, 0, 2, 3, 5);
+  if (c.has_input(8)) {
+    sum = c.Op(kAdd, {sum, c.Op(kReshape, {CastTo(c, c.input(8), DLDataType{kDLInt, 32, 1})},
+                                MakeAttrs({{"newshape", Ints{c.input_type(8).NumElements(), 1, 1}}}))});
+  }
+  auto scalar = [&](size_t i) {
+    if (c.input_type(i).NumElements() != 1) c.FailAt(StrCat("input ", i), "must hold one value");
+    return CastTo(c, c.Op(kReshape, {c.input(i)}, MakeAttrs({{"newshape", Ints{}}})), float32);
+  };
+  Expr multiplier = c.Op(kDivide, {c.Op(kMultiply, {scalar(1), CastTo(c, PerOutputChannel(c, 4, 3, 3), float32)}),
+                                   scalar(6)});
+  Expr y = c.Op(kRound, {c.Op(kMultiply, {CastTo(c, sum, float32), multiplier})});
+  y = c.Op(kAdd, {y, scalar(7)});
+  return {CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out)};
+}
+
 }  // namespace
 
 void AddQuantizeConverters(ConverterTable& table) {
@@ -156,6 +212,8 @@ void AddQuantizeConverters(ConverterTable& table) {
   Register(table, "DynamicQuantizeLinear", DynamicQuantizeLinear, 11);
   Register(table, "MatMulInteger", MatMulInteger, 10);
   Register(table, "QLinearMatMul", QLinearMatMul, 10);
+  Register(table, "ConvInteger", ConvInteger, 10);
+  Register(table, "QLinearConv", QLinearConv, 10);
 }
 
 }  // namespace kiln::frontend

@@ -111,6 +111,9 @@ int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
 // numpy's matmul of a and b (ONNX MatMul): a dense layer when b is a matrix of float32, batched
 // products otherwise.
 ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
+// ONNX Conv of 2-D data without its bias, the node's window attributes applied: nn.conv2d on
+// float32, matrix products of gathered patches on int32 (exact).
+ir::Expr Conv2DOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
 // A scalar constant of `like`'s dtype (float32/64, int32/64).
 ir::Expr ScalarLike(const ir::Expr& like, double value);
 

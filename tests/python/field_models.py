@@ -220,6 +220,20 @@ def export_quantized_dynamic(path):
     return shapes
 
 
+def export_quantized_dynamic_cnn(path):
+    """The small classifier quantized with quantize_dynamic: its convolutions become ConvInteger
+    on dynamically quantized uint8 activations and uint8 weights (ONNX Runtime has no ConvInteger
+    for int8 weights), its linear layer MatMulInteger."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    torch.manual_seed(0)
+    float_path = path.with_name(path.stem + "_float.onnx")
+    shapes = _export(SmallClassifier(), torch.randn(1, 3, 32, 32), float_path, 13)
+    quantize_dynamic(str(float_path), str(path), weight_type=QuantType.QUInt8)
+    return shapes
+
+
 MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn,
           "yolo_style": export_yolo_style, "runtime_if": export_runtime_if,
-          "quantized_static": export_quantized_static, "quantized_dynamic": export_quantized_dynamic}
+          "quantized_static": export_quantized_static, "quantized_dynamic": export_quantized_dynamic,
+          "quantized_dynamic_cnn": export_quantized_dynamic_cnn}

@@ -382,7 +382,7 @@ def recurrent(opset=14):
 def quantization(opset=13):
     # QuantizeLinear / DequantizeLinear per tensor and (from opset 13) per axis, uint8 and int8, with
     # values that saturate and halves that round to even; a QDQ conv as quantize_static writes it;
-    # DynamicQuantizeLinear; MatMulInteger and QLinearMatMul.
+    # DynamicQuantizeLinear; MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv.
     g = Group("quantization", opset, rtol=1e-5)
     x = g.input((2, 3, 4, 5), low=-3.0, high=3.0)
     halves = g.input((6,), values=[0.5, 1.5, 2.5, -0.5, -1.5, 300.0])
@@ -423,6 +423,20 @@ def quantization(opset=13):
     g.node("QLinearMatMul", [g.input((2, 5, 16), dtype=np.uint8, low=0, high=256), g.const(0.03),
                              g.const(120, dtype=np.uint8), g.const(g.rng.integers(-128, 128, (16, 7)), dtype=np.int8),
                              g.const(0.004), g.const(0, dtype=np.int8), g.const(0.05), g.const(128, dtype=np.uint8)])
+    # Integer convolutions: zero points (padding reads the input's), strides, dilations, groups;
+    # QLinearConv with per-output-channel int8 weight scales and an int32 bias, requantized.
+    xu = g.input((2, 4, 7, 6), dtype=np.uint8, low=0, high=256)
+    wu = g.const(g.rng.integers(0, 256, (6, 4, 3, 3)), dtype=np.uint8)
+    g.node("ConvInteger", [xu, wu, g.const(119, dtype=np.uint8), g.const(130, dtype=np.uint8)], pads=[1, 1, 1, 1])
+    g.node("ConvInteger", [xu, g.const(g.rng.integers(0, 256, (4, 2, 2, 3)), dtype=np.uint8)], strides=[2, 1],
+           dilations=[1, 2], group=2)
+    g.node("QLinearConv", [xu, g.const(0.02), g.const(128, dtype=np.uint8),
+                           g.const(g.rng.integers(-128, 128, (6, 4, 3, 3)), dtype=np.int8),
+                           g.const([0.003, 0.004, 0.002, 0.005, 0.001, 0.003]), g.const([0] * 6, dtype=np.int8),
+                           g.const(0.4), g.const(110, dtype=np.uint8),
+                           g.const(g.rng.integers(-3000, 3000, (6,)), dtype=np.int32)], pads=[1, 0, 1, 2])
+    g.node("QLinearConv", [xu, g.const(0.05), g.const(100, dtype=np.uint8), wu, g.const(0.01),
+                           g.const(127, dtype=np.uint8), g.const(2.0), g.const(5, dtype=np.uint8)], strides=[2, 2])
     return g
 
 

@@ -89,7 +89,8 @@ def test_field_models_use_the_ops_they_stand_for(tmp_path):
     wanted = {"gpt_block": {"Trilu", "LayerNormalization", "Softmax"}, "dbnet_style": {"ConvTranspose", "Concat"},
               "crnn": {"LSTM", "LogSoftmax"}, "quantized_static": {"QuantizeLinear", "DequantizeLinear", "Conv"},
               "yolo_style": {"Resize", "Split", "Concat"}, "runtime_if": {"If"},
-              "quantized_dynamic": {"DynamicQuantizeLinear", "MatMulInteger"}}
+              "quantized_dynamic": {"DynamicQuantizeLinear", "MatMulInteger"},
+              "quantized_dynamic_cnn": {"ConvInteger", "MatMulInteger"}}
     for name, ops in wanted.items():
         path = tmp_path / f"{name}.onnx"
         field_models.MODELS[name](path)
