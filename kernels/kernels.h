@@ -121,6 +121,17 @@ void TopK(const TopKShape& s, const uint16_t* data, uint16_t* values, int64_t* i
 void TopK(const TopKShape& s, const uint32_t* data, uint32_t* values, int64_t* indices);
 void TopK(const TopKShape& s, const uint64_t* data, uint64_t* values, int64_t* indices);
 
+// ---- Image (image/grid_sample.cc) -------------------------------------------------------------
+// data [batch, channels, in_height, in_width] read at grid [batch, out_height, out_width, 2] (x then
+// y, normalized to [-1, 1]) into out [batch, channels, out_height, out_width]. mode: 0 nearest
+// (halves to even), 1 bilinear, 2 bicubic (a = -0.75); padding_mode: 0 zeros, 1 border, 2 reflection.
+struct GridSampleShape {
+  int64_t batch, channels, in_height, in_width, out_height, out_width, mode, padding_mode;
+  bool align_corners;
+};
+void GridSample(const GridSampleShape& s, const float* data, const float* grid, float* out);
+void GridSample(const GridSampleShape& s, const double* data, const double* grid, double* out);
+
 // Runs body(begin, end) over [0, count) split into chunks across the runtime's threads.
 // `body` is a plain function with a context pointer so that no std::function is needed.
 int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context);

@@ -173,4 +173,24 @@ KernelCall PlanTopk(const KernelOperands& o) {
   return call;
 }
 
+// image.grid_sample: float32 or float64 (the kernel's overloads).
+KernelCall PlanGridSample(const KernelOperands& o) {
+  const auto& in = o.input_types[0].shape;
+  const auto& out = o.output_types[0].shape;
+  const ir::Attrs& attrs = o.call.attrs;
+  const std::string& method = attrs.GetString("method");
+  const std::string& padding = attrs.GetString("padding_mode");
+  KernelCall call;
+  call.kernel = "GridSample";
+  call.params_type = "GridSampleShape";
+  call.params = {Int("batch", in[0]), Int("channels", in[1]), Int("in_height", in[2]), Int("in_width", in[3]),
+                 Int("out_height", out[2]), Int("out_width", out[3]),
+                 Int("mode", method == "nearest" ? 0 : method == "bilinear" ? 1 : 2),
+                 Int("padding_mode", padding == "zeros" ? 0 : padding == "border" ? 1 : 2),
+                 Flag("align_corners", attrs.GetInt("align_corners") != 0)};
+  call.args = {Buffer("data", o.inputs[0]), Buffer("grid", o.inputs[1]), Buffer("out", o.outputs[0])};
+  call.returns_status = false;
+  return call;
+}
+
 }  // namespace kiln::backend

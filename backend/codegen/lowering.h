@@ -79,6 +79,7 @@ KernelCall PlanBatchMatmul(const KernelOperands& operands);
 KernelCall PlanPool2D(const KernelOperands& operands);
 KernelCall PlanSoftmax(const KernelOperands& operands);
 KernelCall PlanTopk(const KernelOperands& operands);
+KernelCall PlanGridSample(const KernelOperands& operands);
 KernelCall PlanLayerNorm(const KernelOperands& operands);
 
 }  // namespace kiln::backend

@@ -93,6 +93,10 @@ const Entry kLowerings[] = {
     {"right_shift", Elementwise([](Call, Elements v, CType_ t) {
        return "(" + v[1] + " >= sizeof(" + t + ") * 8 ? " + t + "(0) : " + t + "(" + v[0] + " >> " + v[1] + "))";
      })},
+    {"bitwise_and", Elementwise([](Call, Elements v, CType_ t) { return t + "(" + v[0] + " & " + v[1] + ")"; })},
+    {"bitwise_or", Elementwise([](Call, Elements v, CType_ t) { return t + "(" + v[0] + " | " + v[1] + ")"; })},
+    {"bitwise_xor", Elementwise([](Call, Elements v, CType_ t) { return t + "(" + v[0] + " ^ " + v[1] + ")"; })},
+    {"bitwise_not", Elementwise([](Call, Elements v, CType_ t) { return t + "(~" + v[0] + ")"; })},
     {"equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " == " + v[1]; })},
     {"less", Elementwise([](Call, Elements v, CType_) { return v[0] + " < " + v[1]; })},
     {"greater", Elementwise([](Call, Elements v, CType_) { return v[0] + " > " + v[1]; })},
@@ -204,6 +208,7 @@ const Entry kLowerings[] = {
     {"topk", Kernel(PlanTopk)},
     {"layout_transform", Loops(EmitLayoutTransform)},
     {"image.resize", Loops(EmitResize)},
+    {"image.grid_sample", Kernel(PlanGridSample)},
 };
 
 }  // namespace

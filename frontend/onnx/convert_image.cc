@@ -1,5 +1,5 @@
-// ONNX image ops: Resize (opsets 10 to 19) and Upsample as image.resize, DepthToSpace and
-// SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales and sizes must be constants:
+// ONNX image ops: Resize (opsets 10 to 19) and Upsample as image.resize, GridSample as
+// image.grid_sample, DepthToSpace and SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales and sizes must be constants:
 // they decide the output's shape.
 #include <cmath>
 
@@ -13,6 +13,7 @@ using runtime::StrCat;
 
 namespace {
 
+const OpRef kGridSample("image.grid_sample");
 const OpRef kResize("image.resize");
 const OpRef kReshape("reshape");
 const OpRef kTranspose("transpose");
@@ -171,6 +172,23 @@ Outputs Upsample(const NodeContext& c) {
   return {ResizeByScales(c, c.ConstantFloats(1))};
 }
 
+// GridSample: 2-D images; mode bilinear / nearest / bicubic (linear / nearest / cubic from opset 20).
+Outputs GridSample(const NodeContext& c) {
+  if (c.input_type(0).ndim() != 4) {
+    c.FailAt("input 0", StrCat("only 2-D images (NCHW) are supported; the input has ", c.input_type(0).ndim(),
+                               " dimensions"));
+  }
+  std::string mode = c.attr_string("mode", c.opset() >= 20 ? "linear" : "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    c.FailAt("attribute 'mode'", StrCat("'", mode, "' is not a GridSample mode"));
+  }
+  return {c.Op(kGridSample, {c.input(0), c.input(1)},
+               MakeAttrs({{"method", mode}, {"padding_mode", c.attr_string("padding_mode", "zeros")},
+                          {"align_corners", c.attr_int("align_corners", 0)}}))};
+}
+
 // The NCHW input's blocksize, checked.
 int64_t BlockSize(const NodeContext& c) {
   if (c.input_type(0).ndim() != 4) c.FailAt("input 0", StrCat("must be NCHW, it has ", c.input_type(0).ndim(), " dimensions"));
@@ -215,6 +233,7 @@ void AddImageConverters(ConverterTable& table) {
   Register(table, "Resize", Resize, 10);
   Register(table, "Upsample", Upsample, 7);
   Register(table, "DepthToSpace", DepthToSpace, 1);
+  Register(table, "GridSample", GridSample, 16);
   Register(table, "SpaceToDepth", SpaceToDepth, 1);
 }
 

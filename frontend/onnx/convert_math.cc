@@ -15,6 +15,10 @@ namespace {
 // The IR ops these converters make.
 const OpRef kAbs("abs");
 const OpRef kAdd("add");
+const OpRef kBitwiseAnd("bitwise_and");
+const OpRef kBitwiseNot("bitwise_not");
+const OpRef kBitwiseOr("bitwise_or");
+const OpRef kBitwiseXor("bitwise_xor");
 const OpRef kCast("cast");
 const OpRef kCeil("ceil");
 const OpRef kClip("clip");
@@ -153,6 +157,13 @@ Outputs Cast(const NodeContext& c) {
   return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}}))};
 }
 
+// CastLike: Cast to the type of input 1.
+Outputs CastLike(const NodeContext& c) {
+  DLDataType to = c.input_type(1).dtype;
+  if (to == c.input_type(0).dtype) return {c.input(0)};
+  return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}}))};
+}
+
 Outputs Where(const NodeContext& c) { return {c.Op(kWhere, {c.input(0), c.input(1), c.input(2)})}; }
 
 Outputs Identity(const NodeContext& c) { return {c.input(0)}; }
@@ -249,10 +260,7 @@ Outputs LogSoftmax(const NodeContext& c) {
   int64_t axis = NormalizeAxis(c.attr_int("axis", c.opset() >= 13 ? -1 : 1), t.ndim(), c);
   std::vector<int64_t> axes = {axis};
   for (int64_t d = axis + 1; c.opset() < 13 && d < t.ndim(); ++d) axes.push_back(d);
-  Attrs keep = MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}});
-  Expr x = c.input(0);
-  Expr shifted = c.Op(kSub, {x, c.Op(kReduceMax, {x}, keep)});
-  return {c.Op(kSub, {shifted, c.Op(kLog, {c.Op(kReduceSum, {c.Op(kExp, {shifted})}, keep)})})};
+  return {LogSoftmaxOf(c, c.input(0), axes)};
 }
 
 Outputs Softmax(const NodeContext& c) {
@@ -270,6 +278,12 @@ Outputs Softmax(const NodeContext& c) {
 }
 
 }  // namespace
+
+Expr LogSoftmaxOf(const NodeContext& c, const Expr& x, const std::vector<int64_t>& axes) {
+  Attrs keep = MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}});
+  Expr shifted = c.Op(kSub, {x, c.Op(kReduceMax, {x}, keep)});
+  return c.Op(kSub, {shifted, c.Op(kLog, {c.Op(kReduceSum, {c.Op(kExp, {shifted})}, keep)})});
+}
 
 Expr ScalarLike(const Expr& like, double value) {
   runtime::NDArray a = runtime::NDArray::Empty({}, like->type().tensor().dtype);
@@ -335,6 +349,7 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "HardSigmoid", HardSigmoid, 6);
   Register(table, "Clip", Clip, 6);
   Register(table, "Cast", Cast, 6);
+  Register(table, "CastLike", CastLike, 15);
   Register(table, "Where", Where, 9);
   Register(table, "Identity", Identity, 1);
   Register(table, "Dropout", Dropout, 7);
@@ -353,6 +368,10 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "Gelu", Gelu, 20);
   Register(table, "Shrink", Shrink, 9);
   Register(table, "BitShift", BitShift, 11);
+  Register(table, "BitwiseAnd", Binary<kBitwiseAnd>, 18);
+  Register(table, "BitwiseOr", Binary<kBitwiseOr>, 18);
+  Register(table, "BitwiseXor", Binary<kBitwiseXor>, 18);
+  Register(table, "BitwiseNot", Unary<kBitwiseNot>, 18);
 }
 
 }  // namespace kiln::frontend

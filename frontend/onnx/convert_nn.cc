@@ -14,6 +14,7 @@ using runtime::StrCat;
 namespace {
 
 // The IR ops these converters make.
+const OpRef kAbs("abs");
 const OpRef kAdd("add");
 const OpRef kAvgPool2d("nn.avg_pool2d");
 const OpRef kBatchMatmul("nn.batch_matmul");
@@ -28,6 +29,7 @@ const OpRef kMax("max");
 const OpRef kMaxPool2d("nn.max_pool2d");
 const OpRef kMultiply("multiply");
 const OpRef kPad("nn.pad");
+const OpRef kPower("power");
 const OpRef kReshape("reshape");
 const OpRef kStridedSlice("strided_slice");
 const OpRef kTranspose("transpose");
@@ -256,6 +258,27 @@ Outputs Pool(const NodeContext& c, bool average) {
   return {c.Op(average ? kAvgPool2d : kMaxPool2d, {c.input(0)}, attrs)};
 }
 
+// LpPool: (sum over the window of |x|^p)^(1/p), as an average pool (padding counted) of |x|^p
+// times the window's size.
+Outputs LpPool(const NodeContext& c) {
+  const TensorType& data = c.input_type(0);
+  Require2D(c, data);
+  Ints window = TwoValues(c, "kernel_shape");
+  Ints strides = TwoValues(c, "strides", Ints{1, 1});
+  Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
+  Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
+  int64_t p = c.attr_int("p", 2);
+  if (p < 1) c.FailAt("attribute 'p'", StrCat("must be positive, got ", p));
+  Expr x = c.Op(kAbs, {c.input(0)});
+  Expr powered = p == 1 ? x : c.Op(kPower, {x, ScalarLike(x, static_cast<double>(p))});
+  Expr average = c.Op(kAvgPool2d, {powered}, MakeAttrs({{"pool_size", window}, {"strides", strides},
+                                                        {"dilation", dilations}, {"padding", padding},
+                                                        {"ceil_mode", c.attr_int("ceil_mode", 0)},
+                                                        {"count_include_pad", int64_t{1}}}));
+  Expr sum = c.Op(kMultiply, {average, ScalarLike(average, static_cast<double>(window[0] * window[1]))});
+  return {p == 1 ? sum : c.Op(kPower, {sum, ScalarLike(sum, 1.0 / static_cast<double>(p))})};
+}
+
 Outputs MaxPool(const NodeContext& c) { return Pool(c, false); }
 Outputs AveragePool(const NodeContext& c) { return Pool(c, true); }
 
@@ -359,6 +382,7 @@ void AddNnConverters(ConverterTable& table) {
   Register(table, "BatchNormalization", BatchNormalization);
   Register(table, "MaxPool", MaxPool);
   Register(table, "AveragePool", AveragePool);
+  Register(table, "LpPool", LpPool, 11);
   Register(table, "GlobalAveragePool", GlobalAveragePool, 1);
   Register(table, "GlobalMaxPool", GlobalMaxPool, 1);
   Register(table, "Gemm", Gemm);

@@ -123,6 +123,19 @@ Outputs LayerNormalization(const NodeContext& c) {
 }
 
 // LpNormalization: x divided by its L1 or L2 norm along the axis.
+// MeanVarianceNormalization: (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes`
+// (default N, H, W), as ONNX's reference computes it.
+Outputs MeanVarianceNormalization(const NodeContext& c) {
+  Expr x = c.input(0);
+  Ints axes;
+  for (int64_t axis : c.attr_ints("axes", Ints{0, 2, 3})) axes.push_back(NormalizeAxis(axis, c.input_type(0).ndim(), c));
+  Attrs along = MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}});
+  Expr mean = c.Op(kMean, {x}, along);
+  Expr spread = c.Op(kSubtract, {c.Op(kMean, {c.Op(kMultiply, {x, x})}, along), c.Op(kMultiply, {mean, mean})});
+  Expr deviation = c.Op(kAdd, {c.Op(kSqrt, {spread}), ScalarLike(x, 1e-9)});
+  return {c.Op(kDivide, {c.Op(kSubtract, {x, mean}), deviation})};
+}
+
 Outputs LpNormalization(const NodeContext& c) {
   Expr x = c.input(0);
   int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim(), c), p = c.attr_int("p", 2);
@@ -163,6 +176,7 @@ void AddNormalizationConverters(ConverterTable& table) {
   Register(table, "InstanceNormalization", InstanceNormalization, 6);
   Register(table, "GroupNormalization", GroupNormalization, 18);
   Register(table, "LpNormalization", LpNormalization, 1);
+  Register(table, "MeanVarianceNormalization", MeanVarianceNormalization, 9);
   Register(table, "LRN", LRN, 1);
 }
 

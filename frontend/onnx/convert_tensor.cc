@@ -37,6 +37,10 @@ const OpRef kTranspose("transpose");
 const OpRef kAbs("abs");
 const OpRef kArgMax("argmax");
 const OpRef kArgMin("argmin");
+const OpRef kOneHot("one_hot");
+const OpRef kGather("gather");
+const OpRef kLess("less");
+const OpRef kWhere("where");
 const OpRef kTrilu("trilu");
 const OpRef kAdd("add");
 const OpRef kExp("exp");
@@ -328,6 +332,102 @@ Outputs Trilu(const NodeContext& c) {
   return {c.Op(kTrilu, {c.input(0)}, MakeAttrs({{"upper", c.attr_int("upper", 1)}, {"k", k}}))};
 }
 
+// CenterCropPad: each listed axis cropped or zero-padded about its center to the length `shape`
+// gives (an odd difference puts the extra element at the end).
+Outputs CenterCropPad(const NodeContext& c) {
+  const TensorType& t = c.input_type(0);
+  Ints lengths = c.ConstantInts(1);
+  Ints axes;
+  if (c.has_attr("axes")) {
+    for (int64_t axis : c.attr_ints("axes")) axes.push_back(NormalizeAxis(axis, t.ndim(), c));
+  } else {
+    for (int64_t d = 0; d < t.ndim(); ++d) axes.push_back(d);
+  }
+  if (lengths.size() != axes.size()) {
+    c.FailAt("input 1", StrCat("holds ", lengths.size(), " lengths for ", axes.size(), " axes"));
+  }
+  Expr x = c.input(0);
+  Ints width(2 * t.ndim(), 0);
+  Ints begin, end, sliced;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t dim = t.shape[axes[i]], want = lengths[i];
+    if (want < 0) c.FailAt("input 1", StrCat("length ", want, " must not be negative"));
+    if (want < dim) {
+      sliced.push_back(axes[i]);
+      begin.push_back((dim - want) / 2);
+      end.push_back((dim - want) / 2 + want);
+    } else {
+      width[2 * axes[i]] = (want - dim) / 2;
+      width[2 * axes[i] + 1] = want - dim - (want - dim) / 2;
+    }
+  }
+  if (!sliced.empty()) x = c.Op(kStridedSlice, {x}, MakeAttrs({{"begin", begin}, {"end", end}, {"axes", sliced}}));
+  if (std::any_of(width.begin(), width.end(), [](int64_t w) { return w != 0; })) {
+    x = c.Op(kPad, {x}, MakeAttrs({{"pad_width", width}}));
+  }
+  return {x};
+}
+
+// ReverseSequence: along the time axis, the first sequence_lens[b] elements of each batch entry b
+// reversed, the rest kept: a GatherElements with indices t < len ? len - 1 - t : t.
+Outputs ReverseSequence(const NodeContext& c) {
+  const TensorType& t = c.input_type(0);
+  if (t.ndim() < 2) c.FailAt("input 0", "must have a time axis and a batch axis");
+  int64_t time = NormalizeAxis(c.attr_int("time_axis", 0), t.ndim(), c);
+  int64_t batch = NormalizeAxis(c.attr_int("batch_axis", 1), t.ndim(), c);
+  if (time == batch || time > 1 || batch > 1) c.Fail("time_axis and batch_axis must be 0 and 1 in some order");
+  if (c.input_type(1).shape != Ints{t.shape[batch]}) {
+    c.FailAt("input 1", StrCat("must hold one length per batch entry (", t.shape[batch], ")"));
+  }
+  Ints along(t.ndim(), 1);
+  along[batch] = t.shape[batch];
+  Expr lengths = c.Op(kReshape, {c.Op(kCast, {c.input(1)}, MakeAttrs({{"dtype", std::string("int64")}}))},
+                      MakeAttrs({{"newshape", along}}));
+  Ints steps_shape(t.ndim(), 1);
+  steps_shape[time] = t.shape[time];
+  runtime::NDArray steps = runtime::NDArray::Empty(steps_shape, DLDataType{kDLInt, 64, 1});
+  for (int64_t i = 0; i < t.shape[time]; ++i) static_cast<int64_t*>(steps.data())[i] = i;
+  Expr step = Constant(steps);
+  Expr reversed = c.Op(kSubtract, {c.Op(kSubtract, {lengths, ScalarLike(lengths, 1.0)}), step});
+  Expr index = c.Op(kWhere, {c.Op(kLess, {step, lengths}), reversed, step});
+  index = c.Op(kBroadcastTo, {index}, MakeAttrs({{"shape", t.shape}}));
+  return {c.Op(kGather, {c.input(0), index}, MakeAttrs({{"axis", time}}))};
+}
+
+// Hardmax: 1 at the first largest element along the axis, 0 elsewhere; before opset 13 along the
+// input flattened to 2-D at the axis.
+Outputs Hardmax(const NodeContext& c) {
+  const TensorType& t = c.input_type(0);
+  int64_t axis = NormalizeAxis(c.attr_int("axis", c.opset() >= 13 ? -1 : 1), t.ndim(), c);
+  Expr x = c.input(0);
+  if (c.opset() < 13) {
+    int64_t rows = 1, cols = 1;
+    for (int64_t d = 0; d < t.ndim(); ++d) (d < axis ? rows : cols) *= t.shape[d];
+    x = c.Op(kReshape, {x}, MakeAttrs({{"newshape", Ints{rows, cols}}}));
+    axis = 1;
+  }
+  int64_t depth = x->type().tensor().shape[axis];
+  Expr index = c.Op(kArgMax, {x}, MakeAttrs({{"axis", axis}, {"keepdims", int64_t{0}}}));
+  Expr y = c.Op(kOneHot, {index, ScalarLike(c.input(0), 1.0), ScalarLike(c.input(0), 0.0)},
+                MakeAttrs({{"depth", depth}, {"axis", axis}}));
+  return {c.Op(kReshape, {y}, MakeAttrs({{"newshape", t.shape}}))};
+}
+
+// EyeLike: a matrix of the input's shape with ones on diagonal k, in the `dtype` attribute's type
+// (the input's by default).
+Outputs EyeLike(const NodeContext& c) {
+  const TensorType& t = c.input_type(0);
+  if (t.ndim() != 2) c.FailAt("input 0", StrCat("must be a matrix, it has ", t.ndim(), " dimensions"));
+  DLDataType dtype = c.has_attr("dtype") ? OnnxDType(static_cast<int32_t>(c.attr_int("dtype"))) : t.dtype;
+  int64_t k = c.attr_int("k", 0);
+  runtime::NDArray eye = runtime::NDArray::Empty(t.shape, DLDataType{kDLFloat, 64, 1});
+  auto* values = static_cast<double*>(eye.data());
+  for (int64_t i = 0; i < t.shape[0]; ++i) {
+    for (int64_t j = 0; j < t.shape[1]; ++j) values[i * t.shape[1] + j] = j - i == k ? 1.0 : 0.0;
+  }
+  return {c.Op(kCast, {Constant(eye)}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}))};
+}
+
 // ArgMax / ArgMin: select_last_index from opset 12 (before: the first index).
 template <const OpRef& kOp>
 Outputs ArgReduce(const NodeContext& c) {
@@ -362,6 +462,10 @@ void AddTensorConverters(ConverterTable& table) {
   Register(table, "ReduceProd", Reduce<kProd, 18>, 1);
   Register(table, "Trilu", Trilu, 14);
   Register(table, "ArgMax", ArgReduce<kArgMax>, 1);
+  Register(table, "Hardmax", Hardmax, 1);
+  Register(table, "CenterCropPad", CenterCropPad, 18);
+  Register(table, "ReverseSequence", ReverseSequence, 10);
+  Register(table, "EyeLike", EyeLike, 9);
   Register(table, "ArgMin", ArgReduce<kArgMin>, 1);
   Register(table, "ReduceL1", ReduceComposite<Composite::kL1>, 1);
   Register(table, "ReduceL2", ReduceComposite<Composite::kL2>, 1);
@@ -384,6 +488,7 @@ const ConverterTable& Converters() {
     AddIndexingConverters(t);
     AddImageConverters(t);
     AddControlConverters(t);
+    AddLossConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);

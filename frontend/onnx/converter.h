@@ -103,6 +103,7 @@ void AddQuantizeConverters(ConverterTable& table);
 void AddEinsumConverters(ConverterTable& table);
 void AddImageConverters(ConverterTable& table);
 void AddControlConverters(ConverterTable& table);
+void AddLossConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.
@@ -114,6 +115,8 @@ ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
 // ONNX Conv of 2-D data without its bias, the node's window attributes applied: nn.conv2d on
 // float32, matrix products of gathered patches on int32 (exact).
 ir::Expr Conv2DOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
+// log(softmax(x)) over `axes`, shifted by the maximum.
+ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::vector<int64_t>& axes);
 // A scalar constant of `like`'s dtype (float32/64, int32/64).
 ir::Expr ScalarLike(const ir::Expr& like, double value);
 

@@ -36,6 +36,14 @@ Type Shift(const std::vector<Type>& args, const Attrs& attrs) {
   return Broadcast(args, attrs);
 }
 
+// bitwise_and, bitwise_or, bitwise_xor, bitwise_not: integers (ONNX's Bitwise*), broadcast.
+Type Bitwise(const std::vector<Type>& args, const Attrs& attrs) {
+  DLDataType dtype = TensorArg(args, 0).dtype;
+  runtime::Check((dtype.code == kDLInt || dtype.code == kDLUInt) && dtype.bits >= 8, "bitwise ops take integers, got ",
+                 DTypeToString(dtype));
+  return args.size() == 1 ? Type::Tensor(TensorArg(args, 0)) : Broadcast(args, attrs);
+}
+
 Type Compare(const std::vector<Type>& args, const Attrs&) {
   CheckSameDType(args);
   return Type::Tensor(BroadcastShapes(TensorArg(args, 0).shape, TensorArg(args, 1).shape), kBool);
@@ -203,6 +211,18 @@ std::optional<NDArray> EvaluateLogical(const Args& args, const Attrs&, const Ten
   auto apply = [](uint8_t a, uint8_t b) { return std::optional<uint8_t>(Op()(a != 0, b != 0) ? 1 : 0); };
   return Map<uint8_t, uint8_t>(result, apply, args[0], args[1]);
 }
+template <char kOp>
+struct BitwiseOp {
+  template <typename T>
+  static std::optional<T> Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(kOp == '&' ? (a & b) : kOp == '|' ? (a | b) : (a ^ b));
+    } else {
+      return std::nullopt;
+    }
+  }
+};
+
 struct NotOp {
   bool operator()(bool a, bool) const { return !a; }
 };
@@ -243,6 +263,13 @@ struct AbsOp {
   static std::optional<T> Apply(T x, const Attrs&) {
     if constexpr (std::is_integral_v<T>) return x < 0 ? Wrapping(T(0), x, std::minus<uint64_t>()) : x;
     return std::fabs(x);
+  }
+};
+struct BitwiseNotOp {
+  template <typename T>
+  static std::optional<T> Apply(T x, const Attrs&) {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(~x);
+    return std::nullopt;
   }
 };
 struct ReluOp {
@@ -353,6 +380,14 @@ void RegisterElementwiseOps(OpTable& table) {
     Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Shift, "bit shift of unsigned integers with broadcasting",
                 op.evaluate});
   }
+  for (Evaluated op : {Evaluated{"bitwise_and", EvaluateArithmetic<BitwiseOp<'&'>>},
+                       {"bitwise_or", EvaluateArithmetic<BitwiseOp<'|'>>},
+                       {"bitwise_xor", EvaluateArithmetic<BitwiseOp<'^'>>}}) {
+    Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Bitwise, "bitwise op on integers with broadcasting",
+                op.evaluate});
+  }
+  Add(table, {"bitwise_not", 1, 1, {}, OpPattern::kElemWise, Bitwise, "bitwise complement of integers",
+              EvaluateUnary<BitwiseNotOp>, LayoutRule::kElementwise});
   for (Evaluated op : {Evaluated{"equal", EvaluateCompare<std::equal_to>}, {"less", EvaluateCompare<std::less>},
                        {"greater", EvaluateCompare<std::greater>}, {"less_equal", EvaluateCompare<std::less_equal>},
                        {"greater_equal", EvaluateCompare<std::greater_equal>}}) {

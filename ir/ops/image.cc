@@ -1,4 +1,4 @@
-// Image ops: image.resize, ONNX's Resize over any rank (Relay's image.resize1d/2d/3d without a
+// Image ops: image.grid_sample (ONNX's GridSample on 2-D images) and image.resize, ONNX's Resize over any rank (Relay's image.resize1d/2d/3d without a
 // layout: every axis may be resized). The output size and the per-axis scales that map output
 // coordinates back to input ones are both attributes: ONNX derives one from the other, but a
 // scale given with the model is not always the output's length over the input's, and its
@@ -54,9 +54,33 @@ Type Resize(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(size, data.dtype);
 }
 
+// image.grid_sample: data [N, C, H, W] read at grid [N, Ho, Wo, 2] gives [N, C, Ho, Wo].
+Type GridSample(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& grid = TensorArg(args, 1);
+  Check(data.ndim() == 4, "data must be NCHW (2-D images), got ", ShapeText(data.shape));
+  Check(grid.ndim() == 4 && grid.shape[3] == 2 && grid.shape[0] == data.shape[0], "the grid must be [N, H, W, 2] with",
+        " the data's N = ", data.shape[0], ", got ", ShapeText(grid.shape));
+  Check(data.dtype == grid.dtype && data.dtype.code == kDLFloat, "data and grid must be floats of one type, got ",
+        DTypeToString(data.dtype), " and ", DTypeToString(grid.dtype));
+  Check(OneOf(attrs.GetString("method"), {"nearest", "bilinear", "bicubic"}), "method '", attrs.GetString("method"),
+        "' is not nearest, bilinear or bicubic");
+  Check(OneOf(attrs.GetString("padding_mode"), {"zeros", "border", "reflection"}), "padding_mode '",
+        attrs.GetString("padding_mode"), "' is not zeros, border or reflection");
+  return Type::Tensor({data.shape[0], data.shape[1], grid.shape[1], grid.shape[2]}, data.dtype);
+}
+
 }  // namespace
 
 void RegisterImageOps(OpTable& table) {
+  table["image.grid_sample"] = {
+      "image.grid_sample", 2, 2,
+      {{"method", AttrKind::kString, std::string("bilinear"), "nearest, bilinear or bicubic"},
+       {"padding_mode", AttrKind::kString, std::string("zeros"), "outside the input: zeros, border or reflection"},
+       {"align_corners", AttrKind::kInt, int64_t{0}, "-1 and 1 are the corner pixels' centers (else their edges)"}},
+      OpPattern::kOpaque,
+      GridSample,
+      "data sampled at the grid's normalized coordinates (ONNX GridSample)"};
   table["image.resize"] = {
       "image.resize", 1, 1,
       {{"size", AttrKind::kInts, {}, "the output's shape"},
