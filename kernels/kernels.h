@@ -22,10 +22,13 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
               bool a_transposed, const float* b, int64_t ldb, int64_t b_stride, bool b_transposed, float* c,
               int64_t ldc, int64_t c_stride);
 
-// BatchGemm's products on int32, exact modulo 2^32.
+// BatchGemm's products on int32, exact modulo 2^32, and on float64 (gemm/gemm_plain.cc).
 int BatchGemmInt32(int64_t batch, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda, int64_t a_stride,
                    bool a_transposed, const int32_t* b, int64_t ldb, int64_t b_stride, bool b_transposed, int32_t* c,
                    int64_t ldc, int64_t c_stride);
+int BatchGemmFloat64(int64_t batch, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, int64_t a_stride,
+                     bool a_transposed, const double* b, int64_t ldb, int64_t b_stride, bool b_transposed, double* c,
+                     int64_t ldc, int64_t c_stride);
 
 // The column panel of packed matrices: B packed is [ceil(N / 16), K, 16], column j of B at
 // [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this

@@ -72,16 +72,17 @@ KernelCall PlanDense(const KernelOperands& o) {
   return call;
 }
 
-// nn.batch_matmul on float32 (BatchGemm) or int32 (BatchGemmInt32).
+// nn.batch_matmul on float32 (BatchGemm), int32 (BatchGemmInt32) or float64 (BatchGemmFloat64).
 KernelCall PlanBatchMatmul(const KernelOperands& o) {
-  bool int32 = o.input_types[0].dtype == DLDataType{kDLInt, 32, 1};
-  if (!int32) RequireFloat32(o);
+  DLDataType dtype = o.input_types[0].dtype;
+  bool int32 = dtype == DLDataType{kDLInt, 32, 1}, float64 = dtype == DLDataType{kDLFloat, 64, 1};
+  if (!int32 && !float64) RequireFloat32(o);
   const auto& a = o.input_types[0].shape;
   const auto& b = o.input_types[1].shape;
   bool ta = o.call.attrs.GetInt("transpose_a") != 0, tb = o.call.attrs.GetInt("transpose_b") != 0;
   int64_t m = ta ? a[2] : a[1], k = ta ? a[1] : a[2], n = tb ? b[1] : b[2];
   KernelCall call;
-  call.kernel = int32 ? "BatchGemmInt32" : "BatchGemm";
+  call.kernel = int32 ? "BatchGemmInt32" : float64 ? "BatchGemmFloat64" : "BatchGemm";
   call.args = {Int("batch", o.output_types[0].shape[0]),
                Int("m", m),
                Int("n", n),

@@ -144,9 +144,19 @@ Outputs Clip(const NodeContext& c) {
   if (c.opset() < 11) {
     lo = c.attr_float("min", -INFINITY);
     hi = c.attr_float("max", INFINITY);
-  } else {
+  } else if (!(c.has_input(1) && !c.IsConstant(1)) && !(c.has_input(2) && !c.IsConstant(2))) {
     if (c.has_input(1)) lo = c.ConstantScalar(1);
     if (c.has_input(2)) hi = c.ConstantScalar(2);
+  } else {
+    // Bounds known only at run time: max(x, min), then min(., max).
+    Expr y = c.input(0);
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (!c.has_input(i)) continue;
+      if (c.input_type(i).NumElements() != 1) c.FailAt(runtime::StrCat("input ", i), "must hold one value");
+      Expr bound = c.Op(kReshape, {c.input(i)}, MakeAttrs({{"newshape", std::vector<int64_t>{}}}));
+      y = c.Op(i == 1 ? kMax : kMin, {y, bound});
+    }
+    return {y};
   }
   return {c.Op(kClip, {c.input(0)}, MakeAttrs({{"a_min", lo}, {"a_max", hi}}))};
 }
@@ -168,12 +178,22 @@ Outputs Where(const NodeContext& c) { return {c.Op(kWhere, {c.input(0), c.input(
 
 Outputs Identity(const NodeContext& c) { return {c.input(0)}; }
 
+// Dropout at inference: the input, and a mask of all true. From opset 12 a training_mode that is
+// not a constant false is refused; the ratio then matters to nothing.
 Outputs Dropout(const NodeContext& c) {
-  if (c.num_outputs() > 1) c.Fail("the mask output of Dropout is not supported (inference only)");
   double ratio = 0.5;
-  if (c.opset() >= 12 && c.has_input(1)) ratio = c.ConstantScalar(1);
+  if (c.opset() >= 12 && c.IsConstant(1)) ratio = c.ConstantScalar(1);
   if (c.opset() < 12) ratio = c.attr_float("ratio", 0.5f);
-  return {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
+  if (c.opset() >= 12 && c.has_input(2) && (!c.IsConstant(2) || c.ConstantScalar(2) != 0)) {
+    c.FailAt("input 2", "training mode is not supported (kiln runs inference)");
+  }
+  Outputs outputs = {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
+  if (c.num_outputs() > 1) {
+    runtime::NDArray mask = runtime::NDArray::Empty(c.input_type(0).shape, DLDataType{kDLUInt, 1, 1});
+    std::fill_n(static_cast<uint8_t*>(mask.data()), c.input_type(0).NumElements(), uint8_t{1});
+    outputs.push_back(Constant(mask));
+  }
+  return outputs;
 }
 
 // Mod: fmod = 1 takes the sign of the dividend (C), 0 that of the divisor (Python; integers only).

@@ -21,6 +21,7 @@ const OpRef kBatchMatmul("nn.batch_matmul");
 const OpRef kBatchNorm("nn.batch_norm");
 const OpRef kBiasAdd("nn.bias_add");
 const OpRef kBroadcastTo("broadcast_to");
+const OpRef kCast("cast");
 const OpRef kConcatenate("concatenate");
 const OpRef kConv2d("nn.conv2d");
 const OpRef kDense("nn.dense");
@@ -244,18 +245,46 @@ Outputs BatchNormalization(const NodeContext& c) {
                MakeAttrs({{"epsilon", double{c.attr_float("epsilon", 1e-5f)}}, {"axis", int64_t{1}}}))};
 }
 
+// MaxPool and AveragePool on 2-D data, and on 1-D data as 2-D of height 1. The pooling kernels
+// take float32: MaxPool of 8-bit integers runs on their float32 values (exact) and casts back.
 Outputs Pool(const NodeContext& c, bool average) {
   if (c.num_outputs() > 1) c.Fail("the Indices output of MaxPool is not supported");
   const TensorType& data = c.input_type(0);
-  Require2D(c, data);
-  Ints window = TwoValues(c, "kernel_shape");
-  Ints strides = TwoValues(c, "strides", Ints{1, 1});
-  Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
-  Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
+  bool one_d = data.ndim() == 3;
+  Expr x = c.input(0);
+  if (one_d) x = Reshape(c, x, {data.shape[0], data.shape[1], 1, data.shape[2]});
+  Require2D(c, x->type().tensor());
+  auto per_axis = [&](const char* name, std::optional<Ints> fallback, int64_t filler) {
+    if (!one_d) return TwoValues(c, name, fallback);
+    Ints v = c.attr_ints(name, fallback ? std::optional<Ints>(Ints{(*fallback)[0]}) : std::nullopt);
+    if (v.size() != 1) c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs 1 value for 1-D data, got ", v.size()));
+    return Ints{filler, v[0]};
+  };
+  Ints window = per_axis("kernel_shape", std::nullopt, 1);
+  Ints strides = per_axis("strides", Ints{1, 1}, 1);
+  Ints dilations = per_axis("dilations", Ints{1, 1}, 1);
+  const Ints& shape = x->type().tensor().shape;
+  Ints padding;
+  if (one_d && c.attr_string("auto_pad", "NOTSET") == "NOTSET") {
+    Ints pads = c.attr_ints("pads", Ints{0, 0});
+    if (pads.size() != 2) c.FailAt("attribute 'pads'", StrCat("needs 2 values for 1-D data, got ", pads.size()));
+    padding = {0, pads[0], 0, pads[1]};
+  } else {
+    padding = Padding2D(c, {shape[2], shape[3]}, window, strides, dilations);
+  }
   Attrs attrs = MakeAttrs({{"pool_size", window}, {"strides", strides}, {"dilation", dilations},
                            {"padding", padding}, {"ceil_mode", c.attr_int("ceil_mode", 0)}});
   if (average) attrs.Set("count_include_pad", c.attr_int("count_include_pad", 0));
-  return {c.Op(average ? kAvgPool2d : kMaxPool2d, {c.input(0)}, attrs)};
+  DLDataType dtype = data.dtype;
+  bool small_int = !average && (dtype.code == kDLInt || dtype.code == kDLUInt) && dtype.bits <= 16;
+  if (small_int) x = c.Op(kCast, {x}, MakeAttrs({{"dtype", std::string("float32")}}));
+  Expr y = c.Op(average ? kAvgPool2d : kMaxPool2d, {x}, attrs);
+  if (small_int) y = c.Op(kCast, {y}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
+  if (one_d) {
+    const Ints& out = y->type().tensor().shape;
+    y = Reshape(c, y, {out[0], out[1], out[3]});
+  }
+  return {y};
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p), as an average pool (padding counted) of |x|^p

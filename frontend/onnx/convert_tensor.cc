@@ -265,12 +265,28 @@ Outputs Pad(const NodeContext& c) {
     width[2 * axis] = pads[k];
     width[2 * axis + 1] = pads[k + count];
   }
-  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) ? c.ConstantScalar(2) : 0.0);
   std::string mode = c.attr_string("mode", "constant");
   for (int64_t w : width) {
     if (w < 0) c.Fail("negative pads (cropping) are not supported");
   }
-  return {c.Op(kPad, {c.input(0)}, MakeAttrs({{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}))};
+  bool runtime_value = c.opset() >= 11 && c.has_input(2) && !c.IsConstant(2);
+  double value = c.opset() < 11 ? c.attr_float("value", 0.0f) : (c.has_input(2) && !runtime_value ? c.ConstantScalar(2) : 0.0);
+  Expr padded = c.Op(kPad, {c.input(0)}, MakeAttrs({{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}));
+  if (!runtime_value || mode != "constant") return {padded};
+  // A value known only at run time: zeros padded, then the value where the input is not.
+  if (c.input_type(2).NumElements() != 1) c.FailAt("input 2", "the constant value must hold one value");
+  const Ints& shape = padded->type().tensor().shape;
+  runtime::NDArray inside = runtime::NDArray::Empty(shape, DLDataType{kDLUInt, 1, 1});
+  auto* flags = static_cast<uint8_t*>(inside.data());
+  Ints at(rank, 0);
+  for (int64_t e = 0, total = padded->type().tensor().NumElements(); e < total; ++e) {
+    bool in = true;
+    for (int64_t d = 0; d < rank; ++d) in = in && at[d] >= width[2 * d] && at[d] < shape[d] - width[2 * d + 1];
+    flags[e] = in ? 1 : 0;
+    for (int64_t d = rank - 1; d >= 0 && ++at[d] == shape[d]; --d) at[d] = 0;
+  }
+  Expr fill = c.Op(kReshape, {c.input(2)}, MakeAttrs({{"newshape", Ints{}}}));
+  return {c.Op(kWhere, {Constant(inside), padded, fill})};
 }
 
 // The axes of a ReduceX node: from the attribute, or from input 1 from `axes_input_opset` on
@@ -489,6 +505,7 @@ const ConverterTable& Converters() {
     AddImageConverters(t);
     AddControlConverters(t);
     AddLossConverters(t);
+    AddSignalConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);

@@ -104,6 +104,7 @@ void AddEinsumConverters(ConverterTable& table);
 void AddImageConverters(ConverterTable& table);
 void AddControlConverters(ConverterTable& table);
 void AddLossConverters(ConverterTable& table);
+void AddSignalConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -684,6 +684,9 @@ std::vector<double> NodeContext::ConstantFloats(size_t i) const {
     if (d.code == kDLFloat && d.bits == 32) values.push_back(static_cast<const float*>(a.data())[k]);
     else if (d.code == kDLFloat && d.bits == 64) values.push_back(static_cast<const double*>(a.data())[k]);
     else if (d.code == kDLInt && d.bits == 64) values.push_back(static_cast<double>(static_cast<const int64_t*>(a.data())[k]));
+    else if (d.code == kDLInt && d.bits == 32) values.push_back(static_cast<const int32_t*>(a.data())[k]);
+    else if (d.code == kDLInt && d.bits == 8) values.push_back(static_cast<const int8_t*>(a.data())[k]);
+    else if (d.code == kDLUInt && (d.bits == 8 || d.bits == 1)) values.push_back(static_cast<const uint8_t*>(a.data())[k]);
     else FailAt(StrCat("input ", i), "must hold numbers, it holds " + runtime::DTypeToString(d));
   }
   return values;

@@ -82,6 +82,14 @@ def pooling(opset=14):
     g.node("AveragePool", [x], kernel_shape=[3, 2], strides=[2, 2], ceil_mode=1)
     g.node("GlobalAveragePool", [x])
     g.node("GlobalMaxPool", [x])
+    # 1-D data (as 2-D of height 1) and 8-bit integers (max pooled on their float values).
+    x1 = g.input((2, 3, 9))
+    g.node("MaxPool", [x1], kernel_shape=[3], strides=[2], pads=[1, 1])
+    g.node("AveragePool", [x1], kernel_shape=[2], auto_pad="SAME_UPPER")
+    if opset >= 12:
+        g.node("MaxPool", [g.input((1, 2, 5, 6), dtype=np.uint8, low=0, high=256)], kernel_shape=[2, 2])
+        g.node("MaxPool", [g.input((1, 2, 5, 6), dtype=np.int8, low=-128, high=128)], kernel_shape=[3, 2],
+               strides=[2, 1])
     return g
 
 
@@ -130,6 +138,16 @@ def matmul(opset=14):
     # A packed dense layer followed by bias, residual and relu in one primitive function.
     y = g.node("Add", [g.node("MatMul", [a3, g.weight((8, 32))], output=False), g.weight((32,))], output=False)
     g.node("Relu", [g.node("Add", [y, g.input((3, 5, 32))], output=False)])
+    # float64 and int32 products (the plain kernels).
+    g.node("MatMul", [g.input((2, 4, 6), dtype=np.float64), g.input((2, 6, 3), dtype=np.float64)])
+    g.node("MatMul", [g.input((4, 6), dtype=np.int32), g.input((6, 5), dtype=np.int32)])
+    # Clip with bounds known only at run time, Pad with a run-time value, Dropout's mask.
+    lo, hi = g.input((), values=np.array(-0.5)), g.input((), values=np.array(0.7))
+    g.node("Clip", [a2, lo, hi])
+    g.node("Clip", [a2, "", hi])
+    g.node("Pad", [a2, g.const([1, 0, 2, 3], dtype=np.int64), g.input((), values=np.array(9.5))])
+    if opset >= 12:
+        g.node("Dropout", [a2], n_outputs=2)
     return g
 
 

@@ -1,0 +1,56 @@
+// ONNX's signal ops whose results follow from constants: the Hann, Hamming and Blackman windows
+// (their size must fold), computed at import as ONNX's reference computes them.
+#include <cmath>
+
+#include "frontend/onnx/converter.h"
+#include "runtime/error.h"
+
+namespace kiln::frontend {
+
+using namespace ir;
+using runtime::StrCat;
+
+namespace {
+
+const OpRef kCast("cast");
+
+using Outputs = std::vector<Expr>;
+
+// A window of `size` points from w(n, N1), N1 the size when periodic (the default), else size - 1;
+// in the output_datatype attribute's type (float32 by default).
+template <typename Window>
+Outputs MakeWindow(const NodeContext& c, Window w) {
+  std::vector<int64_t> size = c.ConstantInts(0);
+  if (size.size() != 1 || size[0] < 0 || size[0] > (int64_t{1} << 24)) {
+    c.FailAt("input 0", "the size must be one value in [0, 2^24]");
+  }
+  double n1 = static_cast<double>(c.attr_int("periodic", 1) != 0 ? size[0] : size[0] - 1);
+  runtime::NDArray values = runtime::NDArray::Empty({size[0]}, DLDataType{kDLFloat, 64, 1});
+  for (int64_t n = 0; n < size[0]; ++n) static_cast<double*>(values.data())[n] = w(static_cast<double>(n), n1);
+  DLDataType dtype = OnnxDType(static_cast<int32_t>(c.attr_int("output_datatype", onnx::TensorProto::FLOAT)));
+  return {c.Op(kCast, {Constant(values)}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}))};
+}
+
+Outputs HannWindow(const NodeContext& c) {
+  return MakeWindow(c, [](double n, double n1) { return std::pow(std::sin(n * M_PI / n1), 2); });
+}
+
+Outputs HammingWindow(const NodeContext& c) {
+  return MakeWindow(c, [](double n, double n1) { return 25.0 / 46.0 - std::cos(n * M_PI * 2 / n1) * (21.0 / 46.0); });
+}
+
+Outputs BlackmanWindow(const NodeContext& c) {
+  return MakeWindow(c, [](double n, double n1) {
+    return std::cos(n * M_PI * 2 / n1) * -0.5 + 0.42 + std::cos(n * M_PI * 4 / n1) * 0.08;
+  });
+}
+
+}  // namespace
+
+void AddSignalConverters(ConverterTable& table) {
+  Register(table, "HannWindow", HannWindow, 17);
+  Register(table, "HammingWindow", HammingWindow, 17);
+  Register(table, "BlackmanWindow", BlackmanWindow, 17);
+}
+
+}  // namespace kiln::frontend
