@@ -12,6 +12,7 @@
 #include "transform/fold_constant.h"
 #include "transform/fold_scale_axis.h"
 #include "transform/fuse_ops.h"
+#include "transform/legalize_float16.h"
 #include "transform/simplify_expr.h"
 #include "transform/simplify_inference.h"
 
@@ -34,6 +35,7 @@ Expr RunFuseOps(const Expr& main, const PassEnvironment& environment) {
 
 const std::vector<Pass>& BuildPipeline() {
   static const std::vector<Pass> pipeline = {
+      {"LegalizeFloat16", 0, LegalizeFloat16},
       {"SimplifyInference", 0, SimplifyInference},
       {"SimplifyExpr", 0, SimplifyExpr},
       {"EliminateCommonSubexpr", 3, EliminateCommonSubexpr},

@@ -17,6 +17,7 @@ std::string CType(DLDataType dtype) {
   if (dtype.lanes == 1) {
     if (dtype.code == kDLFloat && dtype.bits == 32) return "float";
     if (dtype.code == kDLFloat && dtype.bits == 64) return "double";
+    if (dtype.code == kDLFloat && dtype.bits == 16) return "_Float16";  // GCC and Clang on x86-64
     if (dtype.code == kDLInt && dtype.bits == 64) return "int64_t";
     if (dtype.code == kDLInt && dtype.bits == 32) return "int32_t";
     if (dtype.code == kDLInt && dtype.bits == 16) return "int16_t";

@@ -306,8 +306,13 @@ Expr LogSoftmaxOf(const NodeContext& c, const Expr& x, const std::vector<int64_t
 }
 
 Expr ScalarLike(const Expr& like, double value) {
-  runtime::NDArray a = runtime::NDArray::Empty({}, like->type().tensor().dtype);
-  DLDataType d = a.dtype();
+  DLDataType d = like->type().tensor().dtype;
+  if (d == DLDataType{kDLFloat, 16, 1}) {  // float16 constants are float32 ones cast (folding has no float16)
+    runtime::NDArray a = runtime::NDArray::Empty({}, runtime::kFloat32);
+    *static_cast<float*>(a.data()) = static_cast<float>(value);
+    return Call(kCast, {Constant(a)}, MakeAttrs({{"dtype", std::string("float16")}}));
+  }
+  runtime::NDArray a = runtime::NDArray::Empty({}, d);
   if (d.code == kDLFloat && d.bits == 32) *static_cast<float*>(a.data()) = static_cast<float>(value);
   else if (d.code == kDLFloat && d.bits == 64) *static_cast<double*>(a.data()) = value;
   else if (d.code == kDLInt && d.bits == 64) *static_cast<int64_t*>(a.data()) = static_cast<int64_t>(value);

@@ -118,7 +118,7 @@ ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
 ir::Expr Conv2DOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
 // log(softmax(x)) over `axes`, shifted by the maximum.
 ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::vector<int64_t>& axes);
-// A scalar constant of `like`'s dtype (float32/64, int32/64).
+// A scalar constant of `like`'s dtype (float32/64, int32/64; float16 as a cast float32 constant).
 ir::Expr ScalarLike(const ir::Expr& like, double value);
 
 }  // namespace kiln::frontend

@@ -745,6 +745,25 @@ def losses_and_sampling(opset=13):
     return g
 
 
+def float16(opset=17):
+    # A float16 model as converters write them (weights and activations float16): kiln stores
+    # float16 and computes in float32 (LegalizeFloat16), rounding to float16 after each op.
+    g = Group("float16", opset, rtol=4e-3)
+    x = g.input((1, 3, 6, 6), dtype=np.float16)
+    w = g.const(g.rng.standard_normal((4, 3, 3, 3)) * 0.3, dtype=np.float16)
+    y = g.node("Relu", [g.node("Conv", [x, w, g.const(g.rng.standard_normal(4) * 0.1, dtype=np.float16)],
+                               output=False, pads=[1, 1, 1, 1])])
+    flat = g.node("Reshape", [y, g.const([1, 4, 36], dtype=np.int64)], output=False)
+    g.node("Softmax", [flat], axis=-1)
+    g.node("MatMul", [flat, g.const(g.rng.standard_normal((36, 5)) * 0.2, dtype=np.float16)])
+    g.node("LayerNormalization", [flat, g.const(np.ones(36), dtype=np.float16), g.const(np.zeros(36), dtype=np.float16)])
+    g.node("Sigmoid", [g.node("Add", [x, x], output=False)])
+    g.node("Cast", [g.node("Mul", [x, g.const(0.5, dtype=np.float16)], output=False)], to=TensorProto.FLOAT)
+    g.node("Cast", [g.input((2, 3))], to=TensorProto.FLOAT16)
+    g.node("ReduceMean", [x], axes=[2, 3])
+    return g
+
+
 # Each group with the opsets it is built at: the model suite's ops over opsets 11 to 17.
 GROUPS = [
     (conv, [11, 14, 17]),
@@ -752,6 +771,7 @@ GROUPS = [
     (image, [9, 10, 11, 13, 19]),
     (control_flow, [11, 13, 16]),
     (losses_and_sampling, [13, 16, 18]),
+    (float16, [17]),
     (recurrent, [11, 14]),
     (quantization, [11, 13, 19]),
     (einsum, [12, 17]),

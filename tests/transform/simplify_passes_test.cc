@@ -1,13 +1,41 @@
-// SimplifyInference, SimplifyExpr, EliminateCommonSubexpr and DeadCodeElimination: IR text
+// LegalizeFloat16, SimplifyInference, SimplifyExpr, EliminateCommonSubexpr and DeadCodeElimination: IR text
 // before and expected after, including where they must not fire.
 #include "pass_test_util.h"
 #include "transform/dead_code_elimination.h"
 #include "transform/eliminate_common_subexpr.h"
+#include "transform/legalize_float16.h"
 #include "transform/simplify_expr.h"
 #include "transform/simplify_inference.h"
 
 namespace kiln::transform {
 namespace {
+
+// Arithmetic on float16 runs on float32 between casts; data movement and float32 ops stay.
+TEST(LegalizeFloat16, ComputesInFloat32BetweenCasts) {
+  ExpectPass(LegalizeFloat16, R"(fn (%x: Tensor[(2, 3), float16], %y: Tensor[(2, 3), float32]) {
+    %0 = transpose(%x, axes=[1, 0]);
+    %1 = exp(%0);
+    %2 = cast(%y, dtype="float16");
+    %3 = reshape(%2, newshape=[3, 2]);
+    %4 = add(%1, %3);
+    %5 = nn.relu(%y);
+    (%4, %5)
+  })",
+             R"(fn (%x: Tensor[(2, 3), float16], %y: Tensor[(2, 3), float32]) {
+    %0 = transpose(%x, axes=[1, 0]);
+    %1 = cast(%0, dtype="float32");
+    %2 = exp(%1);
+    %3 = cast(%2, dtype="float16");
+    %4 = cast(%3, dtype="float32");
+    %5 = cast(%y, dtype="float16");
+    %6 = reshape(%5, newshape=[3, 2]);
+    %7 = cast(%6, dtype="float32");
+    %8 = add(%4, %7);
+    %9 = cast(%8, dtype="float16");
+    %10 = nn.relu(%y);
+    (%9, %10)
+  })");
+}
 
 TEST(SimplifyInference, BatchNormBecomesScaleAndShiftDropoutDisappears) {
   ExpectPass(SimplifyInference, R"(fn (%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32], %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
