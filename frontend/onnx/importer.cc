@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 
@@ -103,54 +105,120 @@ std::string ExternalLocation(const onnx::TensorProto& tensor) {
   return "no location";
 }
 
-void RejectExternalData(const onnx::TensorProto& tensor, const runtime::ErrorLocation& where) {
-  if (tensor.data_location() != onnx::TensorProto::EXTERNAL && tensor.external_data_size() == 0) return;
-  throw runtime::Error(StrCat("keeps its data in an external file (", ExternalLocation(tensor),
-                              "); kiln imports only models that hold their data (save the model with "
-                              "onnx.save_model(..., save_as_external_data=False))"),
-                       where);
+// A non-negative integer entry of external_data ("offset", "length").
+int64_t ExternalNumber(const std::string& key, const std::string& text) {
+  int64_t value = 0;
+  runtime::Check(!text.empty() && text.size() < 19 && text.find_first_not_of("0123456789") == std::string::npos,
+                 "its external data ", key, " '", runtime::ValidUtf8(text), "' is not a non-negative integer");
+  for (char c : text) value = value * 10 + (c - '0');
+  return value;
 }
 
-void RejectExternalData(const onnx::GraphProto& graph, const std::string& scope);
+// Reads the bytes of a tensor kept in an external file into raw_data. The file must lie inside
+// the model's folder: a relative location without "..", not leading out through a symbolic link.
+void LoadExternalData(onnx::TensorProto& tensor, const std::filesystem::path& folder) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& entry : tensor.external_data()) {
+    if (entry.key() == "location") location = entry.value();
+    if (entry.key() == "offset") offset = ExternalNumber("offset", entry.value());
+    if (entry.key() == "length") length = ExternalNumber("length", entry.value());
+  }
+  std::string named = "its external file " + ExternalLocation(tensor);
+  runtime::Check(!location.empty(), "keeps its data in an external file (no location)");
+  std::filesystem::path relative(location);
+  runtime::Check(!relative.is_absolute(), named, " is an absolute path; kiln reads external data only from the ",
+                 "model's folder");
+  for (const auto& part : relative) runtime::Check(part != "..", named, " leaves the model's folder");
+  std::error_code error;
+  std::filesystem::path base = std::filesystem::canonical(folder, error);
+  std::filesystem::path file = error ? base : std::filesystem::canonical(folder / relative, error);
+  runtime::Check(!error, named, " cannot be opened: ", error.message());
+  auto mismatch = std::mismatch(base.begin(), base.end(), file.begin(), file.end());
+  runtime::Check(mismatch.first == base.end(), named, " leads out of the model's folder (through a symbolic link)");
+  runtime::Check(std::filesystem::is_regular_file(file, error), named, " is not a regular file");
+  std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  auto bytes = static_cast<int64_t>(runtime::CheckedTensorBytes(shape, OnnxDType(tensor.data_type()), "the tensor"));
+  if (length < 0) length = bytes;
+  runtime::Check(length == bytes, named, ": its length ", length, " is not the ", bytes, " bytes of a ",
+                 runtime::ShapeToString(shape), " tensor");
+  auto size = static_cast<int64_t>(std::filesystem::file_size(file, error));
+  runtime::Check(!error && offset <= size && bytes <= size - offset, named, " holds ", size, " bytes; the tensor needs ",
+                 bytes, " from offset ", offset);
+  std::string data(static_cast<size_t>(bytes), '\0');
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(offset);
+  in.read(data.data(), bytes);
+  runtime::Check(in.good() || (in.eof() && in.gcount() == bytes), named, " cannot be read");
+  tensor.set_raw_data(std::move(data));
+  tensor.clear_external_data();
+  tensor.set_data_location(onnx::TensorProto::DEFAULT);
+}
 
-void RejectExternalData(const onnx::NodeProto& node, int index, const std::string& scope) {
+// A tensor with external data: loaded from the model's folder, or refused when the model has
+// none (it came as bytes).
+void ResolveExternalData(onnx::TensorProto& tensor, const std::optional<std::filesystem::path>& folder,
+                         const runtime::ErrorLocation& where) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL && tensor.external_data_size() == 0) return;
+  try {
+    if (!folder) {
+      runtime::Fail("keeps its data in an external file (", ExternalLocation(tensor),
+                    "); a model given as bytes has no folder to read it from (import the model from its file, or "
+                    "save it with onnx.save_model(..., save_as_external_data=False))");
+    }
+    LoadExternalData(tensor, *folder);
+  } catch (runtime::Error& e) {
+    e.AddLocation(where);
+    throw;
+  }
+}
+
+void ResolveExternalData(onnx::GraphProto& graph, const std::optional<std::filesystem::path>& folder,
+                         const std::string& scope);
+
+void ResolveExternalData(onnx::NodeProto& node, int index, const std::optional<std::filesystem::path>& folder,
+                         const std::string& scope) {
   std::string label = scope + NodeLabel(node, index);
-  for (const auto& attr : node.attribute()) {
+  for (auto& attr : *node.mutable_attribute()) {
     runtime::ErrorLocation where{"", label, "attribute '" + runtime::ValidUtf8(attr.name()) + "'"};
-    RejectExternalData(attr.t(), where);
-    for (const auto& t : attr.tensors()) RejectExternalData(t, where);
-    RejectExternalData(attr.sparse_tensor().values(), where);
-    RejectExternalData(attr.sparse_tensor().indices(), where);
-    for (const auto& sparse : attr.sparse_tensors()) {
-      RejectExternalData(sparse.values(), where);
-      RejectExternalData(sparse.indices(), where);
+    if (attr.has_t()) ResolveExternalData(*attr.mutable_t(), folder, where);
+    for (auto& t : *attr.mutable_tensors()) ResolveExternalData(t, folder, where);
+    if (attr.has_sparse_tensor()) {
+      ResolveExternalData(*attr.mutable_sparse_tensor()->mutable_values(), folder, where);
+      ResolveExternalData(*attr.mutable_sparse_tensor()->mutable_indices(), folder, where);
+    }
+    for (auto& sparse : *attr.mutable_sparse_tensors()) {
+      ResolveExternalData(*sparse.mutable_values(), folder, where);
+      ResolveExternalData(*sparse.mutable_indices(), folder, where);
     }
     std::string inner = label + ", attribute '" + runtime::ValidUtf8(attr.name()) + "', ";
-    if (attr.has_g()) RejectExternalData(attr.g(), inner);
-    for (const auto& g : attr.graphs()) RejectExternalData(g, inner);
+    if (attr.has_g()) ResolveExternalData(*attr.mutable_g(), folder, inner);
+    for (auto& g : *attr.mutable_graphs()) ResolveExternalData(g, folder, inner);
   }
 }
 
-void RejectExternalData(const onnx::GraphProto& graph, const std::string& scope) {
-  for (const auto& init : graph.initializer()) {
-    RejectExternalData(init, {"", scope + "initializer '" + runtime::ValidUtf8(init.name()) + "'", ""});
+void ResolveExternalData(onnx::GraphProto& graph, const std::optional<std::filesystem::path>& folder,
+                         const std::string& scope) {
+  for (auto& init : *graph.mutable_initializer()) {
+    ResolveExternalData(init, folder, {"", scope + "initializer '" + runtime::ValidUtf8(init.name()) + "'", ""});
   }
-  for (const auto& sparse : graph.sparse_initializer()) {
+  for (auto& sparse : *graph.mutable_sparse_initializer()) {
     runtime::ErrorLocation where{"", scope + "sparse initializer '" + runtime::ValidUtf8(sparse.values().name()) + "'", ""};
-    RejectExternalData(sparse.values(), where);
-    RejectExternalData(sparse.indices(), where);
+    ResolveExternalData(*sparse.mutable_values(), folder, where);
+    ResolveExternalData(*sparse.mutable_indices(), folder, where);
   }
-  for (int i = 0; i < graph.node_size(); ++i) RejectExternalData(graph.node(i), i, scope);
+  for (int i = 0; i < graph.node_size(); ++i) ResolveExternalData(*graph.mutable_node(i), i, folder, scope);
 }
 
-// Tensors with external data are refused before anything else sees the model: ONNX's checker
-// would look for their files (relative to no folder, for a model from bytes: "/etc/shadow" and
-// "../../x" alike), and kiln reads no file a model names.
-void RejectExternalData(const onnx::ModelProto& model) {
-  RejectExternalData(model.graph(), "");
-  for (const auto& function : model.functions()) {
+// Tensors with external data are read before anything else sees the model (ONNX's checker would
+// look for their files itself, relative to no folder for a model from bytes), from the model's
+// folder only: "/etc/shadow", "../../x" and symbolic links out of it are refused.
+void ResolveExternalData(onnx::ModelProto& model, const std::optional<std::filesystem::path>& folder) {
+  ResolveExternalData(*model.mutable_graph(), folder, "");
+  for (auto& function : *model.mutable_functions()) {
     for (int i = 0; i < function.node_size(); ++i) {
-      RejectExternalData(function.node(i), i, "function '" + runtime::ValidUtf8(function.name()) + "', ");
+      ResolveExternalData(*function.mutable_node(i), i, folder,
+                          "function '" + runtime::ValidUtf8(function.name()) + "', ");
     }
   }
 }
@@ -533,13 +601,13 @@ void CheckWithLibonnx(onnx::ModelProto& model) {
   }
 }
 
-}  // namespace
-
-Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
+// The model in `bytes`, its external data read from `folder` (none: a model from bytes).
+Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
+                 const std::optional<std::filesystem::path>& folder) {
   onnx::ModelProto model;
   runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
                  "not an ONNX model (the protobuf does not parse)");
-  RejectExternalData(model);
+  ResolveExternalData(model, folder);
   ApplyInputShapes(model, options);
   std::optional<int64_t> default_opset = DefaultOpset(model);
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
@@ -555,10 +623,17 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
   return GraphImporter(model.graph(), opset).Import();
 }
 
+}  // namespace
+
+Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
+  return ImportModel(bytes, options, std::nullopt);
+}
+
 Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
   std::string bytes = runtime::ReadFile(path);
   try {
-    return ImportOnnxBytes(bytes, options);
+    std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    return ImportModel(bytes, options, folder.empty() ? std::filesystem::path(".") : folder);
   } catch (runtime::Error& e) {
     e.AddLocation({path, "", ""});
     throw;

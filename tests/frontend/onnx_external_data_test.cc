@@ -1,16 +1,18 @@
-// Tensors with external data (data_location EXTERNAL) are refused before ONNX's checker or anything
-// else looks for their files: for a model from bytes (which has no folder) and from a file alike,
-// whether the location escapes the model's folder ("..", an absolute path, a symlink) or not. The
+// Tensors with external data (data_location EXTERNAL): read from the model's folder when the model
+// comes from a file, refused when it comes as bytes (no folder) or when the location escapes the
+// folder ("..", an absolute path, a symlink), all before ONNX's checker looks for the files. The
 // error names the tensor and where it is (initializer, node attribute, subgraph).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <unistd.h>
 
 #include "frontend/onnx/onnx_import.h"
+#include "ir/text.h"
 #include "runtime/error.h"
 
 namespace kiln::frontend {
@@ -101,25 +103,62 @@ TEST(OnnxExternalData, RefusedInConstantAttributesAndWithoutLocation) {
   EXPECT_NE(message.find("external file (no location)"), std::string::npos) << message;
 }
 
-// From a file, the data beside the model, outside its folder and behind a symlink out of it are
-// all refused the same way: kiln reads no file a model names.
-TEST(OnnxExternalData, RefusedFromAFileInsideOrOutsideItsFolder) {
+// From a file, data beside the model (whole files, and parts of one at an offset) loads; data
+// outside its folder, at an absolute path or behind a symlink out of it is refused, and so are
+// files shorter than the tensor and lengths that disagree with its shape.
+TEST(OnnxExternalData, LoadedFromTheModelsFolderOnly) {
   fs::path dir = fs::temp_directory_path() / ("kiln_external_data_" + std::to_string(::getpid()));
-  fs::create_directories(dir / "model");
-  std::ofstream(dir / "model" / "w.bin", std::ios::binary).write("\0\0\0\0\0\0\0\0", 8);
+  fs::create_directories(dir / "model" / "weights");
+  const float values[4] = {1.5f, -2.25f, 7.0f, 0.125f};
+  std::ofstream(dir / "model" / "weights" / "w.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof(values));
   std::ofstream(dir / "outside.bin", std::ios::binary).write("\0\0\0\0\0\0\0\0", 8);
   fs::create_symlink(dir / "outside.bin", dir / "model" / "link.bin");
-  for (const std::string& location : std::vector<std::string>{"w.bin", "../outside.bin", "link.bin", (dir / "outside.bin").string()}) {
-    fs::path path = dir / "model" / "m.onnx";
-    std::ofstream(path, std::ios::binary) << ModelWithExternalInitializer(location).SerializeAsString();
+  fs::path path = dir / "model" / "m.onnx";
+  auto import = [&](const onnx::ModelProto& model) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << model.SerializeAsString();
+    return ir::PrintFunction(ImportOnnxFile(path.string()));
+  };
+  // The whole file is 4 floats; w is [2]: its first two, or with offset 8 its last two.
+  onnx::ModelProto model = ModelWithExternalInitializer("weights/w.bin");
+  auto* entry = model.mutable_graph()->mutable_initializer(0)->add_external_data();
+  entry->set_key("length");
+  entry->set_value("8");
+  EXPECT_NE(import(model).find("[1.5, -2.25]"), std::string::npos) << import(model);
+  entry->set_key("offset");
+  EXPECT_NE(import(model).find("[7, 0.125]"), std::string::npos) << import(model);
+
+  std::vector<std::pair<std::string, std::string>> refused = {
+      {"../outside.bin", "leaves the model's folder"},
+      {"weights/../../outside.bin", "leaves the model's folder"},
+      {"link.bin", "leads out of the model's folder (through a symbolic link)"},
+      {(dir / "outside.bin").string(), "is an absolute path"},
+      {"missing.bin", "cannot be opened"},
+      {"weights", "is not a regular file"}};
+  for (const auto& [location, why] : refused) {
     try {
-      ImportOnnxFile(path.string());
+      import(ModelWithExternalInitializer(location));
       ADD_FAILURE() << location << " was imported";
     } catch (const runtime::Error& e) {
       std::string message = e.what();
-      EXPECT_NE(message.find(path.string() + ": initializer 'w': keeps its data in an external file ('" + location),
+      EXPECT_NE(message.find(path.string() + ": initializer 'w': its external file '" + location + "' " + why),
                 std::string::npos)
           << message;
+    }
+  }
+  for (const auto& [key, value, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"offset", "12", "holds 16 bytes; the tensor needs 8 from offset 12"},
+           {"length", "4", "its length 4 is not the 8 bytes of a [2] tensor"},
+           {"offset", "-1", "its external data offset '-1' is not a non-negative integer"}}) {
+    onnx::ModelProto bad = ModelWithExternalInitializer("weights/w.bin");
+    auto* e = bad.mutable_graph()->mutable_initializer(0)->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+    try {
+      import(bad);
+      ADD_FAILURE() << key << " " << value << " was imported";
+    } catch (const runtime::Error& error) {
+      EXPECT_NE(std::string(error.what()).find(why), std::string::npos) << error.what();
     }
   }
   fs::remove_all(dir);

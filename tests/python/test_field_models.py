@@ -60,6 +60,34 @@ def test_field_model_matches_onnxruntime(tmp_path, name):
         assert err <= bound, f"{name} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
 
 
+def test_model_with_external_data_matches_onnxruntime(tmp_path):
+    # The detector saved as large models are: its weights in a side file beside the model.
+    path = tmp_path / "float.onnx"
+    shapes = field_models.MODELS["yolo_style"](path)
+    model = onnx.load(str(path))
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    assert (folder / "weights.bin").stat().st_size > 10000
+    feeds = {"input": np.random.default_rng(5).standard_normal(shapes["input"]).astype(np.float32)}
+    want = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    library = tmp_path / "m.so"
+    subprocess.run([KILN, "compile", str(folder / "model.onnx"), "-o", str(library)], check=True, capture_output=True,
+                   text=True)
+    np.savez(tmp_path / "in.npz", **feeds)
+    subprocess.run([KILN, "run", str(library), "--inputs", str(tmp_path / "in.npz"), "--outputs",
+                    str(tmp_path / "out.npz")], check=True, capture_output=True, text=True)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-4, atol=1e-4)
+    # The model moved without its data: a clear error naming the file and the tensor.
+    (tmp_path / "alone").mkdir()
+    (folder / "model.onnx").rename(tmp_path / "alone" / "model.onnx")
+    result = subprocess.run([KILN, "compile", str(tmp_path / "alone" / "model.onnx"), "-o", str(library)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "its external file 'weights.bin' cannot be opened" in result.stderr, result.stderr
+
+
 def test_runtime_if_takes_each_branch(tmp_path):
     # One library, inputs bright and dark on average: each takes its own branch, as in ONNX Runtime.
     path = tmp_path / "gate.onnx"
