@@ -124,6 +124,11 @@ void TopK(const TopKShape& s, const uint16_t* data, uint16_t* values, int64_t* i
 void TopK(const TopKShape& s, const uint32_t* data, uint32_t* values, int64_t* indices);
 void TopK(const TopKShape& s, const uint64_t* data, uint64_t* values, int64_t* indices);
 
+// ---- Linear algebra (linalg/det.cc) ----------------------------------------------------------
+// out[m] = the determinant of matrix m of data [count, n, n].
+void Det(int64_t count, int64_t n, const float* data, float* out);
+void Det(int64_t count, int64_t n, const double* data, double* out);
+
 // ---- Image (image/grid_sample.cc) -------------------------------------------------------------
 // data [batch, channels, in_height, in_width] read at grid [batch, out_height, out_width, 2] (x then
 // y, normalized to [-1, 1]) into out [batch, channels, out_height, out_width]. mode: 0 nearest

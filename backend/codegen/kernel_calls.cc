@@ -174,6 +174,18 @@ KernelCall PlanTopk(const KernelOperands& o) {
   return call;
 }
 
+// det: float32 or float64 (the kernel's overloads).
+KernelCall PlanDet(const KernelOperands& o) {
+  const auto& shape = o.input_types[0].shape;
+  int64_t n = shape.back();
+  KernelCall call;
+  call.kernel = "Det";
+  call.args = {Int("count", o.output_types[0].NumElements()), Int("n", n), Buffer("data", o.inputs[0]),
+               Buffer("out", o.outputs[0])};
+  call.returns_status = false;
+  return call;
+}
+
 // image.grid_sample: float32 or float64 (the kernel's overloads).
 KernelCall PlanGridSample(const KernelOperands& o) {
   const auto& in = o.input_types[0].shape;

@@ -80,6 +80,7 @@ KernelCall PlanPool2D(const KernelOperands& operands);
 KernelCall PlanSoftmax(const KernelOperands& operands);
 KernelCall PlanTopk(const KernelOperands& operands);
 KernelCall PlanGridSample(const KernelOperands& operands);
+KernelCall PlanDet(const KernelOperands& operands);
 KernelCall PlanLayerNorm(const KernelOperands& operands);
 
 }  // namespace kiln::backend

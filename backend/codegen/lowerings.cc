@@ -209,6 +209,7 @@ const Entry kLowerings[] = {
     {"layout_transform", Loops(EmitLayoutTransform)},
     {"image.resize", Loops(EmitResize)},
     {"image.grid_sample", Kernel(PlanGridSample)},
+    {"det", Kernel(PlanDet)},
 };
 
 }  // namespace

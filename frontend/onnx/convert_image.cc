@@ -1,5 +1,5 @@
 // ONNX image ops: Resize (opsets 10 to 19) and Upsample as image.resize, GridSample as
-// image.grid_sample, DepthToSpace and SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales and sizes must be constants:
+// image.grid_sample, AffineGrid as a batched product with a constant grid, DepthToSpace and SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales and sizes must be constants:
 // they decide the output's shape.
 #include <cmath>
 
@@ -13,6 +13,8 @@ using runtime::StrCat;
 
 namespace {
 
+const OpRef kBatchMatmul("nn.batch_matmul");
+const OpRef kCast("cast");
 const OpRef kGridSample("image.grid_sample");
 const OpRef kResize("image.resize");
 const OpRef kReshape("reshape");
@@ -189,6 +191,43 @@ Outputs GridSample(const NodeContext& c) {
                           {"align_corners", c.attr_int("align_corners", 0)}}))};
 }
 
+// AffineGrid: the normalized coordinates of every output pixel, (x, y[, z], 1) in [-1, 1], times
+// theta [N, 2, 3] (or [N, 3, 4] in 3-D) transposed: a constant grid and one batched product.
+Outputs AffineGrid(const NodeContext& c) {
+  const TensorType& theta = c.input_type(0);
+  Ints size = c.ConstantInts(1);
+  if (size.size() != 4 && size.size() != 5) c.FailAt("input 1", "the size must be [N, C, H, W] or [N, C, D, H, W]");
+  auto spatial = static_cast<int64_t>(size.size()) - 2;
+  if (theta.shape != Ints{size[0], spatial, spatial + 1}) {
+    c.FailAt("input 0", StrCat("theta must be [N, ", spatial, ", ", spatial + 1, "] for size ", ShapeText(size)));
+  }
+  bool align = c.attr_int("align_corners", 0) != 0;
+  auto coordinate = [&](int64_t i, int64_t length) {
+    if (align) return length == 1 ? 0.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(length - 1);
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(length) - 1.0;
+  };
+  int64_t points = 1;
+  for (int64_t d = 0; d < spatial; ++d) points *= size[2 + d];
+  runtime::NDArray base = runtime::NDArray::Empty({1, points, spatial + 1}, DLDataType{kDLFloat, 64, 1});
+  auto* values = static_cast<double*>(base.data());
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rest = p;
+    // The last spatial axis (width) varies fastest and comes first in the point: (x, y[, z]).
+    for (int64_t d = spatial - 1; d >= 0; --d) {
+      int64_t length = size[2 + d];
+      values[p * (spatial + 1) + (spatial - 1 - d)] = coordinate(rest % length, length);
+      rest /= length;
+    }
+    values[p * (spatial + 1) + spatial] = 1.0;
+  }
+  Expr grid = c.Op(kCast, {Constant(base)}, MakeAttrs({{"dtype", runtime::DTypeToString(theta.dtype)}}));
+  Expr y = c.Op(kBatchMatmul, {grid, c.input(0)}, MakeAttrs({{"transpose_b", int64_t{1}}}));
+  Ints shape = {size[0]};
+  for (int64_t d = 0; d < spatial; ++d) shape.push_back(size[2 + d]);
+  shape.push_back(spatial);
+  return {c.Op(kReshape, {y}, MakeAttrs({{"newshape", shape}}))};
+}
+
 // The NCHW input's blocksize, checked.
 int64_t BlockSize(const NodeContext& c) {
   if (c.input_type(0).ndim() != 4) c.FailAt("input 0", StrCat("must be NCHW, it has ", c.input_type(0).ndim(), " dimensions"));
@@ -234,6 +273,7 @@ void AddImageConverters(ConverterTable& table) {
   Register(table, "Upsample", Upsample, 7);
   Register(table, "DepthToSpace", DepthToSpace, 1);
   Register(table, "GridSample", GridSample, 16);
+  Register(table, "AffineGrid", AffineGrid, 20);
   Register(table, "SpaceToDepth", SpaceToDepth, 1);
 }
 

@@ -20,6 +20,7 @@ const OpRef kBitwiseNot("bitwise_not");
 const OpRef kBitwiseOr("bitwise_or");
 const OpRef kBitwiseXor("bitwise_xor");
 const OpRef kCast("cast");
+const OpRef kDet("det");
 const OpRef kCeil("ceil");
 const OpRef kClip("clip");
 const OpRef kDiv("divide");
@@ -166,6 +167,8 @@ Outputs Cast(const NodeContext& c) {
   if (to == c.input_type(0).dtype) return {c.input(0)};
   return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}}))};
 }
+
+Outputs Det(const NodeContext& c) { return {c.Op(kDet, {c.input(0)})}; }
 
 // CastLike: Cast to the type of input 1.
 Outputs CastLike(const NodeContext& c) {
@@ -375,6 +378,7 @@ void AddMathConverters(ConverterTable& table) {
   Register(table, "Clip", Clip, 6);
   Register(table, "Cast", Cast, 6);
   Register(table, "CastLike", CastLike, 15);
+  Register(table, "Det", Det, 11);
   Register(table, "Where", Where, 9);
   Register(table, "Identity", Identity, 1);
   Register(table, "Dropout", Dropout, 7);

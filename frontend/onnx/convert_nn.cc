@@ -2,6 +2,8 @@
 #include <numeric>
 #include <optional>
 
+#include <cstring>
+
 #include "frontend/onnx/converter.h"
 #include "ir/ops/infer_util.h"
 #include "runtime/error.h"
@@ -32,6 +34,7 @@ const OpRef kMultiply("multiply");
 const OpRef kPad("nn.pad");
 const OpRef kPower("power");
 const OpRef kReshape("reshape");
+const OpRef kScatterElements("scatter_elements");
 const OpRef kStridedSlice("strided_slice");
 const OpRef kTranspose("transpose");
 
@@ -308,6 +311,42 @@ Outputs LpPool(const NodeContext& c) {
   return {p == 1 ? sum : c.Op(kPower, {sum, ScalarLike(sum, 1.0 / static_cast<double>(p))})};
 }
 
+// MaxUnpool: zeros of the output's shape with each input value written at its index (MaxPool's
+// Indices: flat over the whole output), as a scatter on the flattened output.
+Outputs MaxUnpool(const NodeContext& c) {
+  const TensorType& x = c.input_type(0);
+  if (c.input_type(1).shape != x.shape) c.FailAt("input 1", "the indices must have the shape of the values");
+  if (x.ndim() < 3) c.FailAt("input 0", "must be [N, C, spatial...]");
+  auto spatial = static_cast<size_t>(x.ndim() - 2);
+  Ints out;
+  if (c.has_input(2)) {
+    out = c.ConstantInts(2);
+    if (out.size() != static_cast<size_t>(x.ndim())) c.FailAt("input 2", "the output shape must give every dimension");
+  } else {
+    Ints kernel = c.attr_ints("kernel_shape"), strides = c.attr_ints("strides", Ints(spatial, 1));
+    Ints pads = c.attr_ints("pads", Ints(2 * spatial, 0));
+    if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial) {
+      c.Fail(StrCat("kernel_shape, strides and pads must give each of the ", spatial, " spatial axes"));
+    }
+    out = {x.shape[0], x.shape[1]};
+    for (size_t d = 0; d < spatial; ++d) {
+      out.push_back((x.shape[2 + d] - 1) * strides[d] + kernel[d] - pads[d] - pads[spatial + d]);
+    }
+  }
+  int64_t total = 1;
+  for (int64_t d : out) {
+    if (d < 0) c.Fail(StrCat("the output shape ", ShapeText(out), " is negative"));
+    total *= d;
+  }
+  runtime::NDArray zeros = runtime::NDArray::Empty({total}, x.dtype);
+  std::memset(zeros.data(), 0, static_cast<size_t>(zeros.NumBytes()));
+  Expr indices = c.Op(kCast, {c.input(1)}, MakeAttrs({{"dtype", std::string("int64")}}));
+  Expr y = c.Op(kScatterElements, {Constant(zeros), Reshape(c, indices, {x.NumElements()}),
+                                   Reshape(c, c.input(0), {x.NumElements()})},
+                MakeAttrs({{"axis", int64_t{0}}}));
+  return {Reshape(c, y, out)};
+}
+
 Outputs MaxPool(const NodeContext& c) { return Pool(c, false); }
 Outputs AveragePool(const NodeContext& c) { return Pool(c, true); }
 
@@ -412,6 +451,7 @@ void AddNnConverters(ConverterTable& table) {
   Register(table, "MaxPool", MaxPool);
   Register(table, "AveragePool", AveragePool);
   Register(table, "LpPool", LpPool, 11);
+  Register(table, "MaxUnpool", MaxUnpool, 11);
   Register(table, "GlobalAveragePool", GlobalAveragePool, 1);
   Register(table, "GlobalMaxPool", GlobalMaxPool, 1);
   Register(table, "Gemm", Gemm);

@@ -1,5 +1,5 @@
-// Reductions over axes: sum, mean, max, min, prod; and the index of the largest or smallest
-// element along one axis: argmax, argmin.
+// Reductions over axes: sum, mean, max, min, prod; the index of the largest or smallest element
+// along one axis: argmax, argmin; and the determinant of the last two axes: det.
 #include "ir/op.h"
 #include "ir/ops/infer_util.h"
 
@@ -44,9 +44,21 @@ Type ArgReduce(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(shape, DLDataType{kDLInt, 64, 1});
 }
 
+// det: [..., n, n] -> [...], floats.
+Type Det(const std::vector<Type>& args, const Attrs&) {
+  const TensorType& data = TensorArg(args, 0);
+  Check(data.ndim() >= 2 && data.shape[data.ndim() - 1] == data.shape[data.ndim() - 2], "det takes square matrices",
+        " [..., n, n], got ", ShapeText(data.shape));
+  Check(data.dtype.code == kDLFloat && data.dtype.bits >= 32, "det takes float32 or float64, got ",
+        DTypeToString(data.dtype));
+  return Type::Tensor(std::vector<int64_t>(data.shape.begin(), data.shape.end() - 2), data.dtype);
+}
+
 }  // namespace
 
 void RegisterReduceOps(OpTable& table) {
+  table["det"] = OpDef{"det", 1, 1, {}, OpPattern::kOpaque, Det, "the determinant of each matrix (the last two axes)",
+                       nullptr, LayoutRule::kPlain};
   // prod has no blocked kernel: over H and W it takes plain NCHW.
   for (const char* name : {"sum", "mean", "max", "min", "prod"}) {
     LayoutRule layout = std::string(name) == "prod" ? LayoutRule::kPlain : LayoutRule::kSpatialReduce;

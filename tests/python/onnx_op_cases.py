@@ -699,7 +699,7 @@ def losses_and_sampling(opset=13):
     # NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (every reduction, weights, ignore_index,
     # extra dims; SCE's log_prob output), Hardmax, EyeLike, MeanVarianceNormalization, CastLike,
     # LpPool, ReverseSequence; from opset 16 GridSample in each mode, padding and alignment; from 18
-    # the Bitwise ops and CenterCropPad.
+    # the Bitwise ops and CenterCropPad; from 20 AffineGrid; Det and MaxUnpool.
     g = Group("losses_and_sampling", opset, rtol=1e-5)
     scores = g.input((3, 5, 2))
     labels = g.input((3, 2), dtype=np.int64, values=[[0, 4], [2, 1], [3, 3]])
@@ -728,12 +728,13 @@ def losses_and_sampling(opset=13):
     if opset >= 16:
         image = g.input((2, 3, 5, 6))
         grid = g.input((2, 4, 7, 2), low=-1.3, high=1.3)  # some points outside
-        for mode in ("bilinear", "nearest", "bicubic"):
+        modes = ("linear", "nearest", "cubic") if opset >= 20 else ("bilinear", "nearest", "bicubic")
+        for mode in modes:
             for padding in ("zeros", "border", "reflection"):
                 for align in (0, 1):
                     # ONNX Runtime 1.19's bicubic with border padding differs from ONNX's reference
                     # (by up to 0.45 on these points); kiln follows the reference (measured: 1.5e-6).
-                    if (mode, padding) != ("bicubic", "border"):
+                    if (mode, padding) not in (("bicubic", "border"), ("cubic", "border")):
                         g.node("GridSample", [image, grid], mode=mode, padding_mode=padding, align_corners=align)
     if opset >= 18:
         a, b = g.input((3, 4), dtype=np.int32, low=-100, high=100), g.input((4,), dtype=np.int32, low=-100, high=100)
@@ -742,6 +743,17 @@ def losses_and_sampling(opset=13):
         g.node("BitwiseNot", [g.input((5,), dtype=np.uint8, low=0, high=256)])
         g.node("CenterCropPad", [x, g.const([2, 7], dtype=np.int64)], axes=[2, 3])
         g.node("CenterCropPad", [x, g.const([1, 4, 3, 3], dtype=np.int64)])
+    if opset >= 20:
+        theta = g.input((2, 2, 3))
+        g.node("AffineGrid", [theta, g.const([2, 3, 4, 5], dtype=np.int64)])
+        g.node("AffineGrid", [theta, g.const([2, 1, 3, 2], dtype=np.int64)], align_corners=1)
+        g.node("AffineGrid", [g.input((1, 3, 4)), g.const([1, 1, 2, 3, 4], dtype=np.int64)])
+    g.node("Det", [g.input((3, 4, 4))])
+    g.node("Det", [g.input((2, 2), values=[[1.0, 2.0], [2.0, 4.0]])])
+    # MaxUnpool of a 2 x 2 pool's values at their flat indices into the [1, 2, 4, 4] output.
+    g.node("MaxUnpool", [g.input((1, 2, 2, 2)), g.input((1, 2, 2, 2), dtype=np.int64,
+                                                         values=[[[[0, 3], [9, 15]], [[16, 22], [26, 31]]]])],
+           kernel_shape=[2, 2], strides=[2, 2])
     return g
 
 
@@ -770,7 +782,7 @@ GROUPS = [
     (conv_transpose, [11, 17]),
     (image, [9, 10, 11, 13, 19]),
     (control_flow, [11, 13, 16]),
-    (losses_and_sampling, [13, 16, 18]),
+    (losses_and_sampling, [13, 16, 18, 20]),
     (float16, [17]),
     (recurrent, [11, 14]),
     (quantization, [11, 13, 19]),
