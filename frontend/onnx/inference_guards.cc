@@ -101,6 +101,27 @@ void InputIsTyped(onnx::InferenceContext& ctx) {
   }
 }
 
+// Loop's inference dereferences the type of each carried input (from input 2) without checking it
+// is known, and counts the carried values as its inputs less 2.
+void LoopInputsTyped(onnx::InferenceContext& ctx) {
+  if (ctx.getNumInputs() < 2) fail_shape_inference("Loop needs its trip count and condition inputs (empty names for absent ones)");
+  for (size_t i = 2; i < ctx.getNumInputs(); ++i) {
+    if (ctx.getInputType(i) == nullptr) fail_shape_inference("the type of input ", i, " (a carried value) is unknown");
+  }
+}
+
+// Scan's inference (both forms) reads num_scan_inputs without checking it is given, and counts the
+// state values as the inputs less it.
+void ScanCountsFit(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* attr = ctx.getAttribute("num_scan_inputs");
+  if (attr == nullptr || attr->type() != onnx::AttributeProto::INT) {
+    fail_shape_inference("num_scan_inputs (an int) is required");
+  }
+  if (attr->i() < 1 || static_cast<size_t>(attr->i()) > ctx.getNumInputs()) {
+    fail_shape_inference("num_scan_inputs ", attr->i(), " must be in [1, ", ctx.getNumInputs(), "], the inputs");
+  }
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -115,7 +136,9 @@ const std::map<std::string, Guard>& Guards() {
       {"ConvTranspose", ConvTransposeFits},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"GatherND", GatherNdFits},
+      {"Loop", LoopInputsTyped},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
+      {"Scan", ScanCountsFit},
       {"Shape", InputIsTyped},
       {"Split", SplitHasOutputs},
   };
