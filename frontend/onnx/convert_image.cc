@@ -207,7 +207,11 @@ Outputs AffineGrid(const NodeContext& c) {
     return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(length) - 1.0;
   };
   int64_t points = 1;
-  for (int64_t d = 0; d < spatial; ++d) points *= size[2 + d];
+  for (int64_t d = 0; d < spatial; ++d) {
+    if (size[2 + d] < 1 || size[2 + d] > (int64_t{1} << 20)) c.FailAt("input 1", StrCat("size ", ShapeText(size), " is out of range"));
+    points *= size[2 + d];
+  }
+  CheckConstantElements(c, points * (spatial + 1), "the sampling grid");
   runtime::NDArray base = runtime::NDArray::Empty({1, points, spatial + 1}, DLDataType{kDLFloat, 64, 1});
   auto* values = static_cast<double*>(base.data());
   for (int64_t p = 0; p < points; ++p) {
@@ -232,7 +236,7 @@ Outputs AffineGrid(const NodeContext& c) {
 int64_t BlockSize(const NodeContext& c) {
   if (c.input_type(0).ndim() != 4) c.FailAt("input 0", StrCat("must be NCHW, it has ", c.input_type(0).ndim(), " dimensions"));
   int64_t b = c.attr_int("blocksize");
-  if (b <= 0) c.FailAt("attribute 'blocksize'", StrCat(b, " must be positive"));
+  if (b <= 0 || b > (int64_t{1} << 15)) c.FailAt("attribute 'blocksize'", StrCat(b, " must be in [1, 32768]"));
   return b;
 }
 

@@ -19,6 +19,7 @@ const OpRef kBitwiseAnd("bitwise_and");
 const OpRef kBitwiseNot("bitwise_not");
 const OpRef kBitwiseOr("bitwise_or");
 const OpRef kBitwiseXor("bitwise_xor");
+const OpRef kBroadcastTo("broadcast_to");
 const OpRef kCast("cast");
 const OpRef kDet("det");
 const OpRef kCeil("ceil");
@@ -192,9 +193,9 @@ Outputs Dropout(const NodeContext& c) {
   }
   Outputs outputs = {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
   if (c.num_outputs() > 1) {
-    runtime::NDArray mask = runtime::NDArray::Empty(c.input_type(0).shape, DLDataType{kDLUInt, 1, 1});
-    std::fill_n(static_cast<uint8_t*>(mask.data()), c.input_type(0).NumElements(), uint8_t{1});
-    outputs.push_back(Constant(mask));
+    runtime::NDArray all = runtime::NDArray::Empty({}, DLDataType{kDLUInt, 1, 1});
+    *static_cast<uint8_t*>(all.data()) = 1;
+    outputs.push_back(c.Op(kBroadcastTo, {Constant(all)}, MakeAttrs({{"shape", c.input_type(0).shape}})));
   }
   return outputs;
 }

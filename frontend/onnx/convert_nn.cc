@@ -338,6 +338,7 @@ Outputs MaxUnpool(const NodeContext& c) {
     if (d < 0) c.Fail(StrCat("the output shape ", ShapeText(out), " is negative"));
     total *= d;
   }
+  CheckConstantElements(c, total, "the output's zeros");
   runtime::NDArray zeros = runtime::NDArray::Empty({total}, x.dtype);
   std::memset(zeros.data(), 0, static_cast<size_t>(zeros.NumBytes()));
   Expr indices = c.Op(kCast, {c.input(1)}, MakeAttrs({{"dtype", std::string("int64")}}));

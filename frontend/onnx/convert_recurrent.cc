@@ -63,6 +63,7 @@ class Recurrence {
     steps_ = x.shape[layout_ == 0 ? 0 : 1];
     batch_ = x.shape[layout_ == 0 ? 1 : 0];
     hidden_ = c.attr_int("hidden_size");
+    if (hidden_ < 1 || hidden_ > (int64_t{1} << 24)) c.FailAt("attribute 'hidden_size'", StrCat(hidden_, " must be in [1, 2^24]"));
     std::string direction = c.attr_string("direction", "forward");
     if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
       c.FailAt("attribute 'direction'", "'" + direction + "' is not forward, reverse or bidirectional");

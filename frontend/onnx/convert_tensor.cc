@@ -276,6 +276,7 @@ Outputs Pad(const NodeContext& c) {
   // A value known only at run time: zeros padded, then the value where the input is not.
   if (c.input_type(2).NumElements() != 1) c.FailAt("input 2", "the constant value must hold one value");
   const Ints& shape = padded->type().tensor().shape;
+  CheckConstantElements(c, padded->type().tensor().NumElements(), "the mask of padded elements");
   runtime::NDArray inside = runtime::NDArray::Empty(shape, DLDataType{kDLUInt, 1, 1});
   auto* flags = static_cast<uint8_t*>(inside.data());
   Ints at(rank, 0);
@@ -401,6 +402,7 @@ Outputs ReverseSequence(const NodeContext& c) {
                       MakeAttrs({{"newshape", along}}));
   Ints steps_shape(t.ndim(), 1);
   steps_shape[time] = t.shape[time];
+  CheckConstantElements(c, t.shape[time], "the time steps");
   runtime::NDArray steps = runtime::NDArray::Empty(steps_shape, DLDataType{kDLInt, 64, 1});
   for (int64_t i = 0; i < t.shape[time]; ++i) static_cast<int64_t*>(steps.data())[i] = i;
   Expr step = Constant(steps);
@@ -436,6 +438,7 @@ Outputs EyeLike(const NodeContext& c) {
   if (t.ndim() != 2) c.FailAt("input 0", StrCat("must be a matrix, it has ", t.ndim(), " dimensions"));
   DLDataType dtype = c.has_attr("dtype") ? OnnxDType(static_cast<int32_t>(c.attr_int("dtype"))) : t.dtype;
   int64_t k = c.attr_int("k", 0);
+  CheckConstantElements(c, t.NumElements(), "the matrix");
   runtime::NDArray eye = runtime::NDArray::Empty(t.shape, DLDataType{kDLFloat, 64, 1});
   auto* values = static_cast<double*>(eye.data());
   for (int64_t i = 0; i < t.shape[0]; ++i) {

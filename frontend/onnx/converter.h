@@ -108,6 +108,9 @@ void AddSignalConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.
+// Throws Error when a constant a converter makes at import (EyeLike's matrix, a mask, a grid) would
+// hold more elements than folding makes (ir::kDefaultMaxFoldedElements).
+void CheckConstantElements(const NodeContext& context, int64_t elements, const std::string& what);
 ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
 // numpy's matmul of a and b (ONNX MatMul): a dense layer when b is a matrix of float32, batched

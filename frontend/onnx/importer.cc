@@ -781,6 +781,13 @@ Expr NodeContext::Op(const ir::OpRef& op, std::vector<Expr> args, Attrs attrs) c
   return value ? ir::Constant(*value) : call;
 }
 
+void CheckConstantElements(const NodeContext& c, int64_t elements, const std::string& what) {
+  if (elements < 0 || elements > ir::kDefaultMaxFoldedElements) {
+    c.Fail(StrCat(what, " would be a constant of ", elements, " elements; kiln makes constants of at most ",
+                  ir::kDefaultMaxFoldedElements, " at import"));
+  }
+}
+
 Attrs MakeAttrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {
   Attrs attrs;
   for (const auto& [name, value] : items) attrs.Set(name, value);

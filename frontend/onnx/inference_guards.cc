@@ -122,6 +122,15 @@ void ScanCountsFit(onnx::InferenceContext& ctx) {
   }
 }
 
+// DepthToSpace's and SpaceToDepth's inference divide by blocksize squared: 0, or 0 after the
+// square overflows.
+void BlocksizeFits(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* attr = ctx.getAttribute("blocksize");
+  if (attr != nullptr && (attr->i() < 1 || attr->i() > (int64_t{1} << 15))) {
+    fail_shape_inference("blocksize ", attr->i(), " must be in [1, 32768]");
+  }
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -134,12 +143,14 @@ const std::map<std::string, Guard>& Guards() {
       {"MaxPool", StridesArePositive},
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
       {"ConvTranspose", ConvTransposeFits},
+      {"DepthToSpace", BlocksizeFits},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"GatherND", GatherNdFits},
       {"Loop", LoopInputsTyped},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"Scan", ScanCountsFit},
       {"Shape", InputIsTyped},
+      {"SpaceToDepth", BlocksizeFits},
       {"Split", SplitHasOutputs},
   };
   return guards;
