@@ -329,6 +329,9 @@ Outputs MaxUnpool(const NodeContext& c) {
       c.Fail(StrCat("kernel_shape, strides and pads must give each of the ", spatial, " spatial axes"));
     }
     out = {x.shape[0], x.shape[1]};
+    for (int64_t v : kernel) if (v < 1 || v > (1 << 20)) c.FailAt("attribute 'kernel_shape'", "values must be in [1, 2^20]");
+    for (int64_t v : strides) if (v < 1 || v > (1 << 20)) c.FailAt("attribute 'strides'", "values must be in [1, 2^20]");
+    for (int64_t v : pads) if (v < 0 || v > (1 << 20)) c.FailAt("attribute 'pads'", "values must be in [0, 2^20]");
     for (size_t d = 0; d < spatial; ++d) {
       out.push_back((x.shape[2 + d] - 1) * strides[d] + kernel[d] - pads[d] - pads[spatial + d]);
     }
@@ -336,7 +339,7 @@ Outputs MaxUnpool(const NodeContext& c) {
   int64_t total = 1;
   for (int64_t d : out) {
     if (d < 0) c.Fail(StrCat("the output shape ", ShapeText(out), " is negative"));
-    total *= d;
+    if (__builtin_mul_overflow(total, d, &total)) c.Fail(StrCat("the output shape ", ShapeText(out), " is too large"));
   }
   CheckConstantElements(c, total, "the output's zeros");
   runtime::NDArray zeros = runtime::NDArray::Empty({total}, x.dtype);

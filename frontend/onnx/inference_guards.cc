@@ -131,6 +131,15 @@ void BlocksizeFits(onnx::InferenceContext& ctx) {
   }
 }
 
+// MaxUnpool's inference reads dim 1 of the indices' shape without checking it has a type or rank.
+void IndicesHaveChannels(onnx::InferenceContext& ctx) {
+  if (ctx.getNumInputs() < 2 || ctx.getInputType(1) == nullptr) fail_shape_inference("the indices' type is unknown");
+  const onnx::TypeProto& type = *ctx.getInputType(1);
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape() || type.tensor_type().shape().dim_size() < 2) {
+    fail_shape_inference("the indices must be a tensor of known rank 2 or more");
+  }
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -141,6 +150,7 @@ const std::map<std::string, Guard>& Guards() {
          StridesArePositive(ctx);
        }},
       {"MaxPool", StridesArePositive},
+      {"MaxUnpool", IndicesHaveChannels},
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
       {"ConvTranspose", ConvTransposeFits},
       {"DepthToSpace", BlocksizeFits},
