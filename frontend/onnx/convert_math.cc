@@ -1,6 +1,7 @@
 // ONNX elementwise ops: arithmetic, comparisons, activations, trigonometric and hyperbolic functions, Clip,
 // Cast, Where, Softmax.
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #include "frontend/onnx/converter.h"
@@ -301,6 +302,14 @@ Outputs Softmax(const NodeContext& c) {
   return {c.Op(kReshape, {soft}, MakeAttrs({{"newshape", t.shape}}))};
 }
 
+template <typename T>
+T SaturateTo(double value) {
+  if (std::isnan(value)) return T(0);
+  if (value <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (value >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(value);
+}
+
 }  // namespace
 
 Expr LogSoftmaxOf(const NodeContext& c, const Expr& x, const std::vector<int64_t>& axes) {
@@ -319,8 +328,9 @@ Expr ScalarLike(const Expr& like, double value) {
   runtime::NDArray a = runtime::NDArray::Empty({}, d);
   if (d.code == kDLFloat && d.bits == 32) *static_cast<float*>(a.data()) = static_cast<float>(value);
   else if (d.code == kDLFloat && d.bits == 64) *static_cast<double*>(a.data()) = value;
-  else if (d.code == kDLInt && d.bits == 64) *static_cast<int64_t*>(a.data()) = static_cast<int64_t>(value);
-  else if (d.code == kDLInt && d.bits == 32) *static_cast<int32_t*>(a.data()) = static_cast<int32_t>(value);
+  // Integers saturate (an infinite bound becomes the type's limit; NaN, 0).
+  else if (d.code == kDLInt && d.bits == 64) *static_cast<int64_t*>(a.data()) = SaturateTo<int64_t>(value);
+  else if (d.code == kDLInt && d.bits == 32) *static_cast<int32_t*>(a.data()) = SaturateTo<int32_t>(value);
   else runtime::Fail("cannot make a scalar of dtype ", runtime::DTypeToString(d));
   return Constant(a);
 }

@@ -23,11 +23,11 @@ int InputRank(onnx::InferenceContext& ctx, size_t index) {
 
 // convPoolShapeInference takes the kernel's dims from the weight and indexes the input's
 // per-axis attributes with them: ranks that differ read past the end.
-void ConvRanksAgree(onnx::InferenceContext& ctx) {
-  int input = InputRank(ctx, 0), weight = InputRank(ctx, 1);
+void ConvRanksAgree(onnx::InferenceContext& ctx, size_t weight_input = 1) {
+  int input = InputRank(ctx, 0), weight = InputRank(ctx, weight_input);
   if (input >= 0 && weight >= 0 && input != weight) {
-    fail_shape_inference("the weight (input 1) has rank ", weight, " and the input (input 0) rank ", input,
-                         "; they must be equal");
+    fail_shape_inference("the weight (input ", weight_input, ") has rank ", weight, " and the input (input 0) rank ",
+                         input, "; they must be equal");
   }
 }
 
@@ -149,9 +149,20 @@ const std::map<std::string, Guard>& Guards() {
          ConvRanksAgree(ctx);
          StridesArePositive(ctx);
        }},
+      {"LpPool", StridesArePositive},
       {"MaxPool", StridesArePositive},
       {"MaxUnpool", IndicesHaveChannels},
       {"ConstantOfShape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 0); }},
+      {"ConvInteger",
+       [](onnx::InferenceContext& ctx) {
+         ConvRanksAgree(ctx);
+         StridesArePositive(ctx);
+       }},
+      {"QLinearConv",
+       [](onnx::InferenceContext& ctx) {
+         ConvRanksAgree(ctx, 3);  // the weight is input 3
+         StridesArePositive(ctx);
+       }},
       {"ConvTranspose", ConvTransposeFits},
       {"DepthToSpace", BlocksizeFits},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
