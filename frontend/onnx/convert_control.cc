@@ -179,10 +179,10 @@ ScanResult RunScan(const NodeContext& c, std::vector<Expr> state, const std::vec
 // slices along their axes, unrolled; scan outputs stacked along their axes.
 Outputs Scan(const NodeContext& c) {
   int64_t scan_inputs = c.attr_int("num_scan_inputs");
-  auto states = static_cast<int64_t>(c.num_inputs()) - scan_inputs;
-  if (scan_inputs < 1 || states < 0) {
+  if (scan_inputs < 1 || scan_inputs > static_cast<int64_t>(c.num_inputs())) {
     c.FailAt("attribute 'num_scan_inputs'", StrCat(scan_inputs, " does not fit the ", c.num_inputs(), " inputs"));
   }
+  auto states = static_cast<int64_t>(c.num_inputs()) - scan_inputs;
   std::vector<Expr> state, sequences;
   for (int64_t i = 0; i < states; ++i) state.push_back(c.input(i));
   for (int64_t j = 0; j < scan_inputs; ++j) sequences.push_back(c.input(states + j));
@@ -204,10 +204,10 @@ Outputs Scan(const NodeContext& c) {
 // length everywhere.
 Outputs Scan8(const NodeContext& c) {
   int64_t scan_inputs = c.attr_int("num_scan_inputs");
-  auto states = static_cast<int64_t>(c.num_inputs()) - 1 - scan_inputs;
-  if (scan_inputs < 1 || states < 0) {
+  if (scan_inputs < 1 || scan_inputs >= static_cast<int64_t>(c.num_inputs())) {
     c.FailAt("attribute 'num_scan_inputs'", StrCat(scan_inputs, " does not fit the ", c.num_inputs(), " inputs"));
   }
+  auto states = static_cast<int64_t>(c.num_inputs()) - 1 - scan_inputs;
   const TensorType& first = c.input_type(1 + states);
   if (first.ndim() < 2) c.FailAt(StrCat("input ", 1 + states), "must have a batch axis and a sequence axis");
   int64_t batch = first.shape[0], length = first.shape[1];

@@ -74,7 +74,7 @@ ResizeShape OutputShape(const NodeContext& c, const Floats& scales, const Ints& 
     return shape;
   }
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (sizes[i] <= 0) c.FailAt(where, StrCat("size ", sizes[i], " must be positive"));
+    if (sizes[i] <= 0 || sizes[i] > (int64_t{1} << 40)) c.FailAt(where, StrCat("size ", sizes[i], " must be in [1, 2^40]"));
     if (in[axes[i]] == 0) c.FailAt(where, StrCat("axis ", axes[i], " is empty: it cannot be resized"));
   }
   std::string policy = c.opset() >= 18 ? c.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
