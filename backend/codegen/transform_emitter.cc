@@ -158,6 +158,9 @@ void EmitPad(EmitContext& c) {
     } else if (mode == "edge") {
       c.code.Line(j + " = " + j + " < 0 ? 0 : (" + j + " >= " + IntLiteral(in[d]) + " ? " + IntLiteral(in[d] - 1) +
                   " : " + j + ");");
+    } else if (mode == "wrap") {  // the axis repeated: index modulo its length
+      c.code.Line(j + " = ((" + j + " % " + IntLiteral(in[d]) + ") + " + IntLiteral(in[d]) + ") % " + IntLiteral(in[d]) +
+                  ";");
     } else {  // reflect (without repeating the edge)
       c.code.Line("if (" + j + " < 0) " + j + " = -" + j + ";");
       c.code.Line("if (" + j + " >= " + IntLiteral(in[d]) + ") " + j + " = " + IntLiteral(2 * (in[d] - 1)) + " - " + j +

@@ -178,8 +178,8 @@ Type Pad(const std::vector<Type>& args, const Attrs& attrs) {
   Check(pad.size() == 2 * data.shape.size(), "pad_width needs 2 values per dimension (", 2 * data.shape.size(),
         "), got ", AttrValueText(pad));
   Check(attrs.GetString("pad_mode") == "constant" || attrs.GetString("pad_mode") == "edge" ||
-            attrs.GetString("pad_mode") == "reflect",
-        "pad_mode must be constant, edge or reflect");
+            attrs.GetString("pad_mode") == "reflect" || attrs.GetString("pad_mode") == "wrap",
+        "pad_mode must be constant, edge, reflect or wrap");
   std::vector<int64_t> shape = data.shape;
   for (size_t i = 0; i < shape.size(); ++i) {
     Check(pad[2 * i] >= 0 && pad[2 * i + 1] >= 0, "negative padding ", AttrValueText(pad));
@@ -245,7 +245,7 @@ void RegisterNnOps(OpTable& table) {
   Add(table, {"nn.pad", 1, 1,
               {{"pad_width", AttrKind::kInts, {}, "before, after per dimension"},
                {"pad_value", AttrKind::kFloat, 0.0, "value of constant padding"},
-               {"pad_mode", AttrKind::kString, std::string("constant"), "constant, edge or reflect"}},
+               {"pad_mode", AttrKind::kString, std::string("constant"), "constant, edge, reflect or wrap (ONNX's)"}},
               OpPattern::kInjective, Pad, "pads each dimension"});
 }
 

@@ -528,6 +528,8 @@ def shapes(opset=14):
     g.node("Pad", [x, g.const([0, 0, 1, 2, 0, 0, 2, 1], np.int64)], mode="reflect")
     if opset >= 18:  # pads for some axes only
         g.node("Pad", [x, g.const([2, 1, 0, 3], np.int64), g.const(-1.0), g.const([-1, 1], np.int64)])
+    if opset >= 19:  # wrap (pads within the axis: beyond it ONNX Runtime 1.19 differs from ONNX's reference)
+        g.node("Pad", [x, g.const([0, 1, 2, 2, 0, 1, 1, 3], np.int64)], mode="wrap")
     # A shape computation that must fold away: Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
     s = g.node("Shape", [x], output=False)
     n = g.node("Gather", [s, g.const(0, np.int64)], output=False, axis=0)
@@ -801,6 +803,6 @@ GROUPS = [
     (normalizations_and_activations, [11, 18, 20]),
     (elementwise_chains, [14]),
     (compare_and_cast, [13, 17]),
-    (shapes, [13, 17, 18]),
+    (shapes, [13, 17, 18, 19]),
     (reductions, [13, 17, 18]),
 ]
