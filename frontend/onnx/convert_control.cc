@@ -3,6 +3,8 @@
 // branches and selects each output with `where`. Loop and Scan are unrolled: a Loop's trip count
 // and every iteration's condition must fold to constants, a Scan's sequence length is its input's
 // static length; each iteration is the body imported again with that iteration's values.
+#include <algorithm>
+
 #include "frontend/onnx/converter.h"
 #include "runtime/error.h"
 
@@ -22,8 +24,22 @@ const OpRef kWhere("where");
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
-// More iterations than this are refused rather than unrolled (the graph grows by the body each time).
+// More iterations than this, or more body nodes imported in all, are refused rather than unrolled
+// (the graph grows by the body each time).
 constexpr int64_t kMaxUnrolledIterations = 1024;
+constexpr int64_t kMaxUnrolledNodes = 1 << 16;
+
+// Throws Error when `iterations` copies of the body would hold too many nodes.
+void CheckUnrolledSize(const NodeContext& c, int64_t iterations) {
+  int64_t nodes = 0;
+  for (const auto& attr : c.node().attribute()) {
+    if (attr.name() == "body") nodes = attr.g().node_size();
+  }
+  if (iterations > kMaxUnrolledIterations || iterations * std::max<int64_t>(nodes, 1) > kMaxUnrolledNodes) {
+    c.Fail(StrCat("unrolling ", iterations, " iterations of a body of ", nodes, " nodes exceeds kiln's bound (",
+                  kMaxUnrolledIterations, " iterations, ", kMaxUnrolledNodes, " nodes)"));
+  }
+}
 
 // The one value of a constant boolean or number, as a condition; nullopt when `value` is not a
 // constant.
@@ -103,9 +119,7 @@ Outputs Loop(const NodeContext& c) {
   std::vector<std::vector<Expr>> scanned;
   int64_t iteration = 0;
   for (; running && (!trips || iteration < *trips); ++iteration) {
-    if (iteration == kMaxUnrolledIterations) {
-      c.Fail(StrCat("runs more than ", kMaxUnrolledIterations, " iterations; kiln unrolls loops at import"));
-    }
+    CheckUnrolledSize(c, iteration + 1);
     std::vector<Expr> inputs = {Constant(Scalar({kDLInt, 64, 1}, iteration)), Constant(Scalar({kDLUInt, 1, 1}, 1))};
     inputs.insert(inputs.end(), carried.begin(), carried.end());
     std::vector<Expr> outputs = c.ImportGraph("body", inputs);
@@ -153,9 +167,7 @@ ScanResult RunScan(const NodeContext& c, std::vector<Expr> state, const std::vec
     length = t.shape[axes[j]];
   }
   if (length == 0) c.Fail("the scan inputs have no steps, so the scan outputs are empty tensors of unknown shape");
-  if (length > kMaxUnrolledIterations) {
-    c.Fail(StrCat("scans ", length, " steps; kiln unrolls scans at import, up to ", kMaxUnrolledIterations));
-  }
+  CheckUnrolledSize(c, length);
   ScanResult result{std::move(state), {}};
   auto states = static_cast<int64_t>(result.state.size());
   for (int64_t step = 0; step < length; ++step) {
@@ -216,6 +228,7 @@ Outputs Scan8(const NodeContext& c) {
       if (n != length) c.FailAt("input 0", StrCat("sequence length ", n, " differs from the full ", length));
     }
   }
+  CheckUnrolledSize(c, std::min<int64_t>(batch, 1 << 20) * std::min<int64_t>(length, 1 << 20));
   Ints directions = c.attr_ints("directions", Ints(scan_inputs, 0));
   std::vector<std::vector<Expr>> per_output;
   for (int64_t b = 0; b < batch; ++b) {

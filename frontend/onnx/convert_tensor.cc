@@ -441,8 +441,8 @@ Outputs EyeLike(const NodeContext& c) {
   CheckConstantElements(c, t.NumElements(), "the matrix");
   runtime::NDArray eye = runtime::NDArray::Empty(t.shape, DLDataType{kDLFloat, 64, 1});
   auto* values = static_cast<double*>(eye.data());
-  for (int64_t i = 0; i < t.shape[0]; ++i) {
-    for (int64_t j = 0; j < t.shape[1]; ++j) values[i * t.shape[1] + j] = j - i == k ? 1.0 : 0.0;
+  for (int64_t e = 0; e < t.NumElements(); ++e) {  // by element: a [2^40, 0] matrix has none to visit
+    values[e] = e % t.shape[1] - e / t.shape[1] == k ? 1.0 : 0.0;
   }
   return {c.Op(kCast, {Constant(eye)}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}))};
 }
