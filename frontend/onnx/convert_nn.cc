@@ -86,6 +86,7 @@ Expr IntegerConv2D(const NodeContext& c, const Expr& data, const Expr& weight, c
   const Ints& in = data->type().tensor().shape;
   const Ints& w = weight->type().tensor().shape;
   int64_t n = in[0], oc = w[0], cg = w[1], kh = w[2], kw = w[3];
+  if (kh * kw > 4096) c.Fail(StrCat("a window of ", kh, " x ", kw, " taps is more than kiln's integer convolution gathers"));
   if (groups < 1 || in[1] != cg * groups || oc % groups != 0) {
     c.Fail(StrCat("the weight ", ShapeText(w), " does not fit ", in[1], " input channels in ", groups, " groups"));
   }

@@ -61,6 +61,10 @@ class Recurrence {
     layout_ = c.attr_int("layout", 0);
     if (layout_ != 0 && layout_ != 1) c.FailAt("attribute 'layout'", "must be 0 or 1");
     steps_ = x.shape[layout_ == 0 ? 0 : 1];
+    // The layer is unrolled over its steps at import: a bound keeps the graph's size in reason.
+    if (steps_ > (int64_t{1} << 14)) {
+      c.FailAt("input 0", StrCat(steps_, " time steps exceed the ", int64_t{1} << 14, " kiln unrolls"));
+    }
     batch_ = x.shape[layout_ == 0 ? 1 : 0];
     hidden_ = c.attr_int("hidden_size");
     if (hidden_ < 1 || hidden_ > (int64_t{1} << 24)) c.FailAt("attribute 'hidden_size'", StrCat(hidden_, " must be in [1, 2^24]"));
