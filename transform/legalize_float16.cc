@@ -37,13 +37,22 @@ Expr LegalizeFloat16(const Expr& main, const PassEnvironment&) {
   Expr body = Rewrite(f->body, [](const Expr& original, const std::vector<Expr>& inputs) -> Expr {
     const auto* call = original->As<CallNode>();
     if (call == nullptr || call->op == nullptr || MovesData(call->op->name)) return WithInputs(original, inputs);
-    bool touches = original->type().is_tensor() && IsFloat16(original->type());
+    const Type& type = original->type();
+    bool touches = IsFloat16(type);
+    for (size_t k = 0; !type.is_tensor() && k < type.fields().size(); ++k) touches = touches || IsFloat16(type.fields()[k]);
     for (const Expr& in : inputs) touches = touches || IsFloat16(in->type());
-    if (!touches || !original->type().is_tensor()) return WithInputs(original, inputs);
+    if (!touches) return WithInputs(original, inputs);
     std::vector<Expr> widened;
     for (const Expr& in : inputs) widened.push_back(IsFloat16(in->type()) ? CastTo(in, "float32") : in);
     Expr computed = Call(*call->op, widened, call->attrs);
-    return IsFloat16(original->type()) ? CastTo(computed, "float16") : computed;
+    if (type.is_tensor()) return IsFloat16(type) ? CastTo(computed, "float16") : computed;
+    // A tuple (topk, split): each float16 field cast back.
+    std::vector<Expr> fields;
+    for (size_t k = 0; k < type.fields().size(); ++k) {
+      Expr field = TupleGetItem(computed, static_cast<int>(k));
+      fields.push_back(IsFloat16(type.fields()[k]) ? CastTo(field, "float16") : field);
+    }
+    return Tuple(fields);
   });
   return Function(f->params, body, f->attrs);
 }

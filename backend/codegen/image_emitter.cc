@@ -29,6 +29,7 @@ std::string Table(EmitContext& c, const std::string& type, const std::string& pr
 }  // namespace
 
 void EmitResize(EmitContext& c) {
+  if (c.output_types[0].NumElements() == 0) return;  // nothing to write (and no taps to tabulate)
   const auto& in = c.input_types[0].shape;
   const auto& out = c.output_types[0].shape;
   const ir::Attrs& attrs = c.call.attrs;

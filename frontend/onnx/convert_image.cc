@@ -95,8 +95,12 @@ ResizeShape OutputShape(const NodeContext& c, const Floats& scales, const Ints& 
     scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
   }
   for (int64_t axis : axes) {
+    double length = scale * static_cast<double>(in[axis]) + 0.5;
+    if (!(length >= 1 && length <= double{1LL << 40})) {
+      c.FailAt("input 3", StrCat("keep_aspect_ratio_policy makes axis ", axis, " ", length, " long"));
+    }
     shape.scales[axis] = scale;
-    shape.size[axis] = static_cast<int64_t>(scale * static_cast<double>(in[axis]) + 0.5);
+    shape.size[axis] = static_cast<int64_t>(length);
   }
   return shape;
 }
@@ -252,6 +256,7 @@ Outputs DepthToSpace(const NodeContext& c) {
   Ints s = c.input_type(0).shape;
   if (s[1] % (b * b) != 0) c.FailAt("input 0", StrCat(s[1], " channels do not divide into blocks of ", b, " x ", b));
   int64_t n = s[0], ch = s[1] / (b * b), h = s[2], w = s[3];
+  if (h > (int64_t{1} << 40) / b || w > (int64_t{1} << 40) / b) c.FailAt("input 0", "the output would be too large");
   std::string mode = c.attr_string("mode", "DCR");
   Ints result = {n, ch, h * b, w * b};
   if (mode == "DCR") return {Rearrange(c, {n, b, b, ch, h, w}, {0, 3, 4, 1, 5, 2}, result)};
@@ -267,6 +272,7 @@ Outputs SpaceToDepth(const NodeContext& c) {
     c.FailAt("input 0", StrCat("height ", s[2], " and width ", s[3], " must be multiples of the blocksize ", b));
   }
   int64_t n = s[0], ch = s[1], h = s[2] / b, w = s[3] / b;
+  if (ch > (int64_t{1} << 40) / (b * b)) c.FailAt("input 0", "the output would have too many channels");
   return {Rearrange(c, {n, ch, h, b, w, b}, {0, 3, 5, 1, 2, 4}, {n, ch * b * b, h, w})};
 }
 

@@ -86,8 +86,17 @@ Expr IntegerConv2D(const NodeContext& c, const Expr& data, const Expr& weight, c
   const Ints& in = data->type().tensor().shape;
   const Ints& w = weight->type().tensor().shape;
   int64_t n = in[0], oc = w[0], cg = w[1], kh = w[2], kw = w[3];
-  if (kh * kw > 4096) c.Fail(StrCat("a window of ", kh, " x ", kw, " taps is more than kiln's integer convolution gathers"));
-  if (groups < 1 || in[1] != cg * groups || oc % groups != 0) {
+  for (int64_t v : {strides[0], strides[1], dilations[0], dilations[1]}) {
+    if (v < 1 || v > (1 << 20)) c.Fail("strides and dilations must be in [1, 2^20]");
+  }
+  for (int64_t v : padding) {
+    if (v < 0 || v > (1 << 20)) c.Fail("pads must be in [0, 2^20]");
+  }
+  // Each group gathers one strided slice per tap (IR nodes made at import): bounded.
+  if (groups < 1 || groups > (1 << 16) || kh < 1 || kw < 1 || kh > 4096 || kw > 4096 || groups * kh * kw > 4096) {
+    c.Fail(StrCat(groups, " groups of ", kh, " x ", kw, " taps are more than kiln's integer convolution gathers (4096)"));
+  }
+  if (in[1] != cg * groups || oc % groups != 0) {
     c.Fail(StrCat("the weight ", ShapeText(w), " does not fit ", in[1], " input channels in ", groups, " groups"));
   }
   Expr x = c.Op(kPad, {data}, MakeAttrs({{"pad_width", Ints{0, 0, 0, 0, padding[0], padding[2], padding[1], padding[3]}}}));
@@ -308,7 +317,7 @@ Outputs LpPool(const NodeContext& c) {
                                                         {"dilation", dilations}, {"padding", padding},
                                                         {"ceil_mode", c.attr_int("ceil_mode", 0)},
                                                         {"count_include_pad", int64_t{1}}}));
-  Expr sum = c.Op(kMultiply, {average, ScalarLike(average, static_cast<double>(window[0] * window[1]))});
+  Expr sum = c.Op(kMultiply, {average, ScalarLike(average, static_cast<double>(window[0]) * static_cast<double>(window[1]))});
   return {p == 1 ? sum : c.Op(kPower, {sum, ScalarLike(sum, 1.0 / static_cast<double>(p))})};
 }
 
@@ -334,7 +343,11 @@ Outputs MaxUnpool(const NodeContext& c) {
     for (int64_t v : strides) if (v < 1 || v > (1 << 20)) c.FailAt("attribute 'strides'", "values must be in [1, 2^20]");
     for (int64_t v : pads) if (v < 0 || v > (1 << 20)) c.FailAt("attribute 'pads'", "values must be in [0, 2^20]");
     for (size_t d = 0; d < spatial; ++d) {
-      out.push_back((x.shape[2 + d] - 1) * strides[d] + kernel[d] - pads[d] - pads[spatial + d]);
+      int64_t length = 0;
+      if (__builtin_mul_overflow(x.shape[2 + d] - 1, strides[d], &length) || length > (int64_t{1} << 40)) {
+        c.FailAt("input 0", StrCat("the unpooled axis of ", x.shape[2 + d], " x stride ", strides[d], " is too long"));
+      }
+      out.push_back(length + kernel[d] - pads[d] - pads[spatial + d]);
     }
   }
   int64_t total = 1;

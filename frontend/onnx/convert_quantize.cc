@@ -154,6 +154,7 @@ Expr PerOutputChannel(const NodeContext& c, size_t input, size_t weight, int64_t
   const TensorType& t = c.input_type(input);
   Expr v = t.dtype.code == kDLFloat ? c.input(input) : CastTo(c, c.input(input), DLDataType{kDLInt, 32, 1});
   if (t.NumElements() == 1) return c.Op(kReshape, {v}, MakeAttrs({{"newshape", Ints{}}}));
+  if (c.input_type(weight).ndim() < 1) c.FailAt(StrCat("input ", weight), "the weight must have an output-channel axis");
   int64_t channels = c.input_type(weight).shape[0];
   if (t.NumElements() != channels) {
     c.FailAt(StrCat("input ", input), StrCat("must hold one value or one per output channel (", channels, "), it holds ",

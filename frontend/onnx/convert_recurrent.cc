@@ -66,6 +66,7 @@ class Recurrence {
       c.FailAt("input 0", StrCat(steps_, " time steps exceed the ", int64_t{1} << 14, " kiln unrolls"));
     }
     batch_ = x.shape[layout_ == 0 ? 1 : 0];
+    if (batch_ > (int64_t{1} << 24)) c.FailAt("input 0", StrCat("a batch of ", batch_, " is more than kiln unrolls"));
     hidden_ = c.attr_int("hidden_size");
     if (hidden_ < 1 || hidden_ > (int64_t{1} << 24)) c.FailAt("attribute 'hidden_size'", StrCat(hidden_, " must be in [1, 2^24]"));
     std::string direction = c.attr_string("direction", "forward");

@@ -420,7 +420,10 @@ Outputs Hardmax(const NodeContext& c) {
   Expr x = c.input(0);
   if (c.opset() < 13) {
     int64_t rows = 1, cols = 1;
-    for (int64_t d = 0; d < t.ndim(); ++d) (d < axis ? rows : cols) *= t.shape[d];
+    for (int64_t d = 0; d < t.ndim(); ++d) {
+      int64_t& part = d < axis ? rows : cols;
+      if (__builtin_mul_overflow(part, t.shape[d], &part)) c.FailAt("input 0", "the flattened input is too large");
+    }
     x = c.Op(kReshape, {x}, MakeAttrs({{"newshape", Ints{rows, cols}}}));
     axis = 1;
   }

@@ -30,6 +30,8 @@ namespace {
 // models above it are checked by kiln alone (docs/architecture.md, "ONNX opsets").
 constexpr int64_t kMaxOpset = 21;
 constexpr int64_t kLibonnxMaxOpset = 17;
+// The nodes an import converts at most, each unrolled repeat of a loop body counted.
+constexpr int64_t kMaxConvertedNodes = int64_t{1} << 20;
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
   std::string name = node.name().empty() ? StrCat("#", index) : "'" + node.name() + "'";
@@ -271,17 +273,25 @@ void RejectNegativeDims(const onnx::GraphProto& graph) {
   }
 }
 
-// The nodes of `graph` (the main graph or one a node holds, which also sees the values `known`
-// of the graphs around it): inputs that nothing produces, required inputs not given, values made
-// twice, and initializer sizes.
-void CheckNodes(const onnx::GraphProto& graph, int64_t opset, std::set<std::string> known) {
+// The names of values a graph has made so far, and the scope of the graph around it.
+struct NameScope {
+  std::set<std::string> names;
+  const NameScope* outer = nullptr;
+  bool Has(const std::string& name) const { return names.count(name) != 0 || (outer != nullptr && outer->Has(name)); }
+};
+
+// The nodes of `graph` (the main graph or one a node holds, which also sees the values of the
+// graphs around it, `outer`): inputs that nothing produces, required inputs not given, values
+// made twice, and initializer sizes.
+void CheckNodes(const onnx::GraphProto& graph, int64_t opset, const NameScope* outer) {
   RejectNegativeDims(graph);
-  for (const auto& init : graph.initializer()) known.insert(init.name());
-  for (const auto& input : graph.input()) known.insert(input.name());
+  NameScope known{{}, outer};
+  for (const auto& init : graph.initializer()) known.names.insert(init.name());
+  for (const auto& input : graph.input()) known.names.insert(input.name());
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& node = graph.node(i);
     for (const std::string& name : node.input()) {
-      if (!name.empty() && known.count(name) == 0) throw UnknownInput(node, i, name);
+      if (!name.empty() && !known.Has(name)) throw UnknownInput(node, i, name);
     }
     // An input the op's schema requires must be named: "" means absent, and libonnx's shape
     // inference reads a required input without checking (Shape with input "" crashed it).
@@ -300,7 +310,7 @@ void CheckNodes(const onnx::GraphProto& graph, int64_t opset, std::set<std::stri
     }
     for (const onnx::GraphProto* g : Subgraphs(node)) {
       try {
-        CheckNodes(*g, opset, known);
+        CheckNodes(*g, opset, &known);
       } catch (runtime::Error& e) {
         e.AddLocation({"", StrCat(NodeLabel(node, i), ", graph '", runtime::ValidUtf8(g->name()), "'"), ""});
         throw;
@@ -309,7 +319,7 @@ void CheckNodes(const onnx::GraphProto& graph, int64_t opset, std::set<std::stri
     // Each value is made once (ONNX's graphs are SSA); libonnx's shape inference crashes on a
     // value made twice, so this is checked before it runs.
     for (const std::string& name : node.output()) {
-      if (!name.empty() && !known.insert(name).second) {
+      if (!name.empty() && (known.Has(name) || !known.names.insert(name).second)) {
         throw runtime::Error("names a value that a graph input, an initializer or an earlier node already makes",
                              {"", NodeLabel(node, i), "output '" + runtime::ValidUtf8(name) + "'"});
       }
@@ -354,7 +364,7 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
                     " (kiln imports tensor inputs of a known element type)");
     }
   }
-  CheckNodes(graph_, opset, {});
+  CheckNodes(graph_, opset, nullptr);
 }
 
 // Imports a graph: the model's, or one a node holds (a subgraph), whose nodes also see the values
@@ -362,7 +372,7 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
 class GraphImporter {
  public:
   GraphImporter(const onnx::GraphProto& graph, int64_t opset, const GraphImporter* outer = nullptr)
-      : graph_(graph), opset_(opset), outer_(outer) {}
+      : graph_(graph), opset_(opset), outer_(outer), converted_(outer == nullptr ? &converted_here_ : outer->converted_) {}
 
   Expr Import() {
     std::set<std::string> initializers = ImportInitializers();
@@ -437,6 +447,12 @@ class GraphImporter {
   }
 
   void ConvertNode(const onnx::NodeProto& node, int index) {
+    // Unrolled loops import their bodies again and again: one budget for the whole model.
+    if (++*converted_ > kMaxConvertedNodes) {
+      throw runtime::Error(StrCat("the model expands to more than ", kMaxConvertedNodes,
+                                  " nodes as kiln unrolls its loops and scans"),
+                           {"", NodeLabel(node, index), ""});
+    }
     std::vector<Expr> inputs;
     for (const std::string& name : node.input()) {
       if (name.empty()) {
@@ -471,6 +487,8 @@ class GraphImporter {
   const onnx::GraphProto& graph_;
   int64_t opset_;
   const GraphImporter* outer_;
+  int64_t converted_here_ = 0;
+  int64_t* converted_;  // nodes converted in the whole model, subgraphs and their repeats included
   std::map<std::string, Expr> values_;
 };
 

@@ -140,6 +140,12 @@ void IndicesHaveChannels(onnx::InferenceContext& ctx) {
   }
 }
 
+// The recurrent layers' opset-1 inference reads dims 0 and 1 of X without checking its rank.
+void SequenceHasRank3(onnx::InferenceContext& ctx) {
+  int rank = InputRank(ctx, 0);
+  if (rank >= 0 && rank != 3) fail_shape_inference("X must have rank 3, got ", rank);
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -167,6 +173,9 @@ const std::map<std::string, Guard>& Guards() {
       {"DepthToSpace", BlocksizeFits},
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"GatherND", GatherNdFits},
+      {"GRU", SequenceHasRank3},
+      {"LSTM", SequenceHasRank3},
+      {"RNN", SequenceHasRank3},
       {"Loop", LoopInputsTyped},
       {"Reshape", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"Scan", ScanCountsFit},

@@ -59,6 +59,7 @@ Type GridSample(const std::vector<Type>& args, const Attrs& attrs) {
   const TensorType& data = TensorArg(args, 0);
   const TensorType& grid = TensorArg(args, 1);
   Check(data.ndim() == 4, "data must be NCHW (2-D images), got ", ShapeText(data.shape));
+  Check(data.shape[2] > 0 && data.shape[3] > 0, "the images ", ShapeText(data.shape), " are empty: nothing to sample");
   Check(grid.ndim() == 4 && grid.shape[3] == 2 && grid.shape[0] == data.shape[0], "the grid must be [N, H, W, 2] with",
         " the data's N = ", data.shape[0], ", got ", ShapeText(grid.shape));
   Check(data.dtype == grid.dtype && data.dtype.code == kDLFloat, "data and grid must be floats of one type, got ",

@@ -182,6 +182,8 @@ Type Pad(const std::vector<Type>& args, const Attrs& attrs) {
         "pad_mode must be constant, edge, reflect or wrap");
   std::vector<int64_t> shape = data.shape;
   for (size_t i = 0; i < shape.size(); ++i) {
+    Check(attrs.GetString("pad_mode") == "constant" || data.shape[i] > 0 || pad[2 * i] + pad[2 * i + 1] == 0,
+          attrs.GetString("pad_mode"), " padding of the empty axis ", i, " has nothing to repeat");
     Check(pad[2 * i] >= 0 && pad[2 * i + 1] >= 0, "negative padding ", AttrValueText(pad));
     Check(!__builtin_add_overflow(shape[i], pad[2 * i], &shape[i]) &&
               !__builtin_add_overflow(shape[i], pad[2 * i + 1], &shape[i]),
