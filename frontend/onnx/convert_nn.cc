@@ -53,6 +53,11 @@ Ints Padding2D(const NodeContext& c, const Ints& in, const Ints& window, const I
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") c.Fail("auto_pad '" + auto_pad + "' is not known");
   Ints begin(2), end(2);
   for (int d = 0; d < 2; ++d) {
+    // Bounded first: a zero-sized tensor can have any other dim, and the sums below must not overflow.
+    if (in[d] > (int64_t{1} << 40) || strides[d] < 1 || strides[d] > (1 << 20) || dilations[d] < 1 ||
+        dilations[d] > (1 << 20) || window[d] < 1 || window[d] > (1 << 20)) {
+      c.Fail("auto_pad SAME needs strides, dilations and the window in [1, 2^20] and spatial dims up to 2^40");
+    }
     int64_t out = (in[d] + strides[d] - 1) / strides[d];
     int64_t total = std::max<int64_t>((out - 1) * strides[d] + (window[d] - 1) * dilations[d] + 1 - in[d], 0);
     int64_t small = total / 2, large = total - small;

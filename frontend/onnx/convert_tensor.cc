@@ -236,7 +236,7 @@ Outputs Split(const NodeContext& c) {
       c.FailAt("attribute 'num_outputs'", StrCat(c.attr_int("num_outputs"), " differs from the node's ", parts, " outputs"));
     }
     if (parts < 1) c.Fail("Split needs at least one output");
-    int64_t each = (in[axis] + parts - 1) / parts;  // the last piece may be smaller (opset 18)
+    int64_t each = in[axis] / parts + (in[axis] % parts != 0);  // the last piece may be smaller (opset 18)
     for (int64_t p = 0, left = in[axis]; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
   }
   Expr pieces = c.Op(kSplit, {c.input(0)}, MakeAttrs({{"sections", sizes}, {"axis", axis}}));
