@@ -1,6 +1,8 @@
 // IR types.
 #include "ir/type.h"
 
+#include <algorithm>
+
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 
@@ -29,11 +31,22 @@ Type Type::Tensor(std::vector<int64_t> shape, DLDataType dtype) {
   return Tensor(TensorType{std::move(shape), dtype});
 }
 
+namespace {
+constexpr int64_t kMaxSpread = int64_t{1} << 48;
+}  // namespace
+
 Type Type::Tensor(TensorType tensor) {
   for (int64_t d : tensor.shape) Check(d >= 0, "tensor type with a negative dimension ", ShapeText(tensor.shape));
   // Every tensor type can be allocated: shapes whose element count overflows, or tensors larger
   // than runtime::MaxTensorBytes(), are refused where they arise (an input, a constant, an op's result).
   runtime::CheckedTensorBytes(tensor.shape, tensor.dtype, "a tensor");
+  // Dims are bounded as if none were 0 too: an empty tensor may otherwise carry a dim near 2^63,
+  // and products of its other dims (a flattened view, a window count) would overflow.
+  int64_t spread = 1;
+  for (int64_t d : tensor.shape) {
+    Check(!__builtin_mul_overflow(spread, std::max<int64_t>(d, 1), &spread) && spread <= kMaxSpread, "the dims of ",
+          ShapeText(tensor.shape), " multiply past 2^48 (counting an empty dim as 1)");
+  }
   Type t;
   t.kind_ = Kind::kTensor;
   t.tensor_ = std::move(tensor);

@@ -54,6 +54,9 @@ TEST(OpType, TensorTypesThatCannotBeAllocatedAreErrors) {
   EXPECT_THAT(ErrorOf("broadcast_to", {In({1})}, A({{"shape", Ints{int64_t{1} << 22, int64_t{1} << 22}}})),
               HasSubstr("needs 70368744177664 bytes"));
   EXPECT_EQ(type_error({1 << 10, 1 << 10}), "(no error)");
+  // Empty, but with dims whose product (an empty one counted as 1) would overflow converters' arithmetic.
+  EXPECT_THAT(type_error({0, int64_t{1} << 30, int64_t{1} << 30}), HasSubstr("multiply past 2^48"));
+  EXPECT_EQ(type_error({0, int64_t{1} << 40}), "(no error)");
 }
 
 TEST(OpType, Conv2D) {
