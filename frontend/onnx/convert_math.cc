@@ -164,20 +164,18 @@ Outputs Clip(const NodeContext& c) {
   return {c.Op(kClip, {c.input(0)}, MakeAttrs({{"a_min", lo}, {"a_max", hi}}))};
 }
 
-Outputs Cast(const NodeContext& c) {
-  DLDataType to = OnnxDType(static_cast<int32_t>(c.attr_int("to")));
+// Input 0 as `to` (itself when it has that type already).
+Outputs CastInputTo(const NodeContext& c, DLDataType to) {
   if (to == c.input_type(0).dtype) return {c.input(0)};
   return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}}))};
 }
+
+Outputs Cast(const NodeContext& c) { return CastInputTo(c, OnnxDType(static_cast<int32_t>(c.attr_int("to")))); }
 
 Outputs Det(const NodeContext& c) { return {c.Op(kDet, {c.input(0)})}; }
 
 // CastLike: Cast to the type of input 1.
-Outputs CastLike(const NodeContext& c) {
-  DLDataType to = c.input_type(1).dtype;
-  if (to == c.input_type(0).dtype) return {c.input(0)};
-  return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}}))};
-}
+Outputs CastLike(const NodeContext& c) { return CastInputTo(c, c.input_type(1).dtype); }
 
 Outputs Where(const NodeContext& c) { return {c.Op(kWhere, {c.input(0), c.input(1), c.input(2)})}; }
 

@@ -127,25 +127,34 @@ Outputs MatMulInteger(const NodeContext& c) {
   return {MatMulOf(c, a, b)};
 }
 
-// QLinearMatMul: the int32 product of (a - a_zero_point) and (b - b_zero_point), requantized as
-// saturate(round(product * (a_scale * b_scale / y_scale)) + y_zero_point), halves to even.
+// The float32 value of scalar input i (a scale or a zero point).
+Expr ScalarInput(const NodeContext& c, size_t i) {
+  if (c.input_type(i).NumElements() != 1) c.FailAt(StrCat("input ", i), "must hold one value");
+  return CastTo(c, c.Op(kReshape, {c.input(i)}, MakeAttrs({{"newshape", Ints{}}})), DLDataType{kDLFloat, 32, 1});
+}
+
+// The QLinear ops' requantization of an int32 sum, as ONNX Runtime does it:
+// saturate(round(sum * (input_scale * weight_scale / y_scale)) + y_zero_point), halves to even;
+// y_scale and y_zero_point are inputs 6 and 7 of both ops.
+Expr Requantize(const NodeContext& c, const Expr& sum, const Expr& input_times_weight_scale) {
+  DLDataType out = c.input_type(7).dtype;
+  auto [lo, hi] = Range(c, out, 7);
+  Expr multiplier = c.Op(kDivide, {input_times_weight_scale, ScalarInput(c, 6)});
+  Expr y = c.Op(kRound, {c.Op(kMultiply, {CastTo(c, sum, DLDataType{kDLFloat, 32, 1}), multiplier})});
+  y = c.Op(kAdd, {y, ScalarInput(c, 7)});
+  return CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out);
+}
+
+// QLinearMatMul: the int32 product of (a - a_zero_point) and (b - b_zero_point), requantized.
 Outputs QLinearMatMul(const NodeContext& c) {
   DLDataType int32{kDLInt, 32, 1}, float32{kDLFloat, 32, 1};
   Range(c, c.input_type(0).dtype, 0);
   Range(c, c.input_type(3).dtype, 3);
-  DLDataType out = c.input_type(7).dtype;
-  auto [lo, hi] = Range(c, out, 7);
   Expr a = c.Op(kSubtract, {CastTo(c, c.input(0), int32), MatMulOperandParam(c, 2, 0, true)});
   Expr b = c.Op(kSubtract, {CastTo(c, c.input(3), int32), MatMulOperandParam(c, 5, 3, false)});
   Expr scale_ab = c.Op(kMultiply, {CastTo(c, MatMulOperandParam(c, 1, 0, true), float32),
                                    CastTo(c, MatMulOperandParam(c, 4, 3, false), float32)});
-  if (c.input_type(6).NumElements() != 1) c.FailAt("input 6", "y_scale must hold one value");
-  Expr multiplier = c.Op(kDivide, {scale_ab, CastTo(c, c.Op(kReshape, {c.input(6)}, MakeAttrs({{"newshape", Ints{}}})),
-                                                    float32)});
-  Expr y = c.Op(kRound, {c.Op(kMultiply, {CastTo(c, MatMulOf(c, a, b), float32), multiplier})});
-  if (c.input_type(7).NumElements() != 1) c.FailAt("input 7", "y_zero_point must hold one value");
-  y = c.Op(kAdd, {y, CastTo(c, c.Op(kReshape, {c.input(7)}, MakeAttrs({{"newshape", Ints{}}})), float32)});
-  return {CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out)};
+  return {Requantize(c, MatMulOf(c, a, b), scale_ab)};
 }
 
 // A convolution weight's zero point or scale: one value, or one per output channel (shaped to
@@ -183,26 +192,15 @@ Expr IntegerConv(const NodeContext& c, size_t x, size_t x_zero_point, size_t w, 
 // ConvInteger: the int32 convolution of the zero-point-shifted 8-bit operands.
 Outputs ConvInteger(const NodeContext& c) { return {IntegerConv(c, 0, 2, 1, 3)}; }
 
-// QLinearConv: the int32 convolution plus the int32 bias, requantized as
-// saturate(round(sum * (x_scale * w_scale / y_scale)) + y_zero_point), halves to even.
+// QLinearConv: the int32 convolution plus the int32 bias, requantized.
 Outputs QLinearConv(const NodeContext& c) {
-  DLDataType float32{kDLFloat, 32, 1};
-  DLDataType out = c.input_type(7).dtype;
-  auto [lo, hi] = Range(c, out, 7);
   Expr sum = IntegerConv(c, 0, 2, 3, 5);
   if (c.has_input(8)) {
     sum = c.Op(kAdd, {sum, c.Op(kReshape, {CastTo(c, c.input(8), DLDataType{kDLInt, 32, 1})},
                                 MakeAttrs({{"newshape", Ints{c.input_type(8).NumElements(), 1, 1}}}))});
   }
-  auto scalar = [&](size_t i) {
-    if (c.input_type(i).NumElements() != 1) c.FailAt(StrCat("input ", i), "must hold one value");
-    return CastTo(c, c.Op(kReshape, {c.input(i)}, MakeAttrs({{"newshape", Ints{}}})), float32);
-  };
-  Expr multiplier = c.Op(kDivide, {c.Op(kMultiply, {scalar(1), CastTo(c, PerOutputChannel(c, 4, 3, 3), float32)}),
-                                   scalar(6)});
-  Expr y = c.Op(kRound, {c.Op(kMultiply, {CastTo(c, sum, float32), multiplier})});
-  y = c.Op(kAdd, {y, scalar(7)});
-  return {CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out)};
+  Expr scale = c.Op(kMultiply, {ScalarInput(c, 1), CastTo(c, PerOutputChannel(c, 4, 3, 3), DLDataType{kDLFloat, 32, 1})});
+  return {Requantize(c, sum, scale)};
 }
 
 }  // namespace
