@@ -38,6 +38,13 @@ class GraphBuilder {
     for (const Expr& param : main.params) AddInput(param, param->As<VarNode>()->name);
     for (const Expr& e : PostOrder(main.body)) Visit(e);
     for (const Entry& head : EntriesOf(main.body)) result_.graph.heads.push_back({head.node, head.index, 0});
+    if (main.attrs.Has(attr::kOutputTrim)) {
+      const std::vector<int64_t>& trims = main.attrs.GetInts(attr::kOutputTrim);
+      for (size_t i = 0; i + 2 < trims.size(); i += 3) {
+        result_.graph.output_trims.push_back({static_cast<uint32_t>(trims[i]), static_cast<uint32_t>(trims[i + 1]),
+                                              static_cast<uint32_t>(trims[i + 2])});
+      }
+    }
     runtime::Graph& g = result_.graph;
     g.node_row_ptr.push_back(0);
     for (const runtime::GraphNode& node : g.nodes) g.node_row_ptr.push_back(g.node_row_ptr.back() + node.num_outputs);

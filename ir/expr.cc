@@ -94,6 +94,15 @@ Expr Function(std::vector<Expr> params, Expr body, Attrs attrs) {
   return std::make_shared<FunctionNode>(std::move(params), std::move(body), std::move(attrs));
 }
 
+std::optional<RaggedExtent> RaggedExtentOf(const Expr& value) {
+  const auto* item = value->As<TupleGetItemNode>();
+  const auto* call = item == nullptr ? nullptr : item->tuple->As<CallNode>();
+  if (call == nullptr || call->op == nullptr || call->op->ragged_axes == nullptr) return std::nullopt;
+  std::vector<int> axes = call->op->ragged_axes(call->attrs, call->type());
+  if (axes[item->index] < 0) return std::nullopt;
+  return RaggedExtent{TupleGetItem(item->tuple, static_cast<int>(axes.size()) - 1), axes[item->index]};
+}
+
 std::vector<Expr> Inputs(const Expr& expr) {
   switch (expr->kind()) {
     case ExprKind::kCall: {

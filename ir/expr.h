@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ namespace attr {
 inline constexpr char kPrimitive[] = "Primitive";         // 1: a fused primitive function (FuseOps)
 inline constexpr char kCompiler[] = "Compiler";           // the external codegen that compiles it
 inline constexpr char kGlobalSymbol[] = "global_symbol";  // its symbol in the built library
+// On the main function: (output, count output, axis) triples, one per output whose extent along
+// `axis` depends on the data (RaggedAxesFn): the count outputs come after the model's outputs.
+inline constexpr char kOutputTrim[] = "output_trim";
 }  // namespace attr
 
 // Whether `function` is handed to an external codegen (it has a Compiler attribute). Passes leave
@@ -118,6 +122,14 @@ Expr Function(std::vector<Expr> params, Expr body, Attrs attrs = {});
 
 // Convenience for building constants: a float32 tensor of the given values.
 Expr FloatConstant(const std::vector<int64_t>& shape, const std::vector<float>& values);
+
+// For a value whose extent depends on the data (a ragged field of a RaggedAxesFn op's result,
+// taken out of its call's tuple): the count and the axis it counts along.
+struct RaggedExtent {
+  Expr count;
+  int axis = 0;
+};
+std::optional<RaggedExtent> RaggedExtentOf(const Expr& value);
 
 // The direct inputs of an expression (call arguments, tuple fields, ...); a function's body is
 // not an input of the function.

@@ -28,6 +28,7 @@ const OpTable& AllOps() {
     RegisterIndexingOps(t);
     RegisterAlongAxisOps(t);
     RegisterImageOps(t);
+    RegisterDataDependentOps(t);
     return t;
   }();
   return table;

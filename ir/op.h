@@ -37,6 +37,13 @@ using TypeInferFn = Type (*)(const std::vector<Type>& args, const Attrs& attrs);
 using EvaluateFn = std::optional<runtime::NDArray> (*)(const std::vector<runtime::NDArray>& args,
                                                        const Attrs& attrs, const TensorType& result);
 
+// Ops whose result extents depend on the data (NonZero, Unique, Compress, NonMaxSuppression) compute
+// into their static maximum. Their result is a tuple whose last field, an int64 scalar, is the
+// count: each ragged field holds its data compactly, as a tensor whose ragged axis has `count`
+// elements, and zeros after it. Per field of the result: its ragged axis, or -1 when its shape is
+// what it holds (the count itself, Unique's inverse indices).
+using RaggedAxesFn = std::vector<int> (*)(const Attrs& attrs, const Type& result);
+
 // How an op takes 4-D NCHW tensors that AlterOpLayout holds in the blocked NCHW[x]c layout.
 enum class LayoutRule {
   kPlain,            // its inputs are transformed back to their plain layout (the default)
@@ -61,6 +68,7 @@ struct OpDef {
   std::string doc;
   EvaluateFn evaluate = nullptr;  // null: calls of this op are not folded
   LayoutRule layout = LayoutRule::kPlain;
+  RaggedAxesFn ragged_axes = nullptr;  // set for ops whose result extents depend on the data
 };
 
 using OpTable = std::map<std::string, OpDef>;
@@ -101,5 +109,6 @@ void RegisterReduceOps(OpTable& table);
 void RegisterIndexingOps(OpTable& table);
 void RegisterAlongAxisOps(OpTable& table);
 void RegisterImageOps(OpTable& table);
+void RegisterDataDependentOps(OpTable& table);
 
 }  // namespace kiln::ir

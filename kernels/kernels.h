@@ -124,6 +124,55 @@ void TopK(const TopKShape& s, const uint16_t* data, uint16_t* values, int64_t* i
 void TopK(const TopKShape& s, const uint32_t* data, uint32_t* values, int64_t* indices);
 void TopK(const TopKShape& s, const uint64_t* data, uint64_t* values, int64_t* indices);
 
+// ---- Distinct slices (sort/unique.cc) --------------------------------------------------------
+// data is [outer, axis_size, inner]; its slices along the axis (each [outer, inner], compared
+// element by element in row-major order; NaN equals NaN and orders above every number) are
+// collected into the distinct ones, in ascending order when `sorted`, else in order of first
+// occurrence. y [outer, *count, inner] holds them, indices[*count] each one's first slice,
+// counts[*count] its number of slices, inverse[axis_size] for every slice its distinct one. Behind
+// *count, y (as [outer, axis_size, inner]), indices and counts hold zeros.
+struct UniqueShape {
+  int64_t outer, axis_size, inner;
+  bool sorted;
+};
+void Unique(const UniqueShape& s, const float* data, float* y, int64_t* indices, int64_t* inverse, int64_t* counts,
+            int64_t* count);
+void Unique(const UniqueShape& s, const double* data, double* y, int64_t* indices, int64_t* inverse, int64_t* counts,
+            int64_t* count);
+void Unique(const UniqueShape& s, const int8_t* data, int8_t* y, int64_t* indices, int64_t* inverse, int64_t* counts,
+            int64_t* count);
+void Unique(const UniqueShape& s, const int16_t* data, int16_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+void Unique(const UniqueShape& s, const int32_t* data, int32_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+void Unique(const UniqueShape& s, const int64_t* data, int64_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+void Unique(const UniqueShape& s, const uint8_t* data, uint8_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+void Unique(const UniqueShape& s, const uint16_t* data, uint16_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+void Unique(const UniqueShape& s, const uint32_t* data, uint32_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+void Unique(const UniqueShape& s, const uint64_t* data, uint64_t* y, int64_t* indices, int64_t* inverse,
+            int64_t* counts, int64_t* count);
+
+// ---- Detection (vision/non_max_suppression.cc) -----------------------------------------------
+// ONNX NonMaxSuppression: boxes [batches, boxes, 4] (two corners y1, x1, y2, x2 in any order, or
+// x_center, y_center, width, height with center_point_box), scores [batches, classes, boxes].
+// Per batch and class, greedily from the highest score (equal scores: lower box first; NaN
+// lowest), a box is kept unless its intersection over union with a kept box exceeds
+// *iou_threshold; at most min(*max_output_boxes_per_class, max_per_class) are kept, and with
+// use_score_threshold only boxes scoring above *score_threshold are candidates. selected gets
+// one (batch, class, box) row per kept box, *count rows, then zeros up to
+// batches * classes * max_per_class rows.
+struct NonMaxSuppressionShape {
+  int64_t batches, classes, boxes, max_per_class;
+  bool center_point_box, use_score_threshold;
+};
+void NonMaxSuppression(const NonMaxSuppressionShape& s, const float* boxes, const float* scores,
+                       const int64_t* max_output_boxes_per_class, const float* iou_threshold,
+                       const float* score_threshold, int64_t* selected, int64_t* count);
+
 // ---- Linear algebra (linalg/det.cc) ----------------------------------------------------------
 // out[m] = the determinant of matrix m of data [count, n, n].
 void Det(int64_t count, int64_t n, const float* data, float* out);

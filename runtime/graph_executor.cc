@@ -32,8 +32,13 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
   }
   for (int i = 0; i < NumInputs(); ++i) input_index_[InputName(i)] = i;
   is_param_.assign(graph_.arg_nodes.size(), false);
+  num_outputs_ = static_cast<int>(graph_.num_model_outputs());
   AllocateStorage();
   BuildSteps();
+  // Until a run sets them, the counts say that data-dependent outputs are empty.
+  for (const OutputTrim& trim : graph_.output_trims) {
+    std::memset(entries_[graph_.EntryId(graph_.heads[trim.count_output])].data(), 0, sizeof(int64_t));
+  }
 }
 
 void GraphExecutor::AllocateStorage() {
@@ -285,6 +290,8 @@ void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
   uint32_t e = OutputEntry(index);
   std::string what = StrCat("set_output_zero_copy ", index);
+  Check(TrimOf(index) == nullptr, what, ": the output's shape depends on the data, so no buffer fits it ",
+        "beforehand; use get_output");
   for (uint32_t arg : graph_.arg_nodes) {
     Check(alias_root_[graph_.EntryId(arg, 0)] != alias_root_[e], what, ": the output is the graph input '",
           graph_.nodes[arg].name, "' itself (or a reshape of it); bind the input instead");
@@ -299,15 +306,29 @@ NDArray GraphExecutor::GetInput(int index) const {
   return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
 }
 
+const OutputTrim* GraphExecutor::TrimOf(int index) const {
+  for (const OutputTrim& trim : graph_.output_trims) {
+    if (trim.output == static_cast<uint32_t>(index)) return &trim;
+  }
+  return nullptr;
+}
+
 NDArray GraphExecutor::GetOutput(int index) const {
   uint32_t e = OutputEntry(index);
-  if (entry_data_[e] == entries_[e].data()) return entries_[e];
-  return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
+  NDArray full = entry_data_[e] == entries_[e].data() ? entries_[e] : NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
+  const OutputTrim* trim = TrimOf(index);
+  if (trim == nullptr) return full;
+  uint32_t count_entry = graph_.EntryId(graph_.heads[trim->count_output]);
+  int64_t count = *static_cast<const int64_t*>(entry_data_[count_entry]);
+  std::vector<int64_t> shape = graph_.shapes[e];
+  Check(count >= 0 && count <= shape[trim->axis], "output ", index, ": its operator counted ", count,
+        " elements along axis ", trim->axis, ", outside [0, ", shape[trim->axis], "]");
+  shape[trim->axis] = count;
+  return full.CreateView(shape, graph_.dtypes[e]);
 }
 
 void GraphExecutor::CopyOutputTo(int index, DLTensor& target) const {
-  uint32_t e = OutputEntry(index);
-  NDArray::WrapExternal(EntryTensor(e, entry_data_[e])).CopyTo(target);
+  GetOutput(index).CopyTo(target);
 }
 
 void GraphExecutor::LoadParams(const NamedArrays& params) {

@@ -38,7 +38,8 @@ class GraphExecutor {
 
   // Inputs are all arg_nodes (parameters included), numbered in arg_nodes order.
   int NumInputs() const { return static_cast<int>(graph_.arg_nodes.size()); }
-  int NumOutputs() const { return static_cast<int>(graph_.heads.size()); }
+  // The model's outputs: the count outputs of graph.output_trims are not among them.
+  int NumOutputs() const { return num_outputs_; }
   int GetInputIndex(const std::string& name) const;   // -1 when absent
   // Accepts "<node name>:<k>" and a bare node name (its output 0); -1 when absent.
   int GetOutputIndex(const std::string& name) const;
@@ -46,7 +47,8 @@ class GraphExecutor {
   int InputIndex(const std::string& name) const;
   int OutputIndex(const std::string& name) const;
   const std::string& InputName(int index) const;
-  // Inputs that are not parameters (loaded or shared), and all outputs.
+  // Inputs that are not parameters (loaded or shared), and all outputs (an output whose extent
+  // depends on the data with its largest shape).
   std::vector<TensorInfo> GetInputInfo() const;
   std::vector<TensorInfo> GetOutputInfo() const;
 
@@ -58,7 +60,8 @@ class GraphExecutor {
   // Makes the operators write the output into `data` itself (same conditions).
   void SetOutputZeroCopy(int index, const DLTensor& data);
   NDArray GetInput(int index) const;
-  // A view of the output's memory (the caller's buffer after SetOutputZeroCopy).
+  // A view of the output's memory (the caller's buffer after SetOutputZeroCopy). An output whose
+  // extent depends on the data has the shape the last run gave it (0 along its axis before any).
   NDArray GetOutput(int index) const;
   void CopyOutputTo(int index, DLTensor& target) const;
 
@@ -104,6 +107,8 @@ class GraphExecutor {
   void AllocateStorage();
   void BuildSteps();
   void ReleaseUnusedStorage();
+  // The trim of output `index`, or null when its shape is static.
+  const OutputTrim* TrimOf(int index) const;
 
   Graph graph_;
   Module lib_;
@@ -119,6 +124,7 @@ class GraphExecutor {
   std::vector<bool> is_param_;                       // per input index
   std::unordered_map<std::string, int> input_index_;
   std::vector<Step> steps_;
+  int num_outputs_ = 0;
   RetValue result_;
 };
 

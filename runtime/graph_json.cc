@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "runtime/dtype.h"
@@ -157,7 +158,7 @@ void ParseAttrs(const json& attrs, Graph& graph) {
   size_t num_entries = graph.node_row_ptr.back();
   for (const auto& [key, value] : attrs.items()) {
     static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
-                                                 "storage_scope"};
+                                                 "storage_scope", kOutputTrimAttr};
     if (kKnown.count(key) != 0) continue;
     // Like TVM: unknown integer vectors are skipped, anything else is an error.
     bool skippable = value.is_array() && value.size() == 2 && value[0].is_string() &&
@@ -217,6 +218,46 @@ void ParseAttrs(const json& attrs, Graph& graph) {
         Bad(StrCat("attrs.storage_scope of entry ", e),
             StrCat("storage scope '", scope, "' is not supported on the CPU"));
       }
+    }
+  }
+}
+
+void ParseOutputTrims(const json& attrs, Graph& graph) {
+  auto it = attrs.find(kOutputTrimAttr);
+  if (it == attrs.end()) return;
+  std::string where = StrCat("attrs.", kOutputTrimAttr);
+  const json& pair = ArrayOf(*it, where);
+  if (pair.size() != 2 || pair[0] != "list_int") Bad(where, "expected [\"list_int\", [values]]");
+  const json& values = ArrayOf(pair[1], where);
+  if (values.size() % 3 != 0) {
+    Bad(where, StrCat("has ", values.size(), " values, not (output, count output, axis) triples"));
+  }
+  for (size_t i = 0; i < values.size(); i += 3) {
+    std::string item = StrCat(where, " triple ", i / 3);
+    graph.output_trims.push_back({Id(values[i], item), Id(values[i + 1], item), Id(values[i + 2], item)});
+  }
+}
+
+// Each trimmed output is a model output with the axis; each count output an int64 scalar after
+// every model output.
+void CheckOutputTrims(const Graph& graph) {
+  size_t num_model_outputs = graph.num_model_outputs();
+  for (size_t i = 0; i < graph.output_trims.size(); ++i) {
+    const OutputTrim& trim = graph.output_trims[i];
+    std::string where = StrCat("attrs.", kOutputTrimAttr, " triple ", i);
+    if (trim.output >= num_model_outputs || trim.count_output >= graph.heads.size() ||
+        trim.count_output < num_model_outputs) {
+      Bad(where, StrCat("pairs output ", trim.output, " with count output ", trim.count_output, ": of the ",
+                        graph.heads.size(), " outputs the first ", num_model_outputs,
+                        " are the model's and the rest its counts"));
+    }
+    const std::vector<int64_t>& shape = graph.shapes[graph.EntryId(graph.heads[trim.output])];
+    if (trim.axis >= shape.size()) {
+      Bad(where, StrCat("axis ", trim.axis, " is not an axis of output ", trim.output, " (", shape.size(), " dims)"));
+    }
+    uint32_t count = graph.EntryId(graph.heads[trim.count_output]);
+    if (graph.dtypes[count] != DLDataType{kDLInt, 64, 1} || !graph.shapes[count].empty()) {
+      Bad(where, StrCat("count output ", trim.count_output, " is not an int64 scalar"));
     }
   }
 }
@@ -313,8 +354,16 @@ Graph ParseGraphJson(std::string_view text) {
     }
   }
   ParseAttrs(Field(root, "attrs", "top level"), graph);
+  ParseOutputTrims(Field(root, "attrs", "top level"), graph);
   CheckGraph(graph);
+  CheckOutputTrims(graph);
   return graph;
+}
+
+size_t Graph::num_model_outputs() const {
+  std::set<uint32_t> counts;
+  for (const OutputTrim& trim : output_trims) counts.insert(trim.count_output);
+  return heads.size() - std::min(heads.size(), counts.size());
 }
 
 std::string WriteGraphJson(const Graph& graph) {
@@ -347,6 +396,11 @@ std::string WriteGraphJson(const Graph& graph) {
   attrs["dltype"] = json::array({"list_str", dtypes});
   attrs["storage_id"] = json::array({"list_int", graph.storage_ids});
   if (!graph.device_types.empty()) attrs["device_index"] = json::array({"list_int", graph.device_types});
+  if (!graph.output_trims.empty()) {
+    json::array_t trims;
+    for (const OutputTrim& t : graph.output_trims) trims.insert(trims.end(), {t.output, t.count_output, t.axis});
+    attrs[kOutputTrimAttr] = json::array({"list_int", trims});
+  }
 
   // nlohmann orders object keys alphabetically; write the top level by hand to keep TVM's order.
   return StrCat("{\n  \"nodes\": ", json(nodes).dump(), ",\n  \"arg_nodes\": ",

@@ -32,6 +32,19 @@ struct GraphNode {
   bool is_input() const { return op == "null"; }
 };
 
+// An output whose extent along `axis` depends on the data (NonZero, Unique, NonMaxSuppression...):
+// its entry holds the data compactly, as a tensor with `count` elements along the axis, and zeros
+// after it; output `count_output`, an int64 scalar, holds the count. The count outputs come after
+// all others. Written as kiln's graph attribute kOutputTrimAttr, a list_int of (output,
+// count_output, axis) triples, which TVM's graph executor skips: there the padded outputs and
+// the counts are all outputs.
+struct OutputTrim {
+  uint32_t output = 0;
+  uint32_t count_output = 0;
+  uint32_t axis = 0;
+};
+inline constexpr char kOutputTrimAttr[] = "kiln_output_trim";
+
 struct Graph {
   std::vector<GraphNode> nodes;
   std::vector<uint32_t> arg_nodes;  // the "null" nodes, in input-index order
@@ -42,6 +55,10 @@ struct Graph {
   std::vector<DLDataType> dtypes;
   std::vector<uint32_t> storage_ids;
   std::vector<int32_t> device_types;  // empty when the JSON has no device_index
+  std::vector<OutputTrim> output_trims;
+
+  // The outputs before the count outputs of output_trims (all outputs when there are none).
+  size_t num_model_outputs() const;
 
   size_t num_entries() const { return shapes.size(); }
   uint32_t EntryId(uint32_t node_id, uint32_t index) const { return node_row_ptr[node_id] + index; }

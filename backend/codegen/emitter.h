@@ -96,5 +96,7 @@ void EmitOneHot(EmitContext& context);
 void EmitCumsum(EmitContext& context);
 void EmitLayoutTransform(EmitContext& context);
 void EmitResize(EmitContext& context);
+void EmitNonZero(EmitContext& context);
+void EmitCompress(EmitContext& context);
 
 }  // namespace kiln::backend

@@ -1,5 +1,6 @@
-// Dense, batched matmul, pooling, softmax, layer norm and topk as calls of the kernel library: which
-// kernel, and its parameters from the call's shapes and attributes.
+// Dense, batched matmul, pooling, softmax, layer norm, topk, unique, non-maximum suppression, det
+// and grid sampling as calls of the kernel library: which kernel, and its parameters from the
+// call's shapes and attributes.
 #include <algorithm>
 
 #include "backend/codegen/lowering.h"
@@ -170,6 +171,45 @@ KernelCall PlanTopk(const KernelOperands& o) {
   call.params = {Int("outer", outer), Int("axis_size", shape[axis]), Int("inner", inner),
                  Int("k", o.call.attrs.GetInt("k")), Flag("smallest", o.call.attrs.GetInt("is_ascend") != 0)};
   call.args = {Buffer("data", o.inputs[0]), Buffer("values", o.outputs[0]), Buffer("indices", o.outputs[1])};
+  call.returns_status = false;
+  return call;
+}
+
+// unique: the kernel's overloads take float32/64 and integers of 8 to 64 bits (bool as uint8).
+KernelCall PlanUnique(const KernelOperands& o) {
+  const ir::TensorType& data = o.input_types[0];
+  runtime::Check(data.dtype.code != kDLFloat || data.dtype.bits >= 32, "unique on ",
+                 runtime::DTypeToString(data.dtype), " is not supported by the host code generator");
+  auto [axis, outer, inner] = ViewAroundAxis(o.call, data.shape);
+  KernelCall call;
+  call.kernel = "Unique";
+  call.params_type = "UniqueShape";
+  call.params = {Int("outer", outer), Int("axis_size", data.shape[axis]), Int("inner", inner),
+                 Flag("sorted", o.call.attrs.GetInt("sorted") != 0)};
+  call.args = {Buffer("data", o.inputs[0]),    Buffer("y", o.outputs[0]),      Buffer("indices", o.outputs[1]),
+               Buffer("inverse", o.outputs[2]), Buffer("counts", o.outputs[3]), Buffer("count", o.outputs[4])};
+  call.returns_status = false;
+  return call;
+}
+
+KernelCall PlanNonMaxSuppression(const KernelOperands& o) {
+  const auto& boxes = o.input_types[0].shape;
+  const ir::Attrs& attrs = o.call.attrs;
+  int64_t batches = boxes[0], classes = o.input_types[1].shape[1];
+  KernelCall call;
+  call.kernel = "NonMaxSuppression";
+  call.params_type = "NonMaxSuppressionShape";
+  call.params = {Int("batches", batches), Int("classes", classes), Int("boxes", boxes[1]),
+                 Int("max_per_class", batches * classes == 0 ? 0 : o.output_types[0].shape[0] / (batches * classes)),
+                 Flag("center_point_box", attrs.GetInt("center_point_box") != 0),
+                 Flag("use_score_threshold", attrs.GetInt("use_score_threshold") != 0)};
+  call.args = {Buffer("boxes", o.inputs[0]),
+               Buffer("scores", o.inputs[1]),
+               Buffer("max_output_boxes_per_class", o.inputs[2]),
+               Buffer("iou_threshold", o.inputs[3]),
+               Buffer("score_threshold", o.inputs[4]),
+               Buffer("selected", o.outputs[0]),
+               Buffer("count", o.outputs[1])};
   call.returns_status = false;
   return call;
 }

@@ -79,6 +79,8 @@ KernelCall PlanBatchMatmul(const KernelOperands& operands);
 KernelCall PlanPool2D(const KernelOperands& operands);
 KernelCall PlanSoftmax(const KernelOperands& operands);
 KernelCall PlanTopk(const KernelOperands& operands);
+KernelCall PlanUnique(const KernelOperands& operands);
+KernelCall PlanNonMaxSuppression(const KernelOperands& operands);
 KernelCall PlanGridSample(const KernelOperands& operands);
 KernelCall PlanDet(const KernelOperands& operands);
 KernelCall PlanLayerNorm(const KernelOperands& operands);

@@ -56,13 +56,6 @@ std::optional<bool> ConstantCondition(const NodeContext& c, const Expr& value, c
   return nonzero;
 }
 
-runtime::NDArray Scalar(DLDataType dtype, int64_t value) {
-  runtime::NDArray a = runtime::NDArray::Empty({}, dtype);
-  if (dtype.bits == 64) *static_cast<int64_t*>(a.data()) = value;
-  else *static_cast<uint8_t*>(a.data()) = static_cast<uint8_t>(value);
-  return a;
-}
-
 // If: the taken branch when the condition folds; else both branches, each output selected.
 Outputs If(const NodeContext& c) {
   if (std::optional<bool> taken = ConstantCondition(c, c.input(0), "the condition (input 0)")) {
@@ -120,7 +113,7 @@ Outputs Loop(const NodeContext& c) {
   int64_t iteration = 0;
   for (; running && (!trips || iteration < *trips); ++iteration) {
     CheckUnrolledSize(c, iteration + 1);
-    std::vector<Expr> inputs = {Constant(Scalar({kDLInt, 64, 1}, iteration)), Constant(Scalar({kDLUInt, 1, 1}, 1))};
+    std::vector<Expr> inputs = {ScalarOf({kDLInt, 64, 1}, static_cast<double>(iteration)), ScalarOf({kDLUInt, 1, 1}, 1)};
     inputs.insert(inputs.end(), carried.begin(), carried.end());
     std::vector<Expr> outputs = c.ImportGraph("body", inputs);
     if (outputs.size() < 1 + carried.size()) {
@@ -174,7 +167,7 @@ ScanResult RunScan(const NodeContext& c, std::vector<Expr> state, const std::vec
     std::vector<Expr> inputs = result.state;
     for (size_t j = 0; j < sequences.size(); ++j) {
       int64_t at = directions[j] != 0 ? length - 1 - step : step;
-      inputs.push_back(c.Op(kTake, {sequences[j], Constant(Scalar({kDLInt, 64, 1}, at))}, MakeAttrs({{"axis", axes[j]}})));
+      inputs.push_back(c.Op(kTake, {sequences[j], ScalarOf({kDLInt, 64, 1}, static_cast<double>(at))}, MakeAttrs({{"axis", axes[j]}})));
     }
     std::vector<Expr> outputs = c.ImportGraph("body", inputs);
     if (static_cast<int64_t>(outputs.size()) < states) {
@@ -233,7 +226,7 @@ Outputs Scan8(const NodeContext& c) {
   std::vector<std::vector<Expr>> per_output;
   for (int64_t b = 0; b < batch; ++b) {
     auto element = [&](size_t input) {
-      return c.Op(kTake, {c.input(input), Constant(Scalar({kDLInt, 64, 1}, b))}, MakeAttrs({{"axis", int64_t{0}}}));
+      return c.Op(kTake, {c.input(input), ScalarOf({kDLInt, 64, 1}, static_cast<double>(b))}, MakeAttrs({{"axis", int64_t{0}}}));
     };
     std::vector<Expr> state, sequences;
     for (int64_t i = 0; i < states; ++i) state.push_back(element(1 + i));

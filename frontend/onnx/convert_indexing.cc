@@ -81,11 +81,7 @@ Outputs OneHot(const NodeContext& c) {
   if (c.input_type(0).dtype.code != kDLInt) {
     indices = c.Op(kCast, {indices}, MakeAttrs({{"dtype", std::string("int64")}}));
   }
-  auto value = [&](int64_t i) {
-    runtime::NDArray at = runtime::NDArray::Empty({}, DLDataType{kDLInt, 64, 1});
-    *static_cast<int64_t*>(at.data()) = i;
-    return c.Op(kTake, {c.input(2), Constant(at)});
-  };
+  auto value = [&](int64_t i) { return c.Op(kTake, {c.input(2), ScalarOf({kDLInt, 64, 1}, static_cast<double>(i))}); };
   int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim() + 1, c);
   return {c.Op(kOneHot, {indices, value(1), value(0)},
                MakeAttrs({{"depth", static_cast<int64_t>(std::trunc(depth))}, {"axis", axis}}))};

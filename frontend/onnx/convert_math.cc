@@ -316,12 +316,9 @@ Expr LogSoftmaxOf(const NodeContext& c, const Expr& x, const std::vector<int64_t
   return c.Op(kSub, {shifted, c.Op(kLog, {c.Op(kReduceSum, {c.Op(kExp, {shifted})}, keep)})});
 }
 
-Expr ScalarLike(const Expr& like, double value) {
-  DLDataType d = like->type().tensor().dtype;
+Expr ScalarOf(DLDataType d, double value) {
   if (d == DLDataType{kDLFloat, 16, 1}) {  // float16 constants are float32 ones cast (folding has no float16)
-    runtime::NDArray a = runtime::NDArray::Empty({}, runtime::kFloat32);
-    *static_cast<float*>(a.data()) = static_cast<float>(value);
-    return Call(kCast, {Constant(a)}, MakeAttrs({{"dtype", std::string("float16")}}));
+    return Call(kCast, {ScalarOf(runtime::kFloat32, value)}, MakeAttrs({{"dtype", std::string("float16")}}));
   }
   runtime::NDArray a = runtime::NDArray::Empty({}, d);
   if (d.code == kDLFloat && d.bits == 32) *static_cast<float*>(a.data()) = static_cast<float>(value);
@@ -329,9 +326,12 @@ Expr ScalarLike(const Expr& like, double value) {
   // Integers saturate (an infinite bound becomes the type's limit; NaN, 0).
   else if (d.code == kDLInt && d.bits == 64) *static_cast<int64_t*>(a.data()) = SaturateTo<int64_t>(value);
   else if (d.code == kDLInt && d.bits == 32) *static_cast<int32_t*>(a.data()) = SaturateTo<int32_t>(value);
+  else if (d == DLDataType{kDLUInt, 1, 1}) *static_cast<uint8_t*>(a.data()) = value != 0;
   else runtime::Fail("cannot make a scalar of dtype ", runtime::DTypeToString(d));
   return Constant(a);
 }
+
+Expr ScalarLike(const Expr& like, double value) { return ScalarOf(like->type().tensor().dtype, value); }
 
 // The oldest opsets: binary ops broadcast both ways since 7 (before, a broadcast attribute);
 // Max/Min/Sum/Mean since 8; unary ops lost consumed_inputs at 6; Clip before 11, Dropout before

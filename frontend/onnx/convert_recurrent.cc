@@ -103,7 +103,7 @@ class Recurrence {
   // Input i's entry for a direction ([dirs, ...] -> [...]), or null when the input is absent.
   Expr PerDirection(size_t i, int direction) const {
     if (!c_.has_input(i)) return nullptr;
-    return c_.Op(kTake, {c_.input(i), IntScalar(direction)}, MakeAttrs({{"axis", int64_t{0}}}));
+    return c_.Op(kTake, {c_.input(i), ScalarOf({kDLInt, 64, 1}, static_cast<double>(direction))}, MakeAttrs({{"axis", int64_t{0}}}));
   }
 
   // x_t W^T + Wb for every step at once: [T, B, gates * H].
@@ -135,7 +135,7 @@ class Recurrence {
   // The initial state of input i for a direction, zeros when absent: [B, H].
   Expr InitialState(size_t i, int direction) const {
     if (c_.has_input(i)) {
-      return c_.Op(kTake, {c_.input(i), IntScalar(direction)}, MakeAttrs({{"axis", int64_t{layout_ == 0 ? 0 : 1}}}));
+      return c_.Op(kTake, {c_.input(i), ScalarOf({kDLInt, 64, 1}, static_cast<double>(direction))}, MakeAttrs({{"axis", int64_t{layout_ == 0 ? 0 : 1}}}));
     }
     runtime::NDArray zeros = runtime::NDArray::Empty({batch_, hidden_}, c_.input_type(0).dtype);
     std::memset(zeros.data(), 0, zeros.NumBytes());
@@ -255,11 +255,6 @@ class Recurrence {
     }
   }
 
-  Expr IntScalar(int64_t v) const {
-    runtime::NDArray a = runtime::NDArray::Empty({}, DLDataType{kDLInt, 64, 1});
-    *static_cast<int64_t*>(a.data()) = v;
-    return Constant(a);
-  }
   Expr Reshape(const Expr& x, const Ints& shape) const {
     if (x->type().tensor().shape == shape) return x;
     return c_.Op(kReshape, {x}, MakeAttrs({{"newshape", shape}}));

@@ -512,6 +512,7 @@ const ConverterTable& Converters() {
     AddControlConverters(t);
     AddLossConverters(t);
     AddSignalConverters(t);
+    AddDataDependentConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);

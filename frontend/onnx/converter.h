@@ -105,6 +105,7 @@ void AddImageConverters(ConverterTable& table);
 void AddControlConverters(ConverterTable& table);
 void AddLossConverters(ConverterTable& table);
 void AddSignalConverters(ConverterTable& table);
+void AddDataDependentConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.
@@ -121,7 +122,9 @@ ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
 ir::Expr Conv2DOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
 // log(softmax(x)) over `axes`, shifted by the maximum.
 ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::vector<int64_t>& axes);
-// A scalar constant of `like`'s dtype (float32/64, int32/64; float16 as a cast float32 constant).
+// A scalar constant of a dtype (float32/64, int32/64, bool; float16 as a cast float32 constant),
+// or of `like`'s dtype.
+ir::Expr ScalarOf(DLDataType dtype, double value);
 ir::Expr ScalarLike(const ir::Expr& like, double value);
 
 }  // namespace kiln::frontend

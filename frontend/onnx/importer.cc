@@ -401,7 +401,8 @@ class GraphImporter {
                    "(Python: from_onnx's shape_dict)");
     std::vector<Expr> outputs = ConvertNodes();
     runtime::Check(!outputs.empty(), "the model has no outputs");
-    return Function(params, outputs.size() == 1 ? outputs[0] : Tuple(outputs));
+    Attrs attrs = AppendCounts(outputs);
+    return Function(params, outputs.size() == 1 ? outputs[0] : Tuple(outputs), attrs);
   }
 
   // A subgraph with its inputs bound to `inputs`, in order: its outputs.
@@ -410,10 +411,41 @@ class GraphImporter {
                    " inputs; the op gives it ", inputs.size());
     ImportInitializers();
     for (int i = 0; i < graph_.input_size(); ++i) values_[graph_.input(i).name()] = inputs[i];
-    return ConvertNodes();
+    std::vector<Expr> outputs = ConvertNodes();
+    for (int i = 0; i < graph_.output_size(); ++i) {
+      if (RaggedExtentOf(outputs[i])) {
+        runtime::Fail("subgraph output '", graph_.output(i).name(), "' has a shape that depends on the data; kiln ",
+                      "runs such values only as outputs of the model");
+      }
+    }
+    return outputs;
   }
 
  private:
+  // Outputs whose extent depends on the data get their counts appended as further outputs; the
+  // main function's output_trim attribute pairs them.
+  static Attrs AppendCounts(std::vector<Expr>& outputs) {
+    std::vector<int64_t> trims;
+    std::vector<Expr> counts;
+    size_t num_outputs = outputs.size();
+    for (size_t i = 0; i < num_outputs; ++i) {
+      std::optional<RaggedExtent> extent = RaggedExtentOf(outputs[i]);
+      if (!extent) continue;
+      const auto* field = extent->count->As<TupleGetItemNode>();
+      auto same = std::find_if(counts.begin(), counts.end(), [&](const Expr& c) {
+        const auto* other = c->As<TupleGetItemNode>();
+        return other->tuple == field->tuple && other->index == field->index;
+      });
+      if (same == counts.end()) same = counts.insert(counts.end(), extent->count);
+      trims.insert(trims.end(), {static_cast<int64_t>(i), static_cast<int64_t>(num_outputs + (same - counts.begin())),
+                                 int64_t{extent->axis}});
+    }
+    outputs.insert(outputs.end(), counts.begin(), counts.end());
+    Attrs attrs;
+    if (!trims.empty()) attrs.Set(ir::attr::kOutputTrim, trims);
+    return attrs;
+  }
+
   std::set<std::string> ImportInitializers() {
     std::set<std::string> initializers;
     for (const auto& init : graph_.initializer()) {
@@ -461,6 +493,10 @@ class GraphImporter {
       }
       const Expr* value = Find(name);
       if (value == nullptr) throw UnknownInput(node, index, name);
+      if (RaggedExtentOf(*value)) {
+        throw runtime::Error("has a shape that depends on the data; kiln runs such values only as outputs of the model",
+                             {"", NodeLabel(node, index), "input '" + runtime::ValidUtf8(name) + "'"});
+      }
       inputs.push_back(*value);
     }
     SubgraphImporter subgraphs = [this](const onnx::GraphProto& graph, const std::vector<Expr>& bound) {

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
+#include <cmath>
 
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
@@ -227,6 +229,57 @@ TEST_F(BuildTest, AnIndexOutOfRangeIsAnErrorWhenRun) {
       EXPECT_THAT(e.what(), HasSubstr(std::string(op) + ": an index is out of range"));
     }
   }
+}
+
+// nonzero's result is padded to its largest shape with a count (the function's output_trim pairs
+// them): the executor presents only the model's output, trimmed to what the last run counted;
+// TVM's executor, which skips the attribute, sees the padded output and the count.
+TEST_F(BuildTest, DataDependentOutputIsTrimmedToWhatTheRunCounted) {
+  const char* text = R"(fn [output_trim=[0, 1, 1]] (%x: Tensor[(2, 3), float32]) {
+    %0 = nonzero(%x);
+    %1 = %0.0;
+    %2 = %0.1;
+    %3 = (%1, %2);
+    %3
+  })";
+  auto exec = BuildAndLoad(text);
+  EXPECT_EQ(exec->NumOutputs(), 1);
+  EXPECT_EQ(exec->graph().heads.size(), 2u);
+  EXPECT_EQ(exec->GetOutputInfo()[0].shape, (std::vector<int64_t>{2, 6}));  // the largest
+  EXPECT_EQ(exec->GetOutput(0).shape(), (std::vector<int64_t>{2, 0}));      // before any run
+
+  auto coordinates = [&](const std::vector<float>& x) {
+    exec->SetInput(0, *test::FloatArray({2, 3}, x).get());
+    exec->Run();
+    runtime::NDArray out = exec->GetOutput(0);
+    std::vector<int64_t> values(out.NumBytes() / sizeof(int64_t));
+    out.CopyToBytes(values.data(), out.NumBytes());
+    return std::make_pair(out.shape(), values);
+  };
+  // numpy.nonzero: rows (0, 1, 1) and columns (1, 0, 2); NaN is not zero, -0 is.
+  auto [shape, values] = coordinates({0, 2, -0.0f, 1, 0, NAN});
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values, (std::vector<int64_t>{0, 1, 1, 1, 0, 2}));
+  std::tie(shape, values) = coordinates({0, 0, 0, 0, 0, 0});
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 0}));
+  std::tie(shape, values) = coordinates({1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(values, (std::vector<int64_t>{0, 0, 0, 1, 1, 1, 0, 1, 2, 0, 1, 2}));
+
+  // Copying out takes an array of the trimmed shape; binding a buffer beforehand is refused.
+  coordinates({0, 5, 0, 0, 0, 0});
+  runtime::NDArray target = runtime::NDArray::Empty({2, 1}, DLDataType{kDLInt, 64, 1});
+  exec->CopyOutputTo(0, *target.get());
+  EXPECT_EQ(static_cast<const int64_t*>(target.data())[1], 1);
+  runtime::NDArray padded = runtime::NDArray::Empty({2, 6}, DLDataType{kDLInt, 64, 1});
+  EXPECT_THROW(exec->CopyOutputTo(0, *padded.get()), runtime::Error);
+  try {
+    exec->SetOutputZeroCopy(0, *padded.get());
+    ADD_FAILURE() << "a buffer was bound to an output whose shape depends on the data";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the output's shape depends on the data"));
+  }
+  EXPECT_THROW(exec->GetOutput(1), runtime::Error);  // the count is not one of the outputs
 }
 
 }  // namespace

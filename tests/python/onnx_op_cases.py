@@ -779,6 +779,51 @@ def float16(opset=17):
     return g
 
 
+def data_dependent(opset=11):
+    # Outputs whose shape depends on the data, trimmed by the executor: NonZero (zeros, NaN-free
+    # floats, integers, bools; all zero), Compress along each axis and flattened (a short
+    # condition, one all false), Unique sorted and in order of occurrence, flattened and along
+    # each axis, NonMaxSuppression in both box formats with constant and run-time bounds.
+    g = Group("data_dependent", opset)
+    sparse = g.input((3, 4, 5), low=-1, high=2, dtype=np.int64)
+    g.node("NonZero", [g.node("Cast", [sparse], output=False, to=F)])
+    g.node("NonZero", [sparse])
+    g.node("NonZero", [g.input((7,), dtype=np.bool_, values=[1, 0, 0, 1, 1, 0, 1])])
+    g.node("NonZero", [g.input((2, 3), values=np.zeros((2, 3)))])
+    data = g.input((4, 5, 3))
+    for axis in (0, 1, -1):
+        length = (4, 5, 3)[axis]
+        cond = g.input((length,), dtype=np.bool_, values=g.rng.integers(0, 2, length))
+        g.node("Compress", [data, cond], axis=axis)
+    g.node("Compress", [data, g.input((4,), dtype=np.bool_, values=[0, 1, 1, 0])], axis=1)
+    g.node("Compress", [data, g.input((9,), dtype=np.bool_, values=g.rng.integers(0, 2, 9))])
+    g.node("Compress", [data, g.input((3,), dtype=np.bool_, values=[0, 0, 0])], axis=0)
+    repeats = g.input((4, 6), dtype=np.int64, low=0, high=3)
+    rows = g.input((5, 3), dtype=np.int64, values=[[1, 2, 0], [0, 1, 1], [1, 2, 0], [0, 1, 0], [0, 1, 1]])
+    cube = g.input((2, 4, 2), dtype=np.int64, values=np.tile([[[1, 0]], [[0, 1]]], (1, 4, 1)) * [[[1], [2], [1], [0]]])
+    floats = g.input((9,), values=[2.5, -1, 2.5, 0, -1, 3, 0, 7, -1])
+    for sorted_ in (0, 1):
+        g.node("Unique", [repeats], n_outputs=4, sorted=sorted_)
+        g.node("Unique", [floats], n_outputs=4, sorted=sorted_)
+        g.node("Unique", [rows], n_outputs=4, axis=0, sorted=sorted_)
+    g.node("Unique", [rows], n_outputs=4, axis=1)
+    g.node("Unique", [cube], n_outputs=4, axis=-2)
+    batches, classes, n = 2, 3, 24
+    corners = g.rng.uniform(0, 10, (batches, n, 2))
+    sizes = g.rng.uniform(1, 4, (batches, n, 2))
+    flipped = np.concatenate([corners + sizes, corners], axis=2)  # y2, x2, y1, x1: the other diagonal
+    boxes = g.input(flipped.shape, values=flipped)
+    centers = g.input((batches, n, 4), values=np.concatenate([corners * 0.3, sizes], axis=2))
+    scores = g.input((batches, classes, n), low=0, high=1)
+    runtime_bound = g.input((1,), dtype=np.int64, values=[4])
+    iou, threshold = g.const([0.3]), g.const([0.4])
+    g.node("NonMaxSuppression", [boxes, scores, g.const([3], dtype=np.int64), iou, threshold])
+    g.node("NonMaxSuppression", [boxes, scores, runtime_bound, iou])
+    g.node("NonMaxSuppression", [centers, scores, g.const([100], dtype=np.int64), g.const([0.1])], center_point_box=1)
+    g.node("NonMaxSuppression", [boxes, scores])
+    return g
+
+
 # Each group with the opsets it is built at: the model suite's ops over opsets 11 to 17.
 GROUPS = [
     (conv, [11, 14, 17]),
@@ -806,4 +851,5 @@ GROUPS = [
     (compare_and_cast, [13, 17]),
     (shapes, [13, 17, 18, 19]),
     (reductions, [13, 17, 18]),
+    (data_dependent, [11, 13, 21]),
 ]

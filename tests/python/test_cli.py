@@ -93,16 +93,16 @@ def test_tvmc_format_and_target(tmp_path):
 
 
 def test_unsupported_ops_are_all_listed_with_node_names(tmp_path):
-    model = save(tmp_path, [helper.make_node("NonZero", ["x"], ["a"], name="first"),
+    model = save(tmp_path, [helper.make_node("RandomNormalLike", ["x"], ["a"], name="first"),
                             helper.make_node("Relu", ["a"], ["b"], name="fine"),
-                            helper.make_node("Unique", ["b"], ["c"], name="second"),
-                            helper.make_node("NonZero", ["c"], ["y"], name="third")],
+                            helper.make_node("RandomUniformLike", ["b"], ["c"], name="second"),
+                            helper.make_node("RandomNormalLike", ["c"], ["y"], name="third")],
                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
     result = kiln("compile", model, "-o", tmp_path / "m.so", check=False)
     assert result.returncode == 1
-    assert "2 unsupported op types (NonZero, Unique)" in result.stderr
-    for node in ["'first' (NonZero)", "'second' (Unique)", "'third' (NonZero)"]:
+    assert "2 unsupported op types (RandomNormalLike, RandomUniformLike)" in result.stderr
+    for node in ["'first' (RandomNormalLike)", "'second' (RandomUniformLike)", "'third' (RandomNormalLike)"]:
         assert node in result.stderr
 
 
@@ -170,10 +170,23 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
                                                              [4]))],
                                    [x2, flag], y_any, name="if_types.onnx")],
                   "output 0: the then branch gives Tensor[(2), float32] and the else branch Tensor[(4), float32]"))
-    cases.append((["compile", save(tmp_path, [if_node(branch("t", helper.make_node("NonZero", ["x"], ["t_y"]), [2]),
+    cases.append((["compile", save(tmp_path, [if_node(branch("t", helper.make_node("RandomNormalLike", ["x"], ["t_y"]), [2]),
                                                       branch("e", helper.make_node("Relu", ["x"], ["e_y"]), [2]))],
                                    [x2, flag], y_any, name="if_det.onnx")],
-                  "1 unsupported op type (NonZero):\n  node #0 (If), graph 't': node #0 (NonZero)"))
+                  "1 unsupported op type (RandomNormalLike):\n  node #0 (If), graph 't': node #0 (RandomNormalLike)"))
+    # Values whose shape depends on the data are outputs of the model only (the executor trims them).
+    ragged = [helper.make_tensor_value_info("y", TensorProto.INT64, None)]
+    cases.append((["compile", save(tmp_path, [helper.make_node("NonZero", ["x"], ["a"], name="nz"),
+                                              helper.make_node("Transpose", ["a"], ["y"], name="after_nz")],
+                                   [x2], ragged, name="nonzero_used.onnx")],
+                  "node 'after_nz' (Transpose): input 'a': has a shape that depends on the data; kiln runs such "
+                  "values only as outputs of the model"))
+    nonzero_branch = lambda name: helper.make_graph(  # noqa: E731
+        [helper.make_node("NonZero", ["x"], [name + "_y"])], name, [],
+        [helper.make_tensor_value_info(name + "_y", TensorProto.INT64, None)])
+    cases.append((["compile", save(tmp_path, [if_node(nonzero_branch("t"), nonzero_branch("e"))],
+                                   [x2, flag], ragged, name="if_nonzero.onnx")],
+                  "subgraph output 't_y' has a shape that depends on the data"))
     body = helper.make_graph([helper.make_node("Identity", ["b_c"], ["b_co"]), helper.make_node("Relu", ["b_v"], ["b_vo"])],
                              "body", [helper.make_tensor_value_info("b_i", TensorProto.INT64, []),
                                       helper.make_tensor_value_info("b_c", TensorProto.BOOL, []),

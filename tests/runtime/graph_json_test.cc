@@ -86,6 +86,12 @@ void ExpectSameGraph(const Graph& a, const Graph& b) {
   for (size_t e = 0; e < a.dtypes.size(); ++e) EXPECT_EQ(a.dtypes[e], b.dtypes[e]) << e;
   EXPECT_EQ(a.storage_ids, b.storage_ids);
   EXPECT_EQ(a.device_types, b.device_types);
+  ASSERT_EQ(a.output_trims.size(), b.output_trims.size());
+  for (size_t t = 0; t < a.output_trims.size(); ++t) {
+    EXPECT_EQ(a.output_trims[t].output, b.output_trims[t].output) << t;
+    EXPECT_EQ(a.output_trims[t].count_output, b.output_trims[t].count_output) << t;
+    EXPECT_EQ(a.output_trims[t].axis, b.output_trims[t].axis) << t;
+  }
 }
 
 TEST(GraphJson, ParsesTvmStyleGraph) {
@@ -339,6 +345,45 @@ TEST(GraphJson, RejectsMalformedPerEntryAttrs) {
   // The place is named once, not "graph JSON: attrs.dltype ...: graph JSON: attrs.dltype ...".
   EXPECT_EQ(ParseError([](json& g) { g["attrs"]["dltype"][1][4] = 32; }),
             "graph JSON: attrs.dltype of entry 4: expected a string, got number");
+}
+
+// TvmGraph() with its second output an int64 scalar counting its first along axis 0.
+json TrimmedGraph() {
+  json g = TvmGraph();
+  g["attrs"]["dltype"][1][5] = "int64";
+  g["attrs"]["shape"][1][5] = json::array();
+  g["attrs"][kOutputTrimAttr] = json::parse(R"(["list_int", [0, 1, 0]])");
+  return g;
+}
+
+TEST(GraphJson, OutputTrimsAreReadAndWrittenBack) {
+  Graph graph = ParseGraphJson(TrimmedGraph().dump());
+  ASSERT_EQ(graph.output_trims.size(), 1u);
+  EXPECT_EQ(graph.output_trims[0].count_output, 1u);
+  EXPECT_EQ(graph.num_model_outputs(), 1u);
+  EXPECT_EQ(ParseGraphJson(TvmGraph().dump()).num_model_outputs(), 2u);
+  ExpectSameGraph(ParseGraphJson(WriteGraphJson(graph)), graph);
+  EXPECT_EQ(json::parse(WriteGraphJson(graph))["attrs"][kOutputTrimAttr], json::parse(R"(["list_int", [0, 1, 0]])"));
+}
+
+TEST(GraphJson, RejectsMalformedOutputTrims) {
+  struct Case { const char* trims; const char* message; };
+  const Case cases[] = {
+      {R"(["list_str", [0, 1, 0]])", "expected [\"list_int\", [values]]"},
+      {R"(["list_int", [0, 1]])", "has 2 values, not (output, count output, axis) triples"},
+      {R"(["list_int", [0, -1, 0]])", "triple 0: id -1 is out of range"},
+      {R"(["list_int", [1, 1, 0]])", "pairs output 1 with count output 1: of the 2 outputs the first 1 are the model's"},
+      {R"(["list_int", [0, 2, 0]])", "pairs output 0 with count output 2"},
+      {R"(["list_int", [0, 1, 1]])", "axis 1 is not an axis of output 0 (1 dims)"},
+  };
+  for (const Case& c : cases) {
+    json g = TrimmedGraph();
+    g["attrs"][kOutputTrimAttr] = json::parse(c.trims);
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << c.trims;
+  }
+  json g = TrimmedGraph();
+  g["attrs"]["dltype"][1][5] = "int32";
+  EXPECT_THAT(ParseError(g.dump()), HasSubstr("count output 1 is not an int64 scalar"));
 }
 
 TEST(GraphJson, RejectsDeeplyNestedValuesWithoutOverflowingTheStack) {
