@@ -29,6 +29,7 @@ const OpTable& AllOps() {
     RegisterAlongAxisOps(t);
     RegisterImageOps(t);
     RegisterDataDependentOps(t);
+    RegisterTextOps(t);
     return t;
   }();
   return table;

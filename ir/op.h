@@ -110,5 +110,6 @@ void RegisterIndexingOps(OpTable& table);
 void RegisterAlongAxisOps(OpTable& table);
 void RegisterImageOps(OpTable& table);
 void RegisterDataDependentOps(OpTable& table);
+void RegisterTextOps(OpTable& table);
 
 }  // namespace kiln::ir

@@ -173,6 +173,22 @@ void NonMaxSuppression(const NonMaxSuppressionShape& s, const float* boxes, cons
                        const int64_t* max_output_boxes_per_class, const float* iou_threshold,
                        const float* score_threshold, int64_t* selected, int64_t* count);
 
+// ---- Text (text/tfidf_vectorizer.cc) ---------------------------------------------------------
+// x [rows, row_size] tokens; y [rows, columns]. grams [grams, max_gram_length + 1]: each pool
+// n-gram as its length then its items; columns[grams] its output column. Per row, every n-gram
+// of length min_gram_length..max_gram_length whose items are `skip` apart (skip 1 to
+// max_skip_count + 1; unigrams once) that is in the pool is counted in its column. mode 1 (TF):
+// the count; 2 (IDF): weights[c] (or 1) where the count is positive; 3 (TFIDF): weights[c] (or 1)
+// times the count.
+struct TfIdfShape {
+  int64_t rows, row_size, grams, columns, min_gram_length, max_gram_length, max_skip_count, mode;
+  bool has_weights;
+};
+void TfIdfVectorizer(const TfIdfShape& s, const int64_t* grams, const int64_t* columns, const float* weights,
+                     const int32_t* x, float* y);
+void TfIdfVectorizer(const TfIdfShape& s, const int64_t* grams, const int64_t* columns, const float* weights,
+                     const int64_t* x, float* y);
+
 // ---- Linear algebra (linalg/det.cc) ----------------------------------------------------------
 // out[m] = the determinant of matrix m of data [count, n, n].
 void Det(int64_t count, int64_t n, const float* data, float* out);

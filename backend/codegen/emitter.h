@@ -73,6 +73,18 @@ void CloseLoops(CodeWriter& code, int count);
 // negative; the function fails naming the op when it is outside [0, extent).
 void ReadIndex(EmitContext& c, const std::string& name, const std::string& value, int64_t extent);
 
+// Declares a static table of `values` (each printed by `print`) in the generated code; returns its
+// fresh name, made from `prefix`. `values` must not be empty.
+template <typename T, typename Print>
+std::string StaticTable(EmitContext& c, const std::string& type, const std::string& prefix, const std::vector<T>& values,
+                        Print print) {
+  std::string name = c.code.Fresh(prefix);
+  std::string text = "static const " + type + " " + name + "[] = {";
+  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? (i % 16 == 0 ? ",\n    " : ", ") : "") + print(values[i]);
+  c.code.Line(text + "};");
+  return name;
+}
+
 // The loop of an ElementwiseLoop step of `plan`.
 void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan);
 
@@ -80,6 +92,7 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
 void EmitReduce(EmitContext& context);
 void EmitArgReduce(EmitContext& context);
 void EmitGlobalAvgPool2D(EmitContext& context);
+void EmitMaxPool2DWithIndices(EmitContext& context);
 void EmitTranspose(EmitContext& context);
 void EmitConcatenate(EmitContext& context);
 void EmitStridedSlice(EmitContext& context);
@@ -98,5 +111,6 @@ void EmitLayoutTransform(EmitContext& context);
 void EmitResize(EmitContext& context);
 void EmitNonZero(EmitContext& context);
 void EmitCompress(EmitContext& context);
+void EmitTfIdfVectorizer(EmitContext& context);
 
 }  // namespace kiln::backend

@@ -16,16 +16,6 @@ struct AxisTables {
   std::string outside;  // name of the outside flags, empty when none is outside
 };
 
-template <typename T, typename Print>
-std::string Table(EmitContext& c, const std::string& type, const std::string& prefix, const std::vector<T>& values,
-                  Print print) {
-  std::string name = c.code.Fresh(prefix);
-  std::string text = "static const " + type + " " + name + "[] = {";
-  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? (i % 16 == 0 ? ",\n    " : ", ") : "") + print(values[i]);
-  c.code.Line(text + "};");
-  return name;
-}
-
 }  // namespace
 
 void EmitResize(EmitContext& c) {
@@ -55,12 +45,12 @@ void EmitResize(EmitContext& c) {
     }
     AxisTables tables{d, axis.taps, "", "", ""};
     for (int64_t& at : axis.index) at *= strides[d];
-    tables.offsets = Table(c, "int64_t", "offsets", axis.index, IntLiteral);
+    tables.offsets = StaticTable(c, "int64_t", "offsets", axis.index, IntLiteral);
     bool unit = axis.taps == 1;
     for (size_t i = 0; unit && i < axis.weight.size(); ++i) unit = axis.weight[i] == 1 || (!axis.outside.empty() && axis.outside[i]);
-    if (!unit) tables.weights = Table(c, type, "weights", axis.weight, FloatLiteral);
+    if (!unit) tables.weights = StaticTable(c, type, "weights", axis.weight, FloatLiteral);
     if (!axis.outside.empty()) {
-      tables.outside = Table(c, "bool", "outside", axis.outside, [](bool b) { return std::string(b ? "1" : "0"); });
+      tables.outside = StaticTable(c, "bool", "outside", axis.outside, [](bool b) { return std::string(b ? "1" : "0"); });
     }
     axes.push_back(tables);
   }

@@ -138,4 +138,45 @@ void EmitGlobalAvgPool2D(EmitContext& c) {
   c.code.Close();
 }
 
+// nn.max_pool2d_with_indices: each window's first largest value and its index in the flattened
+// input (row-major, or with storage_order 1 column-major over H and W); padding is never chosen.
+void EmitMaxPool2DWithIndices(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  const auto& out = c.output_types[0].shape;
+  const ir::Attrs& attrs = c.call.attrs;
+  const auto& pool = attrs.GetInts("pool_size");
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  bool column_major = attrs.GetInt("storage_order") != 0;
+  std::string h = IntLiteral(in[2]), w = IntLiteral(in[3]);
+  c.code.Open("for (int64_t plane = 0; plane < " + IntLiteral(in[0] * in[1]) + "; ++plane)");
+  c.code.Open("for (int64_t oh = 0; oh < " + IntLiteral(out[2]) + "; ++oh)");
+  c.code.Open("for (int64_t ow = 0; ow < " + IntLiteral(out[3]) + "; ++ow)");
+  c.code.Line("int64_t best = -1;");
+  c.code.Open("for (int64_t kh = 0; kh < " + IntLiteral(pool[0]) + "; ++kh)");
+  c.code.Line("int64_t ih = oh * " + IntLiteral(strides[0]) + " - " + IntLiteral(padding[0]) + " + kh * " +
+              IntLiteral(dilation[0]) + ";");
+  c.code.Line("if (ih < 0 || ih >= " + h + ") continue;");
+  c.code.Open("for (int64_t kw = 0; kw < " + IntLiteral(pool[1]) + "; ++kw)");
+  c.code.Line("int64_t iw = ow * " + IntLiteral(strides[1]) + " - " + IntLiteral(padding[1]) + " + kw * " +
+              IntLiteral(dilation[1]) + ";");
+  c.code.Line("if (iw < 0 || iw >= " + w + ") continue;");
+  c.code.Line("int64_t at = (plane * " + h + " + ih) * " + w + " + iw;");
+  c.code.Line("if (best < 0 || " + c.inputs[0] + "[at] > " + c.inputs[0] + "[best]) best = at;");
+  c.code.Close();
+  c.code.Close();
+  c.code.Line("int64_t o = (plane * " + IntLiteral(out[2]) + " + oh) * " + IntLiteral(out[3]) + " + ow;");
+  c.code.Line(c.outputs[0] + "[o] = best < 0 ? -INFINITY : " + c.inputs[0] + "[best];");
+  if (column_major) {
+    c.code.Line(c.outputs[1] + "[o] = best < 0 ? -1 : (best / (" + h + " * " + w + ")) * " + h + " * " + w + " + (best % " +
+                w + ") * " + h + " + (best / " + w + ") % " + h + ";");
+  } else {
+    c.code.Line(c.outputs[1] + "[o] = best;");
+  }
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();
+}
+
 }  // namespace kiln::backend

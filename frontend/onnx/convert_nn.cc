@@ -30,6 +30,7 @@ const OpRef kDense("nn.dense");
 const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
 const OpRef kMax("max");
 const OpRef kMaxPool2d("nn.max_pool2d");
+const OpRef kMaxPool2dWithIndices("nn.max_pool2d_with_indices");
 const OpRef kMultiply("multiply");
 const OpRef kPad("nn.pad");
 const OpRef kPower("power");
@@ -42,17 +43,19 @@ using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
 // Padding [top, left, bottom, right] from pads or auto_pad, for a 2-D window.
-Ints Padding2D(const NodeContext& c, const Ints& in, const Ints& window, const Ints& strides, const Ints& dilations) {
+// The pads of a window over `in` (one value per spatial axis): all begins, then all ends.
+Ints Padding(const NodeContext& c, const Ints& in, const Ints& window, const Ints& strides, const Ints& dilations) {
+  size_t axes = in.size();
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
-    Ints pads = c.attr_ints("pads", Ints{0, 0, 0, 0});
-    if (pads.size() != 4) c.Fail(StrCat("pads must have 4 values for a 2-D window, got ", pads.size()));
+    Ints pads = c.attr_ints("pads", Ints(2 * axes, 0));
+    if (pads.size() != 2 * axes) c.Fail(StrCat("pads must have ", 2 * axes, " values for a ", axes, "-D window, got ", pads.size()));
     return pads;
   }
-  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad == "VALID") return Ints(2 * axes, 0);
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") c.Fail("auto_pad '" + auto_pad + "' is not known");
-  Ints begin(2), end(2);
-  for (int d = 0; d < 2; ++d) {
+  Ints pads(2 * axes);
+  for (size_t d = 0; d < axes; ++d) {
     // Bounded first: a zero-sized tensor can have any other dim, and the sums below must not overflow.
     if (in[d] > (int64_t{1} << 40) || strides[d] < 1 || strides[d] > (1 << 20) || dilations[d] < 1 ||
         dilations[d] > (1 << 20) || window[d] < 1 || window[d] > (1 << 20)) {
@@ -61,17 +64,24 @@ Ints Padding2D(const NodeContext& c, const Ints& in, const Ints& window, const I
     int64_t out = (in[d] + strides[d] - 1) / strides[d];
     int64_t total = std::max<int64_t>((out - 1) * strides[d] + (window[d] - 1) * dilations[d] + 1 - in[d], 0);
     int64_t small = total / 2, large = total - small;
-    begin[d] = auto_pad == "SAME_UPPER" ? small : large;
-    end[d] = total - begin[d];
+    pads[d] = auto_pad == "SAME_UPPER" ? small : large;
+    pads[axes + d] = total - pads[d];
   }
-  return {begin[0], begin[1], end[0], end[1]};
+  return pads;
+}
+
+// A per-axis attribute of a window over `axes` axes.
+Ints AxisValues(const NodeContext& c, const char* name, size_t axes, std::optional<Ints> fallback = std::nullopt) {
+  Ints v = c.attr_ints(name, fallback);
+  if (v.size() != axes) {
+    c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs ", axes, " values for a ", axes, "-D window, got ", v.size()));
+  }
+  return v;
 }
 
 // A per-axis attribute of a 2-D window: two values (ONNX's checker does not see opsets above 17).
 Ints TwoValues(const NodeContext& c, const char* name, std::optional<Ints> fallback = std::nullopt) {
-  Ints v = c.attr_ints(name, fallback);
-  if (v.size() != 2) c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs 2 values for a 2-D window, got ", v.size()));
-  return v;
+  return AxisValues(c, name, 2, std::move(fallback));
 }
 
 void Require2D(const NodeContext& c, const TensorType& data) {
@@ -144,7 +154,7 @@ Expr Conv2DOf(const NodeContext& c, const Expr& data_expr, const Expr& weight_ex
   Ints window = {weight.shape[2], weight.shape[3]};
   Ints strides = TwoValues(c, "strides", Ints{1, 1});
   Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
-  Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
+  Ints padding = Padding(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
   if (data.dtype == DLDataType{kDLInt, 32, 1}) {
     return IntegerConv2D(c, data_expr, weight_expr, strides, dilations, padding, c.attr_int("group", 1));
   }
@@ -263,66 +273,89 @@ Outputs BatchNormalization(const NodeContext& c) {
                MakeAttrs({{"epsilon", double{c.attr_float("epsilon", 1e-5f)}}, {"axis", int64_t{1}}}))};
 }
 
-// MaxPool and AveragePool on 2-D data, and on 1-D data as 2-D of height 1. The pooling kernels
-// take float32: MaxPool of 8-bit integers runs on their float32 values (exact) and casts back.
-Outputs Pool(const NodeContext& c, bool average) {
-  if (c.num_outputs() > 1) c.Fail("the Indices output of MaxPool is not supported");
-  const TensorType& data = c.input_type(0);
-  bool one_d = data.ndim() == 3;
-  Expr x = c.input(0);
-  if (one_d) x = Reshape(c, x, {data.shape[0], data.shape[1], 1, data.shape[2]});
-  Require2D(c, x->type().tensor());
-  auto per_axis = [&](const char* name, std::optional<Ints> fallback, int64_t filler) {
-    if (!one_d) return TwoValues(c, name, fallback);
-    Ints v = c.attr_ints(name, fallback ? std::optional<Ints>(Ints{(*fallback)[0]}) : std::nullopt);
-    if (v.size() != 1) c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs 1 value for 1-D data, got ", v.size()));
-    return Ints{filler, v[0]};
-  };
-  Ints window = per_axis("kernel_shape", std::nullopt, 1);
-  Ints strides = per_axis("strides", Ints{1, 1}, 1);
-  Ints dilations = per_axis("dilations", Ints{1, 1}, 1);
+// A pooling window over 1 to 3 spatial axes; pads: all begins, then all ends.
+struct Window {
+  Ints window, strides, dilations, pads;
+};
+
+// The window of a MaxPool, AveragePool or LpPool over data [N, C, spatial...].
+Window WindowOf(const NodeContext& c, const TensorType& data) {
+  size_t axes = data.ndim() >= 3 ? data.ndim() - 2 : 0;
+  if (axes < 1 || axes > 3) c.Fail(StrCat("only 1-D, 2-D and 3-D data (N, C, spatial...) is supported, got rank ", data.ndim()));
+  Window w;
+  w.window = AxisValues(c, "kernel_shape", axes);
+  w.strides = AxisValues(c, "strides", axes, Ints(axes, 1));
+  w.dilations = AxisValues(c, "dilations", axes, Ints(axes, 1));
+  w.pads = Padding(c, Ints(data.shape.begin() + 2, data.shape.end()), w.window, w.strides, w.dilations);
+  return w;
+}
+
+Expr Pool2D(const NodeContext& c, const Expr& x, bool average, int64_t count_include_pad, const Window& w) {
+  Attrs attrs = MakeAttrs({{"pool_size", w.window}, {"strides", w.strides}, {"dilation", w.dilations},
+                           {"padding", w.pads}, {"ceil_mode", c.attr_int("ceil_mode", 0)}});
+  if (average) attrs.Set("count_include_pad", count_include_pad);
+  return c.Op(average ? kAvgPool2d : kMaxPool2d, {x}, attrs);
+}
+
+// Max or average pooling of float32 data over 1 to 3 spatial axes on the 2-D pooling kernels:
+// 1-D as 2-D of height 1; 3-D as a 2-D pooling over H and W of each depth slice, then one over D
+// (a box window factors over its axes: its padding, and the count an average divides by, are
+// products of per-axis parts).
+Expr PoolOf(const NodeContext& c, Expr x, bool average, int64_t count_include_pad, const Window& w) {
   const Ints& shape = x->type().tensor().shape;
-  Ints padding;
-  if (one_d && c.attr_string("auto_pad", "NOTSET") == "NOTSET") {
-    Ints pads = c.attr_ints("pads", Ints{0, 0});
-    if (pads.size() != 2) c.FailAt("attribute 'pads'", StrCat("needs 2 values for 1-D data, got ", pads.size()));
-    padding = {0, pads[0], 0, pads[1]};
-  } else {
-    padding = Padding2D(c, {shape[2], shape[3]}, window, strides, dilations);
+  int64_t n = shape[0], channels = shape[1];
+  const Ints &k = w.window, &s = w.strides, &d = w.dilations, &p = w.pads;
+  if (k.size() == 2) return Pool2D(c, x, average, count_include_pad, w);
+  if (k.size() == 1) {
+    x = Reshape(c, x, {n, channels, 1, shape[2]});
+    Expr y = Pool2D(c, x, average, count_include_pad, {{1, k[0]}, {1, s[0]}, {1, d[0]}, {0, p[0], 0, p[1]}});
+    return Reshape(c, y, {n, channels, y->type().tensor().shape[3]});
   }
-  Attrs attrs = MakeAttrs({{"pool_size", window}, {"strides", strides}, {"dilation", dilations},
-                           {"padding", padding}, {"ceil_mode", c.attr_int("ceil_mode", 0)}});
-  if (average) attrs.Set("count_include_pad", c.attr_int("count_include_pad", 0));
+  int64_t depth = shape[2];
+  x = Reshape(c, x, {n, channels * depth, shape[3], shape[4]});
+  x = Pool2D(c, x, average, count_include_pad, {{k[1], k[2]}, {s[1], s[2]}, {d[1], d[2]}, {p[1], p[2], p[4], p[5]}});
+  Ints plane = {x->type().tensor().shape[2], x->type().tensor().shape[3]};
+  x = Reshape(c, x, {n, channels, depth, plane[0] * plane[1]});
+  Expr y = Pool2D(c, x, average, count_include_pad, {{k[0], 1}, {s[0], 1}, {d[0], 1}, {p[0], 0, p[3], 0}});
+  return Reshape(c, y, {n, channels, y->type().tensor().shape[2], plane[0], plane[1]});
+}
+
+// MaxPool and AveragePool; MaxPool of 8-bit integers runs on their float32 values (exact) and
+// casts back.
+Outputs Pool(const NodeContext& c, bool average) {
+  const TensorType& data = c.input_type(0);
+  Window w = WindowOf(c, data);
+  if (c.num_outputs() > 1 && !c.node().output(1).empty()) {  // MaxPool's Indices
+    if (w.window.size() != 2 || data.dtype.code != kDLFloat) {
+      c.Fail("the Indices output of MaxPool is supported on 2-D float data only");
+    }
+    Attrs attrs = MakeAttrs({{"pool_size", w.window}, {"strides", w.strides}, {"dilation", w.dilations},
+                             {"padding", w.pads}, {"ceil_mode", c.attr_int("ceil_mode", 0)},
+                             {"storage_order", c.attr_int("storage_order", 0)}});
+    Expr both = c.Op(kMaxPool2dWithIndices, {c.input(0)}, attrs);
+    return {TupleGetItem(both, 0), TupleGetItem(both, 1)};
+  }
+  Expr x = c.input(0);
   DLDataType dtype = data.dtype;
   bool small_int = !average && (dtype.code == kDLInt || dtype.code == kDLUInt) && dtype.bits <= 16;
   if (small_int) x = c.Op(kCast, {x}, MakeAttrs({{"dtype", std::string("float32")}}));
-  Expr y = c.Op(average ? kAvgPool2d : kMaxPool2d, {x}, attrs);
+  Expr y = PoolOf(c, x, average, c.attr_int("count_include_pad", 0), w);
   if (small_int) y = c.Op(kCast, {y}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
-  if (one_d) {
-    const Ints& out = y->type().tensor().shape;
-    y = Reshape(c, y, {out[0], out[1], out[3]});
-  }
   return {y};
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p), as an average pool (padding counted) of |x|^p
 // times the window's size.
 Outputs LpPool(const NodeContext& c) {
-  const TensorType& data = c.input_type(0);
-  Require2D(c, data);
-  Ints window = TwoValues(c, "kernel_shape");
-  Ints strides = TwoValues(c, "strides", Ints{1, 1});
-  Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
-  Ints padding = Padding2D(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
+  Window w = WindowOf(c, c.input_type(0));
   int64_t p = c.attr_int("p", 2);
   if (p < 1) c.FailAt("attribute 'p'", StrCat("must be positive, got ", p));
   Expr x = c.Op(kAbs, {c.input(0)});
   Expr powered = p == 1 ? x : c.Op(kPower, {x, ScalarLike(x, static_cast<double>(p))});
-  Expr average = c.Op(kAvgPool2d, {powered}, MakeAttrs({{"pool_size", window}, {"strides", strides},
-                                                        {"dilation", dilations}, {"padding", padding},
-                                                        {"ceil_mode", c.attr_int("ceil_mode", 0)},
-                                                        {"count_include_pad", int64_t{1}}}));
-  Expr sum = c.Op(kMultiply, {average, ScalarLike(average, static_cast<double>(window[0]) * static_cast<double>(window[1]))});
+  Expr average = PoolOf(c, powered, true, 1, w);
+  double size = 1;
+  for (int64_t k : w.window) size *= static_cast<double>(k);
+  Expr sum = c.Op(kMultiply, {average, ScalarLike(average, size)});
   return {p == 1 ? sum : c.Op(kPower, {sum, ScalarLike(sum, 1.0 / static_cast<double>(p))})};
 }
 

@@ -513,6 +513,7 @@ const ConverterTable& Converters() {
     AddLossConverters(t);
     AddSignalConverters(t);
     AddDataDependentConverters(t);
+    AddTextConverters(t);
     AddNormalizationConverters(t);
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);

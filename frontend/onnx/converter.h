@@ -106,6 +106,7 @@ void AddControlConverters(ConverterTable& table);
 void AddLossConverters(ConverterTable& table);
 void AddSignalConverters(ConverterTable& table);
 void AddDataDependentConverters(ConverterTable& table);
+void AddTextConverters(ConverterTable& table);
 const ConverterTable& Converters();
 
 // Helpers shared by converters.

@@ -159,6 +159,13 @@ Type Pool2D(const std::vector<Type>& args, const Attrs& attrs) {
   return InLayout({data[0], data[1], oh, ow}, layout, TensorArg(args, 0).dtype);
 }
 
+// (the max pooling, int64 indices of the chosen elements in the flattened input), NCHW only.
+Type MaxPool2DWithIndices(const std::vector<Type>& args, const Attrs& attrs) {
+  Check(attrs.GetString("layout") == "NCHW", "takes NCHW data only");
+  Type values = Pool2D(args, attrs);
+  return Type::Tuple({values, Type::Tensor(values.tensor().shape, DLDataType{kDLInt, 64, 1})});
+}
+
 Type GlobalPool2D(const std::vector<Type>& args, const Attrs& attrs) {
   const std::string& layout = attrs.GetString("layout");
   std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), layout, "NCHW", "data");
@@ -237,6 +244,10 @@ void RegisterNnOps(OpTable& table) {
               OpPattern::kOpaque, LayerNorm, "layer norm over one axis (data, gamma, beta)"});
   Add(table, {"nn.max_pool2d", 1, 1, PoolAttrs(false), OpPattern::kOutEWiseFusable, Pool2D, "2-D max pooling",
               nullptr, LayoutRule::kPool});
+  std::vector<AttrSchema> with_indices = PoolAttrs(false);
+  with_indices.push_back({"storage_order", AttrKind::kInt, int64_t{0}, "indices over H and W column-major"});
+  Add(table, {"nn.max_pool2d_with_indices", 1, 1, with_indices, OpPattern::kOpaque, MaxPool2DWithIndices,
+              "2-D max pooling with the index of each chosen element"});
   Add(table, {"nn.avg_pool2d", 1, 1, PoolAttrs(true), OpPattern::kOutEWiseFusable, Pool2D, "2-D average pooling",
               nullptr, LayoutRule::kPool});
   Add(table, {"nn.global_avg_pool2d", 1, 1,

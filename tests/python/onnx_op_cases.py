@@ -90,6 +90,36 @@ def pooling(opset=14):
         g.node("MaxPool", [g.input((1, 2, 5, 6), dtype=np.uint8, low=0, high=256)], kernel_shape=[2, 2])
         g.node("MaxPool", [g.input((1, 2, 5, 6), dtype=np.int8, low=-128, high=128)], kernel_shape=[3, 2],
                strides=[2, 1])
+    # 3-D data (pooled over H and W, then over D), and MaxPool's Indices in both storage orders.
+    x3 = g.input((2, 2, 7, 6, 5))
+    g.node("MaxPool", [x3], kernel_shape=[3, 2, 3], strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0])
+    g.node("MaxPool", [x3], kernel_shape=[2, 2, 2], dilations=[2, 1, 2], ceil_mode=1, strides=[2, 2, 2])
+    g.node("AveragePool", [x3], kernel_shape=[3, 3, 2], strides=[2, 2, 1], pads=[1, 1, 0, 1, 1, 1])
+    g.node("AveragePool", [x3], kernel_shape=[3, 3, 2], strides=[2, 2, 1], pads=[1, 1, 0, 1, 1, 1], count_include_pad=1)
+    g.node("AveragePool", [x3], kernel_shape=[2, 3, 3], auto_pad="SAME_UPPER")
+    g.node("LpPool", [x3], kernel_shape=[2, 2, 3], p=3, strides=[1, 2, 1], pads=[0, 1, 1, 1, 0, 1])
+    g.node("LpPool", [x1], kernel_shape=[3], strides=[2])
+    g.node("MaxPool", [x], n_outputs=2, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    g.node("MaxPool", [x], n_outputs=2, kernel_shape=[2, 3], strides=[1, 2], storage_order=1)
+    return g
+
+
+def text(opset=11):
+    # TfIdfVectorizer over int32 and int64 tokens, one row and a batch: unigrams and bigrams,
+    # skip-grams, each weighting mode with and without weights, a repeated column.
+    g = Group("text", opset)
+    rows = g.input((3, 12), dtype=np.int32, low=0, high=6)
+    row = g.input((15,), dtype=np.int64, low=0, high=5)
+    grams = dict(pool_int64s=[1, 3, 4, 0, 2, 2, 3, 5, 1, 1, 4, 0, 3], ngram_counts=[0, 5])
+    pool = dict(ngram_indexes=[3, 1, 8, 0, 4, 5, 2, 7, 6], **grams)
+    for mode in ("TF", "IDF", "TFIDF"):
+        for skip in (0, 2):
+            g.node("TfIdfVectorizer", [rows], mode=mode, min_gram_length=1, max_gram_length=2, max_skip_count=skip,
+                   **pool)
+        g.node("TfIdfVectorizer", [row], mode=mode, min_gram_length=2, max_gram_length=2, max_skip_count=1,
+               weights=[0.5, 1, 2, 0.25, 3, 1.5, 0.75, 2.5, 4], **pool)
+    g.node("TfIdfVectorizer", [row], mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=3,
+           ngram_indexes=[0, 1, 2, 3, 4, 5, 6, 7, 6], **grams)
     return g
 
 
@@ -852,4 +882,5 @@ GROUPS = [
     (shapes, [13, 17, 18, 19]),
     (reductions, [13, 17, 18]),
     (data_dependent, [11, 13, 21]),
+    (text, [11, 17]),
 ]
