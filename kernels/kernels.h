@@ -205,6 +205,19 @@ struct GridSampleShape {
 void GridSample(const GridSampleShape& s, const float* data, const float* grid, float* out);
 void GridSample(const GridSampleShape& s, const double* data, const double* grid, double* out);
 
+// ---- Regions of interest (image/roi_align.cc) --------------------------------------------------
+// data [batch, channels, height, width]; rois [rois, 4] (x1, y1, x2, y2 before spatial_scale);
+// batch_indices[rois]; out [rois, channels, out_height, out_width]: per bin the average (or with
+// max_mode the largest weighted corner) of sampling_ratio^2 bilinear samples (0: as many as the
+// bin is wide, up to 1024 per axis); half_pixel shifts coordinates by -0.5. Fails on a batch
+// index out of range.
+struct RoiAlignShape {
+  int64_t batch, channels, height, width, rois, out_height, out_width, sampling_ratio;
+  float spatial_scale;
+  bool max_mode, half_pixel;
+};
+int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const int64_t* batch_indices, float* out);
+
 // Runs body(begin, end) over [0, count) split into chunks across the runtime's threads.
 // `body` is a plain function with a context pointer so that no std::function is needed.
 int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context);

@@ -214,6 +214,23 @@ KernelCall PlanNonMaxSuppression(const KernelOperands& o) {
   return call;
 }
 
+KernelCall PlanRoiAlign(const KernelOperands& o) {
+  const auto& data = o.input_types[0].shape;
+  const ir::Attrs& attrs = o.call.attrs;
+  const auto& pooled = attrs.GetInts("pooled_size");
+  KernelCall call;
+  call.kernel = "RoiAlign";
+  call.params_type = "RoiAlignShape";
+  call.params = {Int("batch", data[0]), Int("channels", data[1]), Int("height", data[2]), Int("width", data[3]),
+                 Int("rois", o.input_types[1].shape[0]), Int("out_height", pooled[0]), Int("out_width", pooled[1]),
+                 Int("sampling_ratio", attrs.GetInt("sample_ratio")),
+                 Float("spatial_scale", static_cast<float>(attrs.GetFloat("spatial_scale"))),
+                 Flag("max_mode", attrs.GetString("mode") == "max"), Flag("half_pixel", attrs.GetInt("aligned") != 0)};
+  call.args = {Buffer("data", o.inputs[0]), Buffer("rois", o.inputs[1]), Buffer("batch_indices", o.inputs[2]),
+               Buffer("out", o.outputs[0])};
+  return call;
+}
+
 // det: float32 or float64 (the kernel's overloads).
 KernelCall PlanDet(const KernelOperands& o) {
   const auto& shape = o.input_types[0].shape;

@@ -82,6 +82,7 @@ KernelCall PlanTopk(const KernelOperands& operands);
 KernelCall PlanUnique(const KernelOperands& operands);
 KernelCall PlanNonMaxSuppression(const KernelOperands& operands);
 KernelCall PlanGridSample(const KernelOperands& operands);
+KernelCall PlanRoiAlign(const KernelOperands& operands);
 KernelCall PlanDet(const KernelOperands& operands);
 KernelCall PlanLayerNorm(const KernelOperands& operands);
 

@@ -215,6 +215,7 @@ const Entry kLowerings[] = {
     {"layout_transform", Loops(EmitLayoutTransform)},
     {"image.resize", Loops(EmitResize)},
     {"image.grid_sample", Kernel(PlanGridSample)},
+    {"vision.roi_align", Kernel(PlanRoiAlign)},
     {"det", Kernel(PlanDet)},
 };
 

@@ -1,6 +1,7 @@
 // ONNX image ops: Resize (opsets 10 to 19) and Upsample as image.resize, GridSample as
-// image.grid_sample, AffineGrid as a batched product with a constant grid, DepthToSpace and SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales and sizes must be constants:
-// they decide the output's shape.
+// image.grid_sample, RoiAlign as vision.roi_align, AffineGrid as a batched product with a
+// constant grid, DepthToSpace and SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales
+// and sizes must be constants: they decide the output's shape.
 #include <cmath>
 
 #include "frontend/onnx/converter.h"
@@ -18,6 +19,7 @@ const OpRef kCast("cast");
 const OpRef kGridSample("image.grid_sample");
 const OpRef kResize("image.resize");
 const OpRef kReshape("reshape");
+const OpRef kRoiAlign("vision.roi_align");
 const OpRef kTranspose("transpose");
 
 using Outputs = std::vector<Expr>;
@@ -178,6 +180,21 @@ Outputs Upsample(const NodeContext& c) {
   return {ResizeByScales(c, c.ConstantFloats(1))};
 }
 
+// RoiAlign: coordinate_transformation_mode from opset 16 (half_pixel by default); before,
+// output_half_pixel (no shift).
+Outputs RoiAlign(const NodeContext& c) {
+  std::string mode = c.attr_string("coordinate_transformation_mode", c.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  if (mode != "half_pixel" && mode != "output_half_pixel") {
+    c.FailAt("attribute 'coordinate_transformation_mode'", "must be half_pixel or output_half_pixel, got '" + mode + "'");
+  }
+  Attrs attrs = MakeAttrs({{"pooled_size", Ints{c.attr_int("output_height", 1), c.attr_int("output_width", 1)}},
+                           {"spatial_scale", double{c.attr_float("spatial_scale", 1.0f)}},
+                           {"sample_ratio", c.attr_int("sampling_ratio", 0)},
+                           {"mode", c.attr_string("mode", "avg")},
+                           {"aligned", int64_t{mode == "half_pixel"}}});
+  return {c.Op(kRoiAlign, {c.input(0), c.input(1), c.input(2)}, attrs)};
+}
+
 // GridSample: 2-D images; mode bilinear / nearest / bicubic (linear / nearest / cubic from opset 20).
 Outputs GridSample(const NodeContext& c) {
   if (c.input_type(0).ndim() != 4) {
@@ -283,6 +300,7 @@ void AddImageConverters(ConverterTable& table) {
   Register(table, "Upsample", Upsample, 7);
   Register(table, "DepthToSpace", DepthToSpace, 1);
   Register(table, "GridSample", GridSample, 16);
+  Register(table, "RoiAlign", RoiAlign, 10);
   Register(table, "AffineGrid", AffineGrid, 20);
   Register(table, "SpaceToDepth", SpaceToDepth, 1);
 }

@@ -493,7 +493,7 @@ class GraphImporter {
       }
       const Expr* value = Find(name);
       if (value == nullptr) throw UnknownInput(node, index, name);
-      if (RaggedExtentOf(*value)) {
+      if (RaggedExtentOf(*value) && node.op_type() != "Identity") {  // Identity passes the value on as it is
         throw runtime::Error("has a shape that depends on the data; kiln runs such values only as outputs of the model",
                              {"", NodeLabel(node, index), "input '" + runtime::ValidUtf8(name) + "'"});
       }

@@ -71,9 +71,39 @@ Type GridSample(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor({data.shape[0], data.shape[1], grid.shape[1], grid.shape[2]}, data.dtype);
 }
 
+// vision.roi_align(data [N, C, H, W], rois [R, 4], batch_indices [R]): [R, C, pooled_size].
+Type RoiAlign(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& rois = TensorArg(args, 1);
+  const TensorType& batch = TensorArg(args, 2);
+  Check(data.ndim() == 4 && data.dtype == runtime::kFloat32, "data must be float32 [N, C, H, W], got ",
+        ShapeText(data.shape));
+  Check(rois.ndim() == 2 && rois.shape[1] == 4 && rois.dtype == runtime::kFloat32, "rois must be float32 [rois, 4], got ",
+        ShapeText(rois.shape));
+  Check(batch.ndim() == 1 && batch.shape[0] == rois.shape[0] && batch.dtype == DLDataType{kDLInt, 64, 1},
+        "batch_indices must be int64 [", rois.shape[0], "], got ", ShapeText(batch.shape));
+  const auto& pooled = attrs.GetInts("pooled_size");
+  Check(pooled.size() == 2 && pooled[0] > 0 && pooled[1] > 0, "pooled_size ", AttrValueText(pooled),
+        " must be two positive values");
+  Check(attrs.GetInt("sample_ratio") >= 0, "sample_ratio must not be negative");
+  const std::string& mode = attrs.GetString("mode");
+  Check(mode == "avg" || mode == "max", "mode '", mode, "' is not avg or max");
+  return Type::Tensor({rois.shape[0], data.shape[1], pooled[0], pooled[1]}, data.dtype);
+}
+
 }  // namespace
 
 void RegisterImageOps(OpTable& table) {
+  table["vision.roi_align"] = {
+      "vision.roi_align", 3, 3,
+      {{"pooled_size", AttrKind::kInts, {}, "the output's height and width per region"},
+       {"spatial_scale", AttrKind::kFloat, 1.0, "from the regions' coordinates to the data's"},
+       {"sample_ratio", AttrKind::kInt, int64_t{0}, "samples per bin along each axis (0: as many as it is wide)"},
+       {"mode", AttrKind::kString, std::string("avg"), "avg or max"},
+       {"aligned", AttrKind::kInt, int64_t{1}, "half-pixel coordinates (ONNX's half_pixel; else output_half_pixel)"}},
+      OpPattern::kOpaque,
+      RoiAlign,
+      "each region of interest pooled to a fixed grid from bilinear samples (ONNX RoiAlign)"};
   table["image.grid_sample"] = {
       "image.grid_sample", 2, 2,
       {{"method", AttrKind::kString, std::string("bilinear"), "nearest, bilinear or bicubic"},

@@ -663,6 +663,15 @@ def image(opset=13):
     if opset >= 11:
         g.node("DepthToSpace", [y], blocksize=2, mode="CRD")
     g.node("SpaceToDepth", [g.input((2, 3, 4, 6))], blocksize=2)
+    if opset >= 10:  # RoiAlign as Mask R-CNN crops its feature maps: avg and max, scaled regions
+        features = g.input((2, 3, 12, 10))
+        boxes = np.array([[0, 0, 9, 9], [1.5, 2.2, 7.9, 11.3], [4, 4, 4.5, 5], [-2, 3, 14, 20], [6, 1, 2, 8]])
+        rois, batch = g.input(boxes.shape, values=boxes), g.input((5,), dtype=np.int64, values=[0, 1, 1, 0, 1])
+        for mode, ratio in (("avg", 2), ("avg", 0), ("max", 2)):
+            modes = [{}] if opset < 16 else [{}, {"coordinate_transformation_mode": "output_half_pixel"}]
+            for extra in modes:
+                g.node("RoiAlign", [features, rois, batch], mode=mode, sampling_ratio=ratio, output_height=3,
+                       output_width=4, spatial_scale=0.8, **extra)
     return g
 
 
@@ -819,7 +828,7 @@ def data_dependent(opset=11):
     g.node("NonZero", [g.node("Cast", [sparse], output=False, to=F)])
     g.node("NonZero", [sparse])
     g.node("NonZero", [g.input((7,), dtype=np.bool_, values=[1, 0, 0, 1, 1, 0, 1])])
-    g.node("NonZero", [g.input((2, 3), values=np.zeros((2, 3)))])
+    g.node("Identity", [g.node("NonZero", [g.input((2, 3), values=np.zeros((2, 3)))], output=False)])
     data = g.input((4, 5, 3))
     for axis in (0, 1, -1):
         length = (4, 5, 3)[axis]
