@@ -8,6 +8,15 @@
 namespace kiln::runtime {
 namespace {
 
+struct Float8Name {
+  std::string_view name;
+  uint8_t code;
+};
+constexpr Float8Name kFloat8Names[] = {{"float8_e4m3fn", kDLFloat8E4M3FN},
+                                       {"float8_e4m3fnuz", kDLFloat8E4M3FNUZ},
+                                       {"float8_e5m2", kDLFloat8E5M2},
+                                       {"float8_e5m2fnuz", kDLFloat8E5M2FNUZ}};
+
 // Parses a decimal number filling all of `text`; returns -1 when it is not one.
 int64_t ParseCount(std::string_view text) {
   int64_t value = -1;
@@ -22,6 +31,9 @@ DLDataType ParseDType(std::string_view text) {
   auto fail = [&]() { Fail("'", text, "' is not a dtype (expected e.g. float32, int8, uint1, bool, bfloat16 or float32x4)"); };
   if (text == "bool") return DLDataType{kDLUInt, 1, 1};
   if (text == "handle") return DLDataType{3 /* kTVMOpaqueHandle */, 64, 1};
+  for (const Float8Name& f : kFloat8Names) {
+    if (text == f.name) return DLDataType{f.code, 8, 1};
+  }
 
   DLDataType dtype{kDLFloat, 32, 1};
   std::string_view rest;
@@ -63,6 +75,9 @@ DLDataType ParseDType(std::string_view text) {
 
 std::string DTypeToString(DLDataType dtype) {
   if (dtype.code == kDLUInt && dtype.bits == 1 && dtype.lanes == 1) return "bool";
+  for (const Float8Name& f : kFloat8Names) {
+    if (dtype.code == f.code && dtype.bits == 8 && dtype.lanes == 1) return std::string(f.name);
+  }
   std::string name;
   switch (dtype.code) {
     case kDLInt: name = "int"; break;

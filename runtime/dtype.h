@@ -19,6 +19,20 @@ inline int64_t DTypeBytes(DLDataType dtype) { return (int64_t{dtype.bits} * dtyp
 
 constexpr DLDataType kFloat32{kDLFloat, 32, 1};
 
+// The 8-bit floating-point formats of ONNX (opset 19), with DLPack 1.1's type codes (this DLPack
+// header predates them) and ml_dtypes' names: "float8_e4m3fn" (no infinities), "float8_e4m3fnuz"
+// and "float8_e5m2fnuz" (neither infinities nor a negative zero; one NaN) and "float8_e5m2"
+// (IEEE-like).
+enum Float8Code : uint8_t {
+  kDLFloat8E4M3FN = 10,
+  kDLFloat8E4M3FNUZ = 11,
+  kDLFloat8E5M2 = 12,
+  kDLFloat8E5M2FNUZ = 13,
+};
+inline bool IsFloat8(DLDataType dtype) {
+  return dtype.code >= kDLFloat8E4M3FN && dtype.code <= kDLFloat8E5M2FNUZ && dtype.bits == 8;
+}
+
 }  // namespace kiln::runtime
 
 // Global, like DLDataType itself, so that argument-dependent lookup finds them.

@@ -50,7 +50,7 @@ ArrayHeader ReadArrayHeader(ByteReader& reader) {
   dtype.bits = reader.Read<uint8_t>("array dtype bits");
   dtype.lanes = reader.Read<uint16_t>("array dtype lanes");
   bool known_code = dtype.code == kDLInt || dtype.code == kDLUInt || dtype.code == kDLFloat ||
-                    dtype.code == kDLBfloat;
+                    dtype.code == kDLBfloat || IsFloat8(dtype);
   // The widths ParseDType accepts: no float7 or bfloat32 arrays that no graph could use.
   bool valid_bits = dtype.code == kDLFloat    ? dtype.bits == 16 || dtype.bits == 32 || dtype.bits == 64
                     : dtype.code == kDLBfloat ? dtype.bits == 16

@@ -139,8 +139,33 @@ UNSUPPORTED = re.compile(r"unsupported|not supported|only .* supported|must be a
                          re.I)
 
 
+# ONNX's float8 types: how onnx.helper converts float32 to each (e4m3 or e5m2, fn, uz).
+FLOAT8 = {17: ("e4m3", True, False), 18: ("e4m3", True, True), 19: ("e5m2", False, False), 20: ("e5m2", True, True)}
+
+
+def float8_bits(values, elem_type):
+    kind, fn, uz = FLOAT8[elem_type]
+    convert = onnx.helper.float32_to_float8e4m3 if kind == "e4m3" else onnx.helper.float32_to_float8e5m2
+    return np.array([convert(v, fn=fn, uz=uz) for v in np.asarray(values, np.float32).ravel()],
+                    np.uint8).reshape(np.shape(values))
+
+
+def float8_values(bits, elem_type):
+    kind, fn, uz = FLOAT8[elem_type]
+    decode = numpy_helper.float8e4m3_to_float32 if kind == "e4m3" else numpy_helper.float8e5m2_to_float32
+    return decode(bits.astype(np.uint32), fn=fn, uz=uz).astype(np.float32).reshape(bits.shape)
+
+
+def elem_types(values):
+    return {v.name: v.type.tensor_type.elem_type for v in values}
+
+
 def run_kiln(kiln, model, feeds, timeout):
-    """(status, detail) of `model` compiled and run by the kiln command line."""
+    """(status, detail) of `model` compiled and run by the kiln command line. kiln's .npz files
+    hold float8 as its bits (uint8; numpy has no float8), where ONNX's data holds float32 values."""
+    inputs = elem_types(model.graph.input)
+    feeds = {name: float8_bits(a, inputs[name]) if inputs.get(name) in FLOAT8 else a for name, a in feeds.items()}
+    outputs = [v.type.tensor_type.elem_type for v in model.graph.output]
     with tempfile.TemporaryDirectory(prefix="kiln-conformance-") as tmp:
         tmp = pathlib.Path(tmp)
         onnx.save(model, tmp / "model.onnx")
@@ -158,7 +183,8 @@ def run_kiln(kiln, model, feeds, timeout):
             if done.returncode != 0:
                 return classify_failure(done)
         out = np.load(tmp / "out.npz")
-        return "actual", [out[f"output_{i}"] for i in range(len(out.files))]
+        actual = [out[f"output_{i}"] for i in range(len(out.files))]
+        return "actual", [float8_values(a, t) if t in FLOAT8 else a for a, t in zip(actual, outputs)]
 
 
 def classify_failure(process):

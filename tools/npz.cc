@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
 
@@ -49,6 +50,9 @@ std::string Descr(DLDataType d) {
   if (d.code == kDLInt) return d.bits == 8 ? "|i1" : StrCat("<i", d.bits / 8);
   if (d.code == kDLUInt && d.bits == 1) return "|b1";
   if (d.code == kDLUInt) return d.bits == 8 ? "|u1" : StrCat("<u", d.bits / 8);
+  // numpy has no bfloat16 or float8: their bits, as unsigned integers of their width.
+  if (d.code == kDLBfloat && d.bits == 16) return "<u2";
+  if (runtime::IsFloat8(d)) return "|u1";
   Fail("cannot write dtype ", runtime::DTypeToString(d), " to .npy");
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/profiler.h"
 #include "tools/artifact.h"
@@ -94,7 +95,11 @@ int RunCommand(const std::vector<std::string>& args) {
   std::set<std::string> given;
   if (cli.Has("--inputs")) {
     for (auto& [name, array] : ReadNpz(cli.Get("--inputs"))) {
-      exec.SetInput(exec.InputIndex(name), *array.get());
+      int index = exec.InputIndex(name);
+      DLDataType want = exec.GetInput(index).dtype(), got = array.dtype();
+      bool narrow = (want.code == kDLBfloat && want.bits == 16) || runtime::IsFloat8(want);
+      if (narrow && got.code == kDLUInt && got.bits == want.bits) array = array.CreateView(array.shape(), want);
+      exec.SetInput(index, *array.get());
       given.insert(name);
     }
   }

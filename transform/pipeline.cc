@@ -12,7 +12,7 @@
 #include "transform/fold_constant.h"
 #include "transform/fold_scale_axis.h"
 #include "transform/fuse_ops.h"
-#include "transform/legalize_float16.h"
+#include "transform/legalize_narrow_floats.h"
 #include "transform/simplify_expr.h"
 #include "transform/simplify_inference.h"
 
@@ -35,7 +35,7 @@ Expr RunFuseOps(const Expr& main, const PassEnvironment& environment) {
 
 const std::vector<Pass>& BuildPipeline() {
   static const std::vector<Pass> pipeline = {
-      {"LegalizeFloat16", 0, LegalizeFloat16},
+      {"LegalizeNarrowFloats", 0, LegalizeNarrowFloats},
       {"SimplifyInference", 0, SimplifyInference},
       {"SimplifyExpr", 0, SimplifyExpr},
       {"EliminateCommonSubexpr", 3, EliminateCommonSubexpr},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -27,6 +28,12 @@ std::string CType(DLDataType dtype) {
     if (dtype.code == kDLUInt && dtype.bits == 32) return "uint32_t";
     if (dtype.code == kDLUInt && dtype.bits == 64) return "uint64_t";
     if (dtype.code == kDLUInt && dtype.bits == 1) return "uint8_t";
+    // Stored as their bits, computed in float (kernels/elementwise/narrow_floats.h).
+    if (dtype.code == kDLBfloat && dtype.bits == 16) return "kiln::kernels::BFloat16";
+    if (dtype.code == runtime::kDLFloat8E4M3FN && dtype.bits == 8) return "kiln::kernels::Float8E4M3FN";
+    if (dtype.code == runtime::kDLFloat8E4M3FNUZ && dtype.bits == 8) return "kiln::kernels::Float8E4M3FNUZ";
+    if (dtype.code == runtime::kDLFloat8E5M2 && dtype.bits == 8) return "kiln::kernels::Float8E5M2";
+    if (dtype.code == runtime::kDLFloat8E5M2FNUZ && dtype.bits == 8) return "kiln::kernels::Float8E5M2FNUZ";
   }
   runtime::Fail("dtype ", runtime::DTypeToString(dtype), " is not supported by the host code generator");
 }

@@ -2,6 +2,7 @@
 #include <unordered_map>
 
 #include "backend/codegen/lowering.h"
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -163,7 +164,15 @@ const Entry kLowerings[] = {
        std::string lo = AttrOf(call, "a_min", t), hi = AttrOf(call, "a_max", t);
        return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + lo + "), " + hi + ")";
      }, Step::kClip)},
-    {"cast", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
+    // To and from bfloat16 and float8 through float (their structs convert); to float8 saturating or not.
+    {"cast", Elementwise([](Call call, Elements v, CType_) {
+       DLDataType from = call.args[0]->type().tensor().dtype, to = call.type().tensor().dtype;
+       if (runtime::IsFloat8(to)) {
+         return CType(to) + "(static_cast<float>(" + v[0] + "), " + (call.attrs.GetInt("saturate") != 0 ? "true" : "false") + ")";
+       }
+       bool narrow = runtime::IsFloat8(from) || from.code == kDLBfloat || to.code == kDLBfloat;
+       return narrow ? "static_cast<float>(" + v[0] + ")" : v[0];
+     })},
     {"broadcast_to", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
     {"nn.bias_add", AlongAxis([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; })},
     // (x - mean) / sqrt(var + eps) * gamma + beta

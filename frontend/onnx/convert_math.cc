@@ -167,7 +167,7 @@ Outputs Clip(const NodeContext& c) {
 // Input 0 as `to` (itself when it has that type already).
 Outputs CastInputTo(const NodeContext& c, DLDataType to) {
   if (to == c.input_type(0).dtype) return {c.input(0)};
-  return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}}))};
+  return {c.Op(kCast, {c.input(0)}, MakeAttrs({{"dtype", runtime::DTypeToString(to)}, {"saturate", c.attr_int("saturate", 1)}}))};
 }
 
 Outputs Cast(const NodeContext& c) { return CastInputTo(c, OnnxDType(static_cast<int32_t>(c.attr_int("to")))); }

@@ -4,6 +4,7 @@
 // them then run in float32 on the dequantized values, which gives the integer results of ONNX
 // Runtime's fused integer kernels or differs from them by one step of the scale.
 #include "frontend/onnx/converter.h"
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 
 namespace kiln::frontend {
@@ -57,15 +58,21 @@ std::pair<double, double> Range(const NodeContext& c, DLDataType dtype, size_t i
   if (dtype == DLDataType{kDLInt, 8, 1}) return {-128.0, 127.0};
   if (dtype == DLDataType{kDLUInt, 16, 1}) return {0.0, 65535.0};
   if (dtype == DLDataType{kDLInt, 16, 1}) return {-32768.0, 32767.0};
-  c.FailAt(StrCat("input ", input), "quantized values must be 8- or 16-bit integers, got " + runtime::DTypeToString(dtype));
+  c.FailAt(StrCat("input ", input), "quantized values of dtype " + runtime::DTypeToString(dtype) +
+                                        " are not supported (8- or 16-bit integers, or float8)");
 }
 
-// y = saturate(round(x / scale) + zero_point), halves to even.
+// y = saturate(round(x / scale) + zero_point), halves to even; to float8 (whose zero point is 0),
+// x / scale cast to it, saturating unless the node says otherwise.
 Outputs QuantizeLinear(const NodeContext& c) {
   const TensorType& x = c.input_type(0);
   DLDataType out = c.has_input(2) ? c.input_type(2).dtype : DLDataType{kDLUInt, 8, 1};
-  auto [lo, hi] = Range(c, out, 2);
   Expr scale = AlongAxis(c, CastTo(c, c.input(1), x.dtype), 1);
+  if (runtime::IsFloat8(out)) {
+    return {c.Op(kCast, {c.Op(kDivide, {c.input(0), scale})},
+                 MakeAttrs({{"dtype", runtime::DTypeToString(out)}, {"saturate", c.attr_int("saturate", 1)}}))};
+  }
+  auto [lo, hi] = Range(c, out, 2);
   Expr y = c.Op(kRound, {c.Op(kDivide, {c.input(0), scale})});
   if (c.has_input(2)) y = c.Op(kAdd, {y, AlongAxis(c, CastTo(c, c.input(2), x.dtype), 2)});
   return {CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out)};
@@ -75,7 +82,7 @@ Outputs QuantizeLinear(const NodeContext& c) {
 Outputs DequantizeLinear(const NodeContext& c) {
   const TensorType& x = c.input_type(0);
   DLDataType real = c.input_type(1).dtype;
-  if (x.dtype != DLDataType{kDLInt, 32, 1}) Range(c, x.dtype, 0);
+  if (x.dtype != DLDataType{kDLInt, 32, 1} && !runtime::IsFloat8(x.dtype)) Range(c, x.dtype, 0);
   Expr y = CastTo(c, c.input(0), real);
   if (c.has_input(2)) y = c.Op(kSubtract, {y, AlongAxis(c, CastTo(c, c.input(2), real), 2)});
   return {c.Op(kMultiply, {y, AlongAxis(c, c.input(1), 1)})};

@@ -13,6 +13,7 @@
 #include "frontend/onnx/inference_guards.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/evaluate.h"
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
 #include "runtime/text.h"
@@ -536,6 +537,11 @@ DLDataType OnnxDType(int32_t onnx_type) {
     case onnx::TensorProto::DOUBLE: return {kDLFloat, 64, 1};
     case onnx::TensorProto::FLOAT16: return {kDLFloat, 16, 1};
     case onnx::TensorProto::BFLOAT16: return {kDLBfloat, 16, 1};
+    // FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ (ONNX 1.14; libonnx 1.12 names none).
+    case 17: return {runtime::kDLFloat8E4M3FN, 8, 1};
+    case 18: return {runtime::kDLFloat8E4M3FNUZ, 8, 1};
+    case 19: return {runtime::kDLFloat8E5M2, 8, 1};
+    case 20: return {runtime::kDLFloat8E5M2FNUZ, 8, 1};
     case onnx::TensorProto::INT64: return {kDLInt, 64, 1};
     case onnx::TensorProto::INT32: return {kDLInt, 32, 1};
     case onnx::TensorProto::INT16: return {kDLInt, 16, 1};

@@ -440,7 +440,10 @@ void RegisterElementwiseOps(OpTable& table) {
               {{"a_min", AttrKind::kFloat, {}, "lower bound"}, {"a_max", AttrKind::kFloat, {}, "upper bound"}},
               OpPattern::kElemWise, SameAsInput, "min(max(x, a_min), a_max)", EvaluateUnary<ClipOp>,
               LayoutRule::kElementwise});
-  Add(table, {"cast", 1, 1, {{"dtype", AttrKind::kString, {}, "target dtype"}}, OpPattern::kElemWise, Cast,
+  Add(table, {"cast", 1, 1,
+              {{"dtype", AttrKind::kString, {}, "target dtype"},
+               {"saturate", AttrKind::kInt, int64_t{1}, "to float8: out-of-range values become the largest (else NaN or infinity)"}},
+              OpPattern::kElemWise, Cast,
               "converts to another dtype", EvaluateCast, LayoutRule::kElementwise});
   Add(table, {"nn.dropout", 1, 1, {{"rate", AttrKind::kFloat, 0.5, "drop rate (unused at inference)"}},
               OpPattern::kElemWise, SameAsInput, "identity at inference; removed by SimplifyInference", EvaluateCopy,

@@ -800,7 +800,7 @@ def losses_and_sampling(opset=13):
 
 def float16(opset=17):
     # A float16 model as converters write them (weights and activations float16): kiln stores
-    # float16 and computes in float32 (LegalizeFloat16), rounding to float16 after each op.
+    # float16 and computes in float32 (LegalizeNarrowFloats), rounding to float16 after each op.
     g = Group("float16", opset, rtol=4e-3)
     x = g.input((1, 3, 6, 6), dtype=np.float16)
     w = g.const(g.rng.standard_normal((4, 3, 3, 3)) * 0.3, dtype=np.float16)

@@ -22,12 +22,15 @@ TEST(DType, ParsesTvmDtypeStrings) {
       {"uint1", {kDLUInt, 1, 1}},     {"bool", {kDLUInt, 1, 1}},      {"bfloat16", {kDLBfloat, 16, 1}},
       {"float32x4", {kDLFloat, 32, 4}}, {"int8x16", {kDLInt, 8, 16}}, {"int", {kDLInt, 32, 1}},
       {"float", {kDLFloat, 32, 1}},   {"handle", {3, 64, 1}},  {"floatx4", {kDLFloat, 32, 4}},
+      {"float8_e4m3fn", {kDLFloat8E4M3FN, 8, 1}}, {"float8_e4m3fnuz", {kDLFloat8E4M3FNUZ, 8, 1}},
+      {"float8_e5m2", {kDLFloat8E5M2, 8, 1}},     {"float8_e5m2fnuz", {kDLFloat8E5M2FNUZ, 8, 1}},
   };
   for (const Case& c : cases) EXPECT_EQ(ParseDType(c.text), c.dtype) << c.text;
 }
 
 TEST(DType, PrintsWhatItParses) {
-  for (const char* text : {"float32", "float16", "int8", "uint8", "bool", "bfloat16", "float32x4", "int64", "handle"}) {
+  for (const char* text : {"float32", "float16", "int8", "uint8", "bool", "bfloat16", "float32x4", "int64", "handle",
+                           "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"}) {
     EXPECT_EQ(DTypeToString(ParseDType(text)), text);
   }
   EXPECT_EQ(DTypeToString(ParseDType("uint1")), "bool");

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
 #include "tests/fuzz_regression_inputs.h"
@@ -34,6 +35,26 @@ TEST(Npz, WrittenArraysReadBack) {
   EXPECT_EQ(arrays[1].first, "b");
   EXPECT_EQ(arrays[1].second.shape(), std::vector<int64_t>{});
   EXPECT_EQ(*static_cast<int64_t*>(arrays[1].second.data()), -7);
+}
+
+// numpy has no bfloat16 or float8: such arrays are written as their bits, unsigned integers of
+// their width, and read back as those.
+TEST(Npz, NarrowFloatsAreWrittenAsTheirBits) {
+  runtime::NDArray bf16 = runtime::NDArray::Empty({2}, DLDataType{kDLBfloat, 16, 1});
+  uint16_t halves[] = {0x3F80, 0xC000};  // 1, -2
+  std::memcpy(bf16.data(), halves, sizeof(halves));
+  runtime::NDArray f8 = runtime::NDArray::Empty({3}, DLDataType{runtime::kDLFloat8E5M2, 8, 1});
+  uint8_t bytes[] = {0x3C, 0x7C, 0x80};
+  std::memcpy(f8.data(), bytes, sizeof(bytes));
+  fs::path path = fs::temp_directory_path() / ("kiln_npz_narrow_" + std::to_string(::getpid()) + ".npz");
+  WriteNpz(path.string(), {{"bf16", bf16}, {"f8", f8}});
+  NamedArrayList arrays = ReadNpz(path.string());
+  fs::remove(path);
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays[0].second.dtype(), (DLDataType{kDLUInt, 16, 1}));
+  EXPECT_EQ(std::memcmp(arrays[0].second.data(), halves, sizeof(halves)), 0);
+  EXPECT_EQ(arrays[1].second.dtype(), (DLDataType{kDLUInt, 8, 1}));
+  EXPECT_EQ(std::memcmp(arrays[1].second.data(), bytes, sizeof(bytes)), 0);
 }
 
 TEST(Npz, FuzzRegressionsAreRejectedWithError) {

@@ -92,7 +92,7 @@ TEST(Pipeline, Errors) {
   PassContext unknown;
   unknown.disabled_passes = {"FoldEverything"};
   EXPECT_THAT([&] { try { RunModel(unknown); } catch (const runtime::Error& e) { return std::string(e.what()); } return std::string(); }(),
-              HasSubstr("unknown pass 'FoldEverything' (passes: LegalizeFloat16, SimplifyInference, SimplifyExpr"));
+              HasSubstr("unknown pass 'FoldEverything' (passes: LegalizeNarrowFloats, SimplifyInference, SimplifyExpr"));
   PassContext no_fusion;
   no_fusion.disabled_passes = {"FuseOps"};
   EXPECT_THROW(RunModel(no_fusion), runtime::Error);

@@ -1,9 +1,9 @@
-// LegalizeFloat16, SimplifyInference, SimplifyExpr, EliminateCommonSubexpr and DeadCodeElimination: IR text
+// LegalizeNarrowFloats, SimplifyInference, SimplifyExpr, EliminateCommonSubexpr and DeadCodeElimination: IR text
 // before and expected after, including where they must not fire.
 #include "pass_test_util.h"
 #include "transform/dead_code_elimination.h"
 #include "transform/eliminate_common_subexpr.h"
-#include "transform/legalize_float16.h"
+#include "transform/legalize_narrow_floats.h"
 #include "transform/simplify_expr.h"
 #include "transform/simplify_inference.h"
 
@@ -11,8 +11,8 @@ namespace kiln::transform {
 namespace {
 
 // Arithmetic on float16 runs on float32 between casts; data movement and float32 ops stay.
-TEST(LegalizeFloat16, ComputesInFloat32BetweenCasts) {
-  ExpectPass(LegalizeFloat16, R"(fn (%x: Tensor[(2, 3), float16], %y: Tensor[(2, 3), float32]) {
+TEST(LegalizeNarrowFloats, ComputesInFloat32BetweenCasts) {
+  ExpectPass(LegalizeNarrowFloats, R"(fn (%x: Tensor[(2, 3), float16], %y: Tensor[(2, 3), float32]) {
     %0 = transpose(%x, axes=[1, 0]);
     %1 = exp(%0);
     %2 = cast(%y, dtype="float16");
@@ -34,6 +34,25 @@ TEST(LegalizeFloat16, ComputesInFloat32BetweenCasts) {
     %9 = cast(%8, dtype="float16");
     %10 = nn.relu(%y);
     (%9, %10)
+  })");
+}
+
+TEST(LegalizeNarrowFloats, BFloat16AndFloat8AreCastBackToTheirOwnFormat) {
+  ExpectPass(LegalizeNarrowFloats, R"(fn (%x: Tensor[(4), bfloat16], %y: Tensor[(4), float8_e4m3fn]) {
+    %0 = abs(%x);
+    %1 = reshape(%y, newshape=[2, 2]);
+    %2 = negative(%1);
+    (%0, %2)
+  })",
+             R"(fn (%x: Tensor[(4), bfloat16], %y: Tensor[(4), float8_e4m3fn]) {
+    %0 = cast(%x, dtype="float32");
+    %1 = abs(%0);
+    %2 = cast(%1, dtype="bfloat16");
+    %3 = reshape(%y, newshape=[2, 2]);
+    %4 = cast(%3, dtype="float32");
+    %5 = negative(%4);
+    %6 = cast(%5, dtype="float8_e4m3fn");
+    (%2, %6)
   })");
 }
 

@@ -1,7 +1,9 @@
-// LegalizeFloat16.
-#include "transform/legalize_float16.h"
+// LegalizeNarrowFloats.
+#include "transform/legalize_narrow_floats.h"
 
 #include <set>
+
+#include "runtime/dtype.h"
 
 namespace kiln::transform {
 
@@ -11,11 +13,14 @@ namespace {
 
 const OpRef kCast("cast");
 
-const DLDataType kFloat16{kDLFloat, 16, 1};
+// float16, bfloat16 and the float8 formats.
+bool IsNarrowFloat(const Type& type) {
+  if (!type.is_tensor()) return false;
+  DLDataType d = type.tensor().dtype;
+  return d == DLDataType{kDLFloat, 16, 1} || d == DLDataType{kDLBfloat, 16, 1} || runtime::IsFloat8(d);
+}
 
-bool IsFloat16(const Type& type) { return type.is_tensor() && type.tensor().dtype == kFloat16; }
-
-// Ops that only move or copy elements: they run on float16 as they are.
+// Ops that only move or copy elements: they run on the narrow formats as they are.
 bool MovesData(const std::string& op) {
   static const std::set<std::string> moves = {"cast",         "reshape",      "squeeze",   "expand_dims",
                                               "transpose",    "concatenate",  "split",     "strided_slice",
@@ -30,27 +35,31 @@ Expr CastTo(const Expr& x, const char* dtype) {
   return Call(kCast, {x}, attrs);
 }
 
+Expr CastBack(const Expr& x, const Type& narrow) {
+  return CastTo(x, runtime::DTypeToString(narrow.tensor().dtype).c_str());
+}
+
 }  // namespace
 
-Expr LegalizeFloat16(const Expr& main, const PassEnvironment&) {
+Expr LegalizeNarrowFloats(const Expr& main, const PassEnvironment&) {
   const auto* f = main->As<FunctionNode>();
   Expr body = Rewrite(f->body, [](const Expr& original, const std::vector<Expr>& inputs) -> Expr {
     const auto* call = original->As<CallNode>();
     if (call == nullptr || call->op == nullptr || MovesData(call->op->name)) return WithInputs(original, inputs);
     const Type& type = original->type();
-    bool touches = IsFloat16(type);
-    for (size_t k = 0; !type.is_tensor() && k < type.fields().size(); ++k) touches = touches || IsFloat16(type.fields()[k]);
-    for (const Expr& in : inputs) touches = touches || IsFloat16(in->type());
+    bool touches = IsNarrowFloat(type);
+    for (size_t k = 0; !type.is_tensor() && k < type.fields().size(); ++k) touches = touches || IsNarrowFloat(type.fields()[k]);
+    for (const Expr& in : inputs) touches = touches || IsNarrowFloat(in->type());
     if (!touches) return WithInputs(original, inputs);
     std::vector<Expr> widened;
-    for (const Expr& in : inputs) widened.push_back(IsFloat16(in->type()) ? CastTo(in, "float32") : in);
+    for (const Expr& in : inputs) widened.push_back(IsNarrowFloat(in->type()) ? CastTo(in, "float32") : in);
     Expr computed = Call(*call->op, widened, call->attrs);
-    if (type.is_tensor()) return IsFloat16(type) ? CastTo(computed, "float16") : computed;
+    if (type.is_tensor()) return IsNarrowFloat(type) ? CastBack(computed, type) : computed;
     // A tuple (topk, split): each float16 field cast back.
     std::vector<Expr> fields;
     for (size_t k = 0; k < type.fields().size(); ++k) {
       Expr field = TupleGetItem(computed, static_cast<int>(k));
-      fields.push_back(IsFloat16(type.fields()[k]) ? CastTo(field, "float16") : field);
+      fields.push_back(IsNarrowFloat(type.fields()[k]) ? CastBack(field, type.fields()[k]) : field);
     }
     return Tuple(fields);
   });
