@@ -26,6 +26,7 @@ const OpRef kMultiply("multiply");
 const OpRef kReshape("reshape");
 const OpRef kRound("round");
 const OpRef kSubtract("subtract");
+const OpRef kTranspose("transpose");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -142,13 +143,14 @@ Expr ScalarInput(const NodeContext& c, size_t i) {
 
 // The QLinear ops' requantization of an int32 sum, as ONNX Runtime does it:
 // saturate(round(sum * (input_scale * weight_scale / y_scale)) + y_zero_point), halves to even;
-// y_scale and y_zero_point are inputs 6 and 7 of both ops.
-Expr Requantize(const NodeContext& c, const Expr& sum, const Expr& input_times_weight_scale) {
-  DLDataType out = c.input_type(7).dtype;
-  auto [lo, hi] = Range(c, out, 7);
-  Expr multiplier = c.Op(kDivide, {input_times_weight_scale, ScalarInput(c, 6)});
+// y_scale and y_zero_point are inputs `y_scale` and `y_scale` + 1 (6 and 7 of QLinearConv and
+// QLinearMatMul, 7 and 8 of QGemm).
+Expr Requantize(const NodeContext& c, const Expr& sum, const Expr& input_times_weight_scale, size_t y_scale = 6) {
+  DLDataType out = c.input_type(y_scale + 1).dtype;
+  auto [lo, hi] = Range(c, out, y_scale + 1);
+  Expr multiplier = c.Op(kDivide, {input_times_weight_scale, ScalarInput(c, y_scale)});
   Expr y = c.Op(kRound, {c.Op(kMultiply, {CastTo(c, sum, DLDataType{kDLFloat, 32, 1}), multiplier})});
-  y = c.Op(kAdd, {y, ScalarInput(c, 7)});
+  y = c.Op(kAdd, {y, ScalarInput(c, y_scale + 1)});
   return CastTo(c, c.Op(kClip, {y}, MakeAttrs({{"a_min", lo}, {"a_max", hi}})), out);
 }
 
@@ -211,6 +213,33 @@ Outputs QLinearConv(const NodeContext& c) {
 }
 
 }  // namespace
+
+// QGemm (ONNX Runtime's, which its QDQ transformer makes of DequantizeLinear -> Gemm ->
+// QuantizeLinear): A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (int32 bias or none),
+// y_scale, y_zero_point; B [K, N], or [N, K] with transB (per-column scales and zero points).
+Outputs QGemm(const NodeContext& c) {
+  DLDataType int32{kDLInt, 32, 1}, float32{kDLFloat, 32, 1};
+  if (c.attr_int("transA", 0) != 0 || c.attr_float("alpha", 1.0f) != 1.0f) c.Fail("needs transA = 0 and alpha = 1");
+  Range(c, c.input_type(0).dtype, 0);
+  Range(c, c.input_type(3).dtype, 3);
+  Expr a = c.Op(kSubtract, {CastTo(c, c.input(0), int32), MatMulOperandParam(c, 2, 0, true)});
+  Expr b = CastTo(c, c.input(3), int32);
+  if (c.attr_int("transB", 0) != 0) b = c.Op(kTranspose, {b}, MakeAttrs({{"axes", Ints{1, 0}}}));
+  // B's parameters per column of B as the product takes it ([K, N]).
+  auto per_column = [&](size_t input) {
+    const TensorType& t = c.input_type(input);
+    int64_t columns = b->type().tensor().shape.back();
+    if (t.NumElements() != 1 && t.NumElements() != columns) {
+      c.FailAt(StrCat("input ", input), StrCat("must hold one value or one per column (", columns, ")"));
+    }
+    return c.Op(kReshape, {c.input(input)}, MakeAttrs({{"newshape", t.NumElements() == 1 ? Ints{} : Ints{columns}}}));
+  };
+  b = c.Op(kSubtract, {b, CastTo(c, per_column(5), int32)});
+  Expr sum = MatMulOf(c, a, b);
+  if (c.has_input(6)) sum = c.Op(kAdd, {sum, CastTo(c, c.input(6), int32)});
+  Expr scale = c.Op(kMultiply, {ScalarInput(c, 1), CastTo(c, per_column(4), float32)});
+  return {Requantize(c, sum, scale, 7)};
+}
 
 void AddQuantizeConverters(ConverterTable& table) {
   Register(table, "QuantizeLinear", QuantizeLinear, 10);

@@ -123,6 +123,9 @@ ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
 ir::Expr Conv2DOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
 // log(softmax(x)) over `axes`, shifted by the maximum.
 ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::vector<int64_t>& axes);
+// ONNX Runtime's QGemm (com.microsoft), as the importer makes it of a DequantizeLinear -> Gemm ->
+// QuantizeLinear group: not registered (kiln imports no com.microsoft ops).
+std::vector<ir::Expr> QGemm(const NodeContext& context);
 // A scalar constant of a dtype (float32/64, int32/64, bool; float16 as a cast float32 constant),
 // or of `like`'s dtype.
 ir::Expr ScalarOf(DLDataType dtype, double value);

@@ -12,6 +12,7 @@
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/inference_guards.h"
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/onnx/qdq_groups.h"
 #include "ir/evaluate.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -505,8 +506,9 @@ class GraphImporter {
     };
     NodeContext context(node, std::move(inputs), opset_, subgraphs);
     std::vector<Expr> outputs;
+    if (auto group = qdq_groups_.find(index); group != qdq_groups_.end()) outputs = ConvertQdqGroup(group->second);
     try {
-      outputs = Converters().at(node.op_type()).convert(context);
+      if (outputs.empty()) outputs = Converters().at(node.op_type()).convert(context);
     } catch (runtime::Error& e) {
       e.AddLocation({"", NodeLabel(node, index), ""});
       throw;
@@ -521,7 +523,26 @@ class GraphImporter {
     }
   }
 
+  // The integer node of a QDQ group (qdq_groups.h), converted in place of its QuantizeLinear; no
+  // outputs when its dtypes or forms do not fit the integer ops (the float ops then stand).
+  std::vector<Expr> ConvertQdqGroup(const onnx::NodeProto& fused) {
+    std::vector<Expr> inputs;
+    for (const std::string& name : fused.input()) {
+      const Expr* value = name.empty() ? nullptr : Find(name);
+      if (!name.empty() && value == nullptr) return {};
+      inputs.push_back(value == nullptr ? nullptr : *value);
+    }
+    if (!QdqGroupDTypesFit(fused, inputs)) return {};
+    NodeContext context(fused, std::move(inputs), opset_);
+    try {
+      return fused.op_type() == "QGemm" ? QGemm(context) : Converters().at(fused.op_type()).convert(context);
+    } catch (const runtime::Error&) {
+      return {};
+    }
+  }
+
   const onnx::GraphProto& graph_;
+  std::map<int, onnx::NodeProto> qdq_groups_ = FindQdqGroups(graph_);
   int64_t opset_;
   const GraphImporter* outer_;
   int64_t converted_here_ = 0;

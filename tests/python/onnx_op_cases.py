@@ -452,6 +452,38 @@ def quantization(opset=13):
     wd = g.node("DequantizeLinear", [wq, g.const(0.01), g.const(0, dtype=np.int8)], output=False)
     y = g.node("Conv", [xd, wd], output=False, pads=[1, 1, 1, 1])
     g.node("QuantizeLinear", [y, g.const(0.05), g.const(128, dtype=np.uint8)])
+    if opset >= 13:
+        # QDQ groups with per-channel weights and int32 biases, as quantize_static writes them: Conv,
+        # Gemm (transB) and MatMul between DequantizeLinear and QuantizeLinear; computed in integers
+        # (QLinearConv, QGemm, QLinearMatMul) by both ONNX Runtime and kiln. Each y_scale is twice
+        # x_scale * w_scale, so every odd integer sum requantizes to a tie (rounded to even), where
+        # the float ops' inexact sums would round either way.
+        f32 = np.float32
+        small = g.input((2, 3, 6, 6), low=-0.12, high=0.12)
+        sx = f32(0.025)
+        xs = g.node("DequantizeLinear", [g.node("QuantizeLinear", [small, g.const(sx), g.const(128, dtype=np.uint8)],
+                                                output=False), g.const(sx), g.const(128, dtype=np.uint8)], output=False)
+        wcd = g.node("DequantizeLinear", [g.const(g.rng.integers(-3, 4, (5, 3, 3, 3)), dtype=np.int8),
+                                          g.const([0.01] * 5), g.const([0] * 5, dtype=np.int8)], output=False, axis=0)
+        bias = g.node("DequantizeLinear", [g.const(g.rng.integers(-40, 40, (5,)), dtype=np.int32),
+                                           g.const([sx * f32(0.01)] * 5), g.const([0] * 5, dtype=np.int32)],
+                      output=False, axis=0)
+        yc = g.node("Conv", [xs, wcd, bias], output=False, strides=[2, 1], pads=[1, 1, 1, 1])
+        g.node("QuantizeLinear", [yc, g.const(2 * f32(sx * f32(0.01))), g.const(100, dtype=np.uint8)])
+        sa, sb = f32(0.02), f32(0.003)
+        ad = g.node("DequantizeLinear", [g.node("QuantizeLinear", [g.input((16, 64), low=-0.1, high=0.1), g.const(sa),
+                                                                   g.const(128, dtype=np.uint8)], output=False),
+                                         g.const(sa), g.const(128, dtype=np.uint8)], output=False)
+        bd = g.node("DequantizeLinear", [g.const(g.rng.integers(-3, 4, (24, 64)), dtype=np.int8), g.const([sb] * 24),
+                                         g.const([0] * 24, dtype=np.int8)], output=False, axis=0)
+        gb = g.node("DequantizeLinear", [g.const(g.rng.integers(-40, 40, (24,)), dtype=np.int32),
+                                         g.const([sa * sb] * 24), g.const([0] * 24, dtype=np.int32)], output=False, axis=0)
+        yg = g.node("Gemm", [ad, bd, gb], output=False, transB=1)
+        g.node("QuantizeLinear", [yg, g.const(2 * f32(sa * sb)), g.const(120, dtype=np.uint8)])
+        md = g.node("DequantizeLinear", [g.const(g.rng.integers(-3, 4, (64, 20)), dtype=np.int8), g.const(sb),
+                                         g.const(0, dtype=np.int8)], output=False)
+        ym = g.node("MatMul", [ad, md], output=False)
+        g.node("QuantizeLinear", [ym, g.const(2 * f32(sa * sb)), g.const(125, dtype=np.uint8)])
     g.node("DynamicQuantizeLinear", [g.input((3, 8), low=-2.0, high=5.0)], n_outputs=3)
     # Integer products: uint8 activations with uint8 or int8 weights, zero points per tensor and
     # per column of B (ONNX Runtime takes no per-row zero point of A), batched; QLinearMatMul requantizing with saturation.

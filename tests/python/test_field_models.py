@@ -1,7 +1,7 @@
 """Models of the kinds deployed in the field (field_models.py: built with PyTorch and exported by
 the test, never downloaded) compiled with `kiln compile`, run from the exported library with
 `kiln run`, and compared with ONNX Runtime on seeded inputs: max|kiln - ort| <= 1e-4 * max(1, max|ort|),
-or for a quantized model's dequantized output two steps of its scale."""
+or for a quantized model's dequantized output one step of its scale (measured: none)."""
 import os
 import subprocess
 
@@ -52,9 +52,10 @@ def test_field_model_matches_onnxruntime(tmp_path, name):
         assert float(np.std(want)) > 1e-3, f"{name}: the reference output is degenerate"
         bound = 1e-4 * max(1.0, float(np.abs(want).max()))
         if i in steps:
-            # kiln runs a QDQ model's ops in float32 on dequantized values; ONNX Runtime fuses them
-            # into integer kernels that round at each requantization. Measured: 2 output steps at most.
-            bound = max(bound, 2.001 * steps[i])
+            # A QDQ model's DequantizeLinear -> Conv / Gemm -> QuantizeLinear groups run as integer ops
+            # that round once, as ONNX Runtime's QDQ transformer makes them (measured: bit-exact);
+            # the issue's bound: one output step.
+            bound = max(bound, 1.001 * steps[i])
         err = float(np.abs(got.astype(np.float64) - want).max())
         print(f"{name} output {i}: max |kiln - ort| = {err:.3g} (bound {bound:.3g})")
         assert err <= bound, f"{name} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
