@@ -209,7 +209,7 @@ void GridSample(const GridSampleShape& s, const double* data, const double* grid
 // data [batch, channels, height, width]; rois [rois, 4] (x1, y1, x2, y2 before spatial_scale);
 // batch_indices[rois]; out [rois, channels, out_height, out_width]: per bin the average (or with
 // max_mode the largest weighted corner) of sampling_ratio^2 bilinear samples (0: as many as the
-// bin is wide, up to 1024 per axis); half_pixel shifts coordinates by -0.5. Fails on a batch
+// bin is wide, up to 256 per axis); half_pixel shifts coordinates by -0.5. Fails on a batch
 // index out of range.
 struct RoiAlignShape {
   int64_t batch, channels, height, width, rois, out_height, out_width, sampling_ratio;

@@ -1,6 +1,8 @@
 // tfidf_vectorizer as a kernel call over static tables: the pool's n-grams of the counted lengths
 // (each as its length then its items), their columns and the weights, taken from the op's
 // attributes at compile time.
+#include <algorithm>
+
 #include "backend/codegen/emitter.h"
 
 namespace kiln::backend {
@@ -10,7 +12,9 @@ void EmitTfIdfVectorizer(EmitContext& c) {
   const auto& pool = attrs.GetInts("pool_int64s");
   const auto& starts = attrs.GetInts("ngram_counts");
   const auto& indexes = attrs.GetInts("ngram_indexes");
-  int64_t min_n = attrs.GetInt("min_gram_length"), max_n = attrs.GetInt("max_gram_length");
+  // The pool holds no n-gram longer than its length groups: rows of the table are that wide.
+  int64_t min_n = attrs.GetInt("min_gram_length");
+  int64_t max_n = std::min<int64_t>(attrs.GetInt("max_gram_length"), static_cast<int64_t>(starts.size()));
   std::vector<int64_t> grams, columns;
   size_t ordinal = 0;  // n-grams of every length have a column, counted or not
   for (size_t i = 0; i < starts.size(); ++i) {

@@ -525,14 +525,15 @@ class GraphImporter {
 
   // The integer node of a QDQ group (qdq_groups.h), converted in place of its QuantizeLinear; no
   // outputs when its dtypes or forms do not fit the integer ops (the float ops then stand).
-  std::vector<Expr> ConvertQdqGroup(const onnx::NodeProto& fused) {
+  std::vector<Expr> ConvertQdqGroup(const QdqGroup& group) {
+    const onnx::NodeProto& fused = group.fused;
     std::vector<Expr> inputs;
     for (const std::string& name : fused.input()) {
       const Expr* value = name.empty() ? nullptr : Find(name);
       if (!name.empty() && value == nullptr) return {};
       inputs.push_back(value == nullptr ? nullptr : *value);
     }
-    if (!QdqGroupDTypesFit(fused, inputs)) return {};
+    if (!QdqGroupFits(group, inputs)) return {};
     NodeContext context(fused, std::move(inputs), opset_);
     try {
       return fused.op_type() == "QGemm" ? QGemm(context) : Converters().at(fused.op_type()).convert(context);
@@ -542,7 +543,7 @@ class GraphImporter {
   }
 
   const onnx::GraphProto& graph_;
-  std::map<int, onnx::NodeProto> qdq_groups_ = FindQdqGroups(graph_);
+  std::map<int, QdqGroup> qdq_groups_ = FindQdqGroups(graph_);
   int64_t opset_;
   const GraphImporter* outer_;
   int64_t converted_here_ = 0;

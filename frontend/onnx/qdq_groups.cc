@@ -37,7 +37,7 @@ float FloatAttr(const onnx::NodeProto& node, const std::string& name, float fall
 
 }  // namespace
 
-std::map<int, onnx::NodeProto> FindQdqGroups(const onnx::GraphProto& graph) {
+std::map<int, QdqGroup> FindQdqGroups(const onnx::GraphProto& graph) {
   std::map<std::string, const onnx::NodeProto*> producer;
   for (const auto& node : graph.node()) {
     for (const std::string& name : node.output()) producer[name] = &node;
@@ -53,7 +53,7 @@ std::map<int, onnx::NodeProto> FindQdqGroups(const onnx::GraphProto& graph) {
     bool fits = dq.op_type() == "DequantizeLinear" && DefaultDomain(dq) && dq.input_size() == 3 && !dq.input(2).empty();
     return fits ? &dq : nullptr;
   };
-  std::map<int, onnx::NodeProto> groups;
+  std::map<int, QdqGroup> groups;
   for (int index = 0; index < graph.node_size(); ++index) {
     const onnx::NodeProto& q = graph.node(index);
     if (q.op_type() != "QuantizeLinear" || !DefaultDomain(q) || q.input_size() != 3 || q.input(2).empty()) continue;
@@ -81,13 +81,23 @@ std::map<int, onnx::NodeProto> FindQdqGroups(const onnx::GraphProto& graph) {
     fused.add_input(q.input(1));
     fused.add_input(q.input(2));
     if (kind == "Conv" && has_bias) fused.add_input(bias->input(0));
-    groups.emplace(index, std::move(fused));
+    groups.emplace(index, QdqGroup{std::move(fused), IntAttr(*w, "axis", 1)});
   }
   return groups;
 }
 
-bool QdqGroupDTypesFit(const onnx::NodeProto& fused, const std::vector<ir::Expr>& inputs) {
+bool QdqGroupFits(const QdqGroup& group, const std::vector<ir::Expr>& inputs) {
+  const onnx::NodeProto& fused = group.fused;
   auto dtype = [&](size_t i) { return inputs[i]->type().tensor().dtype; };
+  // The weight's scale: one value, or one per channel along the axis the integer op reads.
+  const ir::TensorType& weight = inputs[3]->type().tensor();
+  if (inputs[4]->type().tensor().NumElements() != 1) {
+    int64_t axis = group.weight_axis < 0 ? group.weight_axis + weight.ndim() : group.weight_axis;
+    int64_t per_channel = fused.op_type() == "QLinearConv" ? 0
+                          : fused.op_type() == "QGemm"     ? (IntAttr(fused, "transB", 0) != 0 ? 0 : 1)
+                                                           : weight.ndim() - 1;
+    if (axis != per_channel) return false;
+  }
   bool gemm = fused.op_type() == "QGemm";
   size_t y_zero_point = gemm ? 8 : 7, bias = gemm ? 6 : 8;
   DLDataType int8{kDLInt, 8, 1}, uint8{kDLUInt, 8, 1};

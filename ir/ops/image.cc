@@ -85,7 +85,8 @@ Type RoiAlign(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& pooled = attrs.GetInts("pooled_size");
   Check(pooled.size() == 2 && pooled[0] > 0 && pooled[1] > 0, "pooled_size ", AttrValueText(pooled),
         " must be two positive values");
-  Check(attrs.GetInt("sample_ratio") >= 0, "sample_ratio must not be negative");
+  Check(attrs.GetInt("sample_ratio") >= 0 && attrs.GetInt("sample_ratio") <= 1024, "sample_ratio ",
+        attrs.GetInt("sample_ratio"), " must be in [0, 1024]");
   const std::string& mode = attrs.GetString("mode");
   Check(mode == "avg" || mode == "max", "mode '", mode, "' is not avg or max");
   return Type::Tensor({rois.shape[0], data.shape[1], pooled[0], pooled[1]}, data.dtype);

@@ -18,7 +18,8 @@ struct Sample {
 
 Sample SampleAt(float y, float x, int64_t height, int64_t width) {
   Sample s;
-  if (y < -1.0f || y > static_cast<float>(height) || x < -1.0f || x > static_cast<float>(width)) return s;
+  // Outside the map (by more than a pixel), or NaN: no sample.
+  if (!(y >= -1.0f && y <= static_cast<float>(height) && x >= -1.0f && x <= static_cast<float>(width))) return s;
   y = std::max(y, 0.0f);
   x = std::max(x, 0.0f);
   int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(x), y_high, x_high;
@@ -50,7 +51,7 @@ Sample SampleAt(float y, float x, int64_t height, int64_t width) {
 
 int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const int64_t* batch_indices, float* out) {
   std::vector<Sample> samples;
-  int64_t plane = s.height * s.width, cells = s.out_height * s.out_width;
+  int64_t plane = s.height * s.width;
   for (int64_t r = 0; r < s.rois; ++r) {
     int64_t batch = batch_indices[r];
     if (batch < 0 || batch >= s.batch) return Fail("RoiAlign: a batch index is out of range");
@@ -63,17 +64,17 @@ int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const
       roi_h = std::max(roi_h, 1.0f);
     }
     float bin_h = roi_h / static_cast<float>(s.out_height), bin_w = roi_w / static_cast<float>(s.out_width);
-    // Samples per bin: given, or as many as the bin is wide (at least 0; capped so a huge region stays bounded).
+    // Samples per bin: given, or as many as the bin is wide (at least 0; at most 256 a side).
     auto grid = [&](float bin) {
       if (s.sampling_ratio > 0) return s.sampling_ratio;
       float n = std::ceil(bin);
-      return n > 0 ? static_cast<int64_t>(std::min(n, 1024.0f)) : int64_t{0};
+      return n > 0 ? static_cast<int64_t>(std::min(n, 256.0f)) : int64_t{0};
     };
     int64_t grid_h = grid(bin_h), grid_w = grid(bin_w);
     float count = static_cast<float>(std::max<int64_t>(grid_h * grid_w, 1));
-    samples.clear();
     for (int64_t ph = 0; ph < s.out_height; ++ph) {
       for (int64_t pw = 0; pw < s.out_width; ++pw) {
+        samples.clear();  // this bin's, shared by every channel
         for (int64_t iy = 0; iy < grid_h; ++iy) {
           float y = start_h + static_cast<float>(ph) * bin_h +
                     (static_cast<float>(iy) + 0.5f) * bin_h / static_cast<float>(grid_h);
@@ -83,24 +84,21 @@ int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const
             samples.push_back(SampleAt(y, x, s.height, s.width));
           }
         }
-      }
-    }
-    for (int64_t c = 0; c < s.channels; ++c) {
-      const float* in = data + (batch * s.channels + c) * plane;
-      float* o = out + (r * s.channels + c) * cells;
-      const Sample* sample = samples.data();
-      for (int64_t cell = 0; cell < cells; ++cell) {
-        float value = 0;
-        for (int64_t k = 0; k < grid_h * grid_w; ++k, ++sample) {
-          if (s.max_mode) {
-            float v = std::max({sample->weight[0] * in[sample->at[0]], sample->weight[1] * in[sample->at[1]],
-                                sample->weight[2] * in[sample->at[2]], sample->weight[3] * in[sample->at[3]]});
-            value = k == 0 ? v : std::max(value, v);
-          } else {
-            for (int corner = 0; corner < 4; ++corner) value += sample->weight[corner] * in[sample->at[corner]];
+        for (int64_t c = 0; c < s.channels; ++c) {
+          const float* in = data + (batch * s.channels + c) * plane;
+          float value = 0;
+          for (size_t k = 0; k < samples.size(); ++k) {
+            const Sample& sample = samples[k];
+            if (s.max_mode) {
+              float v = std::max({sample.weight[0] * in[sample.at[0]], sample.weight[1] * in[sample.at[1]],
+                                  sample.weight[2] * in[sample.at[2]], sample.weight[3] * in[sample.at[3]]});
+              value = k == 0 ? v : std::max(value, v);
+            } else {
+              for (int corner = 0; corner < 4; ++corner) value += sample.weight[corner] * in[sample.at[corner]];
+            }
           }
+          out[((r * s.channels + c) * s.out_height + ph) * s.out_width + pw] = s.max_mode ? value : value / count;
         }
-        o[cell] = s.max_mode ? value : value / count;
       }
     }
   }

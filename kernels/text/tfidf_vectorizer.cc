@@ -23,7 +23,9 @@ void Vectorize(const TfIdfShape& s, const int64_t* grams, const int64_t* columns
     const T* row = x + r * s.row_size;
     std::fill(counts.begin(), counts.end(), int64_t{0});
     int64_t shortest = s.min_gram_length;
-    for (int64_t skip = 1; skip <= s.max_skip_count + 1 && shortest <= s.max_gram_length; ++skip) {
+    // A skip as long as the row fits no n-gram of two items: larger ones are not tried.
+    int64_t skips = std::min(s.max_skip_count + 1, std::max<int64_t>(s.row_size, 1));
+    for (int64_t skip = 1; skip <= skips && shortest <= s.max_gram_length; ++skip) {
       for (int64_t start = 0; start < s.row_size; ++start) {
         items.clear();
         for (int64_t n = 1; n <= s.max_gram_length; ++n) {
