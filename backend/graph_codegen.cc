@@ -1,10 +1,13 @@
 // Turning the main function into graph nodes, entries, parameters and operator functions.
 #include "backend/graph_codegen.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "backend/memory_planner.h"
+#include "backend/run_conditions.h"
 #include "ir/text.h"
 #include "runtime/error.h"
 
@@ -30,6 +33,22 @@ std::string BaseSymbol(const FunctionNode& f, const std::string& module_name) {
   return name;
 }
 
+const OpRef kIfThenElse("if_then_else");
+
+// Which parameters a function that is one if_then_else of its parameters (FuseOps never fuses
+// it) selects with; nullopt for any other function.
+std::optional<SelectInputs> SelectOf(const FunctionNode& f) {
+  const auto* call = f.body->As<CallNode>();
+  if (call == nullptr || !kIfThenElse.Is(call->op)) return std::nullopt;
+  std::vector<size_t> slots;
+  for (const Expr& arg : call->args) {
+    auto param = std::find(f.params.begin(), f.params.end(), arg);
+    if (param == f.params.end()) return std::nullopt;
+    slots.push_back(static_cast<size_t>(param - f.params.begin()));
+  }
+  return SelectInputs{slots[0], slots[1], slots[2]};
+}
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(std::string module_name) : module_name_(std::move(module_name)) {}
@@ -52,6 +71,7 @@ class GraphBuilder {
   }
 
   std::vector<ir::TensorType>& entry_types() { return entry_types_; }
+  const std::map<uint32_t, SelectInputs>& selects() const { return selects_; }
 
  private:
   struct Entry {
@@ -161,7 +181,9 @@ class GraphBuilder {
       outputs.push_back(f->type().tensor());
     }
     node.attrs["num_outputs"] = std::to_string(outputs.size());
-    AddNode(std::move(node), outputs);
+    std::optional<SelectInputs> select = SelectOf(*f);
+    uint32_t id = AddNode(std::move(node), outputs);
+    if (select) selects_[id] = *select;
     entries_[e.get()] = current_entries_;
   }
 
@@ -198,6 +220,7 @@ class GraphBuilder {
 
   std::string module_name_;
   GraphCodegenResult result_;
+  std::map<uint32_t, SelectInputs> selects_;
   std::map<std::string, Expr> external_symbols_;
   std::unordered_map<const ExprNode*, std::vector<Entry>> entries_;
   std::vector<Entry> current_entries_;
@@ -251,6 +274,7 @@ GraphCodegenResult GenerateGraph(const Expr& main, const std::string& module_nam
   runtime::CheckInternal(f != nullptr, "graph codegen: expected the main function");
   GraphBuilder builder(module_name);
   GraphCodegenResult result = builder.Build(*f);
+  AddRunConditions(result.graph, builder.selects());
   for (const OperatorFunction& external : result.external_functions) {
     for (const OperatorFunction& host : result.functions) {
       runtime::Check(host.symbol != external.symbol, "graph codegen: the external function symbol '",

@@ -100,6 +100,7 @@ void GraphExecutor::BuildSteps() {
     std::string where = NodeLabel(graph_, n);
     Step step;
     step.node = n;
+    for (const RunCondition& c : node.run_if) step.run_if.emplace_back(graph_.EntryId(c.condition), c.taken);
     std::vector<uint32_t> args;
     for (const GraphEntryRef& in : node.inputs) args.push_back(graph_.EntryId(in));
     for (uint32_t k = 0; k < node.num_outputs; ++k) args.push_back(graph_.EntryId(n, k));
@@ -155,6 +156,9 @@ void GraphExecutor::Run() {
 
 void GraphExecutor::RunStep(size_t index) {
   Step& step = steps_[index];
+  for (const auto& [entry, taken] : step.run_if) {
+    if ((*static_cast<const uint8_t*>(entry_data_[entry]) != 0) != taken) return;
+  }
   if (step.kind == Step::Kind::kCopy) {
     const DLTensor& from = step.tensors[0];
     const DLTensor& to = step.tensors[1];

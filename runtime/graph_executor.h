@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/graph_json.h"
@@ -79,6 +80,7 @@ class GraphExecutor {
   // Step-wise access for the profiling executor.
   size_t NumSteps() const { return steps_.size(); }
   uint32_t StepNode(size_t step) const { return steps_[step].node; }
+  // Runs the step's node, or nothing when one of its run conditions does not hold.
   void RunStep(size_t step);
   const Graph& graph() const { return graph_; }
   // Bytes of all storage this executor allocated itself (shared parameters excluded).
@@ -94,6 +96,7 @@ class GraphExecutor {
     std::vector<int64_t> flat_shapes;   // 1-D shapes when the node has flatten_data
     std::vector<TVMValue> values;
     std::vector<int> codes;
+    std::vector<std::pair<uint32_t, bool>> run_if;  // (condition entry, taken): runs when all hold
   };
 
   uint32_t InputEntry(int index) const;

@@ -8,6 +8,7 @@
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
+#include "runtime/ndarray.h"
 
 namespace kiln::runtime {
 namespace {
@@ -85,6 +86,27 @@ GraphEntryRef Entry(const json& value, const std::string& where) {
   return e;
 }
 
+// The node attribute kRunIfAttr: a string holding [[node_id, index, taken], ...].
+std::vector<RunCondition> RunConditions(const std::string& text, const std::string& where) {
+  json list = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded() || !list.is_array()) {
+    Bad(where, StrCat("attribute '", kRunIfAttr, "' is not a JSON list of [node_id, index, taken]"));
+  }
+  std::vector<RunCondition> conditions;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string item = StrCat(where, " attribute '", kRunIfAttr, "' condition ", i);
+    const json& triple = ArrayOf(list[i], item);
+    if (triple.size() != 3) Bad(item, StrCat("expected [node_id, index, taken], got ", Show(triple)));
+    RunCondition c;
+    c.condition = {Id(triple[0], item + " node_id"), Id(triple[1], item + " index"), 0};
+    uint32_t taken = Id(triple[2], item + " taken");
+    if (taken > 1) Bad(item, StrCat("taken is ", taken, ", expected 0 or 1"));
+    c.taken = taken == 1;
+    conditions.push_back(c);
+  }
+  return conditions;
+}
+
 GraphNode Node(const json& value, size_t n) {
   std::string where = StrCat("node ", n);
   if (!value.is_object()) Bad(where, StrCat("expected an object, got ", KindOf(value)));
@@ -128,6 +150,9 @@ GraphNode Node(const json& value, size_t n) {
     Bad(where, StrCat("num_inputs is ", num_inputs, " but the node lists ", node.inputs.size(), " inputs"));
   }
   if (node.num_outputs == 0) Bad(where, "num_outputs is 0");
+  if (auto run_if = node.attrs.find(kRunIfAttr); run_if != node.attrs.end()) {
+    node.run_if = RunConditions(run_if->second, where);
+  }
   return node;
 }
 
@@ -283,6 +308,23 @@ void CheckGraph(const Graph& graph) {
       }
     }
   }
+  for (size_t n = 0; n < num_nodes; ++n) {
+    const GraphNode& node = graph.nodes[n];
+    for (size_t i = 0; i < node.run_if.size(); ++i) {
+      const GraphEntryRef& c = node.run_if[i].condition;
+      std::string where = StrCat("node ", n, " '", node.name, "' attribute '", kRunIfAttr, "' condition ", i);
+      if (c.node_id >= n || c.index >= outputs_of(c.node_id)) {
+        Bad(where, StrCat("refers to output ", c.index, " of node ", c.node_id,
+                          ", which is not an output of an earlier node"));
+      }
+      uint32_t entry = graph.EntryId(c);
+      if (graph.dtypes[entry] != DLDataType{kDLUInt, 1, 1} || !graph.shapes[entry].empty()) {
+        Bad(where, StrCat("refers to a ", DTypeToString(graph.dtypes[entry]), " tensor of shape ",
+                          ShapeToString(graph.shapes[entry]),
+                          "; a condition is a bool scalar"));
+      }
+    }
+  }
   std::set<uint32_t> args;
   std::set<std::string> arg_names;
   for (uint32_t id : graph.arg_nodes) {
@@ -383,6 +425,14 @@ std::string WriteGraphJson(const Graph& graph) {
       attrs["num_inputs"] = std::to_string(node.inputs.size());
       attrs["num_outputs"] = std::to_string(node.num_outputs);
       attrs["flatten_data"] = node.flatten_data ? "1" : "0";
+      attrs.erase(kRunIfAttr);
+      if (!node.run_if.empty()) {
+        json::array_t conditions;
+        for (const RunCondition& c : node.run_if) {
+          conditions.push_back(json::array({c.condition.node_id, c.condition.index, c.taken ? 1 : 0}));
+        }
+        attrs[kRunIfAttr] = json(conditions).dump();
+      }
       object["attrs"] = attrs;
     }
     nodes.push_back(std::move(object));

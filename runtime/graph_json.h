@@ -19,6 +19,17 @@ struct GraphEntryRef {
   uint32_t version = 0;
 };
 
+// A condition a node runs under: entry `condition`, a bool scalar an earlier node computes, is
+// true (taken) or false (not taken). Graph codegen gives them to the nodes that only one side of
+// an if_then_else needs (ONNX If with a condition known at run time). Written as kiln's node
+// attribute kRunIfAttr, a string holding a JSON list of [node_id, index, taken] triples, which
+// TVM's graph executor ignores: it runs every node, and the outputs are the same.
+struct RunCondition {
+  GraphEntryRef condition;
+  bool taken = true;
+};
+inline constexpr char kRunIfAttr[] = "kiln_run_if";
+
 struct GraphNode {
   std::string op;  // "null" (an input or parameter) or "tvm_op"
   std::string name;
@@ -27,6 +38,9 @@ struct GraphNode {
   std::string func_name;  // a library symbol, or "__nop" / "__copy"
   uint32_t num_outputs = 1;
   bool flatten_data = false;
+  // Runs only when every condition holds, checked in order (a condition's entry holds a value
+  // whenever the ones before it hold).
+  std::vector<RunCondition> run_if;
   std::map<std::string, std::string> attrs;  // every attribute as written (all strings)
 
   bool is_input() const { return op == "null"; }

@@ -53,10 +53,13 @@ int InspectCommand(const std::vector<std::string>& args) {
     std::string pattern, ops;
   };
   std::map<std::string, FunctionInfo> functions;
-  size_t op_nodes = 0;
+  size_t op_nodes = 0, conditional_nodes = 0;
+  std::set<uint32_t> conditions;  // their entries
   for (const runtime::GraphNode& node : g.nodes) {
     if (node.is_input()) continue;
     ++op_nodes;
+    if (!node.run_if.empty()) ++conditional_nodes;
+    for (const runtime::RunCondition& c : node.run_if) conditions.insert(g.EntryId(c.condition));
     FunctionInfo& info = functions[node.func_name];
     ++info.calls;
     auto attr = [&](const char* key) {
@@ -70,6 +73,10 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::printf("  %5s  %-20s  %s\n", "calls", "pattern", "function (ops)");
   for (const auto& [name, info] : functions) {
     std::printf("  %5d  %-20s  %s (%s)\n", info.calls, info.pattern.c_str(), name.c_str(), info.ops.c_str());
+  }
+  if (conditional_nodes > 0) {
+    std::printf("Conditional calls: %zu of %zu run only when their side of a run-time If is taken (%zu conditions)\n",
+                conditional_nodes, op_nodes, conditions.size());
   }
   std::set<uint32_t> storage(g.storage_ids.begin(), g.storage_ids.end());
   std::printf("Memory plan: %zu entries in %zu storage buffers, %.2f MB allocated by the executor\n", g.num_entries(),

@@ -31,6 +31,9 @@ std::string Remainder(const std::string& a, const std::string& b, CType_ t) {
   return "(" + b + " == " + t + "(-1) ? " + t + "(0) : " + t + "(" + a + " % " + b + "))";
 }
 
+// cond ? a : b (where, if_then_else).
+std::string Select(Call, Elements v, CType_) { return v[0] + " ? " + v[1] + " : " + v[2]; }
+
 // One entry per op: the op's name, then its lowering.
 struct Entry {
   const char* op;
@@ -107,7 +110,8 @@ const Entry kLowerings[] = {
     {"logical_or", Elementwise([](Call, Elements v, CType_) { return v[0] + " || " + v[1]; })},
     {"logical_xor", Elementwise([](Call, Elements v, CType_) { return "(" + v[0] + " != 0) != (" + v[1] + " != 0)"; })},
     {"logical_not", Elementwise([](Call, Elements v, CType_) { return "!" + v[0]; })},
-    {"where", Elementwise([](Call, Elements v, CType_) { return v[0] + " ? " + v[1] + " : " + v[2]; })},
+    {"where", Elementwise(Select)},
+    {"if_then_else", Elementwise(Select)},
     {"nn.relu", Elementwise([](Call, Elements v, CType_ t) { return v[0] + " > 0 ? " + v[0] + " : " + t + "(0)"; },
                             Step::kRelu)},
     {"negative", Elementwise([](Call, Elements v, CType_) { return "-" + v[0]; })},

@@ -1,6 +1,7 @@
 // ONNX control flow, resolved at import (docs/architecture.md, "Control flow"): an If whose
-// condition folds to a constant becomes the taken branch; one decided at run time computes both
-// branches and selects each output with `where`. Loop and Scan are unrolled: a Loop's trip count
+// condition folds to a constant becomes the taken branch; one decided at run time imports both
+// branches and selects each output with `if_then_else`, whose sides the graph executor runs only
+// when taken. Loop and Scan are unrolled: a Loop's trip count
 // and every iteration's condition must fold to constants, a Scan's sequence length is its input's
 // static length; each iteration is the body imported again with that iteration's values.
 #include <algorithm>
@@ -18,8 +19,8 @@ namespace {
 const OpRef kConcatenate("concatenate");
 const OpRef kExpandDims("expand_dims");
 const OpRef kReshape("reshape");
+const OpRef kIfThenElse("if_then_else");
 const OpRef kTake("take");
-const OpRef kWhere("where");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -56,7 +57,7 @@ std::optional<bool> ConstantCondition(const NodeContext& c, const Expr& value, c
   return nonzero;
 }
 
-// If: the taken branch when the condition folds; else both branches, each output selected.
+// If: the taken branch when the condition folds; else both branches, each output selected at run time.
 Outputs If(const NodeContext& c) {
   if (std::optional<bool> taken = ConstantCondition(c, c.input(0), "the condition (input 0)")) {
     return c.ImportGraph(*taken ? "then_branch" : "else_branch", {});
@@ -75,10 +76,9 @@ Outputs If(const NodeContext& c) {
     const Type& b = else_outputs[k]->type();
     if (!(a == b)) {
       c.Fail(StrCat("output ", k, ": the then branch gives ", a.ToString(), " and the else branch ", b.ToString(),
-                    "; kiln runs an If whose condition is known only at run time by computing both branches and "
-                    "selecting, so their outputs must have one type"));
+                    "; an If whose condition is known only at run time must give one type on both branches"));
     }
-    outputs.push_back(c.Op(kWhere, {condition, then_outputs[k], else_outputs[k]}));
+    outputs.push_back(c.Op(kIfThenElse, {condition, then_outputs[k], else_outputs[k]}));
   }
   return outputs;
 }

@@ -66,6 +66,19 @@ Type Where(const std::vector<Type>& args, const Attrs&) {
   return Type::Tensor(BroadcastShapes(shape, TensorArg(args, 2).shape), TensorArg(args, 1).dtype);
 }
 
+// if_then_else(cond, a, b): a when the bool scalar cond holds, else b (ONNX If with a condition
+// known only at run time, one call per output). Unlike where, it is opaque: never fused, so that
+// each side stays its own nodes, which the graph executor runs only when their side is taken
+// (graph codegen's run conditions).
+Type IfThenElse(const std::vector<Type>& args, const Attrs&) {
+  const TensorType& condition = TensorArg(args, 0);
+  runtime::Check(condition.dtype == kBool && condition.ndim() == 0, "the condition must be a bool scalar, got ",
+                 DTypeToString(condition.dtype), " of shape ", ShapeText(condition.shape));
+  runtime::Check(args[1] == args[2], "the then side is ", args[1].ToString(), " and the else side ",
+                 args[2].ToString(), "; they must have one type");
+  return Type::Tensor(TensorArg(args, 1));
+}
+
 Type Cast(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(TensorArg(args, 0).shape, ParseDType(attrs.GetString("dtype")));
 }
@@ -395,6 +408,8 @@ void RegisterElementwiseOps(OpTable& table) {
                 op.evaluate});
   }
   Add(table, {"where", 3, 3, {}, OpPattern::kBroadcast, Where, "where(cond, a, b) with broadcasting", EvaluateWhere});
+  Add(table, {"if_then_else", 3, 3, {}, OpPattern::kOpaque, IfThenElse,
+              "a when the bool scalar cond holds, else b; only the taken side runs", EvaluateWhere});
   for (Evaluated op : {Evaluated{"logical_and", EvaluateLogical<std::logical_and<bool>>},
                        {"logical_or", EvaluateLogical<std::logical_or<bool>>},
                        {"logical_xor", EvaluateLogical<std::not_equal_to<bool>>}}) {

@@ -231,6 +231,95 @@ TEST_F(BuildTest, AnIndexOutOfRangeIsAnErrorWhenRun) {
   }
 }
 
+// Sets a bool scalar input.
+void SetCondition(runtime::GraphExecutor& exec, int index, bool value) {
+  runtime::NDArray c = runtime::NDArray::Empty({}, DLDataType{kDLUInt, 1, 1});
+  *static_cast<uint8_t*>(c.data()) = value ? 1 : 0;
+  exec.SetInput(index, *c.get());
+}
+
+// The run conditions of the node calling the function of `ops`, as (condition input name, taken).
+std::vector<std::pair<std::string, bool>> ConditionsOf(const runtime::GraphExecutor& exec, const std::string& ops) {
+  const runtime::Graph& g = exec.graph();
+  for (const runtime::GraphNode& node : g.nodes) {
+    auto it = node.attrs.find("kiln_ops");
+    if (it == node.attrs.end() || it->second != ops) continue;
+    std::vector<std::pair<std::string, bool>> conditions;
+    for (const runtime::RunCondition& c : node.run_if) {
+      conditions.emplace_back(g.nodes[c.condition.node_id].name, c.taken);
+    }
+    return conditions;
+  }
+  ADD_FAILURE() << "no node calls " << ops;
+  return {};
+}
+
+// Only the taken side of an if_then_else runs: the then side gathers from %x (3 columns), the
+// else side from %y (5 columns), at the same indices, so index 4 is in range for the else side
+// only; a run that computed both sides would fail.
+TEST_F(BuildTest, OnlyTheTakenSideOfAnIfThenElseRuns) {
+  auto exec = BuildAndLoad(R"(fn (%c: Tensor[(), bool], %x: Tensor[(2, 3), float32], %y: Tensor[(2, 5), float32],
+                                  %i: Tensor[(2, 1), int64]) {
+    %0 = gather(%x, %i, axis=1);
+    %1 = gather(%y, %i, axis=1);
+    %2 = if_then_else(%c, %0, %1);
+    %2
+  })");
+  exec->SetInput(1, *test::FloatArray({2, 3}, {1, 2, 3, 4, 5, 6}).get());
+  exec->SetInput(2, *test::FloatArray({2, 5}, {10, 20, 30, 40, 50, 60, 70, 80, 90, 100}).get());
+  runtime::NDArray indices = runtime::NDArray::Empty({2, 1}, DLDataType{kDLInt, 64, 1});
+  auto run = [&](bool c, int64_t index) {
+    SetCondition(*exec, 0, c);
+    int64_t values[] = {index, index};
+    std::memcpy(indices.data(), values, sizeof(values));
+    exec->SetInput(3, *indices.get());
+    exec->Run();
+    return test::ToVector(exec->GetOutput(0));
+  };
+  EXPECT_EQ(run(false, 4), (std::vector<float>{50, 100}));
+  EXPECT_EQ(run(true, 2), (std::vector<float>{3, 6}));
+  EXPECT_EQ(run(false, 1), (std::vector<float>{20, 70}));
+  try {
+    run(true, 4);
+    ADD_FAILURE() << "the then side read index 4 of 3 columns";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("gather: an index is out of range"));
+  }
+}
+
+// A node gets the conditions on all its paths to the outputs, outermost first: sigmoid(%x) is
+// read on both sides of %c and runs always; the inner if_then_else runs when %c does not hold.
+TEST_F(BuildTest, NestedIfThenElseNodesRunUnderTheirPathsConditions) {
+  auto exec = BuildAndLoad(R"(fn (%c: Tensor[(), bool], %d: Tensor[(), bool], %x: Tensor[(2), float32]) {
+    %0 = sigmoid(%x);
+    %1 = exp(%0);
+    %2 = negative(%0);
+    %3 = tanh(%0);
+    %4 = if_then_else(%d, %2, %3);
+    %5 = if_then_else(%c, %1, %4);
+    %5
+  })");
+  using Conditions = std::vector<std::pair<std::string, bool>>;
+  EXPECT_EQ(ConditionsOf(*exec, "sigmoid"), Conditions{});
+  EXPECT_EQ(ConditionsOf(*exec, "exp"), (Conditions{{"c", true}}));
+  EXPECT_EQ(ConditionsOf(*exec, "negative"), (Conditions{{"c", false}, {"d", true}}));
+  EXPECT_EQ(ConditionsOf(*exec, "tanh"), (Conditions{{"c", false}, {"d", false}}));
+  exec->SetInput(2, *test::FloatArray({2}, {0.5f, -1.0f}).get());
+  for (bool c : {false, true}) {
+    for (bool d : {false, true}) {
+      SetCondition(*exec, 0, c);
+      SetCondition(*exec, 1, d);
+      exec->Run();
+      std::vector<float> got = test::ToVector(exec->GetOutput(0));
+      for (int k = 0; k < 2; ++k) {
+        float s = 1.0f / (1.0f + std::exp(-(k == 0 ? 0.5f : -1.0f)));
+        float want = c ? std::exp(s) : d ? -s : std::tanh(s);
+        EXPECT_NEAR(got[k], want, 1e-6f) << c << d << k;
+      }
+    }
+  }
+}
+
 // nonzero's result is padded to its largest shape with a count (the function's output_trim pairs
 // them): the executor presents only the model's output, trimmed to what the last run counted;
 // TVM's executor, which skips the attribute, sees the padded output and the count.

@@ -123,6 +123,13 @@ TEST(OpType, Broadcasting) {
   EXPECT_THAT(ErrorOf("add", {In({3}), In({4})}), HasSubstr("shapes (3) and (4) do not broadcast"));
   EXPECT_THAT(ErrorOf("add", {In({3}), In({3}, "int32")}), HasSubstr("argument 1 is int32 but argument 0 is float32"));
   EXPECT_THAT(ErrorOf("where", {In({3}), In({3}), In({3})}), HasSubstr("the condition must be bool"));
+  // if_then_else selects whole values: no broadcasting, a bool scalar condition.
+  EXPECT_EQ(TypeOf("if_then_else", {In({}, "bool"), In({2, 3}), In({2, 3})}), "Tensor[(2, 3), float32]");
+  EXPECT_THAT(ErrorOf("if_then_else", {In({1}, "bool"), In({3}), In({3})}),
+              HasSubstr("the condition must be a bool scalar, got bool of shape (1)"));
+  EXPECT_THAT(ErrorOf("if_then_else", {In({}), In({3}), In({3})}), HasSubstr("must be a bool scalar, got float32 of shape ()"));
+  EXPECT_THAT(ErrorOf("if_then_else", {In({}, "bool"), In({3}), In({1, 3})}),
+              HasSubstr("the then side is Tensor[(3), float32] and the else side Tensor[(1, 3), float32]"));
   EXPECT_EQ(TypeOf("nn.bias_add", {In({1, 4, 2, 2}), In({4})}), "Tensor[(1, 4, 2, 2), float32]");
   EXPECT_THAT(ErrorOf("nn.bias_add", {In({1, 4, 2, 2}), In({3})}), HasSubstr("does not match axis 1"));
 }

@@ -708,7 +708,7 @@ def image(opset=13):
 
 
 def control_flow(opset=13):
-    # If with a run-time condition (both branches computed, one selected) and with one that folds
+    # If with a run-time condition (only the taken branch runs) and with one that folds
     # (the taken branch alone, reading outer values); Loop with a constant trip count, carried
     # values and scan outputs, and one whose condition turns false; Scan forward and reverse along
     # other axes; a Loop nested in an If.
@@ -761,6 +761,13 @@ def control_flow(opset=13):
         g.node("Scan", [g.input((3,)), g.input((5, 3))], n_outputs=2, body=sbody, num_scan_inputs=1)
         g.node("Scan", [g.input((3,)), g.input((3, 5))], n_outputs=2, body=sbody, num_scan_inputs=1,
                scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1], scan_output_directions=[1])
+    # Only the taken branch runs: the else branch gathers column 3 of a 3-column input, out of
+    # range, so computing both branches would fail.
+    column = g.input((1,), dtype=np.int64, values=np.array([3]))
+    narrow = g.input((3, 3))
+    gather = lambda tag, data: graph(f"gather{tag}", [helper.make_node("Gather", [data, column], [f"g{tag}"], axis=1)],  # noqa: E731
+                                     [F3(f"g{tag}", [3, 1])])
+    g.node("If", [flag], then_branch=gather("t", x), else_branch=gather("e", narrow))
     # A Loop inside the taken branch of a run-time If.
     inner = graph("inner", [helper.make_node("Loop", [g.const(np.array(3), dtype=np.int64), "", x], ["looped"],
                                              body=body2)], [F3("looped", [3, 4])])

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -122,6 +123,48 @@ TEST_F(GraphExecutorTest, CopyNodeCopies) {
   auto exec = Make(graph.dump());
   exec->LoadParams(test::TestModelParams());
   RunAndCheck(*exec, test::TestInput(0.75f));
+}
+
+// A node with run conditions runs only when they hold: "then" copies x when c holds, "else" copies
+// x plus one when it does not; each keeps its last result while it does not run.
+TEST_F(GraphExecutorTest, NodesRunOnlyWhenTheirConditionsHold) {
+  auto exec = Make(R"({
+    "nodes": [
+      {"op": "null", "name": "c", "inputs": []},
+      {"op": "null", "name": "x", "inputs": []},
+      {"op": "tvm_op", "name": "then", "inputs": [[1, 0, 0]],
+       "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0",
+                 "kiln_run_if": "[[0,0,1]]"}},
+      {"op": "null", "name": "one", "inputs": []},
+      {"op": "tvm_op", "name": "else", "inputs": [[1, 0, 0], [3, 0, 0]],
+       "attrs": {"func_name": "test_add", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0",
+                 "kiln_run_if": "[[0,0,0]]"}}
+    ],
+    "arg_nodes": [0, 1, 3],
+    "heads": [[2, 0, 0], [4, 0, 0]],
+    "attrs": {
+      "dltype": ["list_str", ["bool", "float32", "float32", "float32", "float32"]],
+      "shape": ["list_shape", [[], [1, 8], [1, 8], [1, 8], [1, 8]]],
+      "storage_id": ["list_int", [0, 1, 2, 3, 4]]
+    },
+    "node_row_ptr": [0, 1, 2, 3, 4, 5]
+  })");
+  runtime::NDArray condition = runtime::NDArray::Empty({}, DLDataType{kDLUInt, 1, 1});
+  auto run = [&](bool c, float x) {
+    *static_cast<uint8_t*>(condition.data()) = c ? 1 : 0;
+    exec->SetInput(0, *condition.get());
+    exec->SetInput(1, *FloatArray({1, 8}, std::vector<float>(8, x)).get());
+    exec->Run();
+    return std::make_pair(ToVector(exec->GetOutput(0))[0], ToVector(exec->GetOutput(1))[0]);
+  };
+  exec->SetInput(2, *FloatArray({1, 8}, std::vector<float>(8, 1.0f)).get());
+  std::vector<int64_t> shape = {1, 8};
+  auto* unwritten = static_cast<float*>(AlignedBuffer(8 * sizeof(float)));
+  std::fill(unwritten, unwritten + 8, -1.0f);
+  exec->SetOutputZeroCopy(1, Tensor(unwritten, shape));
+  EXPECT_EQ(run(true, 2.0f), std::make_pair(2.0f, -1.0f));  // else has not run
+  EXPECT_EQ(run(false, 5.0f), std::make_pair(2.0f, 6.0f));  // then keeps its last result
+  EXPECT_EQ(run(true, 7.0f), std::make_pair(7.0f, 6.0f));
 }
 
 TEST_F(GraphExecutorTest, InputsAndOutputsByName) {

@@ -86,6 +86,13 @@ void ExpectSameGraph(const Graph& a, const Graph& b) {
   for (size_t e = 0; e < a.dtypes.size(); ++e) EXPECT_EQ(a.dtypes[e], b.dtypes[e]) << e;
   EXPECT_EQ(a.storage_ids, b.storage_ids);
   EXPECT_EQ(a.device_types, b.device_types);
+  for (size_t n = 0; n < a.nodes.size(); ++n) {
+    ASSERT_EQ(a.nodes[n].run_if.size(), b.nodes[n].run_if.size()) << n;
+    for (size_t i = 0; i < a.nodes[n].run_if.size(); ++i) {
+      EXPECT_TRUE(SameEntry(a.nodes[n].run_if[i].condition, b.nodes[n].run_if[i].condition)) << n;
+      EXPECT_EQ(a.nodes[n].run_if[i].taken, b.nodes[n].run_if[i].taken) << n;
+    }
+  }
   ASSERT_EQ(a.output_trims.size(), b.output_trims.size());
   for (size_t t = 0; t < a.output_trims.size(); ++t) {
     EXPECT_EQ(a.output_trims[t].output, b.output_trims[t].output) << t;
@@ -384,6 +391,67 @@ TEST(GraphJson, RejectsMalformedOutputTrims) {
   json g = TrimmedGraph();
   g["attrs"]["dltype"][1][5] = "int32";
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("count output 1 is not an int64 scalar"));
+}
+
+// c (a bool scalar) and x; "then" copies x when c holds, "else" when it does not.
+json ConditionalGraph() {
+  return json::parse(R"({
+    "nodes": [
+      {"op": "null", "name": "c", "inputs": []},
+      {"op": "null", "name": "x", "inputs": []},
+      {"op": "tvm_op", "name": "then", "inputs": [[1, 0, 0]],
+       "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0",
+                 "kiln_run_if": "[[0,0,1]]"}},
+      {"op": "tvm_op", "name": "else", "inputs": [[1, 0, 0]],
+       "attrs": {"func_name": "__copy", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0",
+                 "kiln_run_if": "[[0,0,0]]"}}
+    ],
+    "arg_nodes": [0, 1],
+    "heads": [[2, 0, 0], [3, 0, 0]],
+    "attrs": {
+      "dltype": ["list_str", ["bool", "float32", "float32", "float32"]],
+      "shape": ["list_shape", [[], [2], [2], [2]]],
+      "storage_id": ["list_int", [0, 1, 2, 3]]
+    },
+    "node_row_ptr": [0, 1, 2, 3, 4]
+  })");
+}
+
+TEST(GraphJson, RunConditionsAreReadAndWrittenBack) {
+  Graph graph = ParseGraphJson(ConditionalGraph().dump());
+  ASSERT_EQ(graph.nodes[2].run_if.size(), 1u);
+  EXPECT_EQ(graph.nodes[2].run_if[0].condition.node_id, 0u);
+  EXPECT_TRUE(graph.nodes[2].run_if[0].taken);
+  ASSERT_EQ(graph.nodes[3].run_if.size(), 1u);
+  EXPECT_FALSE(graph.nodes[3].run_if[0].taken);
+  EXPECT_TRUE(ParseGraphJson(TvmGraph().dump()).nodes[2].run_if.empty());
+  ExpectSameGraph(ParseGraphJson(WriteGraphJson(graph)), graph);
+  // The attribute is written from run_if, not from what was read.
+  graph.nodes[2].run_if.clear();
+  graph.nodes[3].run_if.push_back({{0, 0, 0}, true});
+  json written = json::parse(WriteGraphJson(graph));
+  EXPECT_FALSE(written["nodes"][2]["attrs"].contains(kRunIfAttr));
+  EXPECT_EQ(written["nodes"][3]["attrs"][kRunIfAttr], "[[0,0,0],[0,0,1]]");
+}
+
+TEST(GraphJson, RejectsMalformedRunConditions) {
+  struct Case { const char* conditions; const char* message; };
+  const Case cases[] = {
+      {"[[0,0,1]", "is not a JSON list of [node_id, index, taken]"},
+      {"{}", "is not a JSON list of [node_id, index, taken]"},
+      {"[[0,0]]", "condition 0: expected [node_id, index, taken], got [0,0]"},
+      {"[[0,0,1],7]", "condition 1: expected an array, got number"},
+      {"[[0,0,2]]", "condition 0: taken is 2, expected 0 or 1"},
+      {"[[-1,0,1]]", "condition 0 node_id: id -1 is out of range"},
+      {"[[3,0,1]]", "refers to output 0 of node 3, which is not an output of an earlier node"},
+      {"[[0,1,1]]", "refers to output 1 of node 0, which is not an output of an earlier node"},
+      {"[[1,0,1]]", "refers to a float32 tensor of shape [2]; a condition is a bool scalar"},
+  };
+  for (const Case& c : cases) {
+    json g = ConditionalGraph();
+    g["nodes"][2]["attrs"][kRunIfAttr] = c.conditions;
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << c.conditions;
+  }
 }
 
 TEST(GraphJson, RejectsDeeplyNestedValuesWithoutOverflowingTheStack) {
