@@ -111,5 +111,6 @@ void RegisterAlongAxisOps(OpTable& table);
 void RegisterImageOps(OpTable& table);
 void RegisterDataDependentOps(OpTable& table);
 void RegisterTextOps(OpTable& table);
+void RegisterAnnotationOps(OpTable& table);
 
 }  // namespace kiln::ir
