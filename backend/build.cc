@@ -11,6 +11,7 @@
 #include "backend/codegen/host_codegen.h"
 #include "backend/graph_codegen.h"
 #include "backend/host_module.h"
+#include "runtime/const_loader_module.h"
 #include "runtime/error.h"
 #include "runtime/text.h"
 #include "runtime/graph_executor_factory.h"
@@ -104,14 +105,14 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   r.planned_bytes = graph.planned_bytes;
   r.unshared_bytes = graph.unshared_bytes;
   // External functions first: an unknown or disabled codegen fails before anything is compiled.
-  std::vector<runtime::Module> external;
+  std::vector<ExternalModule> external;
   const std::vector<ExternalCodegen>& codegens =
       options.external_codegens != nullptr ? *options.external_codegens : ExternalCodegens();
   for (const OperatorFunction& f : graph.external_functions) {
     const std::string& compiler = f.function->As<ir::FunctionNode>()->attrs.GetString(ir::attr::kCompiler);
     external.push_back(FindExternalCodegen(compiler, codegens).generate(f.symbol, f.function));
-    runtime::CheckInternal(external.back().defined(), "the external codegen '", compiler, "' made no module for ",
-                           f.symbol);
+    runtime::CheckInternal(external.back().module.defined(), "the external codegen '", compiler,
+                           "' made no module for ", f.symbol);
   }
   CompilerOptions compiler = options.compiler;
   runtime::Check(compiler.march == CompilerOptions().march || compiler.march == options.target.march,
@@ -120,38 +121,53 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   compiler.march = options.target.march;
   std::string source;
   for (const SourceFile& file : sources) source += "// ---- " + file.name + "\n" + file.text;
-  std::vector<runtime::Module> modules = {
-      runtime::Module(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile), source))};
-  modules.insert(modules.end(), external.begin(), external.end());
-  return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(modules),
-                         options.module_name, compiler);
+  runtime::Module host(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile), source));
+  return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(host),
+                         std::move(external), options.module_name, compiler);
 }
 
-ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays params,
-                                 std::vector<runtime::Module> modules, std::string module_name,
+ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays params, runtime::Module host,
+                                 std::vector<ExternalModule> external, std::string module_name,
                                  CompilerOptions compiler)
-    : graph_json_(std::move(graph_json)), params_(std::move(params)), modules_(std::move(modules)),
+    : graph_json_(std::move(graph_json)), params_(std::move(params)), host_(std::move(host)),
       module_name_(std::move(module_name)), compiler_(std::move(compiler)) {
-  runtime::CheckInternal(!modules_.empty() && dynamic_cast<const HostCodeModule*>(modules_[0].get()) != nullptr,
-                         "ExecutorFactory: the first module must be the compiled host code");
-  for (size_t i = 1; i < modules_.size(); ++i) {
-    const runtime::Module& external = modules_[i];
-    runtime::CheckInternal(external.defined() && !external->IsDSOExportable() && external->IsBinarySerializable(),
+  runtime::CheckInternal(host_.defined() && dynamic_cast<const HostCodeModule*>(host_.get()) != nullptr,
+                         "ExecutorFactory: the code module must be the compiled host code");
+  if (external.empty()) {
+    code_ = host_;
+    return;
+  }
+  // TVM's tree: the const loader owns the external constants and imports the host code and the
+  // external modules.
+  runtime::NamedArrays constants;
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_symbol;
+  for (const ExternalModule& m : external) {
+    runtime::CheckInternal(m.module.defined() && !m.module->IsDSOExportable() && m.module->IsBinarySerializable(),
                            "ExecutorFactory: an external function's module must be serializable into the library");
-    modules_[0]->Import(external);  // the tree export writes: host code -> external modules
+    if (m.constants.empty()) continue;
+    std::vector<std::string> names;
+    for (const auto& [name, array] : m.constants) names.push_back(name);
+    by_symbol.emplace_back(m.symbol, names);
+    constants.insert(constants.end(), m.constants.begin(), m.constants.end());
+  }
+  code_ = runtime::CreateConstLoaderModule(std::move(constants), std::move(by_symbol));
+  code_->Import(host_);
+  for (const ExternalModule& m : external) {
+    code_->Import(m.module);
+    external_.push_back(m.module);
   }
 }
 
 std::vector<std::string> ExecutorFactory::Objects() const {
-  return static_cast<const HostCodeModule*>(modules_[0].get())->objects();
+  return static_cast<const HostCodeModule*>(host_.get())->objects();
 }
 
 const std::string& ExecutorFactory::GetSource() const {
-  return static_cast<const HostCodeModule*>(modules_[0].get())->source();
+  return static_cast<const HostCodeModule*>(host_.get())->source();
 }
 
 void ExecutorFactory::ExportLibrary(const std::string& path) const {
-  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, modules_[0]);
+  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, code_);
   LinkSharedLibrary(Objects(), runtime::SerializeModuleBlob(factory), path, compiler_);
 }
 
@@ -172,8 +188,9 @@ runtime::Module ExecutorFactory::Load() const {
 
 void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {
   std::filesystem::create_directories(directory);
-  // mod.so holds the external modules in its import blob, so that it runs on its own.
-  std::string blob = modules_.size() > 1 ? runtime::SerializeModuleBlob(modules_[0]) : "";
+  // mod.so holds the const loader and the external modules in its import blob, so that it runs
+  // on its own.
+  std::string blob = code_.get() != host_.get() ? runtime::SerializeModuleBlob(code_) : "";
   LinkSharedLibrary(Objects(), blob, directory + "/mod.so", compiler_);
   WriteFile(directory + "/mod.json", graph_json_);
   WriteFile(directory + "/mod.params", runtime::SaveParams(params_));

@@ -46,18 +46,22 @@ struct BuildReport {
 };
 
 // What Build returns (TVM's GraphExecutorFactoryModule before export): the graph, its params and
-// the modules holding its code: kiln's compiled host code (a HostCodeModule) first, then one module
-// per external function. The host code module imports the others: that tree is what export writes
-// (TVM v0.19 puts a const_loader between the factory and all of them; kiln will once it has one).
+// the modules holding its code. Without external functions the code is kiln's compiled host code
+// (a HostCodeModule); with them, as in TVM v0.19, a const-loader module holding the external
+// constants, which imports the host code and one module per external function. Export writes
+// the tree factory -> code.
 class ExecutorFactory {
  public:
-  ExecutorFactory(std::string graph_json, runtime::NamedArrays params, std::vector<runtime::Module> modules,
-                  std::string module_name, CompilerOptions compiler);
+  ExecutorFactory(std::string graph_json, runtime::NamedArrays params, runtime::Module host,
+                  std::vector<ExternalModule> external, std::string module_name, CompilerOptions compiler);
 
   const std::string& graph_json() const { return graph_json_; }
   const runtime::NamedArrays& params() const { return params_; }
   const std::string& module_name() const { return module_name_; }
-  const std::vector<runtime::Module>& modules() const { return modules_; }
+  // The root of the code: the host code module, or the const loader above it and the external
+  // modules.
+  const runtime::Module& code() const { return code_; }
+  const std::vector<runtime::Module>& external_modules() const { return external_; }
   // The C++ of the compiled operator functions (TVM's lib.get_lib().get_source()).
   const std::string& GetSource() const;
 
@@ -76,7 +80,9 @@ class ExecutorFactory {
 
   std::string graph_json_;
   runtime::NamedArrays params_;
-  std::vector<runtime::Module> modules_;
+  runtime::Module host_;
+  runtime::Module code_;
+  std::vector<runtime::Module> external_;
   std::string module_name_;
   CompilerOptions compiler_;
 };

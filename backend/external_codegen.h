@@ -10,15 +10,24 @@
 
 #include "ir/expr.h"
 #include "runtime/module.h"
+#include "runtime/params.h"
 
 namespace kiln::backend {
+
+// What an external codegen makes of one external function: the module running it, and the
+// constants its `__init_<symbol>` takes, in order (the const-loader module owns them).
+struct ExternalModule {
+  std::string symbol;  // the function it runs (the symbol the codegen was given)
+  runtime::Module module;
+  runtime::NamedArrays constants;
+};
 
 struct ExternalCodegen {
   std::string name;  // the Compiler attribute of the functions it takes ("dnnl")
   // Both null when the codegen is not part of this build.
   bool (*supports)(const ir::CallNode& call) = nullptr;  // whether it can run this op call
   // The module running `function` (an external function) as the packed function `symbol`.
-  runtime::Module (*generate)(const std::string& symbol, const ir::Expr& function) = nullptr;
+  ExternalModule (*generate)(const std::string& symbol, const ir::Expr& function) = nullptr;
 
   bool enabled() const { return generate != nullptr; }
 };

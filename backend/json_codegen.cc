@@ -1,0 +1,157 @@
+// JSON codegen: one walk over the external function's body, inputs before users.
+#include "backend/json_codegen.h"
+
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+#include "runtime/error.h"
+
+namespace kiln::backend {
+
+using namespace ir;
+
+namespace {
+
+std::string FloatText(double value) {
+  std::ostringstream out;
+  out.precision(std::numeric_limits<double>::max_digits10);
+  out << value;
+  return out.str();
+}
+
+std::vector<std::string> AttrStrings(const AttrValue& value) {
+  std::vector<std::string> out;
+  if (const auto* i = std::get_if<int64_t>(&value)) out.push_back(std::to_string(*i));
+  if (const auto* d = std::get_if<double>(&value)) out.push_back(FloatText(*d));
+  if (const auto* s = std::get_if<std::string>(&value)) out.push_back(*s);
+  if (const auto* is = std::get_if<std::vector<int64_t>>(&value)) {
+    for (int64_t i : *is) out.push_back(std::to_string(i));
+  }
+  if (const auto* ds = std::get_if<std::vector<double>>(&value)) {
+    for (double d : *ds) out.push_back(FloatText(d));
+  }
+  return out;
+}
+
+class Serializer {
+ public:
+  explicit Serializer(std::string const_prefix) : const_prefix_(std::move(const_prefix)) {}
+
+  JsonSubgraph Run(const FunctionNode& f) {
+    result_.graph.symbol = const_prefix_;
+    for (const Expr& param : f.params) {
+      runtime::JsonNode node;
+      node.op = "input";
+      node.name = param->As<VarNode>()->name;
+      entries_[param.get()] = Add(std::move(node), param->type());
+    }
+    for (const Expr& e : PostOrder(f.body)) Visit(e);
+    result_.graph.heads = entries_.at(f.body.get());
+    for (uint32_t n = 0; n < result_.graph.nodes.size(); ++n) {
+      if (result_.graph.nodes[n].op != "kernel") result_.graph.arg_nodes.push_back(n);
+    }
+    result_.graph.node_row_ptr.push_back(0);
+    for (const runtime::JsonNode& node : result_.graph.nodes) {
+      result_.graph.node_row_ptr.push_back(result_.graph.node_row_ptr.back() + static_cast<uint32_t>(node.num_outputs()));
+    }
+    return std::move(result_);
+  }
+
+ private:
+  std::vector<runtime::JsonEntry> Add(runtime::JsonNode node, const Type& type) {
+    uint32_t id = static_cast<uint32_t>(result_.graph.nodes.size());
+    std::vector<runtime::JsonEntry> entries;
+    std::vector<Type> fields = type.is_tuple() ? type.fields() : std::vector<Type>{type};
+    for (size_t k = 0; k < fields.size(); ++k) {
+      runtime::Check(fields[k].is_tensor(), "JSON codegen: node '", node.name, "' gives a nested tuple");
+      node.shapes.push_back(fields[k].tensor().shape);
+      node.dtypes.push_back(fields[k].tensor().dtype);
+      entries.push_back({id, static_cast<uint32_t>(k)});
+    }
+    result_.graph.nodes.push_back(std::move(node));
+    return entries;
+  }
+
+  void Visit(const Expr& e) {
+    switch (e->kind()) {
+      case ExprKind::kVar:
+      case ExprKind::kFunction:  // a composite: visited where it is called
+        return;
+      case ExprKind::kConstant: {
+        runtime::JsonNode node;
+        node.op = "const";
+        node.name = const_prefix_ + "_const_" + std::to_string(result_.constants.size());
+        result_.constants.emplace_back(node.name, e->As<ConstantNode>()->value);
+        entries_[e.get()] = Add(std::move(node), e->type());
+        return;
+      }
+      case ExprKind::kTuple: {
+        std::vector<runtime::JsonEntry> all;
+        for (const Expr& field : e->As<TupleNode>()->fields) {
+          const auto& part = entries_.at(field.get());
+          all.insert(all.end(), part.begin(), part.end());
+        }
+        entries_[e.get()] = all;
+        return;
+      }
+      case ExprKind::kTupleGetItem: {
+        const auto* item = e->As<TupleGetItemNode>();
+        entries_[e.get()] = {entries_.at(item->tuple.get()).at(item->index)};
+        return;
+      }
+      case ExprKind::kCall:
+        VisitCall(e);
+        return;
+    }
+  }
+
+  void VisitCall(const Expr& e) {
+    const auto* call = e->As<CallNode>();
+    runtime::JsonNode node;
+    node.op = "kernel";
+    if (call->op != nullptr) {
+      node.name = call->op->name;
+      for (const auto& [key, value] : call->attrs.values()) node.attrs[key] = AttrStrings(value);
+    } else {
+      const auto* f = call->function->As<FunctionNode>();
+      runtime::Check(f->attrs.Has("Composite"), "JSON codegen: the external function calls a function that is not a composite");
+      node.name = f->attrs.GetString("Composite");
+      std::vector<const CallNode*> ops;
+      const CallNode* heaviest = nullptr;
+      std::string pattern;
+      for (const Expr& inner : PostOrder(f->body)) {
+        const auto* c = inner->As<CallNode>();
+        if (c == nullptr || c->op == nullptr) continue;
+        ops.push_back(c);
+        pattern += c->op->name + "_";
+        if (heaviest == nullptr || c->op->pattern > heaviest->op->pattern) heaviest = c;
+      }
+      runtime::Check(heaviest != nullptr, "JSON codegen: the composite ", node.name, " holds no op");
+      ops.insert(ops.begin(), heaviest);
+      for (const CallNode* c : ops) {
+        for (const auto& [key, value] : c->attrs.values()) node.attrs.emplace(key, AttrStrings(value));
+      }
+      node.attrs["PartitionedFromPattern"] = {pattern};
+    }
+    for (const Expr& arg : call->args) {
+      const auto& part = entries_.at(arg.get());
+      node.inputs.insert(node.inputs.end(), part.begin(), part.end());
+    }
+    entries_[e.get()] = Add(std::move(node), e->type());
+  }
+
+  std::string const_prefix_;
+  JsonSubgraph result_;
+  std::unordered_map<const ExprNode*, std::vector<runtime::JsonEntry>> entries_;
+};
+
+}  // namespace
+
+JsonSubgraph SerializeToJson(const Expr& function, const std::string& const_prefix) {
+  const auto* f = function->As<FunctionNode>();
+  runtime::CheckInternal(f != nullptr, "JSON codegen: expected a function");
+  return Serializer(const_prefix).Run(*f);
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,29 @@
+// JSON codegen (TVM's JSONSerializer): an external function as the JSON subgraph its runtime
+// module runs (runtime/json_graph.h). Parameters become `input` nodes named as the parameters
+// (dnnl_0_i0); constants `const` nodes named <prefix>_const_<i> in the order they are met, their
+// arrays handed to the const-loader module; op calls `kernel` nodes named by the op with its
+// attributes; a call of a composite (MergeComposite) one `kernel` node named by the composite,
+// carrying the attributes of its ops (its heaviest op's first, which wins where two ops name one
+// attribute) and PartitionedFromPattern (its ops in order, each followed by "_"). Attribute values are
+// written as TVM writes them: integers in decimal, floats with max_digits10 digits, lists one
+// string per element.
+#pragma once
+
+#include <string>
+
+#include "ir/expr.h"
+#include "runtime/json_graph.h"
+#include "runtime/params.h"
+
+namespace kiln::backend {
+
+struct JsonSubgraph {
+  runtime::JsonGraph graph;
+  runtime::NamedArrays constants;  // in the order of the const nodes
+};
+
+// Throws Error when the function holds what the format cannot say (a nested function call that
+// is not a composite, a tuple-typed parameter of a kernel, ...).
+JsonSubgraph SerializeToJson(const ir::Expr& function, const std::string& const_prefix);
+
+}  // namespace kiln::backend
