@@ -11,6 +11,7 @@
 #include "ir/expr.h"
 #include "runtime/module.h"
 #include "runtime/params.h"
+#include "transform/merge_composite.h"
 
 namespace kiln::backend {
 
@@ -24,10 +25,12 @@ struct ExternalModule {
 
 struct ExternalCodegen {
   std::string name;  // the Compiler attribute of the functions it takes ("dnnl")
-  // Both null when the codegen is not part of this build.
+  // Null when the codegen is not part of this build.
   bool (*supports)(const ir::CallNode& call) = nullptr;  // whether it can run this op call
   // The module running `function` (an external function) as the packed function `symbol`.
   ExternalModule (*generate)(const std::string& symbol, const ir::Expr& function) = nullptr;
+  // The composites MergeComposite forms for it, longer patterns first (null: none).
+  std::vector<transform::CompositePattern> (*patterns)() = nullptr;
 
   bool enabled() const { return generate != nullptr; }
 };

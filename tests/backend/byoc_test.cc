@@ -1,5 +1,5 @@
 // Bring your own codegen end to end with the test JSON backend (tests/test_json_module.h):
-// partitioning claims its ops, the JSON codegen writes their subgraph, the constants go to the
+// partitioning for it (PartitionForCodegen) claims its ops, the JSON codegen writes their subgraph, the constants go to the
 // const-loader module, the exported library holds TVM's module tree and runs on its own; two
 // executors of one library run concurrently; a model the backend claims nothing of stays on the
 // host.
@@ -13,14 +13,11 @@
 
 #include "backend/build.h"
 #include "backend/json_codegen.h"
+#include "backend/partition.h"
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
 #include "tests/float_arrays.h"
 #include "tests/test_json_module.h"
-#include "transform/annotate_target.h"
-#include "transform/merge_compiler_regions.h"
-#include "transform/merge_composite.h"
-#include "transform/partition_graph.h"
 
 namespace kiln::backend {
 namespace {
@@ -44,14 +41,17 @@ ExternalModule GenerateTest(const std::string& symbol, const ir::Expr& function)
   return {symbol, runtime::Module(module), subgraph.constants};
 }
 
-ir::Expr PartitionForTest(const ir::Expr& main, int min_region_ops = 1) {
+std::vector<transform::CompositePattern> TestPatterns() {
   transform::Pattern a = transform::Wildcard(), b = transform::Wildcard(), c = transform::Wildcard();
-  ir::Expr f = transform::MergeComposite(
-      main, {{"test.multiply_add", transform::IsOp(kAdd, {transform::IsOp(kMultiply, {a, b}), c}), nullptr}});
-  f = transform::AnnotateTarget(f, {{"test", SupportsTest}});
+  return {{"test.multiply_add", transform::IsOp(kAdd, {transform::IsOp(kMultiply, {a, b}), c}), nullptr}};
+}
+
+const std::vector<ExternalCodegen> kCodegens = {{"test", SupportsTest, GenerateTest, TestPatterns}};
+
+ir::Expr PartitionForTest(const ir::Expr& main, int min_region_ops = 1) {
   transform::PartitionOptions options;
   options.min_region_ops = min_region_ops;
-  return transform::PartitionGraph(transform::MergeCompilerRegions(f), options);
+  return PartitionForCodegen(main, "test", {}, options, kCodegens);
 }
 
 // relu(x * c1 + c2) on the backend, exp on the host, then add on the backend again.
@@ -80,12 +80,11 @@ class ByocTest : public ::testing::Test {
     dir_ = fs::path(::testing::TempDir()) / ("kiln_byoc_test_" + std::to_string(getpid()));
     fs::create_directories(dir_);
     options_.compiler.cache_dir = (dir_ / "cache").string();
-    options_.external_codegens = &codegens_;
+    options_.external_codegens = &kCodegens;
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   fs::path dir_;
-  std::vector<ExternalCodegen> codegens_ = {{"test", SupportsTest, GenerateTest}};
   BuildOptions options_;
 };
 
