@@ -10,6 +10,7 @@
 
 #include "backend/codegen/host_codegen.h"
 #include "backend/graph_codegen.h"
+#include "backend/c_source_module.h"
 #include "backend/host_module.h"
 #include "runtime/const_loader_module.h"
 #include "runtime/error.h"
@@ -119,6 +120,12 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
                  "build: compiler.march is ", compiler.march, " but the target's is ", options.target.march,
                  "; set BuildOptions::target (ResolveTarget) instead");
   compiler.march = options.target.march;
+  // External code in C source modules (ccompiler) is compiled with the host code.
+  for (const ExternalModule& m : external) {
+    if (const auto* c = dynamic_cast<const CSourceModule*>(m.module.get())) {
+      sources.push_back({m.symbol + ".cc", OperatorSourcePrelude() + c->code()});
+    }
+  }
   std::string source;
   for (const SourceFile& file : sources) source += "// ---- " + file.name + "\n" + file.text;
   runtime::Module host(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile), source));
@@ -142,8 +149,9 @@ ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays pa
   runtime::NamedArrays constants;
   std::vector<std::pair<std::string, std::vector<std::string>>> by_symbol;
   for (const ExternalModule& m : external) {
-    runtime::CheckInternal(m.module.defined() && !m.module->IsDSOExportable() && m.module->IsBinarySerializable(),
-                           "ExecutorFactory: an external function's module must be serializable into the library");
+    runtime::CheckInternal(m.module.defined() && (m.module->IsDSOExportable() || m.module->IsBinarySerializable()),
+                           "ExecutorFactory: an external function's module must be compiled into the library or "
+                           "serializable into it");
     if (m.constants.empty()) continue;
     std::vector<std::string> names;
     for (const auto& [name, array] : m.constants) names.push_back(name);
@@ -153,8 +161,8 @@ ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays pa
   code_ = runtime::CreateConstLoaderModule(std::move(constants), std::move(by_symbol));
   code_->Import(host_);
   for (const ExternalModule& m : external) {
-    code_->Import(m.module);
     external_.push_back(m.module);
+    if (!m.module->IsDSOExportable()) code_->Import(m.module);  // else its code is in the host's
   }
 }
 

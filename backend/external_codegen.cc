@@ -1,7 +1,8 @@
 // The table of external codegens. An entry whose functions are null is a codegen this build was
-// configured without; the BYOC work adds the oneDNN (dnnl) and C source (ccompiler) codegens
-// behind their CMake options here.
+// configured without (oneDNN's behind KILN_USE_DNNL); ccompiler needs nothing and is always there.
 #include "backend/external_codegen.h"
+
+#include "backend/contrib/ccompiler/ccompiler.h"
 
 #include "runtime/error.h"
 
@@ -10,7 +11,7 @@ namespace kiln::backend {
 const std::vector<ExternalCodegen>& ExternalCodegens() {
   static const std::vector<ExternalCodegen> table = {
       {"dnnl", nullptr, nullptr},
-      {"ccompiler", nullptr, nullptr},
+      {"ccompiler", CCompilerSupports, CCompilerGenerate, nullptr},
   };
   return table;
 }

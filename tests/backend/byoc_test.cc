@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backend/build.h"
+#include "backend/c_source_module.h"
 #include "backend/json_codegen.h"
 #include "backend/partition.h"
 #include "ir/text.h"
@@ -194,6 +195,85 @@ TEST_F(ByocTest, AModelTheBackendClaimsNothingOfStaysOnTheHost) {
   ExecutorFactory small = Build(PartitionForTest(ir::ParseFunction(kModel), /*min_region_ops=*/5), options_);
   EXPECT_TRUE(small.external_modules().empty());
   EXPECT_EQ(small.params().size(), 2u);  // the constants are parameters again
+}
+
+// ccompiler: the C source module's code is compiled into the library; its __init_ takes the
+// constants from the const loader. A small MLP with a broadcast scale: dense, bias, relu, multiply.
+const char* kMlp = R"(fn (%x: Tensor[(2, 3), float32]) {
+  %w = const(Tensor[(2, 3), float32], [1, 0, -1, 0.5, 0.5, 0.5]);
+  %b = const(Tensor[(2), float32], [0.25, -1]);
+  %s = const(Tensor[(1, 2), float32], [2, 3]);
+  %0 = nn.dense(%x, %w);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  %3 = multiply(%2, %s);
+  %4 = tanh(%3);
+  %4
+})";
+
+std::vector<float> MlpReference(const std::vector<float>& x) {
+  const float w[2][3] = {{1, 0, -1}, {0.5f, 0.5f, 0.5f}}, b[2] = {0.25f, -1}, s[2] = {2, 3};
+  std::vector<float> out;
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 2; ++c) {
+      float sum = b[c];
+      for (int k = 0; k < 3; ++k) sum += x[r * 3 + k] * w[c][k];
+      out.push_back(std::tanh(std::max(sum, 0.0f) * s[c]));
+    }
+  }
+  return out;
+}
+
+TEST_F(ByocTest, CCompilerCodeIsCompiledIntoTheLibraryAndTakesItsConstantsOnce) {
+  options_.external_codegens = nullptr;  // this build's table
+  ir::Expr main = PartitionForCodegen(ir::ParseFunction(kMlp), "ccompiler");
+  ExecutorFactory factory = Build(main, options_);
+  ASSERT_EQ(factory.external_modules().size(), 1u);
+  EXPECT_STREQ(factory.external_modules()[0].type_key(), "c");
+  EXPECT_TRUE(factory.params().empty());
+  EXPECT_THAT(factory.GetSource(), HasSubstr("int __init_tvmgen_default_ccompiler_main_0("));
+  std::string path = (dir_ / "mlp.so").string();
+  factory.ExportLibrary(path);
+  runtime::Module root = runtime::LoadModuleFromFile(path);
+  const runtime::Module& loader = root->imports()[0];
+  EXPECT_STREQ(loader.type_key(), "const_loader");
+  EXPECT_EQ(loader->imports().size(), 1u);  // the library itself: the C code is in it
+  std::vector<std::string> failures(2);
+  auto work = [&](int t) {
+    auto exec = runtime::GetGraphExecutor(root.GetFunction("default")(runtime::kCPU).AsModule());
+    for (int round = 0; round < 20; ++round) {
+      std::vector<float> x;
+      for (int i = 0; i < 6; ++i) x.push_back(0.3f * static_cast<float>((t * 7 + round + i) % 11) - 1.5f);
+      exec->SetInput(0, *test::FloatArray({2, 3}, x).get());
+      exec->Run();
+      std::vector<float> got = test::ToVector(exec->GetOutput(0)), want = MlpReference(x);
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::abs(got[i] - want[i]) > 1e-5f) failures[t] = "thread " + std::to_string(t) + " element " + std::to_string(i);
+      }
+    }
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "");
+}
+
+TEST_F(ByocTest, CSourceModuleBinaryFormIsTvms) {
+  CSourceModule module("int f() { return 0; }", "cc", {"f"}, {"f_const_0"});
+  runtime::ByteWriter writer;
+  module.SaveToBinary(writer);
+  runtime::ByteWriter expected;  // TVM v0.19 CSourceModuleNode::SaveToBinary
+  expected.WriteString("int f() { return 0; }");
+  expected.WriteString("cc");
+  expected.WriteStringVector({"f"});
+  expected.WriteStringVector({"f_const_0"});
+  EXPECT_EQ(writer.bytes(), expected.bytes());
+  runtime::ByteReader reader(writer.bytes(), "test");
+  runtime::Module loaded = CSourceModule::LoadFromBinary(reader);
+  EXPECT_EQ(loaded.GetFunction("get_const_vars")().AsString(), "f_const_0");
+  EXPECT_EQ(loaded.GetFunction("get_func_names")().AsString(), "f");
+  EXPECT_EQ(static_cast<CSourceModule*>(loaded.get())->code(), "int f() { return 0; }");
 }
 
 }  // namespace
