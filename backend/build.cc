@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -89,9 +90,15 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   runtime::Check(opt_level >= 0 && opt_level <= 3, "opt_level must be 0 to 3, got ", opt_level);
   BuildReport local;
   BuildReport& r = report != nullptr ? *report : local;
-  for (const ir::Expr& e : ir::PostOrder(main->As<ir::FunctionNode>()->body)) {
-    if (const auto* call = e->As<ir::CallNode>(); call != nullptr && call->op != nullptr) ++r.imported_ops;
-  }
+  std::function<void(const ir::Expr&)> count_ops = [&](const ir::Expr& body) {
+    for (const ir::Expr& e : ir::PostOrder(body)) {
+      const auto* call = e->As<ir::CallNode>();
+      if (call == nullptr) continue;
+      if (call->op != nullptr) ++r.imported_ops;
+      if (call->op == nullptr) count_ops(call->function->As<ir::FunctionNode>()->body);  // external, composite
+    }
+  };
+  count_ops(main->As<ir::FunctionNode>()->body);
   transform::PassEnvironment environment{options.pass_context, options.target};
   std::ostringstream discard;
   ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);

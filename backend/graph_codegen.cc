@@ -161,7 +161,12 @@ class GraphBuilder {
     OpPattern anchor = OpPattern::kElemWise;
     for (const Expr& inner : PostOrder(f->body)) {
       const auto* op_call = inner->As<CallNode>();
-      if (op_call == nullptr || op_call->op == nullptr) continue;
+      if (op_call == nullptr) continue;
+      if (op_call->op == nullptr) {  // in an external function: a composite (dnnl.conv2d_bias_relu)
+        const Attrs& composite = op_call->function->As<FunctionNode>()->attrs;
+        if (composite.Has("Composite")) ops += (ops.empty() ? "" : ",") + composite.GetString("Composite");
+        continue;
+      }
       ops += (ops.empty() ? "" : ",") + op_call->op->name;
       anchor = std::max(anchor, op_call->op->pattern);
     }

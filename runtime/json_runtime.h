@@ -35,6 +35,7 @@ class JsonRuntimeBase : public ModuleNode {
   const std::string& symbol() const { return symbol_; }
   const std::string& graph_json() const { return graph_json_; }
   const std::vector<std::string>& const_names() const { return const_names_; }
+  const JsonGraph& graph() const { return graph_; }
 
  protected:
   // Called once, with one array per constant name, in order.
@@ -43,7 +44,6 @@ class JsonRuntimeBase : public ModuleNode {
   // arg_nodes order); both checked against the graph's shapes and dtypes.
   virtual void Run(const std::vector<const DLTensor*>& inputs, const std::vector<DLTensor*>& outputs) const = 0;
 
-  const JsonGraph& graph() const { return graph_; }
   // The entries of the input nodes and of the constant nodes, in arg_nodes order.
   const std::vector<uint32_t>& input_entries() const { return input_entries_; }
   const std::vector<uint32_t>& const_entries() const { return const_entries_; }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/build.h"
+#include "backend/partition.h"
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/error.h"
 #include "tools/cli_args.h"
@@ -28,6 +29,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--pass-config", "", true, "a pass config key=value, e.g. relay.FuseOps.max_depth=8 (repeatable)"},
     {"--print-ir-after", "", true, "print the IR after this pass, or after all (repeatable)"},
     {"--print-pass-times", "", false, "print how long each pass took"},
+    {"--byoc", "", true, "hand what this external codegen runs to it: dnnl or ccompiler (repeatable)"},
+    {"--byoc-min-ops", "", true, "a region of fewer ops than this stays on kiln's host code (default 1)"},
     {"--output", "-o", true, "output library (.so), or directory with --format tvmc"},
     {"--format", "-f", true, "so (default): one library; tvmc: DIR/mod.so + mod.json + mod.params"},
     {"--help", "-h", false, "show this help"},
@@ -127,6 +130,12 @@ int CompileCommand(const std::vector<std::string>& args) {
   {
     ProgressStep step("importing " + model);
     main = frontend::ImportOnnxFile(model, import);
+  }
+  transform::PartitionOptions partition;
+  partition.min_region_ops = cli.GetInt("--byoc-min-ops", 1);
+  for (const std::string& codegen : names("--byoc")) {
+    ProgressStep step("partitioning for " + codegen);
+    main = backend::PartitionForCodegen(main, codegen, {}, partition);
   }
   backend::BuildReport report;
   std::unique_ptr<backend::ExecutorFactory> factory;

@@ -1,10 +1,12 @@
-// kiln inspect ARTIFACT: inputs, outputs, parameters, operator functions and the memory plan.
+// kiln inspect ARTIFACT: inputs, outputs, parameters, operator functions (an external function
+// with the ops it holds), the module tree and the memory plan.
 #include <cstdio>
 #include <map>
 #include <set>
 
 #include "runtime/error.h"
 #include "runtime/graph_json.h"
+#include "runtime/json_runtime.h"
 #include "runtime/text.h"
 #include "tools/artifact.h"
 #include "tools/cli_args.h"
@@ -18,6 +20,21 @@ const std::vector<OptionSpec> kOptions = {{"--help", "-h", false, "show this hel
 
 std::string TypeText(const std::vector<int64_t>& shape, DLDataType dtype) {
   return runtime::DTypeToString(dtype) + runtime::ShapeToString(shape);
+}
+
+// One line per module, its imports indented below it; a JSON runtime module (dnnl_json, ...)
+// with its function and the kernels of its subgraph.
+void PrintModuleTree(const runtime::Module& module, int depth) {
+  std::string line(static_cast<size_t>(depth) * 2, ' ');
+  line += module.type_key();
+  if (const auto* json = dynamic_cast<const runtime::JsonRuntimeBase*>(module.get())) {
+    line += " " + json->symbol() + ":";
+    for (const runtime::JsonNode& node : json->graph().nodes) {
+      if (node.op == "kernel") line += " " + node.name;
+    }
+  }
+  std::printf("%s\n", runtime::EscapeForDisplay(line).c_str());
+  for (const runtime::Module& import : module->imports()) PrintModuleTree(import, depth + 1);
 }
 
 }  // namespace
@@ -78,6 +95,8 @@ int InspectCommand(const std::vector<std::string>& args) {
     std::printf("Conditional calls: %zu of %zu run only when their side of a run-time If is taken (%zu conditions)\n",
                 conditional_nodes, op_nodes, conditions.size());
   }
+  std::printf("Module tree:\n");
+  PrintModuleTree(artifact.lib, 1);
   std::set<uint32_t> storage(g.storage_ids.begin(), g.storage_ids.end());
   std::printf("Memory plan: %zu entries in %zu storage buffers, %.2f MB allocated by the executor\n", g.num_entries(),
               storage.size(), exec.OwnedStorageBytes() / 1048576.0);
