@@ -3,6 +3,7 @@
 #include "backend/external_codegen.h"
 
 #include "backend/contrib/ccompiler/ccompiler.h"
+#include "backend/contrib/dnnl/dnnl_codegen.h"
 
 #include "runtime/error.h"
 
@@ -10,7 +11,11 @@ namespace kiln::backend {
 
 const std::vector<ExternalCodegen>& ExternalCodegens() {
   static const std::vector<ExternalCodegen> table = {
-      {"dnnl", nullptr, nullptr},
+#ifdef KILN_USE_DNNL
+      {"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns},
+#else
+      {"dnnl", nullptr, nullptr, nullptr},
+#endif
       {"ccompiler", CCompilerSupports, CCompilerGenerate, nullptr},
   };
   return table;

@@ -146,7 +146,45 @@ class Serializer {
   std::unordered_map<const ExprNode*, std::vector<runtime::JsonEntry>> entries_;
 };
 
+class JsonExportModule final : public runtime::ModuleNode {
+ public:
+  JsonExportModule(std::string type_key, std::string symbol, std::string graph_json,
+                   std::vector<std::string> const_names)
+      : type_key_(std::move(type_key)), symbol_(std::move(symbol)), graph_json_(std::move(graph_json)),
+        const_names_(std::move(const_names)) {}
+  const char* type_key() const override { return type_key_.c_str(); }
+  bool IsBinarySerializable() const override { return true; }
+  void SaveToBinary(runtime::ByteWriter& writer) const override {
+    writer.WriteString(symbol_);
+    writer.WriteString(graph_json_);
+    writer.WriteStringVector(const_names_);
+  }
+  runtime::PackedFunc GetFunction(const std::string& name) override {
+    auto self = std::static_pointer_cast<JsonExportModule>(shared_from_this());
+    if (name == "get_symbol") {
+      return runtime::PackedFunc([self](const runtime::Args&, runtime::RetValue* r) { r->SetString(self->symbol_); });
+    }
+    if (name == "get_const_vars") {
+      return runtime::PackedFunc([self](const runtime::Args&, runtime::RetValue* r) {
+        std::string joined;
+        for (const std::string& c : self->const_names_) joined += (joined.empty() ? "" : ",") + c;
+        r->SetString(joined);
+      });
+    }
+    return runtime::PackedFunc();
+  }
+
+ private:
+  std::string type_key_, symbol_, graph_json_;
+  std::vector<std::string> const_names_;
+};
+
 }  // namespace
+
+runtime::Module JsonModuleForExport(const std::string& type_key, const std::string& symbol,
+                                    const std::string& graph_json, std::vector<std::string> const_names) {
+  return runtime::Module(std::make_shared<JsonExportModule>(type_key, symbol, graph_json, std::move(const_names)));
+}
 
 JsonSubgraph SerializeToJson(const Expr& function, const std::string& const_prefix) {
   const auto* f = function->As<FunctionNode>();

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/expr.h"
 #include "runtime/json_graph.h"
+#include "runtime/module.h"
 #include "runtime/params.h"
 
 namespace kiln::backend {
@@ -25,5 +27,12 @@ struct JsonSubgraph {
 // Throws Error when the function holds what the format cannot say (a nested function call that
 // is not a composite, a tuple-typed parameter of a kernel, ...).
 JsonSubgraph SerializeToJson(const ir::Expr& function, const std::string& const_prefix);
+
+// A module of type `type_key` (dnnl_json, ...) holding a JSON subgraph for export only: it writes
+// the JSON runtime's binary form (runtime/json_runtime.h) and answers get_symbol and
+// get_const_vars; the runtime that runs it is loaded with the library (it may live in a library of
+// its own, such as libkiln_dnnl).
+runtime::Module JsonModuleForExport(const std::string& type_key, const std::string& symbol,
+                                    const std::string& graph_json, std::vector<std::string> const_names);
 
 }  // namespace kiln::backend

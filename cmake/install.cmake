@@ -10,6 +10,9 @@ include(CMakePackageConfigHelpers)
 set(KILN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 set_target_properties(kiln_runtime PROPERTIES EXPORT_NAME runtime)
 install(TARGETS kiln_runtime EXPORT kilnTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+if(TARGET kiln_dnnl)  # loaded by libkiln_runtime from its own directory
+  install(TARGETS kiln_dnnl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/kiln/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln COMPONENT runtime)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/runtime/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/runtime
   COMPONENT runtime FILES_MATCHING PATTERN "*.h")

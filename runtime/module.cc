@@ -73,6 +73,11 @@ std::vector<std::vector<size_t>> CheckImportTree(const std::vector<uint64_t>& ro
 Module LoadBinaryModule(const std::string& key, ByteReader& reader) {
   if (BinaryLoader loader = FindBinaryLoader(key)) return loader(reader);
   PackedFunc load = GetGlobalFunction("runtime.module.loadbinary_" + key);
+  if (!load) {
+    std::string why;
+    if (LoadRuntimeLibraryFor(key, &why)) load = GetGlobalFunction("runtime.module.loadbinary_" + key);
+    if (!why.empty()) reader.FailAt(why);
+  }
   if (!load) reader.FailAt(StrCat("module type '", key, "' is not supported by this build of kiln"));
   Module module = load(static_cast<void*>(&reader)).AsModule();
   if (!module.defined()) reader.FailAt(StrCat("the loader of module type '", key, "' returned no module"));

@@ -50,6 +50,11 @@ using BinaryLoader = Module (*)(ByteReader& reader);
 // Loading an import blob falls back to a global function `runtime.module.loadbinary_<type_key>`
 // taking the ByteReader* as an opaque handle and returning the module.
 BinaryLoader FindBinaryLoader(const std::string& type_key);
+// For a type key whose runtime lives in a library of its own (dnnl_json: libkiln_dnnl, found
+// beside libkiln_runtime or on the library path): loads it, which registers its
+// `runtime.module.loadbinary_<type_key>`, and returns true; false with `why` set when that fails,
+// false with `why` untouched for any other key.
+bool LoadRuntimeLibraryFor(const std::string& type_key, std::string* why);
 
 // Loads a library file (`.so`, format "so" or deduced from the extension) and the module tree of
 // its import blob; returns the root. Throws Error for a missing or malformed file.

@@ -10,6 +10,7 @@ packages=(
   libxxhash-dev                       # the checksum of exported libraries (header-only use)
   libprotobuf-dev protobuf-compiler libonnx-dev  # the ONNX frontend
   libonnx-testdata                    # ONNX 1.12's backend node cases (make conformance, make test)
+  libdnnl-dev                         # oneDNN 2.6, the dnnl external codegen's runtime (KILN_USE_DNNL)
   python3-dev                         # Python's headers for the bindings (python/; pybind11 comes from PyPI)
 )
 

@@ -14,12 +14,19 @@ namespace {
 
 constexpr char kComposite[] = "Composite";
 
-// The function computing `match` over parameters for its leaves, called with the leaves.
-Expr Composite(const std::string& name, const Match& match, const Rewritten& rewritten) {
+// The function computing `match` over parameters for its leaves, in the pattern's order, called
+// with the leaves.
+Expr Composite(const std::string& name, const Pattern& pattern, const Match& match, const Rewritten& rewritten) {
   std::unordered_set<const ExprNode*> inside = {match.root().get()};
   for (const Expr& e : match.interior()) inside.insert(e.get());
   std::vector<Expr> leaves, params;
   std::unordered_map<const ExprNode*, Expr> copies;
+  for (const Expr& leaf : match.Leaves(pattern)) {  // a value two leaves bound is passed twice
+    if (inside.count(leaf.get()) != 0) continue;
+    params.push_back(Var("p" + std::to_string(params.size()), leaf->type()));
+    leaves.push_back(rewritten(leaf));
+    copies.emplace(leaf.get(), params.back());  // the body reads the first
+  }
   std::function<Expr(const Expr&)> copy = [&](const Expr& e) -> Expr {
     auto it = copies.find(e.get());
     if (it != copies.end()) return it->second;
@@ -58,7 +65,7 @@ Expr MergeComposite(const Expr& main, const std::vector<CompositePattern>& patte
     rewrite.pattern = composite.pattern;
     rewrite.rewrite = [&composite](const Match& match, const Rewritten& rewritten) -> Expr {
       if (composite.check && !composite.check(match)) return nullptr;
-      return Composite(composite.name, match, rewritten);
+      return Composite(composite.name, composite.pattern, match, rewritten);
     };
     body = RewritePatterns(body, {rewrite});
   }

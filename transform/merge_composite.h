@@ -6,7 +6,9 @@
 // The patterns are tried one after another over the whole function, in the table's order, so
 // list longer patterns before the shorter ones they contain. A match is taken only when nothing
 // outside it reads its interior. The function's parameters are the values the match reads (its
-// leaves, constants included) in the order they first appear; the call passes them.
+// leaves, constants included) in the order the pattern lists them, whichever order a commutative
+// op matched in (a codegen finds a convolution's data, weight, bias and residual in that order);
+// the call passes them.
 //
 // May run: before AnnotateTarget.
 #pragma once

@@ -2,6 +2,8 @@
 // rewriting in rounds over the graph.
 #include "transform/pattern.h"
 
+#include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 #include "runtime/error.h"
@@ -67,6 +69,22 @@ Pattern Pattern::Commutative() const {
 Expr Match::operator[](const Pattern& part) const {
   auto it = bound_.find(part.get());
   return it == bound_.end() ? nullptr : it->second;
+}
+
+std::vector<Expr> Match::Leaves(const Pattern& pattern) const {
+  std::vector<Expr> leaves;
+  std::unordered_set<const PatternNode*> seen;
+  std::function<void(const Pattern&)> visit = [&](const Pattern& p) {
+    const PatternNode* node = p.get();
+    if (node->kind == PatternNode::Kind::kWildcard || node->kind == PatternNode::Kind::kConstant) {
+      Expr bound = (*this)[p];
+      if (bound != nullptr && seen.insert(node).second) leaves.push_back(bound);
+      return;
+    }
+    for (const Pattern& part : node->parts) visit(part);
+  };
+  visit(pattern);
+  return leaves;
 }
 
 class Matcher {

@@ -53,6 +53,11 @@ class Match {
   ir::Expr operator[](const Pattern& part) const;
   // The calls the match covers below its root (matched by IsOp patterns).
   const std::vector<ir::Expr>& interior() const { return interior_; }
+  // What the leaves of `pattern` (the pattern matched: Wildcard, IsConstant) bound, in the
+  // pattern's order (depth first, arguments as the pattern lists them, whichever order a
+  // commutative op matched in): one per leaf, a leaf the pattern uses twice once, two leaves
+  // that bound one expression both.
+  std::vector<ir::Expr> Leaves(const Pattern& pattern) const;
 
  private:
   friend class Matcher;

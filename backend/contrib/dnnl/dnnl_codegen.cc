@@ -1,0 +1,143 @@
+// The dnnl codegen: support predicates, the composite pattern table, the JSON module.
+#include "backend/contrib/dnnl/dnnl_codegen.h"
+
+#include <set>
+
+#include "backend/json_codegen.h"
+#include "runtime/error.h"
+
+namespace kiln::backend {
+
+using namespace ir;
+using transform::CompositePattern;
+using transform::IsConstant;
+using transform::IsOp;
+using transform::Pattern;
+using transform::Wildcard;
+
+namespace {
+
+const OpRef kConv2D("nn.conv2d");
+const OpRef kDense("nn.dense");
+const OpRef kBiasAdd("nn.bias_add");
+const OpRef kAdd("add");
+const OpRef kMultiply("multiply");
+const OpRef kRelu("nn.relu");
+const OpRef kClip("clip");
+const OpRef kSigmoid("sigmoid");
+const OpRef kTanh("tanh");
+const OpRef kErf("erf");
+
+const std::set<std::string> kEltwise = {"nn.relu", "tanh", "sigmoid", "exp", "log", "sqrt", "abs", "clip"};
+
+bool Float32(const Type& t) { return t.is_tensor() && t.tensor().dtype == runtime::kFloat32; }
+
+// A bias along the channels: nn.bias_add, or add of a constant.
+Pattern Bias(const Pattern& x) { return IsOp(kBiasAdd, {x, IsConstant()}) | IsOp(kAdd, {x, IsConstant()}); }
+
+// x * sigmoid(x), and kiln's Gelu: 0.5 * x * (1 + erf(x / sqrt 2)), in the orders the importer
+// writes them.
+Pattern Swish(const Pattern& x) { return IsOp(kMultiply, {x, IsOp(kSigmoid, {x})}).Commutative(); }
+Pattern Gelu(const Pattern& x) {
+  Pattern erf = IsOp(kErf, {IsOp(kMultiply, {x, IsConstant()})});
+  Pattern one_plus = IsOp(kAdd, {erf, IsConstant()}).Commutative();
+  return IsOp(kMultiply, {IsOp(kMultiply, {x, one_plus}).Commutative(), IsConstant()}).Commutative() |
+         IsOp(kMultiply, {IsOp(kMultiply, {x, IsConstant()}).Commutative(), one_plus}).Commutative();
+}
+
+// Whether `bias` adds one value per output channel (axis 1 of a convolution's NCHW result, the
+// last axis of a dense one): oneDNN takes it as a vector.
+bool BiasFits(const Expr& bias, const TensorType& out, bool conv, bool bias_add) {
+  const std::vector<int64_t>& shape = bias->type().tensor().shape;
+  int64_t channels = conv ? out.shape[1] : out.shape.back();
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  if (count != channels) return false;
+  if (!conv) return shape.back() == channels;
+  return (bias_add && shape.size() == 1) || (shape.size() >= 3 && shape[shape.size() - 3] == channels);
+}
+
+}  // namespace
+
+bool DnnlSupports(const CallNode& call) {
+  if (call.op == nullptr || !Float32(call.type())) return false;
+  for (const Expr& arg : call.args) {
+    if (!Float32(arg->type())) return false;
+  }
+  const std::string& op = call.op->name;
+  const TensorType& out = call.type().tensor();
+  if (op == "nn.conv2d") {
+    return call.attrs.GetString("data_layout") == "NCHW" && call.attrs.GetString("kernel_layout") == "OIHW" &&
+           (call.attrs.GetString("out_layout").empty() || call.attrs.GetString("out_layout") == "NCHW");
+  }
+  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
+    return call.attrs.GetString("layout") == "NCHW";
+  }
+  if (op == "nn.dense") return call.attrs.GetString("weight_layout") == "NK";
+  if (op == "nn.batch_matmul") return out.ndim() == 3;
+  if (op == "nn.softmax") return true;
+  if (op == "nn.layer_norm") {
+    int64_t axis = call.attrs.GetInt("axis");
+    return axis == -1 || axis == static_cast<int64_t>(out.ndim()) - 1;
+  }
+  if (op == "add" || op == "multiply") {
+    const TensorType& a = call.args[0]->type().tensor();
+    const TensorType& b = call.args[1]->type().tensor();
+    return (a.shape == out.shape || b.shape == out.shape) && a.ndim() <= out.ndim() && b.ndim() <= out.ndim();
+  }
+  return kEltwise.count(op) != 0;
+}
+
+std::vector<CompositePattern> DnnlPatterns() {
+  std::vector<CompositePattern> table;
+  Pattern data = Wildcard(), weight = IsConstant();
+  Pattern conv = IsOp(kConv2D, {data, weight});
+  Pattern conv_bias = Bias(conv);
+  Pattern dense = IsOp(kDense, {Wildcard(), IsConstant()});
+  Pattern dense_bias = Bias(dense);
+  auto supported = [](const transform::Match& m) {
+    std::vector<Expr> calls = m.interior();
+    calls.push_back(m.root());
+    for (const Expr& e : calls) {
+      const auto* call = e->As<CallNode>();
+      if (!Float32(call->type())) return false;
+      if ((kConv2D.Is(call->op) || kDense.Is(call->op)) && !DnnlSupports(*call)) return false;
+      if (kAdd.Is(call->op) || kBiasAdd.Is(call->op)) {
+        const auto* anchor = call->args[0]->As<CallNode>();
+        if (anchor == nullptr || !(kConv2D.Is(anchor->op) || kDense.Is(anchor->op))) continue;  // the sum
+        if (!BiasFits(call->args[1], anchor->type().tensor(), kConv2D.Is(anchor->op), kBiasAdd.Is(call->op))) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  // The longer patterns first: a convolution with its residual sum, then with an activation.
+  Pattern residual = Wildcard();
+  Pattern sum = IsOp(kAdd, {conv_bias, residual}).Commutative();
+  table.push_back({"dnnl.conv2d_bias_sum_relu", IsOp(kRelu, {sum}), supported});
+  table.push_back({"dnnl.conv2d_bias_sum", sum, supported});
+  table.push_back({"dnnl.conv2d_bias_relu", IsOp(kRelu, {conv_bias}), supported});
+  table.push_back({"dnnl.conv2d_bias_clip", IsOp(kClip, {conv_bias}), supported});
+  table.push_back({"dnnl.conv2d_bias_sigmoid", IsOp(kSigmoid, {conv_bias}), supported});
+  table.push_back({"dnnl.conv2d_bias_tanh", IsOp(kTanh, {conv_bias}), supported});
+  Pattern swish_input = conv_bias;
+  table.push_back({"dnnl.conv2d_bias_swish", Swish(swish_input), supported});
+  table.push_back({"dnnl.conv2d_bias", conv_bias, supported});
+  table.push_back({"dnnl.conv2d_relu", IsOp(kRelu, {conv}), supported});
+  table.push_back({"dnnl.dense_bias_gelu", Gelu(dense_bias), supported});
+  table.push_back({"dnnl.dense_bias_relu", IsOp(kRelu, {dense_bias}), supported});
+  table.push_back({"dnnl.dense_bias", dense_bias, supported});
+  return table;
+}
+
+ExternalModule DnnlGenerate(const std::string& symbol, const Expr& function) {
+  // As TVM's DNNLJSONSerializer: the graph's symbol and constants are prefixed "dnnl_".
+  JsonSubgraph subgraph = SerializeToJson(function, "dnnl_" + symbol);
+  std::vector<std::string> names;
+  for (const auto& [name, array] : subgraph.constants) names.push_back(name);
+  return {symbol, JsonModuleForExport("dnnl_json", symbol, runtime::WriteJsonGraph(subgraph.graph), names),
+          subgraph.constants};
+}
+
+}  // namespace kiln::backend
