@@ -4,6 +4,7 @@
 
 #include "backend/compiler.h"
 #include "runtime/error.h"
+#include "backend/external_codegen.h"
 #include "runtime/version.h"
 #include "tools/commands.h"
 
@@ -27,6 +28,11 @@ int main(int argc, char** argv) {
   if (command == "--version") {
     std::printf("kiln %s\nkernel sources: %s\nC++ compiler: %s\n", kiln::runtime::Version(),
                 kiln::backend::KernelSourceDir().c_str(), kiln::backend::CompilerDescription().c_str());
+    std::string codegens;
+    for (const kiln::backend::ExternalCodegen& c : kiln::backend::ExternalCodegens()) {
+      codegens += (codegens.empty() ? "" : ", ") + c.name + (c.enabled() ? "" : " (not enabled in this build)");
+    }
+    std::printf("external codegens (--byoc): %s\n", codegens.c_str());
     return 0;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

@@ -21,18 +21,18 @@ from model_suite import MODELS, model_path, seeded_inputs  # noqa: E402  (test_p
 OPT_LEVELS = [int(level) for level in os.environ.get("KILN_SUITE_OPT_LEVELS", "3,0").split(",")]
 
 
-@pytest.mark.parametrize("opt_level", OPT_LEVELS)
-@pytest.mark.parametrize("name", MODELS)
-def test_model_matches_onnxruntime(tmp_path, name, opt_level):
+def check_against_onnxruntime(tmp_path, name, flags, label):
+    """Compiles `name` with `flags`, runs the library alone and compares each output with ONNX
+    Runtime's; returns kiln compile's summary line."""
     path = model_path(name)
     model = onnx.load(str(path), load_external_data=False)
     feeds = seeded_inputs(model)
     expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     library = tmp_path / f"{name}.so"
-    compiled = subprocess.run([KILN, "compile", str(path), "-O", str(opt_level), "-o", str(library)],
-                              capture_output=True, text=True)
+    compiled = subprocess.run([KILN, "compile", str(path), *flags, "-o", str(library)], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
-    print(compiled.stderr.strip().splitlines()[-1])
+    summary = compiled.stderr.strip().splitlines()[-1]
+    print(summary)
     np.savez(tmp_path / "in.npz", **feeds)
     ran = subprocess.run([KILN, "run", str(library), "--inputs", str(tmp_path / "in.npz"), "--outputs",
                           str(tmp_path / "out.npz")], capture_output=True, text=True)
@@ -45,5 +45,29 @@ def test_model_matches_onnxruntime(tmp_path, name, opt_level):
         assert float(np.std(want)) > 1e-3, f"{name}: the reference output is degenerate"
         bound = 1e-4 * max(1.0, float(np.abs(want).max()))
         err = float(np.abs(got.astype(np.float64) - want).max())
-        print(f"{name} -O{opt_level} output {i}: max |kiln - ort| = {err:.3g} (bound {bound:.3g})")
-        assert err <= bound, f"{name} -O{opt_level} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
+        print(f"{name} {label} output {i}: max |kiln - ort| = {err:.3g} (bound {bound:.3g})")
+        assert err <= bound, f"{name} {label} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
+    return summary
+
+
+@pytest.mark.parametrize("opt_level", OPT_LEVELS)
+@pytest.mark.parametrize("name", MODELS)
+def test_model_matches_onnxruntime(tmp_path, name, opt_level):
+    check_against_onnxruntime(tmp_path, name, ["-O", str(opt_level)], f"-O{opt_level}")
+
+
+def kiln_has_dnnl():
+    version = subprocess.run([KILN, "--version"], capture_output=True, text=True).stdout
+    return "dnnl" in version and "dnnl (not enabled" not in version
+
+
+@pytest.mark.skipif(not kiln_has_dnnl(), reason="this kiln is built without oneDNN (KILN_USE_DNNL=OFF)")
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "bert_2layer"])
+def test_model_with_dnnl_matches_onnxruntime(tmp_path, name):
+    """The model with what oneDNN runs handed to it (--byoc dnnl): convolutions with their
+    post-ops, dense layers, pooling, softmax and layer norm in dnnl_json modules."""
+    summary = check_against_onnxruntime(tmp_path, name, ["--byoc", "dnnl"], "--byoc dnnl")
+    assert "oneDNN" in summary, summary
+    inspected = subprocess.run([KILN, "inspect", str(tmp_path / f"{name}.so")], capture_output=True, text=True)
+    assert inspected.returncode == 0, inspected.stderr
+    assert "dnnl_json tvmgen_default_dnnl_main_0:" in inspected.stdout, inspected.stdout

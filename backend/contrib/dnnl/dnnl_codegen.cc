@@ -27,19 +27,22 @@ const OpRef kClip("clip");
 const OpRef kSigmoid("sigmoid");
 const OpRef kTanh("tanh");
 const OpRef kErf("erf");
+const OpRef kDivide("divide");
 
 const std::set<std::string> kEltwise = {"nn.relu", "tanh", "sigmoid", "exp", "log", "sqrt", "abs", "clip"};
 
 bool Float32(const Type& t) { return t.is_tensor() && t.tensor().dtype == runtime::kFloat32; }
 
 // A bias along the channels: nn.bias_add, or add of a constant.
-Pattern Bias(const Pattern& x) { return IsOp(kBiasAdd, {x, IsConstant()}) | IsOp(kAdd, {x, IsConstant()}); }
+Pattern Bias(const Pattern& x) {
+  return IsOp(kBiasAdd, {x, IsConstant()}) | IsOp(kAdd, {x, IsConstant()}).Commutative();
+}
 
-// x * sigmoid(x), and kiln's Gelu: 0.5 * x * (1 + erf(x / sqrt 2)), in the orders the importer
-// writes them.
+// x * sigmoid(x), and Gelu: 0.5 * x * (1 + erf(x / sqrt 2)), in the orders kiln's Gelu and
+// PyTorch's export write it.
 Pattern Swish(const Pattern& x) { return IsOp(kMultiply, {x, IsOp(kSigmoid, {x})}).Commutative(); }
 Pattern Gelu(const Pattern& x) {
-  Pattern erf = IsOp(kErf, {IsOp(kMultiply, {x, IsConstant()})});
+  Pattern erf = IsOp(kErf, {IsOp(kMultiply, {x, IsConstant()}) | IsOp(kDivide, {x, IsConstant()})});
   Pattern one_plus = IsOp(kAdd, {erf, IsConstant()}).Commutative();
   return IsOp(kMultiply, {IsOp(kMultiply, {x, one_plus}).Commutative(), IsConstant()}).Commutative() |
          IsOp(kMultiply, {IsOp(kMultiply, {x, IsConstant()}).Commutative(), one_plus}).Commutative();
