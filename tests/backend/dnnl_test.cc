@@ -1,0 +1,160 @@
+// The oneDNN backend from C++: a dnnl_json module and a const loader laid out byte for byte as
+// TVM v0.19 writes them (the JSON as TVM's DNNL serializer writes it, Relay's attributes
+// included) load through libkiln_dnnl and run; a library whose convolutions run in oneDNN runs in
+// two executors at once. In a build without oneDNN (KILN_USE_DNNL=OFF), asking for the codegen and
+// loading such a module are clear errors instead.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "backend/build.h"
+#include "backend/partition.h"
+#include "ir/text.h"
+#include "runtime/const_loader_module.h"
+#include "runtime/graph_executor_module.h"
+#include "runtime/params.h"
+#include "tests/float_arrays.h"
+
+namespace kiln::backend {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// relu(conv2d(x, w) + b) over a 1x2x3x3 input with two 2x2 filters, no padding: one composite
+// node with the attributes Relay's conv2d has, as TVM's DNNL serializer writes it.
+const char* kTvmGraph = R"({"nodes": [
+  {"op": "input", "name": "dnnl_0_i0", "attrs": {"dtype": [["float32"]], "shape": [[[1, 2, 3, 3]]]}},
+  {"op": "const", "name": "dnnl_tvmgen_default_dnnl_main_0_const_0", "attrs": {"dtype": [["float32"]], "shape": [[[2, 2, 2, 2]]]}},
+  {"op": "const", "name": "dnnl_tvmgen_default_dnnl_main_0_const_1", "attrs": {"dtype": [["float32"]], "shape": [[[2]]]}},
+  {"op": "kernel", "name": "dnnl.conv2d_bias_relu", "inputs": [[0, 0, 0], [1, 0, 0], [2, 0, 0]],
+   "attrs": {"num_outputs": "1", "num_inputs": "3", "channels": [["2"]], "kernel_size": [["2", "2"]],
+             "strides": [["1", "1"]], "padding": [["0", "0", "0", "0"]], "dilation": [["1", "1"]], "groups": [["1"]],
+             "data_layout": [["NCHW"]], "kernel_layout": [["OIHW"]], "out_layout": [[""]], "out_dtype": [[""]],
+             "shape": [[[1, 2, 2, 2]]], "dtype": [["float32"]]}}],
+ "arg_nodes": [0, 1, 2], "heads": [[3, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4],
+ "symbol": "dnnl_tvmgen_default_dnnl_main_0"})";
+
+std::vector<float> ConvReference(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b) {
+  std::vector<float> out;
+  for (int o = 0; o < 2; ++o) {
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        float sum = b[o];
+        for (int c = 0; c < 2; ++c) {
+          for (int u = 0; u < 2; ++u) {
+            for (int v = 0; v < 2; ++v) sum += x[c * 9 + (i + u) * 3 + (j + v)] * w[((o * 2 + c) * 2 + u) * 2 + v];
+          }
+        }
+        out.push_back(std::max(sum, 0.0f));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {
+  const std::string symbol = "tvmgen_default_dnnl_main_0";
+  std::vector<float> x, w, b = {0.5f, -4.0f};
+  for (int i = 0; i < 18; ++i) x.push_back(0.25f * static_cast<float>(i % 7) - 0.5f);
+  for (int i = 0; i < 16; ++i) w.push_back(0.1f * static_cast<float>(i) - 0.7f);
+  runtime::ByteWriter dnnl_bytes;  // JSONRuntimeBase::SaveToBinary: symbol, graph, const names
+  dnnl_bytes.WriteString(symbol);
+  dnnl_bytes.WriteString(kTvmGraph);
+  dnnl_bytes.WriteStringVector({"dnnl_" + symbol + "_const_0", "dnnl_" + symbol + "_const_1"});
+  runtime::ByteWriter loader_bytes;  // ConstLoaderModuleNode::SaveToBinary
+  loader_bytes.WriteStringVector({"dnnl_" + symbol + "_const_0", "dnnl_" + symbol + "_const_1"});
+  loader_bytes.Write<uint64_t>(2);
+  runtime::WriteNDArray(loader_bytes, test::FloatArray({2, 2, 2, 2}, w));
+  runtime::WriteNDArray(loader_bytes, test::FloatArray({2}, b));
+  loader_bytes.WriteStringVector({symbol});
+  loader_bytes.Write<uint64_t>(1);
+  loader_bytes.WriteStringVector({"dnnl_" + symbol + "_const_0", "dnnl_" + symbol + "_const_1"});
+
+  std::string why;
+  bool loaded = runtime::LoadRuntimeLibraryFor("dnnl_json", &why);
+#ifdef KILN_TEST_HAS_DNNL
+  ASSERT_TRUE(loaded) << why;
+  runtime::ByteReader dnnl_reader(dnnl_bytes.bytes(), "dnnl_json entry");
+  runtime::Module dnnl = runtime::GetGlobalFunction("runtime.module.loadbinary_dnnl_json")(
+      static_cast<void*>(&dnnl_reader)).AsModule();
+  runtime::ByteReader loader_reader(loader_bytes.bytes(), "const_loader entry");
+  runtime::Module loader = runtime::LoadConstLoaderModule(loader_reader);
+  loader->Import(dnnl);
+  runtime::NDArray out = runtime::NDArray::Empty({1, 2, 2, 2}, runtime::kFloat32);
+  loader.GetFunction(symbol)(test::FloatArray({1, 2, 3, 3}, x), out);
+  std::vector<float> got = test::ToVector(out), want = ConvReference(x, w, b);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+  EXPECT_GT(*std::max_element(want.begin(), want.end()), 0.0f);  // not all clipped by relu
+#else
+  EXPECT_FALSE(loaded);
+  EXPECT_THAT(why, HasSubstr("its 'dnnl_json' module runs on oneDNN"));
+  EXPECT_THAT(why, HasSubstr("libkiln_dnnl.so could not be loaded"));
+  try {
+    PartitionForCodegen(ir::ParseFunction("fn (%x: Tensor[(2), float32]) { %0 = nn.relu(%x); %0 }"), "dnnl");
+    ADD_FAILURE() << "a build without oneDNN partitioned for it";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the external codegen 'dnnl' is not enabled in this build"));
+  }
+#endif
+}
+
+#ifdef KILN_TEST_HAS_DNNL
+// Two executors of one library whose convolutions run in oneDNN, in two threads at once.
+TEST(Dnnl, TwoExecutorsOfOneLibraryRunConcurrently) {
+  const char* text = R"(fn (%x: Tensor[(1, 4, 8, 8), float32]) {
+    %w = const(Tensor[(8, 4, 3, 3), float32], )" "[" R"(%s]);
+    %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+    %1 = nn.relu(%0);
+    %2 = nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2]);
+    %2
+  })";
+  std::string weights;
+  for (int i = 0; i < 8 * 4 * 9; ++i) weights += (i ? ", " : "") + std::to_string(0.01 * ((i * 37) % 23) - 0.1);
+  std::string model = text;
+  model.replace(model.find("%s"), 2, weights);
+  fs::path dir = fs::path(::testing::TempDir()) / ("kiln_dnnl_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  BuildOptions options;
+  options.compiler.cache_dir = (dir / "cache").string();
+  ir::Expr main = ir::ParseFunction(model);
+  ExecutorFactory host = Build(main, options);
+  ExecutorFactory dnnl = Build(PartitionForCodegen(main, "dnnl"), options);
+  ASSERT_EQ(dnnl.external_modules().size(), 1u);
+  host.ExportLibrary((dir / "host.so").string());
+  dnnl.ExportLibrary((dir / "dnnl.so").string());
+  runtime::Module host_lib = runtime::LoadModuleFromFile((dir / "host.so").string());
+  runtime::Module dnnl_lib = runtime::LoadModuleFromFile((dir / "dnnl.so").string());
+  std::vector<std::string> failures(2);
+  auto work = [&](int t) {
+    auto a = runtime::GetGraphExecutor(host_lib.GetFunction("default")(runtime::kCPU).AsModule());
+    auto b = runtime::GetGraphExecutor(dnnl_lib.GetFunction("default")(runtime::kCPU).AsModule());
+    for (int round = 0; round < 20; ++round) {
+      std::vector<float> x;
+      for (int i = 0; i < 256; ++i) x.push_back(0.01f * static_cast<float>((i * 7 + round * 13 + t) % 41) - 0.2f);
+      runtime::NDArray in = test::FloatArray({1, 4, 8, 8}, x);
+      a->SetInput(0, *in.get());
+      b->SetInput(0, *in.get());
+      a->Run();
+      b->Run();
+      std::vector<float> want = test::ToVector(a->GetOutput(0)), got = test::ToVector(b->GetOutput(0));
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::abs(got[i] - want[i]) > 1e-4f) failures[t] = "thread " + std::to_string(t) + " element " + std::to_string(i);
+      }
+    }
+  };
+  std::thread first(work, 0), second(work, 1);
+  first.join();
+  second.join();
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "");
+  fs::remove_all(dir);
+}
+#endif
+
+}  // namespace
+}  // namespace kiln::backend
