@@ -13,7 +13,7 @@ errors raise kiln.KilnError (a RuntimeError) with the library's message.
 """
 from . import _ffi
 from ._ffi import InternalError, KilnError
-from . import frontend, graph_executor, ir, nd, runtime, transform
+from . import contrib, frontend, graph_executor, ir, nd, runtime, transform
 from .build_module import GraphExecutorFactoryModule, build
 from .runtime import Device, cpu
 
@@ -25,6 +25,7 @@ __all__ = [
     "InternalError",
     "KilnError",
     "build",
+    "contrib",
     "cpu",
     "frontend",
     "graph_executor",

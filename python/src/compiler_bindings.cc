@@ -1,5 +1,6 @@
 // Compiler bindings: the IR main function (printed and parsed as IR text), the ONNX frontend,
-// PassContext, build (target string, params) and the executor factory it returns.
+// PassContext, partitioning for external codegens, build (target string, params) and the
+// executor factory it returns.
 #include <pybind11/stl.h>
 
 #include <map>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "backend/build.h"
+#include "backend/partition.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/text.h"
 #include "python/src/bindings.h"
@@ -110,6 +112,17 @@ void RegisterBuild(py::module_& m) {
       .def_property_readonly("params", &backend::ExecutorFactory::params)
       .def_property_readonly("module_name", &backend::ExecutorFactory::module_name)
       .def("get_source", &backend::ExecutorFactory::GetSource);
+  m.def("partition_for", [](const IRModule& mod, const std::string& codegen, const runtime::NamedArrays& params,
+                            int min_region_ops) {
+    transform::PartitionOptions options;
+    options.min_region_ops = min_region_ops;
+    return IRModule{backend::PartitionForCodegen(mod.main, codegen, params, options)};
+  }, py::arg("mod"), py::arg("codegen"), py::arg("params"), py::arg("min_region_ops"));
+  m.def("external_codegens", []() {
+    std::map<std::string, bool> enabled;
+    for (const backend::ExternalCodegen& c : backend::ExternalCodegens()) enabled[c.name] = c.enabled();
+    return enabled;
+  });
   m.def("build", [](const IRModule& mod, const transform::PassContext& context, const std::string& target,
                     const runtime::NamedArrays& params, const std::string& module_name) {
     backend::BuildOptions options;

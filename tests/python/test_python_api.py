@@ -538,6 +538,42 @@ def test_graph_module_needs_an_executor_module(two_io_lib, tmp_path):
         kiln._ffi.benchmark(lib, 1, 1, 0, False, {})
 
 
+# ---- bring your own codegen ---------------------------------------------------------------------
+def conv_block():
+    """relu(conv(x, w) + b) + x, then a max pool: oneDNN's conv2d_bias_sum_relu and pooling."""
+    from onnx import helper, numpy_helper
+    w = numpy_helper.from_array(rand(4, 4, 3, 3, seed=3) * 0.3, "w")
+    b = numpy_helper.from_array(rand(4, seed=4), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]), helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    return make_model(nodes, [value("x", [1, 4, 6, 6])], [value("y", [1, 4, 3, 3])], [w, b])
+
+
+@pytest.mark.parametrize("codegen", ["dnnl", "ccompiler"])
+def test_partition_for_an_external_codegen_then_build(tmp_path, codegen):
+    if not kiln.contrib.external_codegens()[codegen]:
+        pytest.skip(f"this build has no {codegen}")
+    model = conv_block() if codegen == "dnnl" else two_inputs_two_outputs()
+    mod, params = kiln.frontend.from_onnx(model)
+    partitioned = getattr(kiln.contrib, codegen).__dict__[f"partition_for_{codegen}"](mod, params)
+    assert f"Compiler=\"{codegen}\"" in partitioned.astext()
+    with kiln.transform.PassContext(opt_level=3):
+        lib = kiln.build(partitioned, target="cpu", params=params)
+    lib.export_library(str(tmp_path / "m.so"))
+    gmod = gmod_of(kiln.runtime.load_module(str(tmp_path / "m.so")))
+    feeds = {"x": rand(1, 4, 6, 6)} if codegen == "dnnl" else {"a": rand(2, 4), "b": rand(2, 4, seed=1)}
+    gmod.run(**feeds)
+    for i, want in enumerate(ort_run(model, feeds)):
+        close(gmod.get_output(i).numpy(), want)
+
+
+def test_partition_errors_name_the_codegen():
+    mod, params = kiln.frontend.from_onnx(dense_relu(2))
+    with pytest.raises(kiln.KilnError, match="there is no external codegen 'tensorrt' \\(known: dnnl, ccompiler\\)"):
+        kiln.contrib.partition_for(mod, "tensorrt", params)
+    assert set(kiln.contrib.external_codegens()) == {"dnnl", "ccompiler"}
+
+
 def test_exception_types():
     assert issubclass(kiln.KilnError, RuntimeError)
     assert issubclass(kiln.InternalError, kiln.KilnError)
@@ -551,6 +587,8 @@ def test_public_api_is_documented_and_typed():
                   kiln.cpu, kiln.nd.array, kiln.nd.from_dlpack, kiln.nd.empty, kiln.graph_executor.GraphModule,
                   kiln.graph_executor.create, kiln.GraphExecutorFactoryModule.export_library,
                   kiln.graph_executor.GraphModule.benchmark, kiln.graph_executor.GraphModule.profile,
-                  kiln.runtime.save_param_dict, kiln.nd.NDArray, kiln.nd.NDArray.numpy]
+                  kiln.runtime.save_param_dict, kiln.nd.NDArray, kiln.nd.NDArray.numpy,
+                  kiln.contrib.partition_for, kiln.contrib.dnnl.partition_for_dnnl,
+                  kiln.contrib.ccompiler.partition_for_ccompiler, kiln.contrib.external_codegens]
     for item in documented:
         assert item.__doc__ and item.__doc__.strip(), item
