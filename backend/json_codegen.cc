@@ -2,6 +2,7 @@
 #include "backend/json_codegen.h"
 
 #include <limits>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -32,6 +33,34 @@ std::vector<std::string> AttrStrings(const AttrValue& value) {
     for (double d : *ds) out.push_back(FloatText(d));
   }
   return out;
+}
+
+// The attributes Relay's op of that name has and kiln's lacks (their values implied by the
+// types), so that a runtime written for TVM's graphs reads kiln's.
+void AddRelayAttrs(const CallNode& call, std::map<std::string, std::vector<std::string>>& attrs) {
+  const std::string& op = call.op->name;
+  auto shape_of = [&](size_t i) { return call.args.at(i)->type().tensor().shape; };
+  if (op == "nn.conv2d") {
+    std::vector<int64_t> w = shape_of(1);
+    attrs.emplace("channels", std::vector<std::string>{std::to_string(w[0])});
+    attrs.emplace("kernel_size", std::vector<std::string>{std::to_string(w[2]), std::to_string(w[3])});
+  }
+  if (op == "nn.dense") attrs.emplace("units", std::vector<std::string>{std::to_string(shape_of(1)[0])});
+  if (op == "nn.conv2d" || op == "nn.dense" || op == "nn.batch_matmul") attrs.emplace("out_dtype", std::vector<std::string>{""});
+  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
+    attrs.emplace("out_layout", std::vector<std::string>{""});
+  }
+  if (op == "nn.layer_norm") {
+    attrs.emplace("center", std::vector<std::string>{"1"});
+    attrs.emplace("scale", std::vector<std::string>{"1"});
+  }
+}
+
+std::map<std::string, std::vector<std::string>> RelayAttrsOf(const CallNode& call) {
+  std::map<std::string, std::vector<std::string>> attrs;
+  for (const auto& [key, value] : call.attrs.values()) attrs[key] = AttrStrings(value);
+  AddRelayAttrs(call, attrs);
+  return attrs;
 }
 
 class Serializer {
@@ -112,7 +141,7 @@ class Serializer {
     node.op = "kernel";
     if (call->op != nullptr) {
       node.name = call->op->name;
-      for (const auto& [key, value] : call->attrs.values()) node.attrs[key] = AttrStrings(value);
+      node.attrs = RelayAttrsOf(*call);
     } else {
       const auto* f = call->function->As<FunctionNode>();
       runtime::Check(f->attrs.Has("Composite"), "JSON codegen: the external function calls a function that is not a composite");
@@ -130,7 +159,7 @@ class Serializer {
       runtime::Check(heaviest != nullptr, "JSON codegen: the composite ", node.name, " holds no op");
       ops.insert(ops.begin(), heaviest);
       for (const CallNode* c : ops) {
-        for (const auto& [key, value] : c->attrs.values()) node.attrs.emplace(key, AttrStrings(value));
+        for (auto& [key, values] : RelayAttrsOf(*c)) node.attrs.emplace(key, std::move(values));
       }
       node.attrs["PartitionedFromPattern"] = {pattern};
     }

@@ -4,9 +4,11 @@
 // arrays handed to the const-loader module; op calls `kernel` nodes named by the op with its
 // attributes; a call of a composite (MergeComposite) one `kernel` node named by the composite,
 // carrying the attributes of its ops (its heaviest op's first, which wins where two ops name one
-// attribute) and PartitionedFromPattern (its ops in order, each followed by "_"). Attribute values are
-// written as TVM writes them: integers in decimal, floats with max_digits10 digits, lists one
-// string per element.
+// attribute) and PartitionedFromPattern (its ops in order, each followed by "_"). Attribute
+// values are written as TVM writes them: integers in decimal, floats with max_digits10 digits,
+// lists one string per element; the attributes Relay's op has and kiln's lacks (conv2d's
+// channels and kernel_size, dense's units, out_dtype, pooling's out_layout, layer_norm's center
+// and scale) are added with the values the types imply.
 #pragma once
 
 #include <string>

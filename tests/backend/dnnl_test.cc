@@ -11,9 +11,11 @@
 #include <thread>
 
 #include "backend/build.h"
+#include "backend/contrib/dnnl/dnnl_codegen.h"
 #include "backend/partition.h"
 #include "ir/text.h"
 #include "runtime/const_loader_module.h"
+#include "runtime/json_runtime.h"
 #include "runtime/graph_executor_module.h"
 #include "runtime/params.h"
 #include "tests/float_arrays.h"
@@ -54,6 +56,41 @@ std::vector<float> ConvReference(const std::vector<float>& x, const std::vector<
     }
   }
   return out;
+}
+
+// What kiln writes for a convolution reads as what TVM writes: the composite's node carries
+// Relay's conv2d attributes, and the constants are named as TVM's DNNL serializer names them.
+TEST(Dnnl, TheJsonKilnWritesHasRelaysNamesAndAttributes) {
+  ir::Expr main = PartitionForCodegen(ir::ParseFunction(R"(fn (%x: Tensor[(1, 2, 3, 3), float32]) {
+    %w = const(Tensor[(2, 2, 2, 2), float32], [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]);
+    %b = const(Tensor[(2), float32], [0.5, -4]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.bias_add(%0, %b);
+    %2 = nn.relu(%1);
+    %2
+  })"), "dnnl", {}, {}, {{"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns}});
+  ir::Expr external = main->As<ir::FunctionNode>()->body->As<ir::CallNode>()->function;
+  ExternalModule m = DnnlGenerate("tvmgen_default_dnnl_main_0", external);
+  runtime::ByteWriter bytes;
+  m.module->SaveToBinary(bytes);
+  runtime::ByteReader reader(bytes.bytes(), "dnnl_json");
+  runtime::JsonModuleFields fields = runtime::ReadJsonModuleFields(reader);
+  EXPECT_EQ(fields.symbol, "tvmgen_default_dnnl_main_0");
+  EXPECT_EQ(fields.const_names, (std::vector<std::string>{"dnnl_tvmgen_default_dnnl_main_0_const_0",
+                                                          "dnnl_tvmgen_default_dnnl_main_0_const_1"}));
+  runtime::JsonGraph ours = runtime::ParseJsonGraph(fields.graph_json);
+  runtime::JsonGraph tvms = runtime::ParseJsonGraph(kTvmGraph);
+  ASSERT_EQ(ours.nodes.size(), tvms.nodes.size());
+  for (size_t n = 0; n < tvms.nodes.size(); ++n) {
+    EXPECT_EQ(ours.nodes[n].op, tvms.nodes[n].op) << n;
+    EXPECT_EQ(ours.nodes[n].name, tvms.nodes[n].name) << n;
+    EXPECT_EQ(ours.nodes[n].shapes, tvms.nodes[n].shapes) << n;
+    for (const auto& [key, values] : tvms.nodes[n].attrs) {
+      auto it = ours.nodes[n].attrs.find(key);
+      ASSERT_NE(it, ours.nodes[n].attrs.end()) << "node " << n << " lacks " << key;
+      EXPECT_EQ(it->second, values) << "node " << n << " attribute " << key;
+    }
+  }
 }
 
 TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {
