@@ -1,6 +1,10 @@
 // The const-loader module and its binary form.
 #include "runtime/const_loader_module.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <mutex>
 #include <set>
 
@@ -91,7 +95,12 @@ class ConstLoaderModuleNode final : public ModuleNode {
     RetValue ignored;
     init.CallPacked(Args(values.data(), codes.data(), static_cast<int>(values.size())), &ignored);
     pending_.erase(symbol);
-    if (pending_.empty()) constants_.clear();
+    if (pending_.empty()) {
+      constants_.clear();
+#ifdef __GLIBC__
+      malloc_trim(0);  // give the freed weights back to the system, not only to malloc
+#endif
+    }
   }
 
   mutable std::mutex mutex_;

@@ -4,7 +4,8 @@
 //
 // Init (once per loaded library) creates every primitive, letting oneDNN choose the memory formats
 // of convolutions and pooling (blocked ones, typically), reorders the constant weights into the
-// formats their primitives chose, and plans the reorders between formats the values need.
+// formats their primitives chose (keeping only the reordered copy), and plans the reorders between
+// formats the values need.
 // Run binds the call's inputs and outputs and executes the primitives in order. What one call
 // writes (intermediate values, each primitive's scratchpad, the memory objects naming them, the
 // stream) is the calling thread's own, kept per thread and module: executors running one library
@@ -97,6 +98,14 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
       Reorder(from, to);
     }
     stream.wait();
+    // Constants only reordered from (a convolution's plain weights) are not needed any more.
+    std::vector<bool> read(buffers_.size(), false);
+    for (const Step& step : steps_) {
+      for (const auto& [key, buffer] : step.args) read[buffer] = true;
+    }
+    for (size_t b = 0; b < buffers_.size(); ++b) {
+      if (buffers_[b].kind == Buffer::kConstant && !read[b]) buffers_[b].constant = memory();
+    }
   }
 
   void Run(const std::vector<const DLTensor*>& inputs, const std::vector<DLTensor*>& outputs) const override {
@@ -386,7 +395,8 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
   }
 
   // add and multiply: the operand of the result's shape first (both commute), the other
-  // broadcast along the axes where it has 1.
+  // broadcast along the axes where it has 1 (in plain layouts), or of the same shape and then
+  // read in the first's layout.
   void Binary(uint32_t n, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::vector<int64_t>& dst = node.shapes[0];
@@ -395,10 +405,14 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     std::vector<int64_t> other = shape_of(1 - first);
     other.insert(other.begin(), dst.size() - other.size(), 1);
     memory::desc dst_md = Plain(dst), other_md = Plain(other);
+    if (other == dst) {  // no broadcasting: both in the first operand's layout (a blocked one stays)
+      dst_md = other_md = buffers_[entry_buffer_.at(In(n, first))].desc;
+    }
     algorithm alg = node.name == "add" ? algorithm::binary_add : algorithm::binary_mul;
     dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, dst_md, other_md, dst_md), Attr(), engine_);
     int a = Want(In(n, first), dst_md, stream);
-    int b = Want(In(n, 1 - first), other_md, stream, Want(In(n, 1 - first), PlainOfEntry(In(n, 1 - first)), stream));
+    int b = other == dst ? Want(In(n, 1 - first), other_md, stream)
+                         : Want(In(n, 1 - first), other_md, stream, Want(In(n, 1 - first), PlainOfEntry(In(n, 1 - first)), stream));
     int out = Scratch(dst_md);
     AddStep(dnnl::binary(pd), {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, out}}, pd.scratchpad_desc());
     entry_buffer_[Out(n)] = out;
@@ -418,6 +432,10 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     auto base = reinterpret_cast<uintptr_t>(state->arena.get());
     char* aligned = reinterpret_cast<char*>((base + 63) / 64 * 64);
     for (const Buffer& b : buffers_) {
+      if (b.kind == Buffer::kConstant && !b.constant) {  // released after Init: no step reads it
+        state->memories.emplace_back();
+        continue;
+      }
       void* data = b.kind == Buffer::kScratch    ? aligned + (b.scratchpad ? scratch_bytes_ : b.offset)
                    : b.kind == Buffer::kConstant ? b.constant.get_data_handle()
                                                  : DNNL_MEMORY_NONE;
