@@ -11,6 +11,11 @@ using namespace ir;
 const OpRef kCompilerBegin("annotation.compiler_begin");
 const OpRef kCompilerEnd("annotation.compiler_end");
 
+const CallNode* AsCallOf(const Expr& e, const OpRef& op) {
+  const auto* call = e->As<CallNode>();
+  return call != nullptr && op.Is(call->op) ? call : nullptr;
+}
+
 namespace {
 
 // The target claiming `call`, or null.

@@ -27,4 +27,7 @@ ir::Expr AnnotateTarget(const ir::Expr& main, const std::vector<CompilerTarget>&
 extern const ir::OpRef kCompilerBegin;
 extern const ir::OpRef kCompilerEnd;
 
+// `e` as a call of `op`, or null when it is something else.
+const ir::CallNode* AsCallOf(const ir::Expr& e, const ir::OpRef& op);
+
 }  // namespace kiln::transform

@@ -16,16 +16,11 @@ using namespace ir;
 
 namespace {
 
-const CallNode* AsOpCall(const Expr& e, const OpRef& op) {
-  const auto* call = e->As<CallNode>();
-  return call != nullptr && op.Is(call->op) ? call : nullptr;
-}
-
 class RegionMerger {
  public:
   explicit RegionMerger(const Expr& body) : order_(PostOrder(body)) {
     for (const Expr& e : order_) {
-      if (const CallNode* end = AsOpCall(e, kCompilerEnd)) {
+      if (const CallNode* end = AsCallOf(e, kCompilerEnd)) {
         region_[end->args[0].get()] = static_cast<int>(parent_.size());
         parent_.push_back(static_cast<int>(parent_.size()));
         members_.push_back({end->args[0]});
@@ -76,8 +71,8 @@ class RegionMerger {
   // The claimed call `arg` reads through compiler_begin(compiler_end(call)) when that call is of
   // the codegen of `region`; null otherwise.
   const ExprNode* SameCodegenProducer(const Expr& arg, int region) {
-    const CallNode* begin = AsOpCall(arg, kCompilerBegin);
-    const CallNode* end = begin == nullptr ? nullptr : AsOpCall(begin->args[0], kCompilerEnd);
+    const CallNode* begin = AsCallOf(arg, kCompilerBegin);
+    const CallNode* end = begin == nullptr ? nullptr : AsCallOf(begin->args[0], kCompilerEnd);
     if (end == nullptr) return nullptr;
     auto it = region_.find(end->args[0].get());
     if (it == region_.end() || compiler_[it->second] != compiler_[region]) return nullptr;

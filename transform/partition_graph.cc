@@ -17,11 +17,6 @@ using namespace ir;
 
 namespace {
 
-const CallNode* AsOpCall(const Expr& e, const OpRef& op) {
-  const auto* call = e->As<CallNode>();
-  return call != nullptr && op.Is(call->op) ? call : nullptr;
-}
-
 // The arguments of a call (a function call's function is not one).
 std::vector<Expr> ArgsOf(const Expr& e) {
   const auto* call = e->As<CallNode>();
@@ -99,7 +94,7 @@ class Partitioner {
     };
     std::vector<Region> found;
     for (const Expr& e : order_) {
-      const CallNode* end = AsOpCall(e, kCompilerEnd);
+      const CallNode* end = AsCallOf(e, kCompilerEnd);
       if (end == nullptr) continue;
       int id = static_cast<int>(found.size());
       found.emplace_back();
@@ -111,13 +106,13 @@ class Partitioner {
       while (!stack.empty()) {
         Expr n = stack.back();
         stack.pop_back();
-        if (AsOpCall(n, kCompilerBegin) != nullptr) {
+        if (AsCallOf(n, kCompilerBegin) != nullptr) {
           found[id].entering.push_back(n->As<CallNode>()->args[0]);
           begin_of_[n.get()] = n->As<CallNode>()->args[0];
           continue;
         }
         if (n->kind() == ExprKind::kConstant) continue;
-        runtime::CheckInternal(n->kind() == ExprKind::kCall && AsOpCall(n, kCompilerEnd) == nullptr,
+        runtime::CheckInternal(n->kind() == ExprKind::kCall && AsCallOf(n, kCompilerEnd) == nullptr,
                                "PartitionGraph: a region reads a value that does not enter it through compiler_begin");
         auto [it, added] = owner.emplace(n.get(), id);
         if (!added) {
@@ -182,8 +177,8 @@ class Partitioner {
 
   Expr Replace(const Expr& original, const std::vector<Expr>& inputs,
                const std::unordered_map<const ExprNode*, Expr>& done) {
-    if (AsOpCall(original, kCompilerBegin) != nullptr) return inputs[0];
-    if (AsOpCall(original, kCompilerEnd) != nullptr) {
+    if (AsCallOf(original, kCompilerBegin) != nullptr) return inputs[0];
+    if (AsCallOf(original, kCompilerEnd) != nullptr) {
       Region& r = regions_[end_region_.at(original.get())];
       if (!r.kept) return inputs[0];
       if (r.call == nullptr) {

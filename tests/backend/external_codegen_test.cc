@@ -150,7 +150,15 @@ TEST_F(ExternalCodegenTest, UnknownAndDisabledCodegensAreClearErrors) {
   builtin.external_codegens = nullptr;
   EXPECT_EQ(build_error(Model("nosuch", kSymbol), builtin),
             "there is no external codegen 'nosuch' (known: dnnl, ccompiler)");
+#ifdef KILN_TEST_HAS_DNNL
+  EXPECT_EQ(build_error(Model("dnnl", kSymbol), builtin), "no error");
+#else
   EXPECT_EQ(build_error(Model("dnnl", kSymbol), builtin), "the external codegen 'dnnl' is not enabled in this build");
+#endif
+  std::vector<ExternalCodegen> with_disabled = {{"off", nullptr, nullptr, nullptr}};
+  BuildOptions disabled = options_;
+  disabled.external_codegens = &with_disabled;
+  EXPECT_EQ(build_error(Model("off", kSymbol), disabled), "the external codegen 'off' is not enabled in this build");
   EXPECT_EQ(build_error(Model("test_multiply"), options_),
             "graph codegen: a function for the external codegen 'test_multiply' has no global_symbol attribute");
 }

@@ -2,27 +2,15 @@
 codegen runs to it, and the library gives ONNX Runtime's outputs; `kiln inspect` shows the module
 tree and the ops of each external function; unknown and disabled codegens are clear errors."""
 import os
+import re
 import subprocess
 
 import numpy as np
-import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
-
-
-def kiln(*args, check=True):
-    result = subprocess.run([KILN, *map(str, args)], capture_output=True, text=True)
-    if check and result.returncode != 0:
-        raise AssertionError(f"kiln {' '.join(map(str, args))} failed:\n{result.stderr}")
-    return result
-
-
-def save(path, nodes, inputs, outputs, inits):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8), path)
-    return path
+from test_cli import KILN, kiln, save
 
 
 def mlp(path, rng):
@@ -31,8 +19,8 @@ def mlp(path, rng):
              for name, shape in (("w1", (16, 8)), ("b1", (16,)), ("w2", (4, 16)), ("b2", (4,)))]
     nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
              helper.make_node("Gemm", ["r", "w2", "b2"], ["o"], transB=1), helper.make_node("Sigmoid", ["o"], ["y"])]
-    return save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
-                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])], inits), {"x": (3, 8)}
+    return save(path.parent, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])], inits, name=path.name), {"x": (3, 8)}
 
 
 def gated(path, rng):
@@ -43,8 +31,8 @@ def gated(path, rng):
     nodes = [helper.make_node("Mul", ["x", "scale"], ["s"]), helper.make_node("Add", ["s", "bias"], ["a"]),
              helper.make_node("Tanh", ["a"], ["t"]), helper.make_node("Softmax", ["t"], ["g"], axis=1),
              helper.make_node("Mul", ["g", "a"], ["m"]), helper.make_node("Max", ["m", "x"], ["y"])]
-    return save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 5])],
-                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3, 5])], inits), {"x": (2, 4, 3, 5)}
+    return save(path.parent, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 5])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3, 5])], inits, name=path.name), {"x": (2, 4, 3, 5)}
 
 
 def test_ccompiler_models_match_onnxruntime(tmp_path):
@@ -78,3 +66,26 @@ def test_unknown_and_disabled_codegens_are_clear_errors(tmp_path):
     failed = kiln("compile", model, "--byoc", "nope", "-o", tmp_path / "m.so", check=False)
     assert failed.returncode != 0
     assert "there is no external codegen 'nope' (known: dnnl, ccompiler)" in failed.stderr, failed.stderr
+
+
+def test_a_dnnl_library_runs_from_a_c_program(tmp_path):
+    """examples/minimal.c (TVM's C API only) loads a library whose dense layer runs in oneDNN:
+    libkiln_runtime loads libkiln_dnnl on its own."""
+    if "dnnl (not enabled" in kiln("--version").stdout:
+        pytest.skip("this kiln is built without oneDNN (KILN_USE_DNNL=OFF)")
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(np.abs(rng.standard_normal((4, 8))).astype(np.float32) * 0.1, "w"),
+             numpy_helper.from_array(rng.standard_normal((4,)).astype(np.float32), "b")]
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["y"])]
+    model, _ = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits), None
+    kiln("compile", model, "--byoc", "dnnl", "-o", tmp_path / "m.so")
+    assert "dnnl_json tvmgen_default_dnnl_main_0: dnnl.dense_bias_relu" in kiln("inspect", tmp_path / "m.so").stdout
+    program = os.path.join(os.path.dirname(KILN), "minimal_c")
+    ran = subprocess.run([program, str(tmp_path / "m.so")], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    x = np.arange(1, 9, dtype=np.float32).reshape(1, 8)  # what minimal.c feeds
+    want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = float(re.search(r"first value (\S+)", ran.stdout).group(1))
+    assert want[0, 0] > 0.1  # not clipped by the relu
+    assert abs(got - want[0, 0]) <= 1e-5 * max(1.0, abs(want[0, 0])), (ran.stdout, want)

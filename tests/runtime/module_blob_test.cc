@@ -275,7 +275,7 @@ TEST(ModuleBlob, RejectsEveryTruncation) {
 }
 
 TEST(ModuleBlob, RejectsUnknownTypeKeys) {
-  for (const char* key : {"cuda", "dnnl_json", "", "_LIB", "GraphExecutorFactory2"}) {
+  for (const char* key : {"cuda", "tensorrt", "", "_LIB", "GraphExecutorFactory2"}) {
     std::string blob = Bytes().U64(2).Str("_lib").Str(key).Str("device code").data;
     EXPECT_THAT(BlobError(blob),
                 HasSubstr(std::string("module type '") + key + "' is not supported by this build of kiln"));

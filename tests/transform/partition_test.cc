@@ -54,6 +54,24 @@ const char* kConvChain = R"(fn (%x: Tensor[(1, 2, 4, 4), float32]) {
     %5
   })";
 
+// kConvChain's convolution region as PartitionGraph makes it, called from main, and exp after it.
+const char* kConvRegion = R"(
+    %f0 = fn [Compiler="test", global_symbol="tvmgen_default_test_main_0", Primitive=1, Inline=1] (%test_0_i0: Tensor[(1, 2, 4, 4), float32]) {
+      %w = const(Tensor[(2, 2, 1, 1), float32], [1, 2, 3, 4]);
+      %b = const(Tensor[(2), float32], [0.5, -0.5]);
+      %c = fn [Composite="test.conv2d_bias_relu"] (%p0: Tensor[(1, 2, 4, 4), float32], %p1: Tensor[(2, 2, 1, 1), float32], %p2: Tensor[(2), float32]) {
+        %0 = nn.conv2d(%p0, %p1);
+        %1 = nn.bias_add(%0, %p2);
+        %2 = nn.relu(%1);
+        %2
+      };
+      %0 = %c(%test_0_i0, %w, %b);
+      %0
+    };
+    %0 = %f0(%x);
+    %1 = exp(%0);
+)";
+
 TEST(MergeComposite, TheLongerPatternWinsAndLeavesBecomeParameters) {
   ir::Expr f = ir::ParseFunction(R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 1, 1), float32], %b: Tensor[(2), float32]) {
     %0 = nn.conv2d(%x, %w);
@@ -161,21 +179,8 @@ TEST(MergeCompilerRegions, AJoinThroughAHostValueWouldMakeACycleAndIsNotMade) {
 }
 
 TEST(PartitionGraph, RegionsBecomeExternalFunctionsWithTheirConstantsInside) {
-  ExpectText(Partition(kConvChain), R"(fn (%x: Tensor[(1, 2, 4, 4), float32]) {
-    %f0 = fn [Compiler="test", global_symbol="tvmgen_default_test_main_0", Primitive=1, Inline=1] (%test_0_i0: Tensor[(1, 2, 4, 4), float32]) {
-      %w = const(Tensor[(2, 2, 1, 1), float32], [1, 2, 3, 4]);
-      %b = const(Tensor[(2), float32], [0.5, -0.5]);
-      %c = fn [Composite="test.conv2d_bias_relu"] (%p0: Tensor[(1, 2, 4, 4), float32], %p1: Tensor[(2, 2, 1, 1), float32], %p2: Tensor[(2), float32]) {
-        %0 = nn.conv2d(%p0, %p1);
-        %1 = nn.bias_add(%0, %p2);
-        %2 = nn.relu(%1);
-        %2
-      };
-      %0 = %c(%test_0_i0, %w, %b);
-      %0
-    };
-    %0 = %f0(%x);
-    %1 = exp(%0);
+  ExpectText(Partition(kConvChain), std::string(R"(fn (%x: Tensor[(1, 2, 4, 4), float32]) {
+)") + kConvRegion + R"(
     %f1 = fn [Compiler="test", global_symbol="tvmgen_default_test_main_1", Primitive=1, Inline=1] (%test_1_i0: Tensor[(1, 2, 4, 4), float32], %test_1_i1: Tensor[(1, 2, 4, 4), float32]) {
       %0 = add(%test_1_i0, %test_1_i1);
       %1 = nn.relu(%0);
@@ -189,21 +194,8 @@ TEST(PartitionGraph, RegionsBecomeExternalFunctionsWithTheirConstantsInside) {
 TEST(PartitionGraph, RegionsSmallerThanTheMinimumStayOnTheHost) {
   PartitionOptions options;
   options.min_region_ops = 3;  // the convolution's region has 3 ops, add + relu 2
-  ExpectText(Partition(kConvChain, options), R"(fn (%x: Tensor[(1, 2, 4, 4), float32]) {
-    %f0 = fn [Compiler="test", global_symbol="tvmgen_default_test_main_0", Primitive=1, Inline=1] (%test_0_i0: Tensor[(1, 2, 4, 4), float32]) {
-      %w = const(Tensor[(2, 2, 1, 1), float32], [1, 2, 3, 4]);
-      %b = const(Tensor[(2), float32], [0.5, -0.5]);
-      %c = fn [Composite="test.conv2d_bias_relu"] (%p0: Tensor[(1, 2, 4, 4), float32], %p1: Tensor[(2, 2, 1, 1), float32], %p2: Tensor[(2), float32]) {
-        %0 = nn.conv2d(%p0, %p1);
-        %1 = nn.bias_add(%0, %p2);
-        %2 = nn.relu(%1);
-        %2
-      };
-      %0 = %c(%test_0_i0, %w, %b);
-      %0
-    };
-    %0 = %f0(%x);
-    %1 = exp(%0);
+  ExpectText(Partition(kConvChain, options), std::string(R"(fn (%x: Tensor[(1, 2, 4, 4), float32]) {
+)") + kConvRegion + R"(
     %2 = add(%0, %1);
     %3 = nn.relu(%2);
     %3
