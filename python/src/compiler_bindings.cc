@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ namespace {
 // The model as the frontend returns it: kiln's main function (TVM's IRModule holding "main").
 struct IRModule {
   ir::Expr main;
+  // Parameters partition_for already bound as constants: build skips them when TVM-style code
+  // passes the same params again (relay.build(partition_for_dnnl(mod, params), params=params)).
+  std::set<std::string> bound_params;
 };
 
 std::string ConfigValueText(const py::handle& value) {
@@ -32,7 +36,7 @@ std::string ConfigValueText(const py::handle& value) {
 
 void RegisterIR(py::module_& m) {
   py::class_<IRModule>(m, "IRModule", "A model in kiln's IR: its main function (made by kiln.frontend.from_onnx).")
-      .def_static("from_text", [](const std::string& text) { return IRModule{ir::ParseFunction(text)}; },
+      .def_static("from_text", [](const std::string& text) { return IRModule{ir::ParseFunction(text), {}}; },
                   py::arg("text"), "Parses the IR text of a main function.")
       .def("astext", [](const IRModule& mod, int64_t max_constant_elements) {
              return ir::PrintFunction(mod.main, ir::PrintOptions{max_constant_elements});
@@ -56,12 +60,12 @@ void RegisterFrontend(py::module_& m) {
   using Shapes = std::map<std::string, std::vector<int64_t>>;
   m.def("import_onnx_file", [](const std::string& path, const Shapes& shapes) {
     py::gil_scoped_release release;
-    return IRModule{frontend::ImportOnnxFile(path, frontend::OnnxImportOptions{shapes})};
+    return IRModule{frontend::ImportOnnxFile(path, frontend::OnnxImportOptions{shapes}), {}};
   }, py::arg("path"), py::arg("shapes"));
   m.def("import_onnx_bytes", [](const py::bytes& bytes, const Shapes& shapes) {
     std::string data = bytes;
     py::gil_scoped_release release;
-    return IRModule{frontend::ImportOnnxBytes(data, frontend::OnnxImportOptions{shapes})};
+    return IRModule{frontend::ImportOnnxBytes(data, frontend::OnnxImportOptions{shapes}), {}};
   }, py::arg("bytes"), py::arg("shapes"));
   m.def("supported_onnx_ops", &frontend::SupportedOnnxOps);
 }
@@ -116,7 +120,9 @@ void RegisterBuild(py::module_& m) {
                             int min_region_ops) {
     transform::PartitionOptions options;
     options.min_region_ops = min_region_ops;
-    return IRModule{backend::PartitionForCodegen(mod.main, codegen, params, options)};
+    IRModule partitioned{backend::PartitionForCodegen(mod.main, codegen, params, options), mod.bound_params};
+    for (const auto& [name, array] : params) partitioned.bound_params.insert(name);
+    return partitioned;
   }, py::arg("mod"), py::arg("codegen"), py::arg("params"), py::arg("min_region_ops"));
   m.def("external_codegens", []() {
     std::map<std::string, bool> enabled;
@@ -128,7 +134,9 @@ void RegisterBuild(py::module_& m) {
     backend::BuildOptions options;
     options.pass_context = context;
     options.module_name = module_name;
-    options.params = params;
+    for (const auto& [name, array] : params) {
+      if (mod.bound_params.count(name) == 0) options.params.emplace_back(name, array);
+    }
     py::gil_scoped_release release;
     options.target = backend::ResolveTarget(target, options.compiler);  // may run the compiler
     return backend::Build(mod.main, options);

@@ -567,6 +567,24 @@ def test_partition_for_an_external_codegen_then_build(tmp_path, codegen):
         close(gmod.get_output(i).numpy(), want)
 
 
+def test_params_bound_by_partitioning_may_be_passed_to_build_again(tmp_path):
+    """TVM's flow: relay.build(partition_for_dnnl(mod, params), params=params)."""
+    mod = kiln.ir.IRModule.from_text("""fn (%x: Tensor[(2, 4), float32], %w: Tensor[(3, 4), float32]) {
+      %0 = nn.dense(%x, %w);
+      %1 = nn.relu(%0);
+      %1
+    }""")
+    params = {"w": rand(3, 4, seed=5)}
+    partitioned = kiln.contrib.partition_for(mod, "ccompiler", params)
+    assert "Compiler=\"ccompiler\"" in partitioned.astext()
+    gmod = gmod_of(kiln.build(partitioned, params=params))
+    x = rand(2, 4, seed=6)
+    gmod.run(x=x)
+    np.testing.assert_allclose(gmod.get_output(0).numpy(), np.maximum(x @ params["w"].T, 0), rtol=1e-5, atol=1e-6)
+    with pytest.raises(kiln.KilnError, match="'v'"):
+        kiln.build(partitioned, params={"v": rand(3, 4)})
+
+
 def test_partition_errors_name_the_codegen():
     mod, params = kiln.frontend.from_onnx(dense_relu(2))
     with pytest.raises(kiln.KilnError, match="there is no external codegen 'tensorrt' \\(known: dnnl, ccompiler\\)"):
