@@ -146,6 +146,18 @@ void SequenceHasRank3(onnx::InferenceContext& ctx) {
   if (rank >= 0 && rank != 3) fail_shape_inference("X must have rank 3, got ", rank);
 }
 
+// LayerNormalization's inference (opset 17) indexes X's dims from `axis` without checking that
+// the axis lies within X's rank (a scalar X reads before its dims).
+void LayerNormAxisFits(onnx::InferenceContext& ctx) {
+  int rank = InputRank(ctx, 0);
+  if (rank < 0) return;
+  const onnx::AttributeProto* attr = ctx.getAttribute("axis");
+  int64_t axis = attr != nullptr && attr->has_i() ? attr->i() : -1;
+  if (rank == 0 || axis < -rank || axis >= rank) {
+    fail_shape_inference("axis ", axis, " is not an axis of X, which has rank ", rank);
+  }
+}
+
 using Guard = void (*)(onnx::InferenceContext&);
 const std::map<std::string, Guard>& Guards() {
   static const std::map<std::string, Guard> guards = {
@@ -174,6 +186,7 @@ const std::map<std::string, Guard>& Guards() {
       {"Expand", [](onnx::InferenceContext& ctx) { ShapeInputIsShort(ctx, 1); }},
       {"GatherND", GatherNdFits},
       {"GRU", SequenceHasRank3},
+      {"LayerNormalization", LayerNormAxisFits},
       {"LSTM", SequenceHasRank3},
       {"RNN", SequenceHasRank3},
       {"Loop", LoopInputsTyped},

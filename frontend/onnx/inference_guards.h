@@ -2,7 +2,8 @@
 // malformed models. In convPoolShapeInference a Conv whose weight has another rank than its input
 // reads past a vector, and a Conv or pool with a stride of 0 divides by zero; a Split without
 // outputs divides by zero; an Expand, Reshape or ConstantOfShape whose shape input is declared with
-// 2^62 elements makes an output of that rank. GuardedSchemaRegistry hands ONNX's schemas to
+// 2^62 elements makes an output of that rank; LayerNormalization reads X's dims before the first
+// when its axis lies outside X's rank (a scalar X). GuardedSchemaRegistry hands ONNX's schemas to
 // InferShapes with those ops' inference functions wrapped in checks that fail inference instead,
 // on the shapes inference itself has found (so intermediate values are covered too).
 #pragma once
