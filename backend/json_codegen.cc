@@ -45,8 +45,15 @@ void AddRelayAttrs(const CallNode& call, std::map<std::string, std::vector<std::
     attrs.emplace("channels", std::vector<std::string>{std::to_string(w[0])});
     attrs.emplace("kernel_size", std::vector<std::string>{std::to_string(w[2]), std::to_string(w[3])});
   }
+  if (op == "nn.conv2d_transpose") {
+    std::vector<int64_t> w = shape_of(1);
+    attrs.emplace("channels", std::vector<std::string>{std::to_string(w[1] * call.attrs.GetInt("groups"))});
+    attrs.emplace("kernel_size", std::vector<std::string>{std::to_string(w[2]), std::to_string(w[3])});
+  }
   if (op == "nn.dense") attrs.emplace("units", std::vector<std::string>{std::to_string(shape_of(1)[0])});
-  if (op == "nn.conv2d" || op == "nn.dense" || op == "nn.batch_matmul") attrs.emplace("out_dtype", std::vector<std::string>{""});
+  if (op == "nn.conv2d" || op == "nn.conv2d_transpose" || op == "nn.dense" || op == "nn.batch_matmul") {
+    attrs.emplace("out_dtype", std::vector<std::string>{""});
+  }
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
     attrs.emplace("out_layout", std::vector<std::string>{""});
   }

@@ -1,4 +1,5 @@
 // ONNX neural-network ops: Conv, ConvTranspose, BatchNormalization, pooling, Gemm, MatMul, Flatten.
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -26,6 +27,7 @@ const OpRef kBroadcastTo("broadcast_to");
 const OpRef kCast("cast");
 const OpRef kConcatenate("concatenate");
 const OpRef kConv2d("nn.conv2d");
+const OpRef kConv2dTranspose("nn.conv2d_transpose");
 const OpRef kDense("nn.dense");
 const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
 const OpRef kMax("max");
@@ -171,10 +173,10 @@ Outputs Conv(const NodeContext& c) {
   return {out};
 }
 
-// ConvTranspose as the convolution it is the gradient of (TVM's topi does the same): the input
-// with stride - 1 zeros after each element, padded by the kernel's extent less the pads (cropped
-// where that is negative), convolved at stride 1 with the weight flipped and its in/out channels
-// swapped within each group. 1-D runs as 2-D with a height of 1.
+// ConvTranspose as nn.conv2d_transpose (Legalize rewrites it for kiln's own kernels; a backend
+// may take it as it is). 1-D runs as 2-D with a height of 1. Pads that come out negative (an
+// output_shape larger than the input and kernel make) grow the output with zeros, as ONNX's
+// reference does: the op pads by what is positive and nn.pad adds the rest before the bias.
 Outputs ConvTranspose(const NodeContext& c) {
   const TensorType& data = c.input_type(0);
   const TensorType& weight = c.input_type(1);
@@ -183,7 +185,7 @@ Outputs ConvTranspose(const NodeContext& c) {
     c.Fail(StrCat("only 1-D and 2-D data (rank 3 or 4, with a weight of that rank) is supported, got rank ", rank));
   }
   int64_t spatial = rank - 2, groups = c.attr_int("group", 1);
-  int64_t channels = data.shape[1], out_per_group = weight.shape[1];
+  int64_t channels = data.shape[1];
   if (groups < 1 || channels % groups != 0 || weight.shape[0] != channels) {
     c.Fail(StrCat("weight ", ShapeText(weight.shape), " and group ", groups, " do not fit ", channels, " channels"));
   }
@@ -203,10 +205,12 @@ Outputs ConvTranspose(const NodeContext& c) {
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   Ints output_shape = ints("output_shape", 0, 0);
   if (output_shape.size() > static_cast<size_t>(spatial)) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
-  Ints begin(2, 0), end(2, 0), stride2(2, 1), dilation2(2, 1), in2(2, 1);
+  // Per 2-D axis (1-D data is 2-D with height 1): the op's pads, and the zeros added after it.
+  Ints stride2(2, 1), dilation2(2, 1), output_padding2(2, 0), padding(4, 0), grow(8, 0);
   for (int64_t d = 0; d < spatial; ++d) {
     int64_t in = data.shape[2 + d], k = weight.shape[2 + d], s = strides[d], dil = dilations[d];
     if (s < 1 || dil < 1) c.Fail("strides and dilations must be positive");
+    if (output_padding[d] < 0) c.FailAt("attribute 'output_padding'", "must not be negative");
     int64_t full = s * (in - 1) + output_padding[d] + (k - 1) * dil + 1;  // the output with no pads
     int64_t b = pads[d], e = pads[d + spatial];
     bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
@@ -216,8 +220,8 @@ Outputs ConvTranspose(const NodeContext& c) {
       if (!output_shape.empty() && static_cast<int64_t>(output_shape.size()) != spatial) {
         c.FailAt("attribute 'output_shape'", "needs one value per axis");
       }
-      // Negative when output_shape is larger than the input and kernel make: the output grows
-      // at its end. Halves round down, as ONNX's reference does.
+      // Negative when output_shape is larger than the input and kernel make. Halves round down,
+      // as ONNX's reference does.
       int64_t total = full - (output_shape.empty() ? in * s : output_shape[d]);
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       b = auto_pad == "SAME_UPPER" ? half : total - half;
@@ -225,38 +229,27 @@ Outputs ConvTranspose(const NodeContext& c) {
     } else if (auto_pad != "NOTSET") {
       c.FailAt("attribute 'auto_pad'", "'" + auto_pad + "' is not known");
     }
-    int64_t at = 2 - spatial + d;  // 1-D data is 2-D with height 1
-    // Padding of the zero-stuffed input (length in * s: s - 1 zeros follow the last element too).
-    begin[at] = (k - 1) * dil - b;
-    end[at] = (k - 1) * dil - e + output_padding[d] - (s - 1);
+    if (full - b - e < 1) c.Fail("the pads leave an empty output");
+    int64_t at = 2 - spatial + d;
     stride2[at] = s;
     dilation2[at] = dil;
-    in2[at] = in;
+    output_padding2[at] = output_padding[d];
+    padding[at] = std::max<int64_t>(0, b);
+    padding[at + 2] = std::max<int64_t>(0, e);
+    grow[4 + 2 * at] = padding[at] - b;
+    grow[5 + 2 * at] = padding[at + 2] - e;
   }
-  int64_t n = data.shape[0];
-  // The input with s - 1 zeros after each element: [N, C, H, 1, W, 1] padded to [N, C, H, sh, W, sw].
-  Expr x = Reshape(c, c.input(0), {n, channels, in2[0], 1, in2[1], 1});
-  x = c.Op(kPad, {x}, MakeAttrs({{"pad_width", Ints{0, 0, 0, 0, 0, 0, 0, stride2[0] - 1, 0, 0, 0, stride2[1] - 1}}}));
-  x = Reshape(c, x, {n, channels, in2[0] * stride2[0], in2[1] * stride2[1]});
-  // Negative padding crops.
-  if (begin[0] < 0 || begin[1] < 0 || end[0] < 0 || end[1] < 0) {
-    Ints from = {std::max<int64_t>(0, -begin[0]), std::max<int64_t>(0, -begin[1])};
-    Ints to = {in2[0] * stride2[0] - std::max<int64_t>(0, -end[0]), in2[1] * stride2[1] - std::max<int64_t>(0, -end[1])};
-    if (to[0] <= from[0] || to[1] <= from[1]) c.Fail("the pads leave an empty output");
-    x = c.Op(kStridedSlice, {x}, MakeAttrs({{"begin", from}, {"end", to}, {"axes", Ints{2, 3}}}));
+  Expr x = c.input(0), w = c.input(1);
+  if (spatial == 1) {
+    x = Reshape(c, x, {data.shape[0], channels, 1, data.shape[2]});
+    w = Reshape(c, w, {weight.shape[0], weight.shape[1], 1, weight.shape[2]});
   }
-  // [C, M/g, kh, kw] -> [M, C/g, kh, kw], flipped along kh and kw.
-  Ints window = {spatial == 2 ? weight.shape[2] : 1, weight.shape.back()};
-  Expr w = Reshape(c, c.input(1), {groups, channels / groups, out_per_group, window[0], window[1]});
-  w = c.Op(kTranspose, {w}, MakeAttrs({{"axes", Ints{0, 2, 1, 3, 4}}}));
-  w = Reshape(c, w, {groups * out_per_group, channels / groups, window[0], window[1]});
-  w = c.Op(kStridedSlice, {w},
-           MakeAttrs({{"begin", Ints{-1, -1}}, {"end", Ints{-(int64_t{1} << 62), -(int64_t{1} << 62)}},
-                      {"strides", Ints{-1, -1}}, {"axes", Ints{2, 3}}}));
-  Ints padding = {std::max<int64_t>(0, begin[0]), std::max<int64_t>(0, begin[1]), std::max<int64_t>(0, end[0]),
-                  std::max<int64_t>(0, end[1])};
-  Expr out = c.Op(kConv2d, {x, w},
-                  MakeAttrs({{"strides", Ints{1, 1}}, {"dilation", dilation2}, {"padding", padding}, {"groups", groups}}));
+  Expr out = c.Op(kConv2dTranspose, {x, w},
+                  MakeAttrs({{"strides", stride2}, {"dilation", dilation2}, {"padding", padding},
+                             {"output_padding", output_padding2}, {"groups", groups}}));
+  if (std::any_of(grow.begin(), grow.end(), [](int64_t g) { return g != 0; })) {
+    out = c.Op(kPad, {out}, MakeAttrs({{"pad_width", grow}}));
+  }
   if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
   if (spatial == 1) {
     const Ints& shape = out->type().tensor().shape;

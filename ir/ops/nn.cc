@@ -1,5 +1,5 @@
-// Neural-network ops: convolution, dense and batched matmul, pooling, normalization, softmax,
-// padding and bias.
+// Neural-network ops: convolution and transposed convolution, dense and batched matmul, pooling,
+// normalization, softmax, padding and bias.
 #include "ir/layout.h"
 #include "ir/op.h"
 #include "ir/ops/infer_util.h"
@@ -75,6 +75,51 @@ Type Conv2D(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t ow = PooledSize(data[3], padding[1], padding[3], weight[3], strides[1], dilation[1], false);
   return InLayout({data[0], weight[0], oh, ow}, out_layout.empty() ? data_layout : out_layout,
                   TensorArg(args, 0).dtype);
+}
+
+// The extent of a transposed convolution's output along one axis.
+int64_t TransposedSize(int64_t in, int64_t pad_before, int64_t pad_after, int64_t window, int64_t stride,
+                       int64_t dilation, int64_t output_padding) {
+  Check(in >= 1, "the data must not be empty along a spatial axis");
+  int64_t strided = 0, effective = 0, out = 0;
+  Check(!__builtin_mul_overflow(in - 1, stride, &strided) && !__builtin_mul_overflow(window - 1, dilation, &effective) &&
+            !__builtin_add_overflow(strided, effective, &out) && !__builtin_add_overflow(out, output_padding + 1, &out),
+        "the output size overflows a 64-bit size");
+  out -= pad_before + pad_after;
+  Check(out >= 1, "the padding (", pad_before, ", ", pad_after, ") leaves an empty output");
+  return out;
+}
+
+// Data NCHW, weight IOHW ([C_in, C_out / groups, kh, kw], ONNX's layout and Relay's default), the
+// output NCHW: output_padding adds rows and columns at the end.
+Type Conv2DTranspose(const std::vector<Type>& args, const Attrs& attrs) {
+  CheckSameDType(args);
+  Check(attrs.GetString("data_layout") == "NCHW" && attrs.GetString("kernel_layout") == "IOHW" &&
+            (attrs.GetString("out_layout").empty() || attrs.GetString("out_layout") == "NCHW"),
+        "takes NCHW data and an IOHW weight only");
+  const TensorType& data = TensorArg(args, 0);
+  const TensorType& weight = TensorArg(args, 1);
+  Check(data.ndim() == 4 && weight.ndim() == 4, "expects 4-D data and weight, got ", ShapeText(data.shape), " and ",
+        ShapeText(weight.shape));
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  const auto& output_padding = attrs.GetInts("output_padding");
+  int64_t groups = attrs.GetInt("groups");
+  CheckPositive(strides, 2, "strides");
+  CheckPositive(dilation, 2, "dilation");
+  CheckPadding(padding);
+  Check(output_padding.size() == 2 && output_padding[0] >= 0 && output_padding[1] >= 0,
+        "output_padding needs 2 values that are not negative, got ", AttrValueText(output_padding));
+  Check(groups >= 1 && data.shape[1] % groups == 0, "groups ", groups, " must divide the input channels ",
+        data.shape[1]);
+  Check(weight.shape[0] == data.shape[1], "weight has ", weight.shape[0], " input channels but the data has ",
+        data.shape[1]);
+  int64_t oh = TransposedSize(data.shape[2], padding[0], padding[2], weight.shape[2], strides[0], dilation[0],
+                              output_padding[0]);
+  int64_t ow = TransposedSize(data.shape[3], padding[1], padding[3], weight.shape[3], strides[1], dilation[1],
+                              output_padding[1]);
+  return Type::Tensor({data.shape[0], weight.shape[1] * groups, oh, ow}, data.dtype);
 }
 
 // The weight is [N, K] ("NK") or blocked, as "NK16n" ([N / 16, K, 16]) for the packed kernel.
@@ -225,6 +270,17 @@ void RegisterNnOps(OpTable& table) {
                {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"},
                {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
               OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution", nullptr, LayoutRule::kConvolution});
+  Add(table, {"nn.conv2d_transpose", 2, 2,
+              {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},
+               {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},
+               {"output_padding", AttrKind::kInts, std::vector<int64_t>{0, 0}, "added at the bottom, right"},
+               {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "dilation height, width"},
+               {"groups", AttrKind::kInt, int64_t{1}, "channel groups"},
+               {"data_layout", AttrKind::kString, std::string("NCHW"), "data layout"},
+               {"kernel_layout", AttrKind::kString, std::string("IOHW"), "weight layout"},
+               {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
+              OpPattern::kOutEWiseFusable, Conv2DTranspose,
+              "2-D transposed convolution (Legalize rewrites it as a convolution for kiln's own kernels)"});
   Add(table, {"nn.dense", 2, 2,
               {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"}},
               OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T", nullptr, LayoutRule::kDense});

@@ -58,17 +58,25 @@ std::vector<float> ConvReference(const std::vector<float>& x, const std::vector<
   return out;
 }
 
-// What kiln writes for a convolution reads as what TVM writes: the composite's node carries
-// Relay's conv2d attributes, and the constants are named as TVM's DNNL serializer names them.
-TEST(Dnnl, TheJsonKilnWritesHasRelaysNamesAndAttributes) {
-  ir::Expr main = PartitionForCodegen(ir::ParseFunction(R"(fn (%x: Tensor[(1, 2, 3, 3), float32]) {
-    %w = const(Tensor[(2, 2, 2, 2), float32], [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]);
-    %b = const(Tensor[(2), float32], [0.5, -4]);
-    %0 = nn.conv2d(%x, %w);
-    %1 = nn.bias_add(%0, %b);
-    %2 = nn.relu(%1);
-    %2
-  })"), "dnnl", {}, {}, {{"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns}});
+// relu(conv2d_transpose(x, w) + b), stride 2 with output_padding, as TVM's DNNL serializer writes
+// it: Relay's conv2d_transpose attributes, the weight IOHW.
+const char* kTvmDeconvGraph = R"({"nodes": [
+  {"op": "input", "name": "dnnl_0_i0", "attrs": {"dtype": [["float32"]], "shape": [[[1, 2, 3, 3]]]}},
+  {"op": "const", "name": "dnnl_tvmgen_default_dnnl_main_0_const_0", "attrs": {"dtype": [["float32"]], "shape": [[[2, 1, 2, 2]]]}},
+  {"op": "const", "name": "dnnl_tvmgen_default_dnnl_main_0_const_1", "attrs": {"dtype": [["float32"]], "shape": [[[1]]]}},
+  {"op": "kernel", "name": "dnnl.deconv2d_bias_relu", "inputs": [[0, 0, 0], [1, 0, 0], [2, 0, 0]],
+   "attrs": {"num_outputs": "1", "num_inputs": "3", "channels": [["1"]], "kernel_size": [["2", "2"]],
+             "strides": [["2", "2"]], "padding": [["0", "0", "0", "0"]], "output_padding": [["1", "1"]],
+             "dilation": [["1", "1"]], "groups": [["1"]], "data_layout": [["NCHW"]], "kernel_layout": [["IOHW"]],
+             "out_layout": [[""]], "out_dtype": [[""]], "shape": [[[1, 1, 7, 7]]], "dtype": [["float32"]]}}],
+ "arg_nodes": [0, 1, 2], "heads": [[3, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4],
+ "symbol": "dnnl_tvmgen_default_dnnl_main_0"})";
+
+// What kiln writes for `model` (IR text) reads as `tvm_graph`: the composite's node carries Relay's
+// attributes, and the constants are named as TVM's DNNL serializer names them.
+void ExpectJsonAsTvmWritesIt(const char* model, const char* tvm_graph) {
+  ir::Expr main = PartitionForCodegen(ir::ParseFunction(model), "dnnl", {}, {},
+                                      {{"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns}});
   ir::Expr external = main->As<ir::FunctionNode>()->body->As<ir::CallNode>()->function;
   ExternalModule m = DnnlGenerate("tvmgen_default_dnnl_main_0", external);
   runtime::ByteWriter bytes;
@@ -79,7 +87,7 @@ TEST(Dnnl, TheJsonKilnWritesHasRelaysNamesAndAttributes) {
   EXPECT_EQ(fields.const_names, (std::vector<std::string>{"dnnl_tvmgen_default_dnnl_main_0_const_0",
                                                           "dnnl_tvmgen_default_dnnl_main_0_const_1"}));
   runtime::JsonGraph ours = runtime::ParseJsonGraph(fields.graph_json);
-  runtime::JsonGraph tvms = runtime::ParseJsonGraph(kTvmGraph);
+  runtime::JsonGraph tvms = runtime::ParseJsonGraph(tvm_graph);
   ASSERT_EQ(ours.nodes.size(), tvms.nodes.size());
   for (size_t n = 0; n < tvms.nodes.size(); ++n) {
     EXPECT_EQ(ours.nodes[n].op, tvms.nodes[n].op) << n;
@@ -91,6 +99,25 @@ TEST(Dnnl, TheJsonKilnWritesHasRelaysNamesAndAttributes) {
       EXPECT_EQ(it->second, values) << "node " << n << " attribute " << key;
     }
   }
+}
+
+TEST(Dnnl, TheJsonKilnWritesHasRelaysNamesAndAttributes) {
+  ExpectJsonAsTvmWritesIt(R"(fn (%x: Tensor[(1, 2, 3, 3), float32]) {
+    %w = const(Tensor[(2, 2, 2, 2), float32], [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]);
+    %b = const(Tensor[(2), float32], [0.5, -4]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.bias_add(%0, %b);
+    %2 = nn.relu(%1);
+    %2
+  })", kTvmGraph);
+  ExpectJsonAsTvmWritesIt(R"(fn (%x: Tensor[(1, 2, 3, 3), float32]) {
+    %w = const(Tensor[(2, 1, 2, 2), float32], [1, 2, 3, 4, 5, 6, 7, 8]);
+    %b = const(Tensor[(1), float32], [0.5]);
+    %0 = nn.conv2d_transpose(%x, %w, strides=[2, 2], output_padding=[1, 1]);
+    %1 = nn.bias_add(%0, %b);
+    %2 = nn.relu(%1);
+    %2
+  })", kTvmDeconvGraph);
 }
 
 TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {

@@ -77,6 +77,33 @@ TEST(OpType, Conv2D) {
               HasSubstr("groups 2 must divide"));
 }
 
+TEST(OpType, Conv2DTranspose) {
+  // out = (in - 1) * stride - pads + dilation * (k - 1) + 1 + output_padding; the weight is
+  // [C_in, C_out / groups, kh, kw].
+  EXPECT_EQ(TypeOf("nn.conv2d_transpose", {In({1, 32, 20, 20}), In({32, 16, 4, 4})},
+                   A({{"strides", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}}})),
+            "Tensor[(1, 16, 40, 40), float32]");
+  EXPECT_EQ(TypeOf("nn.conv2d_transpose", {In({2, 4, 5, 6}), In({4, 2, 3, 3})},
+                   A({{"strides", Ints{3, 2}}, {"output_padding", Ints{1, 1}}, {"groups", int64_t{2}},
+                      {"dilation", Ints{2, 1}}, {"padding", Ints{0, 1, 2, 0}}})),
+            "Tensor[(2, 4, 16, 13), float32]");
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 3, 8, 8}), In({4, 2, 3, 3})}),
+              HasSubstr("weight has 4 input channels but the data has 3"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 1, 1}), In({4, 2, 2, 2})}, A({{"padding", Ints{1, 0, 1, 0}}})),
+              HasSubstr("leaves an empty output"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"padding", Ints{-1, 0, 0, 0}}})),
+              HasSubstr("padding must not be negative"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"output_padding", Ints{-1, 0}}})),
+              HasSubstr("output_padding needs 2 values that are not negative"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"groups", int64_t{3}}})),
+              HasSubstr("groups 3 must divide the input channels 4"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"kernel_layout", std::string("OIHW")}})),
+              HasSubstr("takes NCHW data and an IOHW weight only"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 3, 8}), In({4, 2, 3, 3})},
+                      A({{"strides", Ints{int64_t{1} << 62, 1}}})),
+              HasSubstr("overflows"));
+}
+
 TEST(OpType, Pooling) {
   EXPECT_EQ(TypeOf("nn.max_pool2d", {In({1, 64, 112, 112})},
                    A({{"pool_size", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}}})),

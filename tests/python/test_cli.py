@@ -21,6 +21,12 @@ def kiln(*args, check=True):
     return result
 
 
+def kiln_has_dnnl():
+    """Whether this kiln was built with oneDNN (KILN_USE_DNNL=ON)."""
+    version = subprocess.run([KILN, "--version"], capture_output=True, text=True).stdout
+    return "dnnl" in version and "dnnl (not enabled" not in version
+
+
 def save(tmp_path, nodes, inputs, outputs, inits=(), opset=14, name="model.onnx"):
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)

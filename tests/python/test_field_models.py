@@ -12,6 +12,7 @@ import pytest
 from onnx import numpy_helper
 
 import field_models
+from test_cli import kiln_has_dnnl
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 
@@ -27,8 +28,8 @@ def output_steps(model):
     return steps
 
 
-@pytest.mark.parametrize("name", sorted(field_models.MODELS))
-def test_field_model_matches_onnxruntime(tmp_path, name):
+def check_against_onnxruntime(tmp_path, name, flags=()):
+    """Compiles field model `name` (with `flags`), runs it and compares with ONNX Runtime; returns the library."""
     path = tmp_path / f"{name}.onnx"
     shapes = field_models.MODELS[name](path)
     ops = {node.op_type for node in onnx.load(str(path)).graph.node}
@@ -37,7 +38,7 @@ def test_field_model_matches_onnxruntime(tmp_path, name):
     feeds = {input_name: rng.standard_normal(shape).astype(np.float32) for input_name, shape in shapes.items()}
     expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     library = tmp_path / f"{name}.so"
-    compiled = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+    compiled = subprocess.run([KILN, "compile", str(path), "-o", str(library), *flags], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
     np.savez(tmp_path / "in.npz", **feeds)
     ran = subprocess.run([KILN, "run", str(library), "--inputs", str(tmp_path / "in.npz"), "--outputs",
@@ -59,6 +60,22 @@ def test_field_model_matches_onnxruntime(tmp_path, name):
         err = float(np.abs(got.astype(np.float64) - want).max())
         print(f"{name} output {i}: max |kiln - ort| = {err:.3g} (bound {bound:.3g})")
         assert err <= bound, f"{name} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
+    return library
+
+
+@pytest.mark.parametrize("name", sorted(field_models.MODELS))
+def test_field_model_matches_onnxruntime(tmp_path, name):
+    check_against_onnxruntime(tmp_path, name)
+
+
+@pytest.mark.skipif(not kiln_has_dnnl(), reason="this kiln is built without oneDNN (KILN_USE_DNNL=OFF)")
+def test_text_detector_with_onednn_matches_onnxruntime(tmp_path):
+    """The DBNet-style detector with --byoc dnnl: its upsampling ConvTranspose layers (with their
+    bias and ReLU) run as oneDNN deconvolutions, its convolutions as convolutions."""
+    library = check_against_onnxruntime(tmp_path, "dbnet_style", ["--byoc", "dnnl"])
+    inspected = subprocess.run([KILN, "inspect", str(library)], check=True, capture_output=True, text=True).stdout
+    assert "dnnl.deconv2d_bias_relu" in inspected and "dnnl.deconv2d_bias" in inspected, inspected
+    assert "dnnl.conv2d_bias_relu" in inspected, inspected
 
 
 def test_model_with_external_data_matches_onnxruntime(tmp_path):

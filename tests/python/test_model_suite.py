@@ -14,6 +14,7 @@ import pytest
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+from test_cli import kiln_has_dnnl  # noqa: E402
 from model_suite import MODELS, model_path, seeded_inputs  # noqa: E402  (test_python_models imports these from here)
 
 
@@ -54,11 +55,6 @@ def check_against_onnxruntime(tmp_path, name, flags, label):
 @pytest.mark.parametrize("name", MODELS)
 def test_model_matches_onnxruntime(tmp_path, name, opt_level):
     check_against_onnxruntime(tmp_path, name, ["-O", str(opt_level)], f"-O{opt_level}")
-
-
-def kiln_has_dnnl():
-    version = subprocess.run([KILN, "--version"], capture_output=True, text=True).stdout
-    return "dnnl" in version and "dnnl (not enabled" not in version
 
 
 @pytest.mark.skipif(not kiln_has_dnnl(), reason="this kiln is built without oneDNN (KILN_USE_DNNL=OFF)")

@@ -17,15 +17,16 @@ import pytest
 from onnx import numpy_helper
 
 import onnx_op_cases
+from test_cli import kiln_has_dnnl
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 
 
-def run_kiln(tmp_path, model, feeds):
-    """The outputs of `model` compiled and run by kiln, and what `kiln compile` printed."""
+def run_kiln(tmp_path, model, feeds, flags=()):
+    """The outputs of `model` compiled (with `flags`) and run by kiln, and what `kiln compile` printed."""
     model_path, library = tmp_path / "model.onnx", tmp_path / "model.so"
     onnx.save(model, model_path)
-    compiled = subprocess.run([KILN, "compile", str(model_path), "-o", str(library)], check=True,
+    compiled = subprocess.run([KILN, "compile", str(model_path), "-o", str(library), *flags], check=True,
                               capture_output=True, text=True)
     command = [KILN, "run", str(library), "--outputs", str(tmp_path / "out.npz")]
     if feeds:
@@ -72,6 +73,21 @@ def test_op_family_matches_onnxruntime(tmp_path, make_group, opset):
     except subprocess.CalledProcessError as e:
         pytest.fail(f"kiln failed: {e.stderr}")
     assert_outputs_match(group, model, actual, expected)
+
+
+@pytest.mark.skipif(not kiln_has_dnnl(), reason="this kiln is built without oneDNN (KILN_USE_DNNL=OFF)")
+def test_transposed_convolutions_in_onednn_match_onnxruntime(tmp_path):
+    """The conv_transpose group with --byoc dnnl: every case runs as oneDNN's deconvolution (an
+    output_padding as a negative end padding)."""
+    group = onnx_op_cases.conv_transpose()
+    model = group.model()
+    expected = reference(model, group.feeds)
+    actual, _ = run_kiln(tmp_path, model, group.feeds, ["--byoc", "dnnl"])
+    assert_outputs_match(group, model, actual, expected)
+    inspected = subprocess.run([KILN, "inspect", str(tmp_path / "model.so")], check=True, capture_output=True,
+                               text=True).stdout
+    in_onednn = re.findall(r"^ *dnnl_json \S+: (?:nn\.conv2d_transpose|dnnl\.deconv2d_bias)$", inspected, re.M)
+    assert len(in_onednn) == len(group.nodes), inspected
 
 
 # Groups whose every op has reference semantics once imported: folded, they run no operator.

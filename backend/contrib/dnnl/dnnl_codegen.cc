@@ -18,6 +18,7 @@ using transform::Wildcard;
 namespace {
 
 const OpRef kConv2D("nn.conv2d");
+const OpRef kConv2DTranspose("nn.conv2d_transpose");
 const OpRef kDense("nn.dense");
 const OpRef kBiasAdd("nn.bias_add");
 const OpRef kAdd("add");
@@ -73,6 +74,7 @@ bool DnnlSupports(const CallNode& call) {
     return call.attrs.GetString("data_layout") == "NCHW" && call.attrs.GetString("kernel_layout") == "OIHW" &&
            (call.attrs.GetString("out_layout").empty() || call.attrs.GetString("out_layout") == "NCHW");
   }
+  if (op == "nn.conv2d_transpose") return true;  // NCHW and IOHW: the only layouts it has
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
     return call.attrs.GetString("layout") == "NCHW";
   }
@@ -98,17 +100,20 @@ std::vector<CompositePattern> DnnlPatterns() {
   Pattern conv_bias = Bias(conv);
   Pattern dense = IsOp(kDense, {Wildcard(), IsConstant()});
   Pattern dense_bias = Bias(dense);
-  auto supported = [](const transform::Match& m) {
+  auto is_layer = [](const CallNode* call) {
+    return kConv2D.Is(call->op) || kConv2DTranspose.Is(call->op) || kDense.Is(call->op);
+  };
+  auto supported = [is_layer](const transform::Match& m) {
     std::vector<Expr> calls = m.interior();
     calls.push_back(m.root());
     for (const Expr& e : calls) {
       const auto* call = e->As<CallNode>();
       if (!Float32(call->type())) return false;
-      if ((kConv2D.Is(call->op) || kDense.Is(call->op)) && !DnnlSupports(*call)) return false;
+      if (is_layer(call) && !DnnlSupports(*call)) return false;
       if (kAdd.Is(call->op) || kBiasAdd.Is(call->op)) {
         const auto* anchor = call->args[0]->As<CallNode>();
-        if (anchor == nullptr || !(kConv2D.Is(anchor->op) || kDense.Is(anchor->op))) continue;  // the sum
-        if (!BiasFits(call->args[1], anchor->type().tensor(), kConv2D.Is(anchor->op), kBiasAdd.Is(call->op))) {
+        if (anchor == nullptr || !is_layer(anchor)) continue;  // the sum
+        if (!BiasFits(call->args[1], anchor->type().tensor(), !kDense.Is(anchor->op), kBiasAdd.Is(call->op))) {
           return false;
         }
       }
@@ -120,14 +125,20 @@ std::vector<CompositePattern> DnnlPatterns() {
   Pattern sum = IsOp(kAdd, {conv_bias, residual}).Commutative();
   table.push_back({"dnnl.conv2d_bias_sum_relu", IsOp(kRelu, {sum}), supported});
   table.push_back({"dnnl.conv2d_bias_sum", sum, supported});
-  table.push_back({"dnnl.conv2d_bias_relu", IsOp(kRelu, {conv_bias}), supported});
-  table.push_back({"dnnl.conv2d_bias_clip", IsOp(kClip, {conv_bias}), supported});
-  table.push_back({"dnnl.conv2d_bias_sigmoid", IsOp(kSigmoid, {conv_bias}), supported});
-  table.push_back({"dnnl.conv2d_bias_tanh", IsOp(kTanh, {conv_bias}), supported});
-  Pattern swish_input = conv_bias;
-  table.push_back({"dnnl.conv2d_bias_swish", Swish(swish_input), supported});
-  table.push_back({"dnnl.conv2d_bias", conv_bias, supported});
-  table.push_back({"dnnl.conv2d_relu", IsOp(kRelu, {conv}), supported});
+  // Convolutions (named as TVM names them: nn.conv2d_transpose is "deconv2d") with a bias, an
+  // activation, or both.
+  for (const auto& [name, op] : {std::pair{"conv2d", &kConv2D}, std::pair{"deconv2d", &kConv2DTranspose}}) {
+    Pattern layer = IsOp(*op, {Wildcard(), IsConstant()});
+    Pattern bias = Bias(layer);
+    std::string prefix = std::string("dnnl.") + name;
+    table.push_back({prefix + "_bias_relu", IsOp(kRelu, {bias}), supported});
+    table.push_back({prefix + "_bias_clip", IsOp(kClip, {bias}), supported});
+    table.push_back({prefix + "_bias_sigmoid", IsOp(kSigmoid, {bias}), supported});
+    table.push_back({prefix + "_bias_tanh", IsOp(kTanh, {bias}), supported});
+    table.push_back({prefix + "_bias_swish", Swish(bias), supported});
+    table.push_back({prefix + "_bias", bias, supported});
+    table.push_back({prefix + "_relu", IsOp(kRelu, {layer}), supported});
+  }
   table.push_back({"dnnl.dense_bias_gelu", Gelu(dense_bias), supported});
   table.push_back({"dnnl.dense_bias_relu", IsOp(kRelu, {dense_bias}), supported});
   table.push_back({"dnnl.dense_bias", dense_bias, supported});

@@ -6,7 +6,8 @@
 // of convolutions and pooling (blocked ones, typically), reorders the constant weights into the
 // formats their primitives chose (keeping only the reordered copy), and plans the reorders between
 // formats the values need.
-// Run binds the call's inputs and outputs and executes the primitives in order. What one call
+// Run binds the call's inputs and outputs and executes the primitives in order; the step computing
+// an output (in plain layout) writes it in place. What one call
 // writes (intermediate values, each primitive's scratchpad, the memory objects naming them, the
 // stream) is the calling thread's own, kept per thread and module: executors running one library
 // in several threads share only the primitives and the weights, which no call writes.
@@ -94,6 +95,17 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     for (size_t k = 0; k < g.heads.size(); ++k) {
       uint32_t entry = g.EntryId(g.heads[k]);
       int from = Want(entry, PlainOfEntry(entry), stream);
+      if (buffers_[from].kind == Buffer::kScratch) {
+        // Computed in plain layout by a step of this call: that step writes the output itself.
+        size_t offset = buffers_[from].offset;
+        for (Buffer& b : buffers_) {
+          if (b.kind == Buffer::kScratch && !b.scratchpad && b.offset == offset) {  // the buffer and its views
+            b.kind = Buffer::kOutput;
+            b.index = static_cast<int>(k);
+          }
+        }
+        continue;
+      }
       int to = AddBuffer({Buffer::kOutput, buffers_[from].desc, static_cast<int>(k)});
       Reorder(from, to);
     }
@@ -155,8 +167,8 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
   }
   int Scratch(const memory::desc& desc) {
     Buffer b{Buffer::kScratch, desc, 0};
-    b.offset = scratch_bytes_;
-    scratch_bytes_ += (desc.get_size() + 63) / 64 * 64;
+    b.offset = scratch_bytes_;  // each its own, even when empty: the offset names the buffer
+    scratch_bytes_ += std::max<size_t>(64, (desc.get_size() + 63) / 64 * 64);
     return AddBuffer(b);
   }
   // The same bytes under another plain shape of the same size.
@@ -230,6 +242,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
   void Kernel(uint32_t n, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::string& name = node.name;
+    if (Has(name, "deconv2d") || name == "nn.conv2d_transpose") return Deconvolution(n, stream);
     if (Has(name, "conv2d")) return Convolution(n, stream);
     if (Has(name, "dense")) return Dense(n, stream);
     if (name == "nn.batch_matmul") return BatchMatmul(n, stream);
@@ -267,6 +280,42 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     if (sum) Reorder(entry_buffer_.at(In(n, bias ? 3 : 2)), out);  // the sum post-op adds to what dst holds
     AddStep(dnnl::convolution_forward(pd), args, pd.scratchpad_desc());
     entry_buffer_[Out(n)] = out;
+  }
+
+  // nn.conv2d_transpose and dnnl.deconv2d_*: the weight is IOHW ([C, M / groups, kh, kw]), read in
+  // place as oneDNN's [M, C, kh, kw] (grouped: [groups, M / groups, C / groups, kh, kw]) and
+  // reordered once into the layout the primitive chose. oneDNN has no output_padding: it makes the
+  // end padding smaller.
+  void Deconvolution(uint32_t n, dnnl::stream& stream) {
+    const JsonNode& node = graph().nodes[n];
+    const std::vector<int64_t>& src = graph().nodes[node.inputs[0].node].shapes[node.inputs[0].index];
+    const std::vector<int64_t>& wgt = graph().nodes[node.inputs[1].node].shapes[node.inputs[1].index];
+    const std::vector<int64_t>& dst = node.shapes[0];
+    int64_t groups = Int(node, "groups"), in = wgt[0] / groups, out = wgt[1], kh = wgt[2], kw = wgt[3];
+    std::vector<int64_t> strides = Ints(node, "strides"), dilation = Ints(node, "dilation"), pad = Ints(node, "padding");
+    std::vector<int64_t> output_padding = node.attrs.count("output_padding") != 0 ? Ints(node, "output_padding")
+                                                                                : std::vector<int64_t>{0, 0};
+    Dims wdims = groups == 1 ? Dims{out, in, kh, kw} : Dims{groups, out, in, kh, kw};
+    Dims wstrides = groups == 1 ? Dims{kh * kw, out * kh * kw, kw, 1}
+                                : Dims{in * out * kh * kw, kh * kw, out * kh * kw, kw, 1};
+    bool bias = Has(node.name, "_bias");
+    dnnl::primitive_attr attr = Attr();
+    attr.set_post_ops(PostOps(node));
+    memory::desc bias_md = bias ? Plain(Dims{dst[1]}) : memory::desc();
+    dnnl::deconvolution_forward::desc desc(
+        prop_kind::forward_inference, algorithm::deconvolution_direct, Any(Dims(src.begin(), src.end())), Any(wdims),
+        bias_md, Any(Dims(dst.begin(), dst.end())), {strides[0], strides[1]}, {dilation[0] - 1, dilation[1] - 1},
+        {pad[0], pad[1]}, {pad[2] - output_padding[0], pad[3] - output_padding[1]});
+    dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine_);
+    int source = Want(In(n, 1), PlainOfEntry(In(n, 1)), stream);
+    int weights = Want(In(n, 1), pd.weights_desc(), stream,
+                       Alias(source, memory::desc(wdims, memory::data_type::f32, wstrides)));
+    int result = Scratch(pd.dst_desc());
+    std::vector<std::pair<int, int>> args = {
+        {DNNL_ARG_SRC, Want(In(n, 0), pd.src_desc(), stream)}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}};
+    if (bias) args.emplace_back(DNNL_ARG_BIAS, Want(In(n, 2), bias_md, stream));
+    AddStep(dnnl::deconvolution_forward(pd), args, pd.scratchpad_desc());
+    entry_buffer_[Out(n)] = result;
   }
 
   // nn.dense and dnnl.dense_bias[_relu|_gelu]: an inner product over [rows, K].
