@@ -1,4 +1,5 @@
-// Matching by recursive descent with backtracking over alternatives and argument orders;
+// Matching by recursive descent with backtracking over alternatives and argument orders, until
+// the caller accepts a match;
 // rewriting in rounds over the graph.
 #include "transform/pattern.h"
 
@@ -87,59 +88,66 @@ std::vector<Expr> Match::Leaves(const Pattern& pattern) const {
   return leaves;
 }
 
+// Continuation passing: each part, once bound, calls `next` with the rest of the match to do,
+// and undoes its binding when that fails, so that a match the caller rejects (its interior read
+// outside it, a check) is retried with the other alternatives and argument orders.
 class Matcher {
  public:
-  static std::optional<Match> Run(const Pattern& pattern, const Expr& expr) {
+  using Next = std::function<bool(Match&)>;
+
+  static std::optional<Match> Run(const Pattern& pattern, const Expr& expr, const std::function<bool(const Match&)>& accept) {
     Match match;
     match.root_ = expr;
-    if (!Visit(pattern.get(), expr, match)) return std::nullopt;
+    if (!Visit(pattern.get(), expr, match, [&](Match& m) { return accept(m); })) return std::nullopt;
     return match;
   }
 
  private:
-  // Binds `p` to `e` in `m`, or returns false leaving `m` as it was.
-  static bool Visit(const PatternNode* p, const Expr& e, Match& m) {
+  static bool Visit(const PatternNode* p, const Expr& e, Match& m, const Next& next) {
     auto bound = m.bound_.find(p);
-    if (bound != m.bound_.end()) return bound->second == e;
-    Match saved = m;
-    bool matched = false;
+    if (bound != m.bound_.end()) return bound->second == e && next(m);
+    auto bind = [&](Match& mm) {
+      mm.bound_[p] = e;
+      if (next(mm)) return true;
+      mm.bound_.erase(p);
+      return false;
+    };
     switch (p->kind) {
-      case PatternNode::Kind::kWildcard: matched = true; break;
-      case PatternNode::Kind::kConstant: matched = e->kind() == ExprKind::kConstant; break;
+      case PatternNode::Kind::kWildcard: return bind(m);
+      case PatternNode::Kind::kConstant: return e->kind() == ExprKind::kConstant && bind(m);
       case PatternNode::Kind::kOp: {
         const auto* call = e->As<CallNode>();
-        if (call == nullptr || !p->op->Is(call->op) || call->args.size() != p->parts.size()) break;
-        matched = Arguments(p, *call, m, false) || (p->commutative && Arguments(p, *call, m, true));
-        if (matched && e != m.root_) m.interior_.push_back(e);
-        break;
+        if (call == nullptr || !p->op->Is(call->op) || call->args.size() != p->parts.size()) return false;
+        auto with_interior = [&](Match& mm) {
+          bool interior = e != mm.root_;
+          if (interior) mm.interior_.push_back(e);
+          if (bind(mm)) return true;
+          if (interior) mm.interior_.pop_back();
+          return false;
+        };
+        return Arguments(p, *call, 0, false, m, with_interior) ||
+               (p->commutative && Arguments(p, *call, 0, true, m, with_interior));
       }
       case PatternNode::Kind::kAlternative:
-        matched = Visit(p->parts[0].get(), e, m) || Visit(p->parts[1].get(), e, m);
-        break;
-      case PatternNode::Kind::kPredicate: matched = Visit(p->parts[0].get(), e, m) && p->predicate(e); break;
+        return Visit(p->parts[0].get(), e, m, bind) || Visit(p->parts[1].get(), e, m, bind);
+      case PatternNode::Kind::kPredicate:  // asked once the pattern matched: it may rely on that
+        return Visit(p->parts[0].get(), e, m, [&](Match& mm) { return p->predicate(e) && bind(mm); });
     }
-    if (!matched) {
-      m = std::move(saved);
-      return false;
-    }
-    m.bound_[p] = e;
-    return true;
+    return false;
   }
 
-  static bool Arguments(const PatternNode* p, const CallNode& call, Match& m, bool swapped) {
-    Match saved = m;
-    for (size_t i = 0; i < call.args.size(); ++i) {
-      size_t part = swapped ? call.args.size() - 1 - i : i;
-      if (!Visit(p->parts[part].get(), call.args[i], m)) {
-        m = std::move(saved);
-        return false;
-      }
-    }
-    return true;
+  // Matches the arguments from `i` on, then continues with `next`.
+  static bool Arguments(const PatternNode* p, const CallNode& call, size_t i, bool swapped, Match& m, const Next& next) {
+    if (i == call.args.size()) return next(m);
+    size_t part = swapped ? call.args.size() - 1 - i : i;
+    return Visit(p->parts[part].get(), call.args[i], m,
+                 [&](Match& mm) { return Arguments(p, call, i + 1, swapped, mm, next); });
   }
 };
 
-std::optional<Match> MatchPattern(const Pattern& pattern, const Expr& expr) { return Matcher::Run(pattern, expr); }
+std::optional<Match> MatchPattern(const Pattern& pattern, const Expr& expr, const std::function<bool(const Match&)>& accept) {
+  return Matcher::Run(pattern, expr, accept ? accept : [](const Match&) { return true; });
+}
 
 ReaderCounts CountReaders(const Expr& root) {
   ReaderCounts readers;
@@ -182,9 +190,12 @@ Expr RewritePatterns(const Expr& root, const std::vector<PatternRewrite>& rewrit
     for (const Expr& e : PostOrder(current)) {
       Expr replacement;
       for (const PatternRewrite& rewrite : rewrites) {
-        std::optional<Match> match = MatchPattern(rewrite.pattern, e);
-        if (!match || (rewrite.private_interior && !InteriorIsPrivate(*match, readers))) continue;
-        replacement = rewrite.rewrite(*match, rewritten);
+        // The first match whose interior is private (when that is asked) and that the rewrite takes.
+        MatchPattern(rewrite.pattern, e, [&](const Match& match) {
+          if (rewrite.private_interior && !InteriorIsPrivate(match, readers)) return false;
+          replacement = rewrite.rewrite(match, rewritten);
+          return replacement != nullptr;
+        });
         if (replacement != nullptr) break;
       }
       if (replacement != nullptr && replacement != e) {

@@ -66,7 +66,10 @@ class Match {
   std::vector<ir::Expr> interior_;
 };
 
-std::optional<Match> MatchPattern(const Pattern& pattern, const ir::Expr& expr);
+// The first match of `pattern` at `expr` that `accept` takes (any, without it): alternatives and
+// argument orders are tried until one is accepted.
+std::optional<Match> MatchPattern(const Pattern& pattern, const ir::Expr& expr,
+                                  const std::function<bool(const Match&)>& accept = nullptr);
 
 // How many times each value is read: as an argument (once per argument position), and once more
 // for the root.

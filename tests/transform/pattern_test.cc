@@ -69,6 +69,27 @@ TEST(Pattern, InteriorIsPrivateOnlyWhenNothingElseReadsIt) {
   EXPECT_FALSE(InteriorIsPrivate(*m, CountReaders(shared_body)));
 }
 
+// add(exp(a), exp(b)) where exp(a) is also read elsewhere: the first order binds exp(a) inside
+// (shared, rejected), so the matcher tries the other and takes exp(b), as a residual sum must
+// when the block's input is itself a layer's output.
+TEST(Pattern, AMatchTheCallerRejectsIsRetriedInTheOtherOrder) {
+  Pattern inner = IsOp(kExp, {Wildcard()});
+  Pattern sum = IsOp(kAdd, {inner, Wildcard()}).Commutative();
+  Expr body = Body(R"(fn (%a: Tensor[(4), float32], %b: Tensor[(4), float32]) {
+    %0 = exp(%a); %1 = exp(%b); %2 = add(%0, %1); (%2, %0) })");
+  const Expr& root = body->As<ir::TupleNode>()->fields[0];
+  ReaderCounts readers = CountReaders(body);
+  std::optional<Match> first = MatchPattern(sum, root);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ((*first)[inner], CallOf(root).args[0]);
+  std::optional<Match> m = MatchPattern(sum, root, [&](const Match& c) { return InteriorIsPrivate(c, readers); });
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ((*m)[inner], CallOf(root).args[1]);
+  ASSERT_EQ(m->interior().size(), 1u);
+  EXPECT_EQ(m->interior()[0], CallOf(root).args[1]);
+  EXPECT_FALSE(MatchPattern(sum, root, [](const Match&) { return false; }).has_value());
+}
+
 // exp(exp(x)) -> x, written so that each rewrite removes one pair: a chain of four needs two
 // rounds, and a pair whose inner exp is also returned is left alone (its interior is shared).
 TEST(Pattern, RewritesRunInRoundsUntilNothingChanges) {
