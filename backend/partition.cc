@@ -3,6 +3,7 @@
 
 #include "backend/build.h"
 #include "transform/annotate_target.h"
+#include "transform/combine_layer_norm.h"
 #include "transform/fold_constant.h"
 #include "transform/merge_compiler_regions.h"
 #include "transform/simplify_inference.h"
@@ -16,6 +17,7 @@ ir::Expr PartitionForCodegen(const ir::Expr& main, const std::string& codegen, c
   transform::PassEnvironment environment{context};
   ir::Expr f = BindParams(main, params);
   f = transform::SimplifyInference(f, environment);
+  f = transform::CombineLayerNorm(f, environment);
   f = transform::FoldConstant(f, environment);
   if (c.patterns != nullptr) f = transform::MergeComposite(f, c.patterns());
   f = transform::AnnotateTarget(f, {{c.name, c.supports}});

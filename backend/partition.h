@@ -1,6 +1,7 @@
 // Partitioning for one external codegen, as TVM's partition_for_<codegen>(mod, params) does it:
-// the parameters named in `params` become constants, SimplifyInference and FoldConstant run (batch
-// norms folded into convolutions, shape computations gone), then MergeComposite with the
+// the parameters named in `params` become constants, SimplifyInference, CombineLayerNorm and
+// FoldConstant run (batch norms folded into convolutions, exported layer norms one op, shape
+// computations gone), then MergeComposite with the
 // codegen's patterns, AnnotateTarget, MergeCompilerRegions and PartitionGraph. The result calls an
 // external function per region the codegen claims; the rest stays for kiln's host code, and Build
 // sends each external function to the codegen.

@@ -36,6 +36,33 @@ Pattern IsConstant() {
   return MakePattern(node);
 }
 
+// True when `e` is a float32 or int64 constant all of whose elements equal `value`.
+static bool IsConstantOf(const Expr& e, double value) {
+  const auto* c = e->As<ConstantNode>();
+  if (c == nullptr) return false;
+  const TensorType& t = e->type().tensor();
+  int64_t n = t.NumElements();
+  if (t.dtype == runtime::kFloat32) {
+    const float* v = static_cast<const float*>(c->value.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (v[i] != static_cast<float>(value)) return false;
+    }
+    return true;
+  }
+  if (t.dtype == DLDataType{kDLInt, 64, 1}) {
+    const int64_t* v = static_cast<const int64_t*>(c->value.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (v[i] != static_cast<int64_t>(value)) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+Pattern ConstantOf(double value) {
+  return IsConstant().Where([value](const Expr& e) { return IsConstantOf(e, value); });
+}
+
 Pattern IsOp(const OpRef& op, std::vector<Pattern> args) {
   auto node = std::make_shared<PatternNode>();
   node->kind = PatternNode::Kind::kOp;

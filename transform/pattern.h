@@ -43,6 +43,8 @@ class Pattern {
 Pattern Wildcard();
 // A constant.
 Pattern IsConstant();
+// A float32 or int64 constant all of whose elements equal `value`.
+Pattern ConstantOf(double value);
 // A call of `op` with as many arguments as `args`, each matching its pattern in order.
 Pattern IsOp(const ir::OpRef& op, std::vector<Pattern> args);
 

@@ -7,6 +7,7 @@
 #include "ir/text.h"
 #include "runtime/error.h"
 #include "transform/alter_op_layout.h"
+#include "transform/combine_layer_norm.h"
 #include "transform/dead_code_elimination.h"
 #include "transform/eliminate_common_subexpr.h"
 #include "transform/fold_constant.h"
@@ -40,6 +41,7 @@ const std::vector<Pass>& BuildPipeline() {
       {"LegalizeNarrowFloats", 0, LegalizeNarrowFloats},
       {"SimplifyInference", 0, SimplifyInference},
       {"SimplifyExpr", 0, SimplifyExpr},
+      {"CombineLayerNorm", 1, CombineLayerNorm},
       {"EliminateCommonSubexpr", 3, EliminateCommonSubexpr},
       {"FoldConstant", 2, FoldConstant},
       {"FoldScaleAxis", 3, FoldScaleAxis},
