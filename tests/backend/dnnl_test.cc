@@ -18,6 +18,7 @@
 #include "runtime/json_runtime.h"
 #include "runtime/graph_executor_module.h"
 #include "runtime/params.h"
+#include "transform/merge_composite.h"
 #include "tests/float_arrays.h"
 
 namespace kiln::backend {
@@ -118,6 +119,45 @@ TEST(Dnnl, TheJsonKilnWritesHasRelaysNamesAndAttributes) {
     %2 = nn.relu(%1);
     %2
   })", kTvmDeconvGraph);
+}
+
+// The composite names MergeComposite gives `model`'s calls when partitioning it for dnnl, in order.
+std::vector<std::string> CompositesOf(const char* model) {
+  ir::Expr main = PartitionForCodegen(ir::ParseFunction(model), "dnnl", {}, {},
+                                      {{"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns}});
+  std::vector<std::string> names;
+  for (const ir::Expr& e : ir::PostOrder(main->As<ir::FunctionNode>()->body)) {
+    const auto* call = e->As<ir::CallNode>();
+    if (call == nullptr || call->function == nullptr) continue;
+    for (const ir::Expr& inner : ir::PostOrder(call->function->As<ir::FunctionNode>()->body)) {
+      const auto* c = inner->As<ir::CallNode>();
+      if (c == nullptr) continue;
+      names.push_back(c->op != nullptr ? c->op->name : transform::CompositeName(c->function));
+    }
+  }
+  return names;
+}
+
+// A dense layer's residual add is a sum post-op (TVM's dnnl.dense_bias_sum); an add that
+// broadcasts a smaller value is not (the sum adds a value of the result's shape), and stays a
+// binary add after the layer.
+TEST(Dnnl, ASumPostOpAddsOnlyAValueOfTheResultsShape) {
+  EXPECT_EQ(CompositesOf(R"(fn (%x: Tensor[(4, 3), float32], %r: Tensor[(4, 2), float32]) {
+    %w = const(Tensor[(2, 3), float32], [1, 2, 3, 4, 5, 6]);
+    %b = const(Tensor[(2), float32], [0.5, -4]);
+    %0 = nn.dense(%x, %w);
+    %1 = add(%0, %b);
+    %2 = add(%r, %1);
+    %2
+  })"), (std::vector<std::string>{"dnnl.dense_bias_sum"}));
+  EXPECT_EQ(CompositesOf(R"(fn (%x: Tensor[(1, 2, 3, 3), float32], %r: Tensor[(1, 2, 1, 1), float32]) {
+    %w = const(Tensor[(2, 2, 1, 1), float32], [1, 2, 3, 4]);
+    %b = const(Tensor[(2), float32], [0.5, -4]);
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.bias_add(%0, %b);
+    %2 = add(%1, %r);
+    %2
+  })"), (std::vector<std::string>{"dnnl.conv2d_bias", "add"}));
 }
 
 TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {

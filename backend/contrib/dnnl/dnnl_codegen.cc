@@ -61,6 +61,23 @@ bool BiasFits(const Expr& bias, const TensorType& out, bool conv, bool bias_add)
   return (bias_add && shape.size() == 1) || (shape.size() >= 3 && shape[shape.size() - 3] == channels);
 }
 
+bool IsLayer(const CallNode* call) {
+  return call != nullptr && (kConv2D.Is(call->op) || kConv2DTranspose.Is(call->op) || kDense.Is(call->op));
+}
+
+// The layer an add (or bias_add) adds a constant to, its bias at `*bias`; null when the add is not
+// a bias (a sum post-op).
+const CallNode* BiasedLayer(const CallNode& add, size_t* bias) {
+  for (size_t i : {size_t{0}, size_t{1}}) {
+    const auto* layer = add.args[i]->As<CallNode>();
+    if (IsLayer(layer) && add.args[1 - i]->kind() == ExprKind::kConstant) {
+      *bias = 1 - i;
+      return layer;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool DnnlSupports(const CallNode& call) {
@@ -100,21 +117,22 @@ std::vector<CompositePattern> DnnlPatterns() {
   Pattern conv_bias = Bias(conv);
   Pattern dense = IsOp(kDense, {Wildcard(), IsConstant()});
   Pattern dense_bias = Bias(dense);
-  auto is_layer = [](const CallNode* call) {
-    return kConv2D.Is(call->op) || kConv2DTranspose.Is(call->op) || kDense.Is(call->op);
-  };
-  auto supported = [is_layer](const transform::Match& m) {
+  auto supported = [](const transform::Match& m) {
     std::vector<Expr> calls = m.interior();
     calls.push_back(m.root());
     for (const Expr& e : calls) {
       const auto* call = e->As<CallNode>();
       if (!Float32(call->type())) return false;
-      if (is_layer(call) && !DnnlSupports(*call)) return false;
+      if (IsLayer(call) && !DnnlSupports(*call)) return false;
       if (kAdd.Is(call->op) || kBiasAdd.Is(call->op)) {
-        const auto* anchor = call->args[0]->As<CallNode>();
-        if (anchor == nullptr || !is_layer(anchor)) continue;  // the sum
-        if (!BiasFits(call->args[1], anchor->type().tensor(), !kDense.Is(anchor->op), kBiasAdd.Is(call->op))) {
-          return false;
+        size_t bias = 0;
+        if (const CallNode* layer = BiasedLayer(*call, &bias)) {
+          if (!BiasFits(call->args[bias], layer->type().tensor(), !kDense.Is(layer->op), kBiasAdd.Is(call->op))) {
+            return false;
+          }
+        } else if (call->args[0]->kind() != ExprKind::kConstant && call->args[1]->kind() != ExprKind::kConstant &&
+                   (call->args[0]->type() != call->type() || call->args[1]->type() != call->type())) {
+          return false;  // a sum post-op adds a value of the result's shape
         }
       }
     }
@@ -139,6 +157,7 @@ std::vector<CompositePattern> DnnlPatterns() {
     table.push_back({prefix + "_bias", bias, supported});
     table.push_back({prefix + "_relu", IsOp(kRelu, {layer}), supported});
   }
+  table.push_back({"dnnl.dense_bias_sum", IsOp(kAdd, {dense_bias, Wildcard()}).Commutative(), supported});
   table.push_back({"dnnl.dense_bias_gelu", Gelu(dense_bias), supported});
   table.push_back({"dnnl.dense_bias_relu", IsOp(kRelu, {dense_bias}), supported});
   table.push_back({"dnnl.dense_bias", dense_bias, supported});

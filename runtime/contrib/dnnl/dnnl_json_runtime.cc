@@ -318,7 +318,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     entry_buffer_[Out(n)] = result;
   }
 
-  // nn.dense and dnnl.dense_bias[_relu|_gelu]: an inner product over [rows, K].
+  // nn.dense and dnnl.dense_bias[_relu|_gelu|_sum]: an inner product over [rows, K].
   void Dense(uint32_t n, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::vector<int64_t>& wgt = graph().nodes[node.inputs[1].node].shapes[node.inputs[1].index];
@@ -337,6 +337,10 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     int out = Scratch(dst_md);
     std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, out}};
     if (bias) args.emplace_back(DNNL_ARG_BIAS, Want(In(n, 2), bias_md, stream));
+    if (Has(node.name, "_sum")) {  // the sum post-op adds to what dst holds: the residual, as [rows, units]
+      uint32_t residual = In(n, bias ? 3 : 2);
+      Reorder(Want(residual, dst_md, stream, Want(residual, PlainOfEntry(residual), stream)), out);
+    }
     AddStep(dnnl::inner_product_forward(pd), args, pd.scratchpad_desc());
     entry_buffer_[Out(n)] = Alias(out, Plain(dst));
   }
