@@ -82,6 +82,8 @@ Expr Conv2DTransposeAsConv2D(const CallNode& call, const std::vector<Expr>& in) 
 
 }  // namespace
 
+bool Legalizes(const std::string& op) { return op == kConv2DTranspose.name(); }
+
 Expr Legalize(const Expr& main, const PassEnvironment&) {
   const auto* f = main->As<FunctionNode>();
   Expr body = Rewrite(f->body, [](const Expr& original, const std::vector<Expr>& inputs) -> Expr {

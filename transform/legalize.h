@@ -9,10 +9,15 @@
 // May run: before FoldConstant, AlterOpLayout and FuseOps; always (code generation needs it).
 #pragma once
 
+#include <string>
+
 #include "transform/pass.h"
 
 namespace kiln::transform {
 
 ir::Expr Legalize(const ir::Expr& main, const PassEnvironment& environment);
+
+// Whether Legalize rewrites every call of the op named `op` (kiln's kernels need no lowering of it).
+bool Legalizes(const std::string& op);
 
 }  // namespace kiln::transform
