@@ -13,9 +13,9 @@
 // in several threads share only the primitives and the weights, which no call writes.
 //
 // Threads: Debian's oneDNN runs on OpenMP; each call sets the calling thread's OpenMP thread count
-// to kiln's (runtime::NumThreads). The loader sets OMP_WAIT_POLICY=PASSIVE (unless it is set) before
-// loading this library, so OpenMP's workers sleep instead of spinning on the cores kiln's own pool
-// uses between calls.
+// to kiln's (runtime::NumThreads). The loader bounds OpenMP's spinning (GOMP_SPINCOUNT, unless a
+// wait policy is set) before loading this library: OpenMP's workers wait briefly for the next
+// primitive of a call, then sleep instead of spinning on the cores kiln's own pool uses.
 #include <omp.h>
 
 #include <algorithm>
