@@ -18,6 +18,7 @@
 #include "runtime/graph_executor_module.h"
 #include "runtime/module.h"
 #include "tests/float_arrays.h"
+#include "tests/shared_object_cache.h"
 
 namespace kiln::backend {
 namespace {
@@ -30,7 +31,7 @@ class BuildTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("kiln_build_test_" + std::to_string(getpid()));
     fs::create_directories(dir_);
-    options_.compiler.cache_dir = (dir_ / "cache").string();
+    options_.compiler.cache_dir = test::SharedObjectCache();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -45,6 +46,15 @@ class BuildTest : public ::testing::Test {
   fs::path dir_;
   BuildOptions options_;
   int counter_ = 0;
+};
+
+// The tests of the object cache itself: a cache of their own, empty at the start.
+class BuildCacheTest : public BuildTest {
+ protected:
+  void SetUp() override {
+    BuildTest::SetUp();
+    options_.compiler.cache_dir = (dir_ / "cache").string();
+  }
 };
 
 const char* kAddRelu = R"(fn (%x: Tensor[(2, 3), float32]) {
@@ -68,7 +78,7 @@ TEST_F(BuildTest, ExportedLibraryRunsOnTheRuntimeAlone) {
   EXPECT_EQ(test::ToVector(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
 }
 
-TEST_F(BuildTest, UnchangedFunctionsComeFromTheCache) {
+TEST_F(BuildCacheTest, UnchangedFunctionsComeFromTheCache) {
   BuildReport first, second;
   BuildAndLoad(kAddRelu, &first);
   EXPECT_GT(first.compile.compiled, 0);
@@ -77,7 +87,7 @@ TEST_F(BuildTest, UnchangedFunctionsComeFromTheCache) {
   EXPECT_EQ(second.compile.cached, first.compile.compiled + first.compile.cached);
 }
 
-TEST_F(BuildTest, BuildsInThreadsShareOneCache) {
+TEST_F(BuildCacheTest, BuildsInThreadsShareOneCache) {
   // Four builds at once in one process on an empty cache: each compiles in its own directory and
   // publishes the same objects; every library is whole and runs.
   std::vector<std::thread> threads;
@@ -111,7 +121,7 @@ TEST_F(BuildTest, BuildsInThreadsShareOneCache) {
   }
 }
 
-TEST_F(BuildTest, DamagedCacheEntriesAreCompiledAgain) {
+TEST_F(BuildCacheTest, DamagedCacheEntriesAreCompiledAgain) {
   BuildReport first, second;
   BuildAndLoad(kAddRelu, &first);
   ASSERT_GE(first.compile.compiled, 4);

@@ -18,6 +18,7 @@
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
 #include "tests/float_arrays.h"
+#include "tests/shared_object_cache.h"
 #include "tests/test_json_module.h"
 
 namespace kiln::backend {
@@ -80,7 +81,7 @@ class ByocTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("kiln_byoc_test_" + std::to_string(getpid()));
     fs::create_directories(dir_);
-    options_.compiler.cache_dir = (dir_ / "cache").string();
+    options_.compiler.cache_dir = test::SharedObjectCache();
     options_.external_codegens = &kCodegens;
   }
   void TearDown() override { fs::remove_all(dir_); }

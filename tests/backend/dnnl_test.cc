@@ -20,6 +20,7 @@
 #include "runtime/params.h"
 #include "transform/merge_composite.h"
 #include "tests/float_arrays.h"
+#include "tests/shared_object_cache.h"
 
 namespace kiln::backend {
 namespace {
@@ -224,7 +225,7 @@ TEST(Dnnl, TwoExecutorsOfOneLibraryRunConcurrently) {
   fs::path dir = fs::path(::testing::TempDir()) / ("kiln_dnnl_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
   BuildOptions options;
-  options.compiler.cache_dir = (dir / "cache").string();
+  options.compiler.cache_dir = test::SharedObjectCache();
   ir::Expr main = ir::ParseFunction(model);
   ExecutorFactory host = Build(main, options);
   ExecutorFactory dnnl = Build(PartitionForCodegen(main, "dnnl"), options);

@@ -13,6 +13,7 @@
 #include "runtime/graph_executor_module.h"
 #include "runtime/ndarray.h"
 #include "tests/float_arrays.h"
+#include "tests/shared_object_cache.h"
 
 namespace kiln::backend {
 namespace {
@@ -73,7 +74,7 @@ class ExternalCodegenTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("kiln_external_codegen_test_" + std::to_string(getpid()));
     fs::create_directories(dir_);
-    options_.compiler.cache_dir = (dir_ / "cache").string();
+    options_.compiler.cache_dir = test::SharedObjectCache();
     options_.external_codegens = &codegens_;
   }
   void TearDown() override { fs::remove_all(dir_); }
