@@ -40,14 +40,20 @@ Expr AlongLastAxis(const Expr& value, const TensorType& x) {
   return Call(kReshape, {value}, attrs);
 }
 
-PatternRewrite LayerNormOfItsParts() {
+// A float32 vector of `n` copies of `fill`.
+Expr Filled(int64_t n, float fill) { return FloatConstant({n}, std::vector<float>(static_cast<size_t>(n), fill)); }
+
+// The parts, times gamma and plus beta when asked for: SimplifyExpr drops a gamma of ones and a
+// beta of zeros (as freshly initialized layers have), so each may be missing.
+PatternRewrite LayerNormOfItsParts(bool with_gamma, bool with_beta) {
   Pattern x = Wildcard(), epsilon = IsConstant(), gamma = IsConstant(), beta = IsConstant();
   Pattern centered = IsOp(kSubtract, {x, IsOp(kMean, {x}).Where(OverLastAxis)});
   Pattern square = IsOp(kMultiply, {centered, centered}) | IsOp(kPower, {centered, ConstantOf(2)});
   Pattern variance = IsOp(kMean, {square}).Where(OverLastAxis);
   Pattern deviation = IsOp(kSqrt, {IsOp(kAdd, {variance, epsilon}).Commutative()});
-  Pattern scaled = IsOp(kMultiply, {IsOp(kDivide, {centered, deviation}), gamma}).Commutative();
-  Pattern pattern = IsOp(kAdd, {scaled, beta}).Commutative();
+  Pattern pattern = IsOp(kDivide, {centered, deviation});
+  if (with_gamma) pattern = IsOp(kMultiply, {pattern, gamma}).Commutative();
+  if (with_beta) pattern = IsOp(kAdd, {pattern, beta}).Commutative();
   return {pattern, [=](const Match& m, const Rewritten& rewritten) -> Expr {
             const TensorType& in = m[x]->type().tensor();
             const TensorType& eps = m[epsilon]->type().tensor();
@@ -55,7 +61,9 @@ PatternRewrite LayerNormOfItsParts() {
                 eps.NumElements() != 1) {
               return nullptr;
             }
-            Expr g = AlongLastAxis(m[gamma], in), b = AlongLastAxis(m[beta], in);
+            int64_t n = in.shape.back();
+            Expr g = with_gamma ? AlongLastAxis(m[gamma], in) : Filled(n, 1.0f);
+            Expr b = with_beta ? AlongLastAxis(m[beta], in) : Filled(n, 0.0f);
             if (g == nullptr || b == nullptr) return nullptr;
             Attrs attrs;
             attrs.Set("axis", int64_t{-1});
@@ -68,8 +76,12 @@ PatternRewrite LayerNormOfItsParts() {
 
 Expr CombineLayerNorm(const Expr& main, const PassEnvironment&) {
   const auto* f = main->As<FunctionNode>();
-  static const std::vector<PatternRewrite> rules = {LayerNormOfItsParts()};
-  Expr body = RewritePatterns(f->body, rules);
+  // The longest form first, each over the whole graph: a shorter one would take a longer one's
+  // core before its gamma and beta are seen.
+  static const std::vector<PatternRewrite> forms = {LayerNormOfItsParts(true, true), LayerNormOfItsParts(true, false),
+                                                    LayerNormOfItsParts(false, true), LayerNormOfItsParts(false, false)};
+  Expr body = f->body;
+  for (const PatternRewrite& form : forms) body = RewritePatterns(body, {form});
   return body == f->body ? main : Function(f->params, body, f->attrs);
 }
 
