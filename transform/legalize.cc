@@ -91,7 +91,7 @@ Expr Legalize(const Expr& main, const PassEnvironment&) {
     if (call != nullptr && kConv2DTranspose.Is(call->op)) return Conv2DTransposeAsConv2D(*call, inputs);
     return WithInputs(original, inputs);
   });
-  return Function(f->params, body, f->attrs);
+  return body == f->body ? main : Function(f->params, body, f->attrs);
 }
 
 }  // namespace kiln::transform

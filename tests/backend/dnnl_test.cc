@@ -161,40 +161,91 @@ TEST(Dnnl, ASumPostOpAddsOnlyAValueOfTheResultsShape) {
   })"), (std::vector<std::string>{"dnnl.conv2d_bias", "add"}));
 }
 
-TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {
+// Loads a dnnl_json module of `graph` under a const loader holding `constants`, both laid out as
+// TVM's JSONRuntimeBase and ConstLoaderModuleNode write them; returns the loader.
+runtime::Module LoadAsTvmWritesIt(const char* graph, const std::vector<runtime::NDArray>& constants) {
   const std::string symbol = "tvmgen_default_dnnl_main_0";
-  std::vector<float> x, w, b = {0.5f, -4.0f};
-  for (int i = 0; i < 18; ++i) x.push_back(0.25f * static_cast<float>(i % 7) - 0.5f);
-  for (int i = 0; i < 16; ++i) w.push_back(0.1f * static_cast<float>(i) - 0.7f);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < constants.size(); ++i) names.push_back("dnnl_" + symbol + "_const_" + std::to_string(i));
   runtime::ByteWriter dnnl_bytes;  // JSONRuntimeBase::SaveToBinary: symbol, graph, const names
   dnnl_bytes.WriteString(symbol);
-  dnnl_bytes.WriteString(kTvmGraph);
-  dnnl_bytes.WriteStringVector({"dnnl_" + symbol + "_const_0", "dnnl_" + symbol + "_const_1"});
+  dnnl_bytes.WriteString(graph);
+  dnnl_bytes.WriteStringVector(names);
   runtime::ByteWriter loader_bytes;  // ConstLoaderModuleNode::SaveToBinary
-  loader_bytes.WriteStringVector({"dnnl_" + symbol + "_const_0", "dnnl_" + symbol + "_const_1"});
-  loader_bytes.Write<uint64_t>(2);
-  runtime::WriteNDArray(loader_bytes, test::FloatArray({2, 2, 2, 2}, w));
-  runtime::WriteNDArray(loader_bytes, test::FloatArray({2}, b));
+  loader_bytes.WriteStringVector(names);
+  loader_bytes.Write<uint64_t>(constants.size());
+  for (const runtime::NDArray& c : constants) runtime::WriteNDArray(loader_bytes, c);
   loader_bytes.WriteStringVector({symbol});
   loader_bytes.Write<uint64_t>(1);
-  loader_bytes.WriteStringVector({"dnnl_" + symbol + "_const_0", "dnnl_" + symbol + "_const_1"});
-
-  std::string why;
-  bool loaded = runtime::LoadRuntimeLibraryFor("dnnl_json", &why);
-#ifdef KILN_TEST_HAS_DNNL
-  ASSERT_TRUE(loaded) << why;
+  loader_bytes.WriteStringVector(names);
   runtime::ByteReader dnnl_reader(dnnl_bytes.bytes(), "dnnl_json entry");
   runtime::Module dnnl = runtime::GetGlobalFunction("runtime.module.loadbinary_dnnl_json")(
       static_cast<void*>(&dnnl_reader)).AsModule();
   runtime::ByteReader loader_reader(loader_bytes.bytes(), "const_loader entry");
   runtime::Module loader = runtime::LoadConstLoaderModule(loader_reader);
   loader->Import(dnnl);
+  return loader;
+}
+
+// relu(conv2d_transpose(x, w) + b) of kTvmDeconvGraph by its definition: each input element
+// scatters x * w over a 2x2 window at twice its position; output_padding adds a last row and
+// column that only the bias reaches.
+std::vector<float> DeconvReference(const std::vector<float>& x, const std::vector<float>& w, float b) {
+  std::vector<float> out(49, b);
+  for (int c = 0; c < 2; ++c) {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        for (int u = 0; u < 2; ++u) {
+          for (int v = 0; v < 2; ++v) out[(2 * i + u) * 7 + 2 * j + v] += x[c * 9 + i * 3 + j] * w[c * 4 + u * 2 + v];
+        }
+      }
+    }
+  }
+  for (float& o : out) o = std::max(o, 0.0f);
+  return out;
+}
+
+TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {
+  std::vector<float> x, w, b = {0.5f, -4.0f};
+  for (int i = 0; i < 18; ++i) x.push_back(0.25f * static_cast<float>(i % 7) - 0.5f);
+  for (int i = 0; i < 16; ++i) w.push_back(0.1f * static_cast<float>(i) - 0.7f);
+  std::string why;
+  bool loaded = runtime::LoadRuntimeLibraryFor("dnnl_json", &why);
+#ifdef KILN_TEST_HAS_DNNL
+  ASSERT_TRUE(loaded) << why;
+  if (getenv("OMP_WAIT_POLICY") == nullptr) {  // OpenMP's workers spin briefly, then sleep
+    EXPECT_STREQ(getenv("GOMP_SPINCOUNT"), "10000");
+  }
+  runtime::Module conv = LoadAsTvmWritesIt(kTvmGraph, {test::FloatArray({2, 2, 2, 2}, w), test::FloatArray({2}, b)});
   runtime::NDArray out = runtime::NDArray::Empty({1, 2, 2, 2}, runtime::kFloat32);
-  loader.GetFunction(symbol)(test::FloatArray({1, 2, 3, 3}, x), out);
+  conv.GetFunction("tvmgen_default_dnnl_main_0")(test::FloatArray({1, 2, 3, 3}, x), out);
   std::vector<float> got = test::ToVector(out), want = ConvReference(x, w, b);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
   EXPECT_GT(*std::max_element(want.begin(), want.end()), 0.0f);  // not all clipped by relu
+
+  // The transposed convolution: an IOHW weight [2, 1, 2, 2], stride 2, output_padding 1.
+  std::vector<float> dw(w.begin(), w.begin() + 8);
+  runtime::Module deconv = LoadAsTvmWritesIt(kTvmDeconvGraph, {test::FloatArray({2, 1, 2, 2}, dw),
+                                                                test::FloatArray({1}, {0.25f})});
+  runtime::NDArray deconv_out = runtime::NDArray::Empty({1, 1, 7, 7}, runtime::kFloat32);
+  deconv.GetFunction("tvmgen_default_dnnl_main_0")(test::FloatArray({1, 2, 3, 3}, x), deconv_out);
+  got = test::ToVector(deconv_out);
+  want = DeconvReference(x, dw, 0.25f);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+  EXPECT_GT(*std::max_element(want.begin(), want.end()), 0.25f);
+
+  // A weight layout the runtime does not read is a clear error, not a wrong result.
+  std::string oihw = kTvmDeconvGraph;
+  oihw.replace(oihw.find("[[\"IOHW\"]]"), 10, "[[\"OIHW\"]]");
+  runtime::Module wrong = LoadAsTvmWritesIt(oihw.c_str(), {test::FloatArray({2, 1, 2, 2}, dw),
+                                                           test::FloatArray({1}, {0.25f})});
+  try {
+    wrong.GetFunction("tvmgen_default_dnnl_main_0")(test::FloatArray({1, 2, 3, 3}, x), deconv_out);
+    ADD_FAILURE() << "an OIHW transposed-convolution weight ran";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("takes NCHW data and an IOHW weight, not NCHW and OIHW"));
+  }
 #else
   EXPECT_FALSE(loaded);
   EXPECT_THAT(why, HasSubstr("its 'dnnl_json' module runs on oneDNN"));

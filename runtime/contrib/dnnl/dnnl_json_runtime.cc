@@ -291,6 +291,12 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     const std::vector<int64_t>& src = graph().nodes[node.inputs[0].node].shapes[node.inputs[0].index];
     const std::vector<int64_t>& wgt = graph().nodes[node.inputs[1].node].shapes[node.inputs[1].index];
     const std::vector<int64_t>& dst = node.shapes[0];
+    auto layout = [&](const char* key, const char* fallback) {
+      return node.attrs.count(key) != 0 ? node.Attr(key).at(0) : std::string(fallback);
+    };
+    std::string data_layout = layout("data_layout", "NCHW"), kernel_layout = layout("kernel_layout", "IOHW");
+    Check(data_layout == "NCHW" && kernel_layout == "IOHW", "dnnl_json: ", symbol(), ": node ", n, " '", node.name,
+          "' takes NCHW data and an IOHW weight, not ", data_layout, " and ", kernel_layout);
     int64_t groups = Int(node, "groups"), in = wgt[0] / groups, out = wgt[1], kh = wgt[2], kw = wgt[3];
     std::vector<int64_t> strides = Ints(node, "strides"), dilation = Ints(node, "dilation"), pad = Ints(node, "padding");
     std::vector<int64_t> output_padding = node.attrs.count("output_padding") != 0 ? Ints(node, "output_padding")
