@@ -126,7 +126,14 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
       std::vector<Expr> diamond = Diamond(e, order, position, consumers, outputs);
       Group& g = groups[joined];
       bool fits = !diamond.empty() && g.members.size() + diamond.size() <= static_cast<size_t>(options.max_depth);
-      for (const Expr& d : diamond) fits = fits && CanJoin(g.anchor, PatternOf(d)) && PatternOf(d) != OpPattern::kCommReduce;
+      for (const Expr& d : diamond) {
+        fits = fits && CanJoin(g.anchor, PatternOf(d)) && PatternOf(d) != OpPattern::kCommReduce;
+        // Two diamonds may end in one op (YOLOv5's Focus: two slices each read twice, all four
+        // reads concatenated): the op joins the first; the second diamond stays apart, or the
+        // first group's interior values would be read from outside it.
+        auto claimed = diamond_group.find(d.get());
+        fits = fits && (claimed == diamond_group.end() || claimed->second == joined);
+      }
       for (const Expr& d : diamond) {
         if (fits) diamond_group[d.get()] = joined;
       }

@@ -83,7 +83,9 @@ def conv_bn_silu(cin, cout, stride):
 
 
 class YoloStyle(torch.nn.Module):
-    """YOLOv5/v8's shape at small size: a SiLU backbone to 1/16, a split-and-concatenate block, a
+    """YOLOv5/v8's shape at small size: YOLOv5's Focus stem (the four pixels of each 2x2 cell
+    stacked as channels: stride-2 slices, two of them slicing one slice, concatenated), a SiLU
+    backbone to 1/16, a split-and-concatenate block, a
     top-down neck that upsamples with nearest Resize, a bilinear (pytorch_half_pixel) side branch,
     and two detection heads decoded against their grids into [N, boxes, 4 + classes]."""
 
@@ -91,12 +93,15 @@ class YoloStyle(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.stem, self.down1 = conv_bn_silu(3, 8, 2), conv_bn_silu(8, 16, 2)
+        self.stem, self.down1 = conv_bn_silu(12, 8, 1), conv_bn_silu(8, 16, 2)
         self.down2, self.down3 = conv_bn_silu(16, 32, 2), conv_bn_silu(32, 32, 2)
         self.block = conv_bn_silu(8, 8, 1)
         self.lateral = conv_bn_silu(64, 32, 1)
         self.side = torch.nn.Conv2d(16, 32, 1)
         self.heads = torch.nn.ModuleList([torch.nn.Conv2d(32, 4 + self.CLASSES, 1) for _ in range(2)])
+
+    def focus(self, x):
+        return self.stem(torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1))
 
     def split_block(self, x):
         a, b = x.split([8, 8], dim=1)
@@ -112,7 +117,7 @@ class YoloStyle(torch.nn.Module):
         return torch.cat([xy, wh, out[..., 4:].sigmoid()], dim=-1)
 
     def forward(self, x):
-        c2 = self.down1(self.stem(x))
+        c2 = self.down1(self.focus(x))
         c3 = self.down2(self.split_block(c2))
         c4 = self.down3(c3)
         up = torch.nn.functional.interpolate(c4, scale_factor=2.0, mode="nearest")

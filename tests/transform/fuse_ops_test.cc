@@ -96,6 +96,31 @@ TEST(FuseOps, DiamondsJoinTheGroupOfTheirSource) {
   })");
 }
 
+// Two values each read twice whose four reads meet in one concatenation (YOLOv5's Focus stem of
+// slices): the concatenation joins the first value's diamond; the second diamond ends there too,
+// so it stays apart instead of taking the concatenation from under the first group (which then
+// read %1 and %4 from outside it, an unordered_map::at escaping the pass).
+TEST(FuseOps, TwoDiamondsEndingInOneOpJoinTheFirst) {
+  ExpectFused(R"(fn (%x: Tensor[(4), float32]) {
+    %0 = exp(%x); %1 = sigmoid(%0); %2 = tanh(%x); %3 = sigmoid(%2); %4 = abs(%0); %5 = abs(%2);
+    %6 = concatenate(%1, %3, %4, %5, axis=0);
+    %6
+  })",
+              R"(fn (%x: Tensor[(4), float32]) {
+    %f0 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = tanh(%p0); %0 };
+    %t = %f0(%x);
+    %f1 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = sigmoid(%p0); %0 };
+    %s = %f1(%t);
+    %f2 = fn [Primitive=1] (%p0: Tensor[(4), float32]) { %0 = abs(%p0); %0 };
+    %a = %f2(%t);
+    %f3 = fn [Primitive=1] (%p0: Tensor[(4), float32], %p1: Tensor[(4), float32], %p2: Tensor[(4), float32]) {
+      %0 = exp(%p0); %1 = sigmoid(%0); %2 = abs(%0); %3 = concatenate(%1, %p1, %2, %p2, axis=0); %3
+    };
+    %r = %f3(%x, %s, %a);
+    %r
+  })");
+}
+
 // Layer norm written out: the reduction takes the elementwise ops before it (the squared
 // difference) as its input stage; x - mean, read twice, ends the first group because the second
 // reduction cannot join a reduction's group.
