@@ -13,6 +13,7 @@
 #include "backend/graph_codegen.h"
 #include "backend/c_source_module.h"
 #include "backend/host_module.h"
+#include "ir/provenance.h"
 #include "runtime/const_loader_module.h"
 #include "runtime/error.h"
 #include "runtime/text.h"
@@ -102,11 +103,14 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   transform::PassEnvironment environment{options.pass_context, options.target};
   std::ostringstream discard;
   ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
-  GraphCodegenResult graph = GenerateGraph(fused, options.module_name);
+  GraphCodegenResult graph = runtime::ReportingBugsAt([] { return std::string("planning the graph"); },
+                                                      [&] { return GenerateGraph(fused, options.module_name); });
   std::vector<SourceFile> sources;
   for (const OperatorFunction& f : graph.functions) {
-    Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
-    sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(plan)});
+    runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
+      Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
+      sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(plan)});
+    });
   }
   r.primitive_functions = static_cast<int>(graph.functions.size());
   for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
@@ -118,7 +122,10 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
       options.external_codegens != nullptr ? *options.external_codegens : ExternalCodegens();
   for (const OperatorFunction& f : graph.external_functions) {
     const std::string& compiler = f.function->As<ir::FunctionNode>()->attrs.GetString(ir::attr::kCompiler);
-    external.push_back(FindExternalCodegen(compiler, codegens).generate(f.symbol, f.function));
+    const ExternalCodegen& codegen = FindExternalCodegen(compiler, codegens);
+    external.push_back(runtime::ReportingBugsAt(
+        [&] { return "the " + compiler + " codegen, generating " + f.symbol + ir::DescribeSources(f.function); },
+        [&] { return codegen.generate(f.symbol, f.function); }));
     runtime::CheckInternal(external.back().module.defined(), "the external codegen '", compiler,
                            "' made no module for ", f.symbol);
   }

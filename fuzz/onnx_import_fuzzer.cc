@@ -1,17 +1,20 @@
 // Fuzzes the ONNX importer on untrusted model bytes: protobuf parse, ONNX's checker and shape
-// inference, kiln's conversion and the IR's type inference (no compile, no codegen). Any input
-// is either imported or rejected with kiln::runtime::Error (not InternalError); a crash, a sanitizer report, another
-// exception type, a hang or unbounded memory is a finding. Inputs that parse as a ModelProto get
+// inference, kiln's conversion and the IR's type inference, then the pass pipeline at -O3 on
+// what it imported (no codegen). Any input is either imported and optimized or rejected with
+// kiln::runtime::Error (not InternalError); a crash, a sanitizer report, another exception type,
+// a hang or unbounded memory is a finding. Inputs that parse as a ModelProto get
 // structured mutations (onnx_mutations.h) from the custom mutator; the rest libFuzzer's own.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sstream>
 
 #include "frontend/onnx/onnx_import.h"
 #include "fuzz/onnx_mutations.h"
 #include "runtime/error.h"
+#include "transform/pipeline.h"
 
 namespace {
 
@@ -30,7 +33,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > kMaxModelBytes) return 0;
   try {
-    kiln::frontend::ImportOnnxBytes(std::string_view(reinterpret_cast<const char*>(data), size));
+    kiln::ir::Expr main = kiln::frontend::ImportOnnxBytes(std::string_view(reinterpret_cast<const char*>(data), size));
+    static const kiln::transform::PassContext context;  // -O3
+    static const kiln::target::Target target = kiln::target::HostTarget();
+    std::ostringstream log;
+    kiln::transform::RunPipeline(main, {context, target}, log);
   } catch (const kiln::runtime::InternalError&) {
     throw;  // a bug in kiln by its own account: a finding
   } catch (const kiln::runtime::Error&) {

@@ -1,9 +1,11 @@
 // Making, walking and rebuilding expressions.
 #include "ir/expr.h"
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/provenance.h"
 #include "runtime/error.h"
 
 namespace kiln::ir {
@@ -54,7 +56,9 @@ Expr Call(const OpDef& op, std::vector<Expr> args, Attrs attrs) {
     for (const Type& t : types) args_text += (args_text.empty() ? "" : ", ") + t.ToString();
     Fail(op.name, "(", args_text, "): ", e.what());
   }
-  return std::make_shared<CallNode>(&op, nullptr, std::move(args), std::move(normalized), std::move(type));
+  auto call = std::make_shared<CallNode>(&op, nullptr, std::move(args), std::move(normalized), std::move(type));
+  call->source = CurrentSource();
+  return call;
 }
 
 Expr CallFunction(Expr function, std::vector<Expr> args) {
@@ -67,7 +71,9 @@ Expr CallFunction(Expr function, std::vector<Expr> args) {
           args[i]->type().ToString(), " but the parameter is ", f->params[i]->type().ToString());
   }
   Type type = f->type();
-  return std::make_shared<CallNode>(nullptr, std::move(function), std::move(args), Attrs(), std::move(type));
+  auto call = std::make_shared<CallNode>(nullptr, std::move(function), std::move(args), Attrs(), std::move(type));
+  call->source = CurrentSource();
+  return call;
 }
 
 Expr Tuple(std::vector<Expr> fields) {
@@ -146,6 +152,7 @@ Expr WithInputs(const Expr& expr, const std::vector<Expr>& inputs) {
   switch (expr->kind()) {
     case ExprKind::kCall: {
       const auto* call = expr->As<CallNode>();
+      WorkingOn keep_source(expr);
       if (call->op != nullptr) return Call(*call->op, inputs, call->attrs);
       return CallFunction(inputs[0], std::vector<Expr>(inputs.begin() + 1, inputs.end()));
     }
@@ -161,6 +168,8 @@ Expr Rewrite(const Expr& root,
   for (const Expr& e : PostOrder(root)) {
     std::vector<Expr> inputs = Inputs(e);
     for (Expr& input : inputs) input = rewritten.at(input.get());
+    std::optional<WorkingOn> scope;
+    if (e->kind() == ExprKind::kCall) scope.emplace(e);
     rewritten[e.get()] = rewrite(e, inputs);
   }
   return rewritten.at(root.get());

@@ -63,6 +63,7 @@ class CallNode final : public ExprNode {
   Expr function;    // a FunctionNode, when op is null
   std::vector<Expr> args;
   Attrs attrs;      // normalized against the op's schema
+  std::string source;  // the ONNX node it comes from ("node 'conv1' (Conv)"), or empty (provenance.h)
 };
 
 class TupleNode final : public ExprNode {

@@ -3,6 +3,7 @@
 // message in TVMGetLastError().
 #pragma once
 
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -81,6 +82,22 @@ void Check(bool condition, const Parts&... parts) {
 template <typename... Parts>
 void CheckInternal(bool condition, const Parts&... parts) {
   if (!condition) throw InternalError(StrCat(parts...));
+}
+
+// Runs `work()`. An exception that is not one of kiln's errors (a C++ library's, thrown because of
+// a bug in kiln) becomes an InternalError that says where it happened (`where()`); kiln's errors
+// and running out of memory pass as they are.
+template <typename Where, typename Work>
+decltype(auto) ReportingBugsAt(const Where& where, Work&& work) {
+  try {
+    return work();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InternalError(StrCat(where(), ": ", e.what()));
+  }
 }
 
 }  // namespace kiln::runtime

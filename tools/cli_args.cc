@@ -25,6 +25,14 @@ CliArgs::CliArgs(const std::vector<std::string>& argv, const std::vector<OptionS
     for (const OptionSpec& s : specs) {
       if (s.name == name || (!s.alias.empty() && s.alias == name)) spec = &s;
     }
+    // A short option with its value attached, as compilers take it: -O3.
+    for (const OptionSpec& s : specs) {
+      if (spec == nullptr && s.takes_value && s.alias.size() == 2 && arg.rfind(s.alias, 0) == 0 && arg[1] != '-') {
+        spec = &s;
+        value = arg.substr(2);
+        inline_value = true;
+      }
+    }
     if (spec == nullptr) {
       std::string known;
       for (const OptionSpec& s : specs) known += (known.empty() ? "" : ", ") + s.name;

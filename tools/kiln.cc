@@ -42,8 +42,14 @@ int main(int argc, char** argv) {
     if (command == "inspect") return kiln::tools::InspectCommand(args);
     std::fprintf(stderr, "kiln: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const kiln::runtime::Error& e) {
     std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kiln: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {  // not one of kiln's errors: a bug in kiln
+    std::fprintf(stderr, "kiln: error: %s\n", kiln::runtime::InternalError(e.what()).what());
     return 1;
   }
 }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ir/layout.h"
+#include "ir/provenance.h"
 #include "runtime/error.h"
 #include "target/kernel_choice.h"
 
@@ -55,6 +56,7 @@ class LayoutRewriter {
       for (const Expr& input : Inputs(e)) inputs.push_back(values.at(input.get()));
       const auto* call = e->As<CallNode>();
       if (call != nullptr && call->op != nullptr) {
+        WorkingOn scope(e);
         values[e.get()] = RewriteCall(*call, inputs);
         continue;
       }

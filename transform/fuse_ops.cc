@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/provenance.h"
 #include "runtime/error.h"
 
 namespace kiln::transform {
@@ -99,6 +100,7 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
   std::unordered_map<const ExprNode*, int> diamond_group;  // op -> the group it joins
   for (const Expr& e : order) {
     if (!IsOpCall(e)) continue;
+    WorkingOn scope(e);
     OpPattern p = PatternOf(e);
     int joined = -1;
     if (auto it = diamond_group.find(e.get()); it != diamond_group.end()) joined = it->second;
@@ -150,6 +152,7 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
       rewritten[e.get()] = WithInputs(e, inputs);
       continue;
     }
+    WorkingOn scope(e);
     Group& g = groups[group_of.at(e.get())];
     if (g.members.back() != e) continue;  // built when the group's result is reached
     // Parameters: values from outside the group, in order of first use.
@@ -169,6 +172,7 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
         member_args.push_back(inner.at(arg.get()));
       }
       const auto* call = m->As<CallNode>();
+      WorkingOn member_scope(m);
       inner[m.get()] = Call(*call->op, member_args, call->attrs);
     }
     Attrs attrs;

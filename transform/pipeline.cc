@@ -2,8 +2,10 @@
 #include "transform/pipeline.h"
 
 #include <chrono>
+#include <new>
 #include <unordered_set>
 
+#include "ir/provenance.h"
 #include "ir/text.h"
 #include "runtime/error.h"
 #include "transform/alter_op_layout.h"
@@ -52,6 +54,28 @@ const std::vector<Pass>& BuildPipeline() {
       {"FuseOps", 0, RunFuseOps},
   };
   return pipeline;
+}
+
+Expr RunPass(const Pass& pass, const Expr& main, const PassEnvironment& environment) {
+  ClearFailedCall();
+  auto at = [&pass] {
+    Expr call = FailedCall();
+    return "pass " + pass.name + (call != nullptr ? ", at the " + DescribeCall(call) : std::string());
+  };
+  try {
+    return pass.run(main, environment);
+  } catch (runtime::InternalError& e) {
+    e.AddLocation({"", at(), ""});
+    throw;
+  } catch (runtime::Error& e) {
+    Expr call = FailedCall();
+    if (call != nullptr && !call->As<CallNode>()->source.empty()) e.AddLocation({"", call->As<CallNode>()->source, ""});
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw runtime::Error("out of memory", {"", at(), ""});
+  } catch (const std::exception& e) {
+    throw runtime::InternalError(runtime::StrCat(at(), ": ", e.what()));
+  }
 }
 
 std::vector<std::string> PassNames() {
@@ -103,7 +127,7 @@ Expr RunPipeline(const Expr& main, const PassEnvironment& environment, std::ostr
     if (context.disabled_passes.count(pass.name) != 0) continue;
     if (!required && context.opt_level < pass.opt_level) continue;
     auto start = std::chrono::steady_clock::now();
-    current = pass.run(current, environment);
+    current = RunPass(pass, current, environment);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (timings != nullptr) timings->push_back({pass.name, ms});
     if (context.print_pass_times) log << "pass " << pass.name << ": " << ms << " ms\n";

@@ -20,6 +20,11 @@ struct PassTiming {
   double milliseconds;
 };
 
+// Runs one pass as RunPipeline does. What escapes it says where: a kiln Error gains the ONNX node
+// of the call the pass was working on (ir/provenance.h); anything else, a bug in kiln, is an
+// InternalError naming the pass and that call.
+ir::Expr RunPass(const Pass& pass, const ir::Expr& main, const PassEnvironment& environment);
+
 // Runs the pipeline on `main`. Printing goes to `log`. Returns the optimized main function;
 // `timings` (optional) receives the time of each pass that ran.
 ir::Expr RunPipeline(const ir::Expr& main, const PassEnvironment& environment, std::ostream& log,

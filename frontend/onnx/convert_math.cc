@@ -2,6 +2,7 @@
 // Cast, Where, Softmax.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <cstring>
 
 #include "frontend/onnx/converter.h"
@@ -182,15 +183,19 @@ Outputs Where(const NodeContext& c) { return {c.Op(kWhere, {c.input(0), c.input(
 Outputs Identity(const NodeContext& c) { return {c.input(0)}; }
 
 // Dropout at inference: the input, and a mask of all true. From opset 12 a training_mode that is
-// not a constant false is refused; the ratio then matters to nothing.
+// not a constant false makes it random, unless the ratio is a constant 0 (torchvision's Swin
+// exports its dropouts so): ONNX's definition is then the identity too.
 Outputs Dropout(const NodeContext& c) {
-  double ratio = 0.5;
-  if (c.opset() >= 12 && c.IsConstant(1)) ratio = c.ConstantScalar(1);
+  std::optional<double> ratio = 0.5;  // none: computed at run time
   if (c.opset() < 12) ratio = c.attr_float("ratio", 0.5f);
-  if (c.opset() >= 12 && c.has_input(2) && (!c.IsConstant(2) || c.ConstantScalar(2) != 0)) {
-    c.FailAt("input 2", "training mode is not supported (kiln runs inference)");
+  if (c.opset() >= 12 && c.has_input(1)) ratio = c.IsConstant(1) ? std::optional(c.ConstantScalar(1)) : std::nullopt;
+  bool training = c.opset() >= 12 && c.has_input(2) && (!c.IsConstant(2) || c.ConstantScalar(2) != 0);
+  if (training && ratio != 0.0) {
+    std::string which = ratio ? runtime::StrCat("ratio ", *ratio) : "a ratio computed at run time";
+    c.FailAt("input 2", "training mode with " + which +
+                            " drops values at random (kiln runs inference: export the model in eval mode)");
   }
-  Outputs outputs = {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio}}))};
+  Outputs outputs = {c.Op(kDropout, {c.input(0)}, MakeAttrs({{"rate", ratio.value_or(0.5)}}))};
   if (c.num_outputs() > 1) {
     runtime::NDArray all = runtime::NDArray::Empty({}, DLDataType{kDLUInt, 1, 1});
     *static_cast<uint8_t*>(all.data()) = 1;

@@ -14,6 +14,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/onnx/qdq_groups.h"
 #include "ir/evaluate.h"
+#include "ir/provenance.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/params.h"
@@ -260,17 +261,23 @@ void ListUnsupported(const onnx::GraphProto& graph, int64_t opset, const std::st
   }
 }
 
-// A negative dim in a declared type is no shape; libonnx's inference indexes with it (GatherND).
-void RejectNegativeDims(const onnx::GraphProto& graph) {
-  for (const auto* infos : {&graph.input(), &graph.output(), &graph.value_info()}) {
-    for (const auto& info : *infos) {
-      if (!info.type().has_tensor_type()) continue;
-      for (const auto& dim : info.type().tensor_type().shape().dim()) {
-        if (dim.has_dim_value() && dim.dim_value() < 0) {
-          runtime::Fail("the type of '", runtime::ValidUtf8(info.name()), "' has a negative dimension (",
-                        dim.dim_value(), ")");
-        }
+// A negative dim in a declared type (Paddle's exporter writes -1) is an unknown dim, as ONNX
+// Runtime takes it: forgotten here, so it is inferred (from the inputs' shapes, or for a graph
+// input from --input-shapes) and nothing negative reaches libonnx's inference, which indexes
+// with dims (GatherND). In the graphs its nodes hold too.
+void ForgetNegativeDims(onnx::GraphProto& graph) {
+  for (auto* infos : {graph.mutable_input(), graph.mutable_output(), graph.mutable_value_info()}) {
+    for (auto& info : *infos) {
+      if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) continue;
+      for (auto& dim : *info.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+        if (dim.has_dim_value() && dim.dim_value() < 0) dim.clear_dim_value();
       }
+    }
+  }
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) ForgetNegativeDims(*attr.mutable_g());
+      for (auto& g : *attr.mutable_graphs()) ForgetNegativeDims(g);
     }
   }
 }
@@ -286,7 +293,6 @@ struct NameScope {
 // graphs around it, `outer`): inputs that nothing produces, required inputs not given, values
 // made twice, and initializer sizes.
 void CheckNodes(const onnx::GraphProto& graph, int64_t opset, const NameScope* outer) {
-  RejectNegativeDims(graph);
   NameScope known{{}, outer};
   for (const auto& init : graph.initializer()) known.names.insert(init.name());
   for (const auto& input : graph.input()) known.names.insert(input.name());
@@ -506,9 +512,13 @@ class GraphImporter {
     };
     NodeContext context(node, std::move(inputs), opset_, subgraphs);
     std::vector<Expr> outputs;
+    ir::WorkingOn scope(NodeLabel(node, index));  // the calls made here come from this node
     if (auto group = qdq_groups_.find(index); group != qdq_groups_.end()) outputs = ConvertQdqGroup(group->second);
     try {
-      if (outputs.empty()) outputs = Converters().at(node.op_type()).convert(context);
+      if (outputs.empty()) {
+        outputs = runtime::ReportingBugsAt([] { return std::string("its converter"); },
+                                           [&] { return Converters().at(node.op_type()).convert(context); });
+      }
     } catch (runtime::Error& e) {
       e.AddLocation({"", NodeLabel(node, index), ""});
       throw;
@@ -690,6 +700,7 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
                  "not an ONNX model (the protobuf does not parse)");
   ResolveExternalData(model, folder);
+  ForgetNegativeDims(*model.mutable_graph());
   ApplyInputShapes(model, options);
   std::optional<int64_t> default_opset = DefaultOpset(model);
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.

@@ -178,6 +178,11 @@ def matmul(opset=14):
     g.node("Pad", [a2, g.const([1, 0, 2, 3], dtype=np.int64), g.input((), values=np.array(9.5))])
     if opset >= 12:
         g.node("Dropout", [a2], n_outputs=2)
+        # Training mode with ratio 0 (torchvision's Swin exports so) is the identity, as ONNX defines
+        # it; the flag as a constant and as a value known at run time.
+        zero, training = g.const(0.0), g.const(True, dtype=np.bool_)
+        g.node("Dropout", [a2, zero, training], n_outputs=2)
+        g.node("Dropout", [a3, zero, g.input((), dtype=np.bool_, values=np.array(True))])
     return g
 
 

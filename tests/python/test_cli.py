@@ -88,9 +88,43 @@ def test_damaged_libraries_are_clear_errors_never_signals(tmp_path):
         path.unlink()
 
 
+def test_dimensions_written_as_minus_one_are_unknown(tmp_path):
+    # Paddle's exporter writes -1 for dims it does not know, in value_info and graph outputs (here
+    # also in a branch of an If): they are inferred, as ONNX Runtime does; in a graph input they
+    # need --input-shapes, as a named dim does.
+    branch = helper.make_graph([helper.make_node("Neg", ["y0"], ["z"])], "then", [],
+                               [helper.make_tensor_value_info("z", TensorProto.FLOAT, [-1, 6])])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Reshape", ["r", "shape"], ["y0"]),
+             helper.make_node("If", ["cond"], ["y1"], then_branch=branch, else_branch=branch)]
+    shape = numpy_helper.from_array(np.array([-1, 6], np.int64), "shape")
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y0", TensorProto.FLOAT, [-1, 6]),
+                               helper.make_tensor_value_info("y1", TensorProto.FLOAT, [-1, -1])], [shape, cond],
+                              value_info=[helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, -1, 4])])
+    path = tmp_path / "minus_one.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    kiln("compile", path, "-o", tmp_path / "m.so")
+    np.savez(tmp_path / "in.npz", x=x)
+    kiln("run", tmp_path / "m.so", "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz")
+    out = np.load(tmp_path / "out.npz")
+    for i, expected in enumerate(want):
+        assert out[f"output_{i}"].shape == expected.shape == (4, 6)
+        np.testing.assert_array_equal(out[f"output_{i}"], expected)
+    # -1 in the graph input: unknown, so --input-shapes gives it.
+    graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    failed = kiln("compile", path, "-o", tmp_path / "m.so", check=False)
+    assert failed.returncode == 1 and "have no static shape; give them with --input-shapes" in failed.stderr, failed.stderr
+    kiln("compile", path, "--input-shapes", "x:[2,3,4]", "-o", tmp_path / "m.so")
+
+
 def test_tvmc_format_and_target(tmp_path):
     model = small_model(tmp_path, batch=2)
-    kiln("compile", model, "--target", "x86-64-v2", "-O", "0", "-o", tmp_path / "out", "--format", "tvmc")
+    kiln("compile", model, "--target", "x86-64-v2", "-O0", "-o", tmp_path / "out", "--format", "tvmc")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"mod.so", "mod.json", "mod.params"}
     kiln("run", tmp_path / "out", "--fill-mode", "ones", "--outputs", tmp_path / "o.npz")
     ones = np.ones((2, 4), np.float32)
@@ -120,6 +154,7 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
         (["compile", small_model(tmp_path), "--input-shapes", "y:[1,4]"], "names 'y', which is not an input of the model (its inputs are: x)"),
         (["compile", small_model(tmp_path), "--input-shapes", "x:[2,5]"], "shape inference"),
         (["compile", small_model(tmp_path), "-O", "7"], "-O must be 0 to 3"),
+        (["compile", small_model(tmp_path), "-O7"], "-O must be 0 to 3"),
         (["compile", small_model(tmp_path), "--bogus"], "unknown option '--bogus'"),
         (["compile", small_model(tmp_path), "--target", "cuda -mcpu=sm_80"], "only cpu and llvm take -mcpu"),
         (["compile", small_model(tmp_path), "--target", "cpu --fast"], "is not understood"),
@@ -162,6 +197,11 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
          [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 1, 2, 2])], "linear resizing needs floats, got int32"),
         ("resize_scale.onnx", [const("s", [1, 1, -2, 2], TensorProto.FLOAT),
                                helper.make_node("Resize", ["x", "", "s"], ["y"])], x4, "scale -2 must be positive"),
+        # Dropout in training mode at a ratio above 0 is random (at 0 it is the identity: op cases).
+        ("dropout_training.onnx", [helper.make_node("Constant", [], ["r"], value=helper.make_tensor("r", TensorProto.FLOAT, [], [0.5])),
+                                   helper.make_node("Constant", [], ["t"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
+                                   helper.make_node("Dropout", ["x", "r", "t"], ["y"])], x4,
+         "input 2: training mode with ratio 0.5 drops values at random"),
     ]:
         cases.append((["compile", save(tmp_path, nodes, inputs, y4, opset=19, name=name)], message))
     # Control flow kiln cannot resolve at import, and an unsupported op inside a branch.

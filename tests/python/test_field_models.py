@@ -1,7 +1,9 @@
 """Models of the kinds deployed in the field (field_models.py: built with PyTorch and exported by
 the test, never downloaded) compiled with `kiln compile`, run from the exported library with
 `kiln run`, and compared with ONNX Runtime on seeded inputs: max|kiln - ort| <= 1e-4 * max(1, max|ort|),
-or for a quantized model's dequantized output one step of its scale (measured: none)."""
+or for a quantized model's dequantized output one step of its scale (measured: none). Where ONNX
+Runtime's integer kernels are inexact on this CPU, the reference is ONNX's evaluator or ONNX Runtime
+running the model as written (REFERENCE_EVALUATED, AS_WRITTEN)."""
 import os
 import subprocess
 
@@ -10,11 +12,19 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import field_models
 from test_cli import kiln_has_dnnl
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
+# Models whose reference is ONNX's own evaluator (exact integer products): quantize_dynamic's
+# uint8 x int8 MatMulInteger / ConvInteger run inexactly in ONNX Runtime on CPUs without VNNI (its
+# AVX2 kernels add pairs of products in int16, which saturates: 0.21 off on the GPT block here).
+REFERENCE_EVALUATED = {"quantized_dynamic", "quantized_dynamic_cnn"}
+# Models ONNX Runtime runs as written (no graph optimizations), for the same reason: fused, its QDQ
+# convolutions run on the same uint8 x int8 kernels; as written they are float convolutions.
+AS_WRITTEN = {"quantized_static"}
 
 
 def output_steps(model):
@@ -36,7 +46,12 @@ def check_against_onnxruntime(tmp_path, name, flags=()):
     print(f"{name}: {sorted(ops)}")
     rng = np.random.default_rng(0)
     feeds = {input_name: rng.standard_normal(shape).astype(np.float32) for input_name, shape in shapes.items()}
-    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    options = ort.SessionOptions()
+    if name in AS_WRITTEN:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    if name in REFERENCE_EVALUATED:
+        expected = ReferenceEvaluator(str(path)).run(None, feeds)
     library = tmp_path / f"{name}.so"
     compiled = subprocess.run([KILN, "compile", str(path), "-o", str(library), *flags], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr

@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 
 #include <sstream>
+#include <stdexcept>
 
 #include "pass_test_util.h"
+#include "ir/provenance.h"
 #include "transform/pipeline.h"
 #include "runtime/error.h"
 
@@ -121,6 +123,48 @@ TEST(Pipeline, VerifierCatchesFreeVariables) {
   ir::Expr stray = ir::Var("stray", ir::Type::Tensor({2}, runtime::kFloat32));
   ir::Expr f = ir::Function({x}, ir::Call("add", {x, stray}));
   EXPECT_THROW(VerifyFunction(f, "Test"), runtime::InternalError);
+}
+
+// A pass that fails at the relu: with a C++ library's exception (a bug), or with kiln's Error.
+template <bool kBug>
+ir::Expr FailAtRelu(const ir::Expr& main, const PassEnvironment&) {
+  const auto* f = main->As<ir::FunctionNode>();
+  return ir::Function(f->params, ir::Rewrite(f->body, [](const ir::Expr& e, const std::vector<ir::Expr>& inputs) {
+                        const auto* call = e->As<ir::CallNode>();
+                        if (call != nullptr && call->op->name == "nn.relu") {
+                          if (kBug) throw std::out_of_range("unordered_map::at");
+                          runtime::Fail("the relu is unsupported");
+                        }
+                        return ir::WithInputs(e, inputs);
+                      }));
+}
+
+ir::Expr ImportedAs(const std::string& source, const char* text) {
+  ir::WorkingOn importing(source);
+  return ir::ParseFunction(text);
+}
+
+// What escapes a pass says where: a bug names the pass and the call (with its ONNX node), kiln's
+// own error gains the ONNX node.
+TEST(Pipeline, EscapingExceptionsNameThePassAndTheCall) {
+  PassContext context;
+  ir::Expr main = ImportedAs("node 'act1' (Relu)", "fn (%x: Tensor[(4), float32]) { %0 = exp(%x); %1 = nn.relu(%0); %1 }");
+  try {
+    RunPass({"Broken", 0, FailAtRelu<true>}, main, PassEnvironment{context});
+    ADD_FAILURE() << "no exception";
+  } catch (const runtime::InternalError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "internal error (a bug in kiln, please report it): pass Broken, at the call of nn.relu -> "
+              "Tensor[(4), float32] (from ONNX node 'act1' (Relu)): unordered_map::at");
+  }
+  try {
+    RunPass({"Refusing", 0, FailAtRelu<false>}, main, PassEnvironment{context});
+    ADD_FAILURE() << "no exception";
+  } catch (const runtime::InternalError& e) {
+    ADD_FAILURE() << e.what();
+  } catch (const runtime::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "node 'act1' (Relu): the relu is unsupported");
+  }
 }
 
 }  // namespace
