@@ -1,8 +1,8 @@
 # kiln: `make` builds everything into build/, `make test` runs all tests (also under sanitizers
 # and the fuzzers briefly), `make demo` compiles and runs ResNet-18. Each installs what it needs
 # first (`make deps`: Debian packages, then the Python environment of scripts/python_env.sh).
-# `make benchmark` times the model suite beside ONNX Runtime; `make conformance` runs ONNX's node
-# cases; `make soak` and `make fuzz` are the long forms of their parts of `make test`.
+# `make benchmark` times the model suite beside ONNX Runtime and OpenVINO; `make conformance` runs
+# ONNX's node cases; `make soak` and `make fuzz` are the long forms of their parts of `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
@@ -71,8 +71,10 @@ conformance: build
 demo: build
 	@$$(scripts/python_env.sh --print-python) scripts/demo.py --kiln $(BUILD)/bin/kiln
 
-# kiln beside ONNX Runtime on the model suite (scripts/benchmark.py; BENCHMARK_ARGS="--models resnet18").
+# kiln beside ONNX Runtime and OpenVINO on the model suite, each engine in its own process
+# (scripts/benchmark.py; the peers from scripts/peers_env.sh; BENCHMARK_ARGS="--models resnet18").
 benchmark: build
+	@scripts/peers_env.sh
 	@PYTHONPATH=$(BUILD)/python $$(scripts/python_env.sh --print-python) scripts/benchmark.py $(BENCHMARK_ARGS)
 
 clean:

@@ -1,140 +1,273 @@
-"""Latency of kiln beside ONNX Runtime on the model suite, in one process, behind `make benchmark`.
+"""kiln beside ONNX Runtime and OpenVINO on the model suite, behind `make benchmark`.
 
-Each model (scripts/model_suite.py: seeded weights and inputs) is compiled through kiln's Python
-package and loaded as an exported library, once with kiln's own kernels and, when this build has
-oneDNN, once with what oneDNN runs handed to it (kiln+dnnl: kiln.contrib.partition_for "dnnl",
-TVM's partition_for_dnnl); ONNX Runtime gets the same file with all graph
-optimizations and the same number of threads. All are timed end to end (inputs in, outputs out
-as numpy arrays) in interleaved rounds, so that load on this shared machine hits both alike. A
-round first runs untimed for --settle seconds: ONNX Runtime's worker threads keep spinning for tens
-of milliseconds after a run, and would otherwise take the cores from kiln's next runs (and kiln's
-from ONNX Runtime's). A round's time is the mean of --number runs; the table gives the median round
-of each, their ratio and the largest difference between the two outputs.
+Each model (scripts/model_suite.py: seeded weights and inputs) is compiled by `kiln compile -O3`
+(timed cold, with an empty object cache, and warm), then each engine times it in a process of its
+own (scripts/benchmark/worker.py), so that no engine's spinning worker threads take the cores from
+another's runs: kiln from its Python package, ONNX Runtime (all graph optimizations) and OpenVINO
+(CPU, LATENCY hint, f32 precision) from the peers' venv (scripts/peers_env.sh, versions pinned
+there and named in the README). The engines alternate, --repeats processes each per thread count;
+an engine's time is the best of its processes' medians of --runs timed runs (end to end: inputs in,
+outputs out as numpy arrays) after --warmup seconds of untimed runs.
+
+Reported per model and thread count: milliseconds, kiln's ratio to each peer and to the faster
+one, kiln's GFLOP/s (convolutions, transposed convolutions, matrix products: 2 flops per
+multiply-add) and its share of the FP32 FMA peak measured on the spot (scripts/benchmark/
+fma_peak.cc); per model: compile time, load time (library + executor, session, compiled model),
+the first run, anonymous resident memory after loading (RssAnon) and peak resident memory, and the
+largest difference between kiln's outputs and ONNX Runtime's.
 
     PYTHONPATH=build/python python scripts/benchmark.py [--models resnet18,bert_2layer]
-        [--opt-level 3] [--rounds 15] [--number 5] [--settle 0.1] [--threads N]
+        [--threads 2,1] [--repeats 3] [--runs 20] [--warmup 0.5] [--engines kiln,onnxruntime,openvino]
+        [--markdown table.md]
 """
 import argparse
+import datetime
+import json
 import os
+import pathlib
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import model_suite  # noqa: E402
+
+WORKER = ROOT / "scripts/benchmark/worker.py"
+ENGINES = ["kiln", "kiln+dnnl", "onnxruntime", "openvino"]
+PEERS = ["onnxruntime", "openvino"]
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=None, help="comma-separated names (default: the whole suite)")
-    parser.add_argument("--opt-level", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--number", type=int, default=5, help="timed runs per round")
-    parser.add_argument("--settle", type=float, default=0.1, help="seconds of untimed runs that start a round")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    return parser.parse_args()
+    parser.add_argument("--models", default=",".join(model_suite.MODELS))
+    parser.add_argument("--threads", default="2,1", help="comma-separated thread counts")
+    parser.add_argument("--repeats", type=int, default=3, help="processes per engine and thread count")
+    parser.add_argument("--runs", type=int, default=20, help="timed runs per process")
+    parser.add_argument("--warmup", type=float, default=0.5, help="seconds of untimed runs per process")
+    parser.add_argument("--engines", default="kiln,onnxruntime,openvino", help=f"of {', '.join(ENGINES)}")
+    parser.add_argument("--kiln", default=str(ROOT / "build/bin/kiln"))
+    parser.add_argument("--python-path", default=str(ROOT / "build/python"), help="where the kiln package is")
+    parser.add_argument("--markdown", help="also write the tables to this file")
+    args = parser.parse_args()
+    args.models = args.models.split(",")
+    args.threads = [int(t) for t in args.threads.split(",")]
+    args.engines = args.engines.split(",")
+    unknown = [m for m in args.models if m not in model_suite.MODELS] + [e for e in args.engines if e not in ENGINES]
+    if unknown:
+        raise SystemExit(f"unknown {unknown} (models: {', '.join(model_suite.MODELS)}; engines: {', '.join(ENGINES)})")
+    return args
 
 
-def timed_rounds(run, rounds, number, settle):
-    """The mean seconds of `number` calls of run after `settle` seconds of untimed calls, once per
-    round (a generator, so that two engines' rounds interleave)."""
-    for _ in range(rounds):
-        start = time.perf_counter()
-        while time.perf_counter() - start < settle:
-            run()
-        start = time.perf_counter()
-        for _ in range(number):
-            run()
-        yield (time.perf_counter() - start) / number
+def cpu_description():
+    fields = {}
+    for line in open("/proc/cpuinfo"):
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = fields.get("flags", "").split()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2 + FMA" if "avx2" in flags and "fma" in flags else "SSE"
+    return f"{fields.get('model name', 'unknown CPU')}, {os.cpu_count()} cores, {isa}"
 
 
-def compile_kiln(kiln, path, feeds, args, library, byoc):
-    """kiln's library for the model (with what oneDNN runs handed to it when byoc is "dnnl"),
-    loaded; and the seconds compiling took."""
+def fma_peak(work, threads):
+    """FP32 GFLOP/s of independent FMA chains in the widest vectors, on `threads` threads."""
+    binary = pathlib.Path(work) / "fma_peak"
+    if not binary.exists():
+        subprocess.run(["g++", "-O3", "-march=native", "-pthread", str(ROOT / "scripts/benchmark/fma_peak.cc"), "-o",
+                        str(binary)], check=True)
+    return max(float(subprocess.run([str(binary), str(threads), "0.5"], check=True, capture_output=True,
+                                    text=True).stdout.split()[0]) for _ in range(3))
+
+
+def model_flops(model):
+    """2 x the multiply-adds of the model's convolutions, transposed convolutions and matrix products."""
+    model = onnx.shape_inference.infer_shapes(model)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
+    shapes.update({i.name: list(i.dims) for i in model.graph.initializer})
+    macs = 0
+    for node in model.graph.node:
+        ins = [shapes.get(name) for name in node.input]
+        out = shapes.get(node.output[0])
+        if not out or any(s is None for s in ins[:2]):
+            continue
+        if node.op_type == "Conv":  # N x Cout x spatial, each Cin/group x kernel
+            macs += int(np.prod(out)) * int(np.prod(ins[1][1:]))
+        elif node.op_type == "ConvTranspose":  # each input element meets Cout/group x kernel weights
+            macs += int(np.prod(ins[0])) * int(np.prod(ins[1][1:]))
+        elif node.op_type in ("MatMul", "Gemm"):
+            transposed = node.op_type == "Gemm" and any(a.name == "transA" and a.i for a in node.attribute)
+            k = ins[0][-2] if transposed else ins[0][-1]
+            macs += int(np.prod(out)) * k
+    return 2 * macs
+
+
+def compile_kiln(args, path, library, flags, cache):
+    """Seconds of `kiln compile -O3` with the object cache at `cache` as it is."""
     start = time.perf_counter()
-    mod, params = kiln.frontend.from_onnx(path, shape_dict={k: v.shape for k, v in feeds.items()})
-    if byoc:
-        mod = kiln.contrib.partition_for(mod, byoc, params)
-    with kiln.transform.PassContext(opt_level=args.opt_level):
-        lib = kiln.build(mod, target="cpu", params=params)
-    seconds = time.perf_counter() - start
-    lib.export_library(library)
-    return kiln.graph_executor.GraphModule(kiln.runtime.load_module(library)["default"](kiln.cpu())), seconds
+    subprocess.run([args.kiln, "compile", str(path), "-O3", "-o", str(library), *flags], check=True,
+                   capture_output=True, env={**os.environ, "KILN_CACHE_DIR": str(cache)})
+    return time.perf_counter() - start
 
 
-def benchmark(name, args, work, kiln, onnx, ort, model_suite):
-    """Per engine (kiln, kiln+dnnl when this build has oneDNN, ONNX Runtime): the median round's
-    seconds; with kiln's compile seconds and the largest output difference from ONNX Runtime."""
+def run_worker(args, engine, path, library, inputs, outputs, threads):
+    if engine.startswith("kiln"):
+        python = sys.executable
+        env = {**os.environ, "PYTHONPATH": args.python_path, "KILN_NUM_THREADS": str(threads)}
+    else:
+        python = args.peers_python
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [python, str(WORKER), "--engine", "kiln" if engine.startswith("kiln") else engine, "--model", str(path),
+               "--inputs", str(inputs), "--threads", str(threads), "--runs", str(args.runs),
+               "--warmup", str(args.warmup)]
+    if library:
+        command += ["--library", str(library)]
+    if outputs:
+        command += ["--outputs", str(outputs)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{engine} failed on {path.name}:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def benchmark_model(args, name, work):
     path = model_suite.model_path(name)
-    feeds = model_suite.seeded_inputs(onnx.load(str(path), load_external_data=False))
-    engines = {}
-    compile_seconds = None
-    for byoc in ["", "dnnl"] if args.dnnl else [""]:
-        gmod, seconds = compile_kiln(kiln, path, feeds, args, os.path.join(work, f"{name}{byoc}.so"), byoc)
-        compile_seconds = compile_seconds or seconds
+    model = onnx.load(str(path))
+    feeds = model_suite.seeded_inputs(model)
+    inputs = pathlib.Path(work) / f"{name}.in.npz"
+    np.savez(inputs, **feeds)
+    result = {"name": name, "gflop": model_flops(model) / 1e9,
+              "weights_mb": sum(numpy_helper.to_array(i).nbytes for i in model.graph.initializer) / 1e6,
+              "libraries": {}, "compile": {}}
+    for engine in [e for e in args.engines if e.startswith("kiln")]:
+        library = pathlib.Path(work) / f"{name}.{engine}.so"
+        flags = ["--byoc", "dnnl"] if engine == "kiln+dnnl" else []
+        cache = pathlib.Path(work) / f"cache-{name}-{engine}"
+        result["compile"][engine] = (compile_kiln(args, path, library, flags, cache),
+                                     compile_kiln(args, path, library, flags, cache))
+        result["libraries"][engine] = library
+    runs = {}
+    for threads in args.threads:
+        for repeat in range(args.repeats):
+            for engine in args.engines:
+                outputs = pathlib.Path(work) / f"{name}.{engine}.out.npz" if repeat == 0 and threads == args.threads[0] else None
+                measured = run_worker(args, engine, path, result["libraries"].get(engine), inputs, outputs, threads)
+                runs.setdefault((engine, threads), []).append(measured)
+    result["runs"] = runs
+    result["seconds"] = {key: min(statistics.median(m["times"]) for m in measured) for key, measured in runs.items()}
+    if "onnxruntime" in args.engines:
+        reference = np.load(pathlib.Path(work) / f"{name}.onnxruntime.out.npz")
+        result["difference"] = {}
+        for engine in [e for e in args.engines if e != "onnxruntime"]:
+            got = np.load(pathlib.Path(work) / f"{name}.{engine}.out.npz")
+            result["difference"][engine] = max(
+                float(np.abs(got[k].astype(np.float64) - reference[k]).max()) / max(1.0, float(np.abs(reference[k]).max()))
+                for k in reference.files)
+    return result
 
-        def run_kiln(gmod=gmod):
-            gmod.run(**feeds)
-            return [gmod.get_output(i).numpy() for i in range(gmod.get_num_outputs())]
-        engines["kiln+" + byoc if byoc else "kiln"] = run_kiln
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    engines["ORT"] = lambda: session.run(None, feeds)
+def ratio_columns(args):
+    return [peer for peer in PEERS if peer in args.engines]
 
-    want = engines["ORT"]()
-    error = 0.0
-    for engine, run in engines.items():
-        if engine != "ORT":
-            error = max([error] + [float(np.abs(g.astype(np.float64) - w).max()) / max(1.0, float(np.abs(w).max()))
-                                   for g, w in zip(run(), want)])
-    rounds = {engine: [] for engine in engines}
-    timers = [timed_rounds(run, args.rounds, args.number, args.settle) for run in engines.values()]
-    for times in zip(*timers):
-        for engine, seconds in zip(engines, times):
-            rounds[engine].append(seconds)
-    return compile_seconds, {engine: statistics.median(r) for engine, r in rounds.items()}, error
+
+def latency_table(args, results, peaks):
+    peers = ratio_columns(args)
+    short = {"kiln": "kiln", "kiln+dnnl": "kiln+dnnl", "onnxruntime": "ORT", "openvino": "OpenVINO"}
+    kiln_engines = [e for e in args.engines if e.startswith("kiln")]
+    header = ["model", "threads", "GFLOP"] + [f"{short[e]} ms" for e in args.engines]
+    header += [f"{short[k]} / {short[p]}" for k in kiln_engines for p in peers]
+    if len(peers) > 1:
+        header += [f"{short[k]} / best" for k in kiln_engines]
+    header += ["kiln GFLOP/s (% of peak)"]
+    rows, geomeans = [], {}
+    for threads in args.threads:
+        for r in results:
+            s = r["seconds"]
+            row = [r["name"], str(threads), f"{r['gflop']:.2f}"]
+            row += [f"{s[(e, threads)] * 1e3:.3g}" for e in args.engines]
+            for k in kiln_engines:
+                for p in peers:
+                    ratio = s[(k, threads)] / s[(p, threads)]
+                    geomeans.setdefault((k, p, threads), []).append(ratio)
+                    row.append(f"{ratio:.2f}")
+            if len(peers) > 1:
+                for k in kiln_engines:
+                    ratio = s[(k, threads)] / min(s[(p, threads)] for p in peers)
+                    geomeans.setdefault((k, "best", threads), []).append(ratio)
+                    row.append(f"**{ratio:.2f}**")
+            if "kiln" in args.engines:
+                rate = r["gflop"] / s[("kiln", threads)]
+                row.append(f"{rate:.0f} ({100 * rate / peaks[threads]:.0f}%)")
+            else:
+                row.append("")
+            rows.append(row)
+    lines = table(header, rows)
+    for (k, p, threads), values in geomeans.items():
+        lines.append(f"geometric mean of {short[k]} / {short.get(p, p)} at {threads} thread{'s' * (threads > 1)} over "
+                     f"{len(values)} models: {float(np.exp(np.mean(np.log(values)))):.2f}")
+    return lines
+
+
+def resources_table(args, results):
+    short = {"kiln": "kiln", "kiln+dnnl": "kiln+dnnl", "onnxruntime": "ORT", "openvino": "OpenVINO"}
+    header = ["model", "weights MB"] + [f"{short[e]} compile s (cold / warm)" for e in args.engines if e.startswith("kiln")]
+    header += [f"load ms ({', '.join(short[e] for e in args.engines)})",
+               f"first run ms ({', '.join(short[e] for e in args.engines)})",
+               f"RssAnon after load MB ({', '.join(short[e] for e in args.engines)})",
+               f"peak RSS MB ({', '.join(short[e] for e in args.engines)})"]
+    if "onnxruntime" in args.engines:
+        header.append("max rel. difference to ORT")
+    rows = []
+    for r in results:
+        def best(key, scale, engine):
+            return f"{min(m[key] for (e, _), ms in r['runs'].items() if e == engine for m in ms) * scale:.0f}"
+        row = [r["name"], f"{r['weights_mb']:.0f}"]
+        row += [f"{r['compile'][e][0]:.1f} / {r['compile'][e][1]:.1f}" for e in args.engines if e.startswith("kiln")]
+        row += [" / ".join(best(key, scale, e) for e in args.engines)
+                for key, scale in (("load_seconds", 1e3), ("first_run_seconds", 1e3), ("anon_load_bytes", 1e-6),
+                                   ("peak_rss_bytes", 1e-6))]
+        if "onnxruntime" in args.engines:
+            row.append(", ".join(f"{short[e]} {d:.1e}" for e, d in r["difference"].items()))
+        rows.append(row)
+    return table(header, rows)
+
+
+def table(header, rows):
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def main():
     args = parse_args()
-    # Before kiln starts its thread pool.
-    os.environ["KILN_NUM_THREADS"] = str(args.threads)
-    import onnx
-    import onnxruntime as ort
-
-    import kiln
-    import model_suite
-
-    names = args.models.split(",") if args.models else model_suite.MODELS
-    unknown = [n for n in names if n not in model_suite.MODELS]
-    if unknown:
-        raise SystemExit(f"unknown models {unknown} (the suite: {', '.join(model_suite.MODELS)})")
-    args.dnnl = kiln.contrib.external_codegens().get("dnnl", False)
-    print(f"kiln -O{args.opt_level}{' and kiln+dnnl (--byoc dnnl)' if args.dnnl else ''} beside ONNX Runtime "
-          f"{ort.__version__}, {args.threads} threads each, median of {args.rounds} rounds of {args.number} runs "
-          f"(end to end, interleaved)")
-    dnnl_columns = f" {'dnnl ms':>9} {'dnnl/ORT':>9}" if args.dnnl else ""
-    header = (f"{'model':<16} {'compile s':>9} {'kiln ms':>9} {'ORT ms':>9} {'kiln/ORT':>9}{dnnl_columns} "
-              f"{'max rel diff':>13}")
-    print(header)
-    print("-" * len(header))
-    ratios, dnnl_ratios = [], []
+    args.peers_python = None
+    if any(e in PEERS for e in args.engines):
+        args.peers_python = subprocess.run([str(ROOT / "scripts/peers_env.sh"), "--print-python"], check=True,
+                                           capture_output=True, text=True).stdout.strip()
+        versions = subprocess.run([args.peers_python, "-c", "import onnxruntime, openvino; "
+                                   "print(onnxruntime.__version__, openvino.__version__)"],
+                                  check=True, capture_output=True, text=True).stdout.split()
     with tempfile.TemporaryDirectory(prefix="kiln_benchmark_") as work:
-        for name in names:
-            compile_seconds, times, error = benchmark(name, args, work, kiln, onnx, ort, model_suite)
-            ratios.append(times["kiln"] / times["ORT"])
-            line = (f"{name:<16} {compile_seconds:>9.1f} {times['kiln'] * 1e3:>9.2f} {times['ORT'] * 1e3:>9.2f} "
-                    f"{ratios[-1]:>9.2f}")
-            if args.dnnl:
-                dnnl_ratios.append(times["kiln+dnnl"] / times["ORT"])
-                line += f" {times['kiln+dnnl'] * 1e3:>9.2f} {dnnl_ratios[-1]:>9.2f}"
-            print(f"{line} {error:>13.2g}", flush=True)
-    for label, values in (("kiln/ORT", ratios), ("kiln+dnnl/ORT", dnnl_ratios)):
-        if values:
-            print(f"geometric mean of {label} over {len(values)} models: {float(np.exp(np.mean(np.log(values)))):.2f}")
+        peaks = {t: fma_peak(work, t) for t in args.threads}
+        title = [f"{datetime.date.today()}, {cpu_description()}; FP32 FMA peak measured "
+                 + ", ".join(f"{peaks[t]:.0f} GFLOP/s on {t} thread{'s' * (t > 1)}" for t in args.threads)]
+        if args.peers_python:
+            title.append(f"ONNX Runtime {versions[0]}, OpenVINO {versions[1].split('-')[0]} (CPU, LATENCY, f32); kiln -O3; "
+                         f"best of {args.repeats} processes' medians of {args.runs} runs each")
+        print("\n".join(title) + "\n", flush=True)
+        results = []
+        for name in args.models:
+            results.append(benchmark_model(args, name, work))
+            r = results[-1]
+            print(f"{name}: " + ", ".join(f"{e} {t}T {s * 1e3:.3g} ms" for (e, t), s in r["seconds"].items()), flush=True)
+        lines = title + [""] + latency_table(args, results, peaks) + [""] + resources_table(args, results)
+    print("\n".join(lines[len(title):]))
+    if args.markdown:
+        pathlib.Path(args.markdown).write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ import time
 import torch
 
 CACHE = pathlib.Path(os.environ.get("KILN_MODEL_CACHE", pathlib.Path.home() / ".cache/kiln/models"))
-VISION = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "vit_b_16"]
+VISION = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "vit_b_16", "resnext50_32x4d",
+          "regnet_y_400mf", "shufflenet_v2_x1_0", "densenet121"]
+DETECTORS = ["db_text_detector"]
 BERT = {"bert_base": 12, "bert_2layer": 2}
 HIDDEN, HEADS, FFN, VOCAB, SEQUENCE = 768, 12, 3072, 30522, 128
 
@@ -64,22 +66,65 @@ class BertEncoder(torch.nn.Module):
         return x
 
 
-def vision_model(name):
-    import torchvision
+class DbTextDetector(torch.nn.Module):
+    """PaddleOCR's text detector (DB) in its default form: a MobileNetV3 backbone, DBFPN (1x1
+    laterals to 96 channels, a top-down path of nearest x2 Resizes and adds, 3x3 convolutions to 24
+    channels, each level resized to 1/4 and concatenated) and DBHead's probability map (3x3
+    conv, BN, ReLU, two stride-2 ConvTransposes with BN and ReLU between, sigmoid)."""
 
-    model = getattr(torchvision.models, name)(weights=None)
+    LEVELS = (3, 6, 12, 16)  # the backbone's features at strides 4, 8, 16 and 32
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+
+        self.backbone = torchvision.models.mobilenet_v3_large(weights=None).features
+        channels = (24, 40, 112, 960)
+        self.laterals = torch.nn.ModuleList(torch.nn.Conv2d(c, 96, 1, bias=False) for c in channels)
+        self.smooth = torch.nn.ModuleList(torch.nn.Conv2d(96, 24, 3, padding=1, bias=False) for _ in channels)
+        self.head = torch.nn.Sequential(
+            torch.nn.Conv2d(96, 24, 3, padding=1, bias=False), torch.nn.BatchNorm2d(24), torch.nn.ReLU(),
+            torch.nn.ConvTranspose2d(24, 24, 2, stride=2), torch.nn.BatchNorm2d(24), torch.nn.ReLU(),
+            torch.nn.ConvTranspose2d(24, 1, 2, stride=2), torch.nn.Sigmoid())
+
+    def forward(self, x):
+        features = []
+        for i, layer in enumerate(self.backbone):
+            x = layer(x)
+            if i in self.LEVELS:
+                features.append(x)
+        inner = [lateral(f) for lateral, f in zip(self.laterals, features)]
+        for i in (2, 1, 0):
+            inner[i] = inner[i] + torch.nn.functional.interpolate(inner[i + 1], scale_factor=2.0, mode="nearest")
+        levels = [smooth(f) for smooth, f in zip(self.smooth, inner)]
+        levels = [levels[0]] + [torch.nn.functional.interpolate(f, scale_factor=2.0 ** i, mode="nearest")
+                                for i, f in enumerate(levels[1:], start=1)]
+        return self.head(torch.cat(levels[::-1], dim=1))
+
+
+def calibrated(model, size):
+    """`model` with batch-norm statistics from random batches and no parameter left at zero."""
     for module in model.modules():
         if isinstance(module, torch.nn.BatchNorm2d):
             module.momentum = None  # cumulative average over the calibration batches
     model.train()
     with torch.no_grad():
         for _ in range(4):
-            model(torch.randn(8, 3, 224, 224))
+            model(torch.randn(8, 3, size, size) if size <= 224 else torch.randn(2, 3, size, size))
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() >= 1 and float(p.abs().max()) == 0.0:
                 torch.nn.init.normal_(p, std=0.05)
-    return model.eval(), torch.randn(1, 3, 224, 224), "input"
+    return model.eval()
+
+
+def vision_model(name):
+    import torchvision
+
+    if name == "db_text_detector":
+        return calibrated(DbTextDetector(), 640), torch.randn(1, 3, 640, 640), "input"
+    model = getattr(torchvision.models, name)(weights=None)
+    return calibrated(model, 224), torch.randn(1, 3, 224, 224), "input"
 
 
 def export(name):
@@ -102,16 +147,16 @@ def export(name):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(VISION + list(BERT)))
+    parser.add_argument("--models", default=",".join(VISION + DETECTORS + list(BERT)))
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list:
-        print("\n".join(VISION + list(BERT)))
+        print("\n".join(VISION + DETECTORS + list(BERT)))
         return
     torch.set_num_threads(os.cpu_count() or 1)
     for name in args.models.split(","):
-        if name not in VISION and name not in BERT:
-            raise SystemExit(f"unknown model '{name}' (known: {', '.join(VISION + list(BERT))})")
+        if name not in VISION + DETECTORS and name not in BERT:
+            raise SystemExit(f"unknown model '{name}' (known: {', '.join(VISION + DETECTORS + list(BERT))})")
         if (CACHE / f"{name}.onnx").exists():
             continue
         start = time.time()

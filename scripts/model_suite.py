@@ -12,7 +12,10 @@ import onnx
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CACHE = pathlib.Path(os.environ.get("KILN_MODEL_CACHE", pathlib.Path.home() / ".cache/kiln/models"))
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "vit_b_16", "bert_2layer",
-          "bert_base"]
+          "bert_base", "resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x1_0", "densenet121", "db_text_detector"]
+# Checked at -O3 only by `make test` (grouped convolutions, channel shuffles, concatenations, a
+# text detector's transposed convolutions and resizes: what the performance work changes).
+O3_ONLY = {"resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x1_0", "densenet121", "db_text_detector"}
 
 
 def model_path(name):

@@ -1,0 +1,102 @@
+"""One engine timing one model in a process of its own (scripts/benchmark.py starts it), so that no
+other engine's spinning worker threads share the cores with it. Prints one JSON line: the seconds
+loading took (kiln: load the library and create its executor; ONNX Runtime: create the session;
+OpenVINO: read and compile the model and create an infer request), each timed run's seconds,
+peak resident memory, and anonymous resident memory after loading; writes the outputs.
+
+    python worker.py --engine kiln|onnxruntime|openvino --model M.onnx [--library M.so]
+        --inputs in.npz --outputs out.npz --threads N --batches 3 --warmup 0.5 --runs 20
+
+kiln runs from the Python package on PYTHONPATH with KILN_NUM_THREADS set by the caller; the peers
+run from the peers' venv (scripts/peers_env.sh). Each run is end to end: inputs in, outputs out
+as numpy arrays."""
+import argparse
+import json
+import resource
+import time
+
+import numpy as np
+
+
+def resident_anon_bytes():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def load_kiln(args, feeds):
+    import kiln
+
+    module = kiln.graph_executor.GraphModule(kiln.runtime.load_module(args.library)["default"](kiln.cpu()))
+
+    def run():
+        module.run(**feeds)
+        return [module.get_output(i).numpy() for i in range(module.get_num_outputs())]
+    return run
+
+
+def load_onnxruntime(args, feeds):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
+    return lambda: session.run(None, feeds)
+
+
+def load_openvino(args, feeds):
+    import openvino as ov
+
+    core = ov.Core()
+    compiled = core.compile_model(args.model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32",
+                                                     "INFERENCE_NUM_THREADS": args.threads})
+    request = compiled.create_infer_request()
+    names = [output.get_any_name() for output in compiled.outputs]
+
+    def run():
+        results = request.infer(feeds)
+        by_name = {key.get_any_name(): value for key, value in results.items()}
+        return [np.array(by_name[name], copy=True) for name in names]
+    return run
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", required=True, choices=["kiln", "onnxruntime", "openvino"])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--library")
+    parser.add_argument("--inputs", required=True)
+    parser.add_argument("--outputs")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--warmup", type=float, default=0.5, help="seconds of untimed runs first")
+    parser.add_argument("--runs", type=int, default=20, help="timed runs")
+    args = parser.parse_args()
+    feeds = dict(np.load(args.inputs))
+    anon_before = resident_anon_bytes()
+    start = time.perf_counter()
+    run = {"kiln": load_kiln, "onnxruntime": load_onnxruntime, "openvino": load_openvino}[args.engine](args, feeds)
+    load_seconds = time.perf_counter() - start
+    anon_after_load = resident_anon_bytes()
+    start = time.perf_counter()
+    outputs = run()
+    first_run_seconds = time.perf_counter() - start
+    if args.outputs:
+        np.savez(args.outputs, *outputs)
+    start = time.perf_counter()
+    while time.perf_counter() - start < args.warmup:
+        run()
+    times = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    print(json.dumps({"load_seconds": load_seconds, "first_run_seconds": first_run_seconds, "times": times,
+                      "anon_load_bytes": anon_after_load - anon_before,
+                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+
+if __name__ == "__main__":
+    main()
