@@ -10,7 +10,6 @@ namespace kiln::ir {
 namespace {
 
 thread_local const WorkingOn* innermost = nullptr;
-thread_local const std::string* innermost_source = nullptr;
 thread_local Expr failed_call;
 
 const std::string& SourceOf(const Expr& call) {
@@ -24,13 +23,11 @@ const std::string& SourceOf(const Expr& call) {
 WorkingOn::WorkingOn(const Expr& call)
     : outer_(innermost), call_(call), source_(SourceOf(call)), exceptions_at_entry_(std::uncaught_exceptions()) {
   innermost = this;
-  innermost_source = &source_;
 }
 
 WorkingOn::WorkingOn(std::string source)
     : outer_(innermost), source_(std::move(source)), exceptions_at_entry_(std::uncaught_exceptions()) {
   innermost = this;
-  innermost_source = &source_;
 }
 
 WorkingOn::~WorkingOn() {
@@ -38,12 +35,11 @@ WorkingOn::~WorkingOn() {
     failed_call = call_;
   }
   innermost = outer_;
-  innermost_source = outer_ == nullptr ? nullptr : &outer_->source_;
 }
 
 const std::string& CurrentSource() {
   static const std::string none;
-  return innermost_source == nullptr ? none : *innermost_source;
+  return innermost == nullptr ? none : innermost->source_;
 }
 
 Expr FailedCall() { return failed_call; }

@@ -10,6 +10,9 @@
 
 namespace kiln::ir {
 
+// The source of the innermost WorkingOn scope on this thread; empty when none.
+const std::string& CurrentSource();
+
 // While alive, calls made on this thread take this scope's source, and an exception leaving it
 // names its call (the innermost scope an exception leaves wins).
 class WorkingOn {
@@ -21,14 +24,12 @@ class WorkingOn {
   WorkingOn& operator=(const WorkingOn&) = delete;
 
  private:
+  friend const std::string& CurrentSource();
   const WorkingOn* outer_;
   Expr call_;
   std::string source_;
   int exceptions_at_entry_;
 };
-
-// The source of the innermost WorkingOn scope on this thread; empty when none.
-const std::string& CurrentSource();
 
 // The call named by the first WorkingOn scope an exception left since the last ClearFailedCall.
 Expr FailedCall();

@@ -202,6 +202,11 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
                                    helper.make_node("Constant", [], ["t"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
                                    helper.make_node("Dropout", ["x", "r", "t"], ["y"])], x4,
          "input 2: training mode with ratio 0.5 drops values at random"),
+        ("dropout_training_ratio_input.onnx",
+         [helper.make_node("Constant", [], ["t"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
+          helper.make_node("Dropout", ["x", "r", "t"], ["y"])],
+         x4 + [helper.make_tensor_value_info("r", TensorProto.FLOAT, [])],
+         "input 2: training mode with a ratio computed at run time drops values at random"),
     ]:
         cases.append((["compile", save(tmp_path, nodes, inputs, y4, opset=19, name=name)], message))
     # Control flow kiln cannot resolve at import, and an unsupported op inside a branch.
