@@ -106,10 +106,12 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   GraphCodegenResult graph = runtime::ReportingBugsAt([] { return std::string("planning the graph"); },
                                                       [&] { return GenerateGraph(fused, options.module_name); });
   std::vector<SourceFile> sources;
+  std::map<std::string, std::string> implementations;  // function symbol -> what computes it
   for (const OperatorFunction& f : graph.functions) {
     runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
       Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
       sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(plan)});
+      implementations[f.symbol] = plan.Implementations();
     });
   }
   r.primitive_functions = static_cast<int>(graph.functions.size());
@@ -128,6 +130,11 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
         [&] { return codegen.generate(f.symbol, f.function); }));
     runtime::CheckInternal(external.back().module.defined(), "the external codegen '", compiler,
                            "' made no module for ", f.symbol);
+    implementations[f.symbol] = compiler + " (external)";
+  }
+  for (runtime::GraphNode& node : graph.graph.nodes) {
+    auto it = implementations.find(node.func_name);
+    if (!node.is_input() && it != implementations.end()) node.attrs[runtime::kImplementationAttr] = it->second;
   }
   CompilerOptions compiler = options.compiler;
   runtime::Check(compiler.march == CompilerOptions().march || compiler.march == options.target.march,

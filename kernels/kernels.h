@@ -5,9 +5,16 @@
 //
 // All tensors are dense row-major float32 unless noted; pointers are 64-byte aligned by the
 // runtime's contract. Work is split across threads with TVMBackendParallelLaunch.
+//
+// A parameter struct lists its fields once more, in order, in Fields(): the code generator writes
+// the struct through it, and fails to compile when it misses a field
+// (backend/codegen/kernel_params.h).
 #pragma once
 
 #include <cstdint>
+#include <tuple>
+
+#include "kernels/kernel_config.h"
 
 namespace kiln::kernels {
 
@@ -33,7 +40,7 @@ int BatchGemmFloat64(int64_t batch, int64_t m, int64_t n, int64_t k, const doubl
 // The column panel of packed matrices: B packed is [ceil(N / 16), K, 16], column j of B at
 // [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this
 // as layout "NK16n".
-constexpr int kGemmPanel = 16;
+constexpr int kGemmPanel = kCompiledConfig.gemm_panel;
 // C[M, N] = A[M, K] * B with B packed; row strides lda, ldc.
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
                int64_t ldc);
@@ -45,6 +52,8 @@ struct Conv2DParams {
   int64_t stride_h, stride_w, dilation_h, dilation_w;
   int64_t pad_top, pad_left;
   int64_t groups;
+  bool depthwise;  // groups == in_channels > 1: per channel (multiplier out / in), not a product per group
+  auto Fields() const { return std::tie(batch, in_channels, in_height, in_width, out_channels, kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise); }
 };
 // out[N, O, OH, OW] = conv(data[N, C, H, W], weight[O, C / groups, KH, KW]); returns non-zero on
 // failure (out of workspace memory) after setting the error message.
@@ -54,6 +63,7 @@ struct Pool2DParams {
   int64_t batch_channels, in_height, in_width, out_height, out_width;
   int64_t pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right;
   bool count_include_pad;  // average: divide by the window clipped to the padded input
+  auto Fields() const { return std::tie(batch_channels, in_height, in_width, out_height, out_width, pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right, count_include_pad); }
 };
 void MaxPool2D(const Pool2DParams& p, const float* data, float* out);
 void AvgPool2D(const Pool2DParams& p, const float* data, float* out);
@@ -88,6 +98,12 @@ struct Conv2DNCHWcParams {
   int64_t out_channels, out_block, kernel_height, kernel_width, out_height, out_width;
   int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
   bool depthwise;
+  // How the input is read, chosen with the implementation (strategy/conv2d.cc): copied first with
+  // its padding written out as zeros, so that no tile checks its taps (not depthwise); for a
+  // strided 1x1 convolution without padding, copied first with only the positions it reads;
+  // for a 1x1 convolution with stride 1 over a small plane, the plane taken as one row.
+  bool copy_padded, gather_strided, flat_plane;
+  auto Fields() const { return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, depthwise, copy_padded, gather_strided, flat_plane); }
 };
 // out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)). Returns non-zero (with the error
 // message set) when the parameters are not a supported form.
@@ -112,6 +128,7 @@ void LayerNorm(int64_t rows, int64_t size, float epsilon, const float* data, con
 struct TopKShape {
   int64_t outer, axis_size, inner, k;
   bool smallest;
+  auto Fields() const { return std::tie(outer, axis_size, inner, k, smallest); }
 };
 void TopK(const TopKShape& s, const float* data, float* values, int64_t* indices);
 void TopK(const TopKShape& s, const double* data, double* values, int64_t* indices);
@@ -134,6 +151,7 @@ void TopK(const TopKShape& s, const uint64_t* data, uint64_t* values, int64_t* i
 struct UniqueShape {
   int64_t outer, axis_size, inner;
   bool sorted;
+  auto Fields() const { return std::tie(outer, axis_size, inner, sorted); }
 };
 void Unique(const UniqueShape& s, const float* data, float* y, int64_t* indices, int64_t* inverse, int64_t* counts,
             int64_t* count);
@@ -168,6 +186,7 @@ void Unique(const UniqueShape& s, const uint64_t* data, uint64_t* y, int64_t* in
 struct NonMaxSuppressionShape {
   int64_t batches, classes, boxes, max_per_class;
   bool center_point_box, use_score_threshold;
+  auto Fields() const { return std::tie(batches, classes, boxes, max_per_class, center_point_box, use_score_threshold); }
 };
 void NonMaxSuppression(const NonMaxSuppressionShape& s, const float* boxes, const float* scores,
                        const int64_t* max_output_boxes_per_class, const float* iou_threshold,
@@ -183,6 +202,7 @@ void NonMaxSuppression(const NonMaxSuppressionShape& s, const float* boxes, cons
 struct TfIdfShape {
   int64_t rows, row_size, grams, columns, min_gram_length, max_gram_length, max_skip_count, mode;
   bool has_weights;
+  auto Fields() const { return std::tie(rows, row_size, grams, columns, min_gram_length, max_gram_length, max_skip_count, mode, has_weights); }
 };
 void TfIdfVectorizer(const TfIdfShape& s, const int64_t* grams, const int64_t* columns, const float* weights,
                      const int32_t* x, float* y);
@@ -201,6 +221,7 @@ void Det(int64_t count, int64_t n, const double* data, double* out);
 struct GridSampleShape {
   int64_t batch, channels, in_height, in_width, out_height, out_width, mode, padding_mode;
   bool align_corners;
+  auto Fields() const { return std::tie(batch, channels, in_height, in_width, out_height, out_width, mode, padding_mode, align_corners); }
 };
 void GridSample(const GridSampleShape& s, const float* data, const float* grid, float* out);
 void GridSample(const GridSampleShape& s, const double* data, const double* grid, double* out);
@@ -215,6 +236,7 @@ struct RoiAlignShape {
   int64_t batch, channels, height, width, rois, out_height, out_width, sampling_ratio;
   float spatial_scale;
   bool max_mode, half_pixel;
+  auto Fields() const { return std::tie(batch, channels, height, width, rois, out_height, out_width, sampling_ratio, spatial_scale, max_mode, half_pixel); }
 };
 int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const int64_t* batch_indices, float* out);
 

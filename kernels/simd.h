@@ -12,6 +12,8 @@
 
 #include <cmath>
 
+#include "kernels/kernel_config.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define KILN_SIMD_AVX2 1
@@ -172,17 +174,8 @@ struct Vec {
   void Pin() {}
 };
 
-// Output positions a micro-kernel keeps in registers per channel block: as many accumulators as
-// the register file holds next to a weight vector and a broadcast.
-#if defined(KILN_SIMD_AVX512)
+// Output positions a micro-kernel keeps in registers per channel block (kernel_config.h).
 template <int N>
-constexpr int kTileWidth = 14;
-#elif defined(KILN_SIMD_AVX2)
-template <int N>
-constexpr int kTileWidth = N == 16 ? 6 : 12;
-#else
-template <int N>
-constexpr int kTileWidth = N == 16 ? 4 : 8;
-#endif
+constexpr int kTileWidth = N == 16 ? kCompiledConfig.conv_tile_16 : kCompiledConfig.conv_tile_8;
 
 }  // namespace kiln::kernels

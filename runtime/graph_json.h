@@ -28,6 +28,9 @@ struct RunCondition {
   GraphEntryRef condition;
   bool taken = true;
 };
+// A node attribute naming what computes the node's function (kernel implementations, loops), as
+// the compiler chose: kiln inspect and the profiler show it; TVM's runtime keeps it unread.
+inline constexpr char kImplementationAttr[] = "kiln_implementation";
 inline constexpr char kRunIfAttr[] = "kiln_run_if";
 
 struct GraphNode {

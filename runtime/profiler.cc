@@ -44,9 +44,12 @@ ProfileReport ProfileRun(GraphExecutor& executor) {
     executor.RunStep(i);
     Clock::time_point end = Clock::now();
     uint32_t n = executor.StepNode(i);
-    report.nodes.push_back(NodeTiming{n, graph.nodes[n].name, graph.nodes[n].func_name,
-                                      MicrosecondsBetween(run_start, start),
-                                      MicrosecondsBetween(start, end), StepShapes(graph, n)});
+    const GraphNode& node = graph.nodes[n];
+    auto implementation = node.attrs.find(kImplementationAttr);
+    report.nodes.push_back(NodeTiming{n, node.name, node.func_name,
+                                      implementation != node.attrs.end() ? implementation->second : "",
+                                      MicrosecondsBetween(run_start, start), MicrosecondsBetween(start, end),
+                                      StepShapes(graph, n)});
   }
   for (const NodeTiming& t : report.nodes) report.total_us += t.duration_us;
   return report;
@@ -58,30 +61,32 @@ std::string ProfileReport::Table() const {
   std::stable_sort(sorted.begin(), sorted.end(), [](const NodeTiming* a, const NodeTiming* b) {
     return a->duration_us > b->duration_us;
   });
-  size_t name_width = 4, function_width = 8;
+  size_t name_width = 4, function_width = 8, implementation_width = 14;
   for (const NodeTiming* t : sorted) {
     name_width = std::max(name_width, t->name.size());
     function_width = std::max(function_width, t->function.size());
+    implementation_width = std::max(implementation_width, t->implementation.size());
   }
   std::string text;
   char line[128];
-  auto row = [&](const std::string& name, const std::string& function, const std::string& time,
-                 const std::string& percent, const std::string& shapes) {
+  auto row = [&](const std::string& name, const std::string& function, const std::string& implementation,
+                 const std::string& time, const std::string& percent, const std::string& shapes) {
     text += name + std::string(name_width - name.size() + 2, ' ');
     text += function + std::string(function_width - function.size() + 2, ' ');
+    text += implementation + std::string(implementation_width - implementation.size() + 2, ' ');
     std::snprintf(line, sizeof(line), "%12s  %8s  ", time.c_str(), percent.c_str());
     text += line + shapes + "\n";
   };
-  row("Node", "Function", "Time (us)", "Time (%)", "Shapes");
+  row("Node", "Function", "Implementation", "Time (us)", "Time (%)", "Shapes");
   for (const NodeTiming* t : sorted) {
     double share = total_us > 0 ? 100.0 * t->duration_us / total_us : 0.0;
     std::snprintf(line, sizeof(line), "%.3f", t->duration_us);
     std::string time = line;
     std::snprintf(line, sizeof(line), "%.2f", share);
-    row(t->name, t->function, time, line, t->shapes);
+    row(t->name, t->function, t->implementation, time, line, t->shapes);
   }
   std::snprintf(line, sizeof(line), "%.3f", total_us);
-  row("Total", "", line, "100.00", StrCat(nodes.size(), " nodes"));
+  row("Total", "", "", line, "100.00", StrCat(nodes.size(), " nodes"));
   return text;
 }
 
@@ -90,7 +95,7 @@ std::string ProfileReport::ChromeTrace() const {
   for (const NodeTiming& t : nodes) {
     events.push_back({{"name", t.name}, {"cat", "op"}, {"ph", "X"}, {"ts", t.start_us},
                       {"dur", t.duration_us}, {"pid", 1}, {"tid", 1},
-                      {"args", {{"function", t.function}, {"shapes", t.shapes}}}});
+                      {"args", {{"function", t.function}, {"implementation", t.implementation}, {"shapes", t.shapes}}}});
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);
 }

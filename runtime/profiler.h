@@ -13,6 +13,7 @@ struct NodeTiming {
   uint32_t node = 0;
   std::string name;
   std::string function;
+  std::string implementation;  // the node's kiln_implementation attribute; empty when it has none
   double start_us = 0;  // since the start of the run
   double duration_us = 0;
   std::string shapes;  // "in0, in1 -> out0"
@@ -22,7 +23,8 @@ struct ProfileReport {
   std::vector<NodeTiming> nodes;  // in execution order
   double total_us = 0;
 
-  // One row per node, slowest first: Node, Function, Time (us), Time (%), Shapes; then a total.
+  // One row per node, slowest first: Node, Function, Implementation, Time (us), Time (%), Shapes;
+  // then a total.
   std::string Table() const;
   // Chrome trace event JSON ("X" events, microseconds).
   std::string ChromeTrace() const;

@@ -1,5 +1,6 @@
-// kiln inspect ARTIFACT: inputs, outputs, parameters, operator functions (an external function
-// with the ops it holds), the module tree and the memory plan.
+// kiln inspect ARTIFACT: inputs, outputs, parameters, operator functions (with what computes
+// each: kernel implementations, loops; an external function with the ops it holds), the module
+// tree and the memory plan.
 #include <cstdio>
 #include <map>
 #include <set>
@@ -67,7 +68,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   }
   struct FunctionInfo {
     int calls = 0;
-    std::string pattern, ops;
+    std::string pattern, ops, implementation;
   };
   std::map<std::string, FunctionInfo> functions;
   size_t op_nodes = 0, conditional_nodes = 0;
@@ -85,11 +86,14 @@ int InspectCommand(const std::vector<std::string>& args) {
     };
     info.pattern = attr("kiln_pattern");
     info.ops = attr("kiln_ops");
+    info.implementation = attr(runtime::kImplementationAttr);
   }
   std::printf("Operator functions: %zu distinct, %zu calls\n", functions.size(), op_nodes);
-  std::printf("  %5s  %-20s  %s\n", "calls", "pattern", "function (ops)");
+  std::printf("  %5s  %-20s  %-24s  %s\n", "calls", "pattern", "implementation", "function (ops)");
   for (const auto& [name, info] : functions) {
-    std::printf("  %5d  %-20s  %s (%s)\n", info.calls, info.pattern.c_str(), name.c_str(), info.ops.c_str());
+    std::printf("  %5d  %-20s  %-24s  %s (%s)\n", info.calls, runtime::EscapeForDisplay(info.pattern).c_str(),
+                runtime::EscapeForDisplay(info.implementation).c_str(), runtime::EscapeForDisplay(name).c_str(),
+                runtime::EscapeForDisplay(info.ops).c_str());
   }
   if (conditional_nodes > 0) {
     std::printf("Conditional calls: %zu of %zu run only when their side of a run-time If is taken (%zu conditions)\n",

@@ -1,7 +1,8 @@
 // AlterOpLayout: one walk over the main function in topological order. Each value is held either
 // as in the original function or, for a 4-D NCHW tensor, in NCHW[x]c; a consumer that cannot
-// take the blocked form gets the plain tensor through one shared layout_transform. Constant
-// dense weights are packed for the packed matrix kernel.
+// take the blocked form gets the plain tensor through one shared layout_transform. Convolutions
+// and dense layers are laid out as the implementation the kernel selection chooses for them
+// wants (strategy/), weights packed now, and carry its name.
 #include "transform/alter_op_layout.h"
 
 #include <map>
@@ -10,7 +11,9 @@
 #include "ir/layout.h"
 #include "ir/provenance.h"
 #include "runtime/error.h"
-#include "target/kernel_choice.h"
+#include "strategy/config.h"
+#include "strategy/conv2d.h"
+#include "strategy/dense.h"
 
 namespace kiln::transform {
 
@@ -41,13 +44,11 @@ const CallNode* OpCall(const Expr& e, const OpRef& op) {
   return call != nullptr && op.Is(call->op) ? call : nullptr;
 }
 
-bool IsFloat32(const Expr& e) { return e->type().is_tensor() && e->type().tensor().dtype == runtime::kFloat32; }
-
 bool Is4D(const Expr& e) { return e->type().is_tensor() && e->type().tensor().ndim() == 4; }
 
 class LayoutRewriter {
  public:
-  explicit LayoutRewriter(int64_t block) : block_(block) {}
+  explicit LayoutRewriter(const kernels::KernelConfig& config) : config_(config) {}
 
   Expr Run(const FunctionNode& f) {
     std::unordered_map<const ExprNode*, Value> values;
@@ -68,9 +69,6 @@ class LayoutRewriter {
   }
 
  private:
-  // The block a convolution with this many output channels computes in; 0: none fits.
-  int64_t OutBlock(int64_t channels) const { return target::ConvOutputBlock(block_, channels); }
-
   // `e` (laid out as `src`) laid out as `dst`: constants now, transforms of transforms composed
   // or cancelled, tensors with H = W = 1 reshaped. Shared per (value, layouts).
   Expr Transform(const Expr& e, const std::string& src, const std::string& dst) {
@@ -176,48 +174,45 @@ class LayoutRewriter {
     return axes == std::vector<int64_t>{2, 3} || axes == std::vector<int64_t>{3, 2};
   }
 
+  // A convolution still in NCHW / OIHW, laid out for the implementation chosen for it.
   Value Conv2D(const CallNode& call, const std::vector<Value>& args) {
-    const Attrs& attrs = call.attrs;
-    bool plain_form = attrs.GetString("data_layout") == "NCHW" && attrs.GetString("kernel_layout") == "OIHW" &&
-                      (attrs.GetString("out_layout").empty() || attrs.GetString("out_layout") == "NCHW");
-    if (!plain_form || !IsFloat32(call.args[0]) || !IsFloat32(call.args[1])) return Plain(call, args);
-    const auto& data = call.args[0]->type().tensor().shape;
-    const auto& weight = call.args[1]->type().tensor().shape;
-    int64_t groups = attrs.GetInt("groups"), channels = data[1], out_channels = weight[0];
-    int64_t out_block = OutBlock(out_channels);
-    bool depthwise = groups > 1 && groups == channels && out_channels == channels;
-    if (out_block == 0 || (groups > 1 && !depthwise)) return Plain(call, args);
-    Expr input;
-    int64_t in_block;
-    if (depthwise) {
-      input = ToBlocked(args[0], out_block);
-      in_block = out_block;
-    } else {
-      in_block = args[0].block;  // what the producer gives; 0 reads plain NCHW
-      input = args[0].expr;
+    strategy::Conv2DLayouts plain{"NCHW", "OIHW", "NCHW"};
+    if (!(strategy::Conv2DLayoutsOf(call) == plain) || !call.attrs.GetString("implementation").empty()) {
+      return Plain(call, args);
     }
-    std::string kernel_layout =
-        "OIHW" + std::to_string(depthwise || in_block == 0 ? 1 : in_block) + "i" + std::to_string(out_block) + "o";
-    Attrs blocked = attrs;
-    blocked.Set("data_layout", BlockedDataLayout(in_block));
-    blocked.Set("kernel_layout", kernel_layout);
-    blocked.Set("out_layout", BlockedDataLayout(out_block));
-    Expr packed = Transform(ToPlain(args[1]), "OIHW", kernel_layout);
-    return {Call(*call.op, {input, packed}, blocked), out_block};
+    strategy::Conv2DProblem problem = strategy::Conv2DProblemOf(call);
+    const strategy::Conv2DImplementation* chosen = strategy::ChooseConv2D(problem, config_);
+    if (chosen == nullptr) return Plain(call, args);
+    strategy::Conv2DLayouts layouts = chosen->layouts(problem, config_, args[0].block);
+    Attrs attrs = call.attrs;
+    attrs.Set("implementation", std::string(chosen->name));
+    if (!(layouts == plain)) {
+      attrs.Set("data_layout", layouts.data);
+      attrs.Set("kernel_layout", layouts.kernel);
+      attrs.Set("out_layout", layouts.out);
+    }
+    Expr data = ToBlocked(args[0], ChannelBlock(layouts.data));
+    Expr weight = Transform(ToPlain(args[1]), "OIHW", layouts.kernel);
+    return {Call(*call.op, {data, weight}, attrs), ChannelBlock(layouts.out)};
   }
 
-  // A dense layer with a constant float32 weight [N, K] gets the weight packed now when the
-  // kernel choice says so (for N a multiple of 16: panels of 16 output columns, "NK16n",
-  // [N / 16, K, 16], the packed matrix kernel's form), so that no run packs it.
+  // A dense layer gets the weight layout of the implementation chosen for it, a constant weight
+  // packed now, so that no run packs it.
   Value Dense(const CallNode& call, const std::vector<Value>& args) {
+    if (call.attrs.GetString("weight_layout") != "NK" || !call.attrs.GetString("implementation").empty()) {
+      return Plain(call, args);
+    }
     Expr weight = ToPlain(args[1]);
-    bool packable = call.attrs.GetString("weight_layout") == "NK" && weight->As<ConstantNode>() != nullptr &&
-                    IsFloat32(weight) && IsFloat32(call.args[0]);
-    std::string packed = packable ? target::PackedDenseLayout(weight->type().tensor().shape[0]) : "";
-    if (packed.empty()) return Plain(call, args);
+    Expr data = ToPlain(args[0]);
+    Expr as_given = Call(*call.op, {data, weight}, call.attrs);  // its weight as the problem sees it
+    strategy::DenseProblem problem = strategy::DenseProblemOf(*as_given->As<CallNode>());
+    const strategy::DenseImplementation* chosen = strategy::ChooseDense(problem, config_);
+    if (chosen == nullptr) return {as_given, 0};
+    std::string layout = chosen->weight_layout(config_);
     Attrs attrs = call.attrs;
-    attrs.Set("weight_layout", packed);
-    return {Call(*call.op, {ToPlain(args[0]), Transform(weight, "NK", packed)}, attrs), 0};
+    attrs.Set("implementation", std::string(chosen->name));
+    attrs.Set("weight_layout", layout);
+    return {Call(*call.op, {data, Transform(weight, "NK", layout)}, attrs), 0};
   }
 
   // Broadcasting arithmetic whose result is a 4-D NCHW tensor, in NCHW[block]c. An operand that
@@ -272,7 +267,7 @@ class LayoutRewriter {
     return {Call(*call.op, operands, attrs), block};
   }
 
-  int64_t block_;
+  const kernels::KernelConfig config_;  // the target's, with the pass' channel block
   // (value, "src>dst") -> (the value, kept alive so that its address stays its own; the result)
   std::map<std::pair<const ExprNode*, std::string>, std::pair<Expr, Expr>> transforms_;
 };
@@ -285,13 +280,16 @@ Expr AlterOpLayout(const Expr& main, const AlterOpLayoutOptions& options) {
   runtime::Check(options.block == 0 || options.block == 8 || options.block == 16,
                  "AlterOpLayout: the channel block must be 8 or 16 (0 disables the pass), got ", options.block);
   if (options.block == 0) return main;
-  return LayoutRewriter(options.block).Run(*f);
+  kernels::KernelConfig config = strategy::ConfigFor(options.target);
+  config.conv_block = static_cast<int>(options.block);
+  return LayoutRewriter(config).Run(*f);
 }
 
 Expr AlterOpLayout(const Expr& main, const PassEnvironment& environment) {
   AlterOpLayoutOptions options;
+  options.target = environment.target;
   options.block = environment.context.GetInt("kiln.AlterOpLayout.block");
-  if (options.block == -1) options.block = target::PreferredConvBlock(environment.target);
+  if (options.block == -1) options.block = strategy::ConfigFor(environment.target).conv_block;
   return AlterOpLayout(main, options);
 }
 

@@ -2,14 +2,15 @@
 // [N, C / x, H, W, x]; the x channels of a block sit side by side, so a convolution kernel can
 // hold one block of output channels in a vector register (kernels/conv/conv2d_nchwc.cc).
 //
-//   - nn.conv2d (float32, groups 1) whose output channels divide by the block (the
-//     kiln.AlterOpLayout.block config, by default the target's choice, target/kernel_choice.h;
-//     else half of it when that is 8 or more)
-//     produces NCHW[x]c, with its weights packed as OIHW[i]i[x]o. It reads its input as it comes:
-//     blocked when the producer is blocked, else plain NCHW (i = 1), so a first convolution over
-//     3 channels needs no transform.
-//   - A depthwise nn.conv2d (groups == C == O) whose channels divide by a block runs blocked too,
-//     with weights OIHW1i[x]o.
+//   - nn.conv2d and nn.dense are laid out as the implementation that the kernel selection
+//     (strategy/conv2d.h, strategy/dense.h) chooses for the target wants, and carry its name in
+//     their `implementation` attribute. A blocked convolution (float32, groups 1, output channels
+//     dividing by the block: the kiln.AlterOpLayout.block config, by default the target's, or
+//     half of it when that is 8 or more) produces NCHW[x]c, with its weights packed as
+//     OIHW[i]i[x]o; it reads its input as it comes: blocked when the producer is blocked, else
+//     plain NCHW (i = 1), so a first convolution over 3 channels needs no transform. A depthwise
+//     one (groups == C == O) reads its input in its own block, with weights OIHW1i[x]o. A dense
+//     layer's constant weight is packed in panels (NK16n) when its implementation wants them.
 //   - Ops that work on blocked data follow their input: elementwise ops; broadcasting arithmetic
 //     whose other operand is a scalar, per-channel, spatial or full tensor (reshaped or
 //     transformed to match); nn.bias_add on channels (it becomes an add of the reshaped bias);
@@ -35,6 +36,7 @@ namespace kiln::transform {
 
 struct AlterOpLayoutOptions {
   int64_t block = 16;  // channel block of NCHW[x]c; 0: leave the function alone
+  target::Target target = target::HostTarget();  // whose kernel configuration the choices read
 };
 
 ir::Expr AlterOpLayout(const ir::Expr& main, const AlterOpLayoutOptions& options);

@@ -56,6 +56,22 @@ std::string FloatLiteral(double value) {
   return text;
 }
 
+std::string Float32Literal(float value) {
+  std::string literal = FloatLiteral(value);
+  return std::isfinite(value) ? literal + "f" : literal;
+}
+
+std::string ParamsLiteral(const KernelParams& params) {
+  std::string fields;
+  for (const KernelParams::Value& field : params.fields) {
+    if (!fields.empty()) fields += ", ";
+    if (const auto* i = std::get_if<int64_t>(&field)) fields += IntLiteral(*i);
+    if (const auto* f = std::get_if<float>(&field)) fields += Float32Literal(*f);
+    if (const auto* b = std::get_if<bool>(&field)) fields += *b ? "true" : "false";
+  }
+  return "kiln::kernels::" + params.type + "{" + fields + "}";
+}
+
 AxisView ViewAroundAxis(const ir::CallNode& call, const std::vector<int64_t>& shape) {
   AxisView view;
   view.axis = static_cast<int>(call.attrs.GetInt("axis"));

@@ -56,6 +56,8 @@ std::string IntLiteral(int64_t value);
 std::string IntList(const std::vector<int64_t>& values);
 // A float literal that reads back bit-exactly ("0.100000001f", "-INFINITY").
 std::string FloatLiteral(double value);
+// A float literal of the value as float ("0.5f", INFINITY, NAN).
+std::string Float32Literal(float value);
 
 // A tensor of `shape` seen as [outer, shape[axis], inner] around the `axis` attribute of `call`
 // (negative counts from the back).

@@ -22,9 +22,8 @@ class StepPrinter {
 
   void operator()(const KernelCall& call) {
     std::string args;
-    if (!call.params_type.empty()) {
-      code_.Line("kiln::kernels::" + call.params_type + " params{};");
-      for (const KernelArg& field : call.params) code_.Line("params." + field.name + " = " + Value(field) + ";");
+    if (call.params) {
+      code_.Line("const auto params = " + ParamsLiteral(*call.params) + ";");
       args = "params";
     }
     for (const KernelArg& arg : call.args) args += (args.empty() ? "" : ", ") + Value(arg);
@@ -34,7 +33,7 @@ class StepPrinter {
         steps += std::string(steps.empty() ? "" : ", ") + "{static_cast<kiln::kernels::EpilogueStep::Op>(" +
                  std::to_string(step.op) + "), static_cast<kiln::kernels::EpilogueStep::Operand>(" +
                  std::to_string(step.operand) + "), " + (step.data ? Name(*step.data) : "nullptr") + ", " +
-                 Float(step.lo) + ", " + Float(step.hi) + "}";
+                 Float32Literal(step.lo) + ", " + Float32Literal(step.hi) + "}";
       }
       if (!call.epilogue.empty()) code_.Line("const kiln::kernels::EpilogueStep epilogue[] = {" + steps + "};");
       args += call.epilogue.empty() ? ", nullptr, 0" : ", epilogue, " + std::to_string(call.epilogue.size());
@@ -67,15 +66,10 @@ class StepPrinter {
  private:
   std::string Name(BufferId b) const { return BufferName(plan_.buffers[b]); }
 
-  static std::string Float(float value) {
-    std::string literal = FloatLiteral(value);
-    return std::isfinite(value) ? literal + "f" : literal;
-  }
-
   std::string Value(const KernelArg& arg) const {
     if (const auto* b = std::get_if<BufferId>(&arg.value)) return Name(*b);
     if (const auto* i = std::get_if<int64_t>(&arg.value)) return IntLiteral(*i);
-    if (const auto* f = std::get_if<float>(&arg.value)) return Float(*f);
+    if (const auto* f = std::get_if<float>(&arg.value)) return Float32Literal(*f);
     return std::get<bool>(arg.value) ? "true" : "false";
   }
 

@@ -6,7 +6,7 @@
 #include "backend/codegen/lowering.h"
 #include "ir/layout.h"
 #include "runtime/error.h"
-#include "target/kernel_choice.h"
+#include "strategy/dense.h"
 
 namespace kiln::backend {
 namespace {
@@ -22,29 +22,15 @@ void RequireFloat32(const KernelOperands& o) {
   }
 }
 
-std::vector<KernelArg> WindowParams(const ir::Attrs& attrs, bool all_pads) {
-  const auto& strides = attrs.GetInts("strides");
-  const auto& dilation = attrs.GetInts("dilation");
-  const auto& padding = attrs.GetInts("padding");
-  std::vector<KernelArg> params = {Int("stride_h", strides[0]),    Int("stride_w", strides[1]),
-                                   Int("dilation_h", dilation[0]), Int("dilation_w", dilation[1]),
-                                   Int("pad_top", padding[0]),     Int("pad_left", padding[1])};
-  if (all_pads) {
-    params.push_back(Int("pad_bottom", padding[2]));
-    params.push_back(Int("pad_right", padding[3]));
-  }
-  return params;
-}
-
-// The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n").
+// The weight is [N, K] ("NK") or packed by AlterOpLayout ("NK16n"), as its implementation wants.
 KernelCall PlanDense(const KernelOperands& o) {
   RequireFloat32(o);
-  const std::string& layout = o.call.attrs.GetString("weight_layout");
+  const strategy::DenseImplementation& implementation = strategy::DenseImplementationOf(o.call);
   int64_t k = o.input_types[0].shape.back(), n = o.output_types[0].shape.back();
   int64_t m = o.input_types[0].NumElements() / k;
-  target::DenseKernel kernel = target::DenseKernelFor(layout);
   KernelCall call;
-  if (kernel == target::DenseKernel::kGemmPacked) {
+  call.implementation = implementation.name;
+  if (implementation.kernel == strategy::DenseKernel::kGemmPacked) {
     call.kernel = "GemmPacked";
     call.args = {Int("m", m),
                  Int("n", n),
@@ -56,8 +42,6 @@ KernelCall PlanDense(const KernelOperands& o) {
                  Int("ldc", n)};
     return call;
   }
-  runtime::Check(kernel == target::DenseKernel::kGemm, "nn.dense with weight layout ", layout,
-                 " is not supported by the host code generator (NK or NK16n)");
   call.kernel = "Gemm";
   call.args = {Int("m", m),
                Int("n", n),
@@ -113,16 +97,14 @@ KernelCall PlanPool2D(const KernelOperands& o) {
   bool average = kAvgPool2D.Is(o.call.op);
   KernelCall call;
   call.kernel = std::string(average ? "AvgPool2D" : "MaxPool2D") + (block == 0 ? "" : "NCHWc");
-  call.params_type = "Pool2DParams";
-  call.params = {Int("batch_channels", data[0] * data[1]),
-                 Int("in_height", data[2]),
-                 Int("in_width", data[3]),
-                 Int("out_height", out[2]),
-                 Int("out_width", out[3]),
-                 Int("pool_h", pool[0]),
-                 Int("pool_w", pool[1]),
-                 Flag("count_include_pad", average && attrs.GetInt("count_include_pad") != 0)};
-  for (KernelArg& field : WindowParams(attrs, /*all_pads=*/true)) call.params.push_back(std::move(field));
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  call.params = TypedParams(
+      "Pool2DParams",
+      kernels::Pool2DParams{data[0] * data[1], data[2], data[3], out[2], out[3], pool[0], pool[1], strides[0],
+                            strides[1], dilation[0], dilation[1], padding[0], padding[1], padding[2], padding[3],
+                            average && attrs.GetInt("count_include_pad") != 0});
   if (block != 0) call.args.push_back(Int("block", block));
   call.args.push_back(Buffer("data", o.inputs[0]));
   call.args.push_back(Buffer("out", o.outputs[0]));
@@ -167,9 +149,8 @@ KernelCall PlanTopk(const KernelOperands& o) {
   auto [axis, outer, inner] = ViewAroundAxis(o.call, shape);
   KernelCall call;
   call.kernel = "TopK";
-  call.params_type = "TopKShape";
-  call.params = {Int("outer", outer), Int("axis_size", shape[axis]), Int("inner", inner),
-                 Int("k", o.call.attrs.GetInt("k")), Flag("smallest", o.call.attrs.GetInt("is_ascend") != 0)};
+  call.params = TypedParams("TopKShape", kernels::TopKShape{outer, shape[axis], inner, o.call.attrs.GetInt("k"),
+                                                            o.call.attrs.GetInt("is_ascend") != 0});
   call.args = {Buffer("data", o.inputs[0]), Buffer("values", o.outputs[0]), Buffer("indices", o.outputs[1])};
   call.returns_status = false;
   return call;
@@ -183,9 +164,8 @@ KernelCall PlanUnique(const KernelOperands& o) {
   auto [axis, outer, inner] = ViewAroundAxis(o.call, data.shape);
   KernelCall call;
   call.kernel = "Unique";
-  call.params_type = "UniqueShape";
-  call.params = {Int("outer", outer), Int("axis_size", data.shape[axis]), Int("inner", inner),
-                 Flag("sorted", o.call.attrs.GetInt("sorted") != 0)};
+  call.params = TypedParams("UniqueShape",
+                            kernels::UniqueShape{outer, data.shape[axis], inner, o.call.attrs.GetInt("sorted") != 0});
   call.args = {Buffer("data", o.inputs[0]),    Buffer("y", o.outputs[0]),      Buffer("indices", o.outputs[1]),
                Buffer("inverse", o.outputs[2]), Buffer("counts", o.outputs[3]), Buffer("count", o.outputs[4])};
   call.returns_status = false;
@@ -198,11 +178,11 @@ KernelCall PlanNonMaxSuppression(const KernelOperands& o) {
   int64_t batches = boxes[0], classes = o.input_types[1].shape[1];
   KernelCall call;
   call.kernel = "NonMaxSuppression";
-  call.params_type = "NonMaxSuppressionShape";
-  call.params = {Int("batches", batches), Int("classes", classes), Int("boxes", boxes[1]),
-                 Int("max_per_class", batches * classes == 0 ? 0 : o.output_types[0].shape[0] / (batches * classes)),
-                 Flag("center_point_box", attrs.GetInt("center_point_box") != 0),
-                 Flag("use_score_threshold", attrs.GetInt("use_score_threshold") != 0)};
+  int64_t max_per_class = batches * classes == 0 ? 0 : o.output_types[0].shape[0] / (batches * classes);
+  call.params = TypedParams("NonMaxSuppressionShape",
+                            kernels::NonMaxSuppressionShape{batches, classes, boxes[1], max_per_class,
+                                                            attrs.GetInt("center_point_box") != 0,
+                                                            attrs.GetInt("use_score_threshold") != 0});
   call.args = {Buffer("boxes", o.inputs[0]),
                Buffer("scores", o.inputs[1]),
                Buffer("max_output_boxes_per_class", o.inputs[2]),
@@ -220,12 +200,11 @@ KernelCall PlanRoiAlign(const KernelOperands& o) {
   const auto& pooled = attrs.GetInts("pooled_size");
   KernelCall call;
   call.kernel = "RoiAlign";
-  call.params_type = "RoiAlignShape";
-  call.params = {Int("batch", data[0]), Int("channels", data[1]), Int("height", data[2]), Int("width", data[3]),
-                 Int("rois", o.input_types[1].shape[0]), Int("out_height", pooled[0]), Int("out_width", pooled[1]),
-                 Int("sampling_ratio", attrs.GetInt("sample_ratio")),
-                 Float("spatial_scale", static_cast<float>(attrs.GetFloat("spatial_scale"))),
-                 Flag("max_mode", attrs.GetString("mode") == "max"), Flag("half_pixel", attrs.GetInt("aligned") != 0)};
+  call.params = TypedParams(
+      "RoiAlignShape",
+      kernels::RoiAlignShape{data[0], data[1], data[2], data[3], o.input_types[1].shape[0], pooled[0], pooled[1],
+                             attrs.GetInt("sample_ratio"), static_cast<float>(attrs.GetFloat("spatial_scale")),
+                             attrs.GetString("mode") == "max", attrs.GetInt("aligned") != 0});
   call.args = {Buffer("data", o.inputs[0]), Buffer("rois", o.inputs[1]), Buffer("batch_indices", o.inputs[2]),
                Buffer("out", o.outputs[0])};
   return call;
@@ -252,12 +231,11 @@ KernelCall PlanGridSample(const KernelOperands& o) {
   const std::string& padding = attrs.GetString("padding_mode");
   KernelCall call;
   call.kernel = "GridSample";
-  call.params_type = "GridSampleShape";
-  call.params = {Int("batch", in[0]), Int("channels", in[1]), Int("in_height", in[2]), Int("in_width", in[3]),
-                 Int("out_height", out[2]), Int("out_width", out[3]),
-                 Int("mode", method == "nearest" ? 0 : method == "bilinear" ? 1 : 2),
-                 Int("padding_mode", padding == "zeros" ? 0 : padding == "border" ? 1 : 2),
-                 Flag("align_corners", attrs.GetInt("align_corners") != 0)};
+  int64_t mode = method == "nearest" ? 0 : method == "bilinear" ? 1 : 2;
+  int64_t padding_mode = padding == "zeros" ? 0 : padding == "border" ? 1 : 2;
+  call.params = TypedParams("GridSampleShape",
+                            kernels::GridSampleShape{in[0], in[1], in[2], in[3], out[2], out[3], mode, padding_mode,
+                                                     attrs.GetInt("align_corners") != 0});
   call.args = {Buffer("data", o.inputs[0]), Buffer("grid", o.inputs[1]), Buffer("out", o.outputs[0])};
   call.returns_status = false;
   return call;

@@ -1,13 +1,14 @@
 // Lowering a primitive function to its plan: buffers for the values that need one, and a step per
 // op or group of ops, in the function's order. Ops after a kernel that the kernel applies as its
 // epilogue join its step; runs of elementwise ops of one shape share a loop.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "backend/codegen/lowering.h"
 #include "runtime/error.h"
-#include "target/kernel_choice.h"
+#include "strategy/config.h"
 #include "transform/pattern.h"
 
 namespace kiln::backend {
@@ -161,7 +162,9 @@ class Lowerer {
       fused_.insert(member.get());
       values_[member.get()] = operands.outputs;
     }
-    plan_.steps.push_back(lowering.kernel(operands));
+    KernelCall kernel_call = lowering.kernel(operands);
+    if (kernel_call.implementation.empty()) kernel_call.implementation = kernel_call.kernel;
+    plan_.steps.push_back(std::move(kernel_call));
   }
 
   // The value x * sigmoid(x) when `x`'s readers are exactly that sigmoid (read only there) and
@@ -268,7 +271,9 @@ class Lowerer {
         values_[e.get()] = {b};
       }
     }
-    loop.parallel = target::SplitElementwiseLoop(shape_type.NumElements());
+    // Not a question of the target's cores: the runtime's thread count decides where the model
+    // runs, and with one thread the split loop runs on the calling thread.
+    loop.parallel = shape_type.NumElements() >= strategy::ConfigFor(target_).parallel_elements;
     plan_.steps.push_back(std::move(loop));
     return end;
   }
@@ -290,6 +295,21 @@ int Plan::NumOf(PlanBuffer::Kind kind) const {
   int count = 0;
   for (const PlanBuffer& b : buffers) count += b.kind == kind ? 1 : 0;
   return count;
+}
+
+std::string Plan::Implementations() const {
+  std::vector<std::string> names;
+  for (const PlanStep& step : steps) {
+    std::string name;
+    if (const auto* kernel = std::get_if<KernelCall>(&step)) name = kernel->implementation;
+    if (std::holds_alternative<ElementwiseLoop>(step)) name = "elementwise loop";
+    if (const auto* loop = std::get_if<LoopOp>(&step)) name = loop->call->op->name + " loops";
+    if (std::holds_alternative<Copy>(step)) name = "copy";
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : " + ") + name;
+  return text;
 }
 
 Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive, const target::Target& target) {

@@ -66,9 +66,6 @@ inline KernelArg Float(std::string name, float value) { return {std::move(name),
 inline KernelArg Flag(std::string name, bool value) { return {std::move(name), value}; }
 // Throws Error naming the op when an argument is not float32 (the kernels' one dtype).
 void RequireFloat32(const KernelOperands& operands);
-// The sliding-window fields of a convolution's or pooling's parameter struct: stride_h/w,
-// dilation_h/w, pad_top/left and, with `all_pads`, pad_bottom/right.
-std::vector<KernelArg> WindowParams(const ir::Attrs& attrs, bool all_pads);
 
 // The kernel planners and epilogue rules of each op family (conv_lowering.cc, kernel_calls.cc).
 KernelCall PlanConv2D(const KernelOperands& operands);

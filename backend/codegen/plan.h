@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "backend/codegen/kernel_params.h"
 #include "ir/expr.h"
 #include "kernels/kernels.h"
 #include "target/target.h"
@@ -41,13 +42,12 @@ struct EpilogueOp {
   float lo = 0, hi = 0;          // kClip bounds
 };
 
-// kiln::kernels::<kernel>(params, args..., [epilogue, epilogue size]): the parameter struct
-// `params_type` filled field by field from `params` (no struct when `params_type` is empty),
-// then `args` in order.
+// kiln::kernels::<kernel>(params, args..., [epilogue, epilogue size]): the parameter struct, when
+// the kernel takes one, then `args` in order.
 struct KernelCall {
   std::string kernel;
-  std::string params_type;
-  std::vector<KernelArg> params;
+  std::string implementation;  // what inspect and the profiler name: the kernel selection's choice
+  std::optional<KernelParams> params;
   std::vector<KernelArg> args;
   bool takes_epilogue = false;  // the kernel takes (const EpilogueStep*, int) last
   std::vector<EpilogueOp> epilogue;
@@ -89,6 +89,11 @@ struct Plan {
   ir::Expr function;  // the primitive function; steps point at its calls
   std::vector<PlanBuffer> buffers;  // the parameters, then the outputs, then workspace
   std::vector<PlanStep> steps;
+
+  // What computes the function, as inspect and the profiler show it: the kernel implementations
+  // and "elementwise loop", "<op> loops" or "copy" for the other steps, each once, in order,
+  // joined by " + ".
+  std::string Implementations() const;
 
   BufferId Param(int index) const { return index; }
   BufferId Output(int index) const { return NumOf(PlanBuffer::kParam) + index; }

@@ -38,13 +38,12 @@ void EmitTfIdfVectorizer(EmitContext& c) {
   std::string gram_table = table("int64_t", "grams", grams, IntLiteral);
   std::string column_table = table("int64_t", "columns", columns, IntLiteral);
   std::string weight_table = table("float", "weights", weights, [](double w) { return FloatLiteral(w); });
-  c.code.Line("kiln::kernels::TfIdfShape shape{};");
-  const std::pair<const char*, int64_t> fields[] = {
-      {"rows", x.size() == 2 ? x[0] : 1}, {"row_size", x.back()}, {"grams", static_cast<int64_t>(columns.size())},
-      {"columns", y.back()}, {"min_gram_length", min_n}, {"max_gram_length", max_n},
-      {"max_skip_count", attrs.GetInt("max_skip_count")}, {"mode", mode == "TF" ? 1 : mode == "IDF" ? 2 : 3}};
-  for (const auto& [name, value] : fields) c.code.Line(std::string("shape.") + name + " = " + IntLiteral(value) + ";");
-  c.code.Line(std::string("shape.has_weights = ") + (weights.empty() ? "false" : "true") + ";");
+  kernels::TfIdfShape shape{x.size() == 2 ? x[0] : 1,       x.back(),
+                            static_cast<int64_t>(columns.size()), y.back(),
+                            min_n,                                 max_n,
+                            attrs.GetInt("max_skip_count"),        mode == "TF" ? 1 : mode == "IDF" ? 2 : 3,
+                            !weights.empty()};
+  c.code.Line("const auto shape = " + ParamsLiteral(TypedParams("TfIdfShape", shape)) + ";");
   c.code.Line("kiln::kernels::TfIdfVectorizer(shape, " + gram_table + ", " + column_table + ", " + weight_table + ", " +
               c.inputs[0] + ", " + c.outputs[0] + ");");
 }

@@ -268,7 +268,9 @@ void RegisterNnOps(OpTable& table) {
                {"groups", AttrKind::kInt, int64_t{1}, "channel groups"},
                {"data_layout", AttrKind::kString, std::string("NCHW"), "data layout"},
                {"kernel_layout", AttrKind::kString, std::string("OIHW"), "weight layout"},
-               {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
+               {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"},
+               {"implementation", AttrKind::kString, std::string(""),
+                "the implementation chosen (strategy/conv2d.h); empty: the first that computes the layouts"}},
               OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution", nullptr, LayoutRule::kConvolution});
   Add(table, {"nn.conv2d_transpose", 2, 2,
               {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},
@@ -282,7 +284,9 @@ void RegisterNnOps(OpTable& table) {
               OpPattern::kOutEWiseFusable, Conv2DTranspose,
               "2-D transposed convolution (Legalize rewrites it as a convolution for kiln's own kernels)"});
   Add(table, {"nn.dense", 2, 2,
-              {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"}},
+              {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"},
+               {"implementation", AttrKind::kString, std::string(""),
+                "the implementation chosen (strategy/dense.h); empty: the first that computes the layout"}},
               OpPattern::kOutEWiseFusable, Dense, "data [..., K] x weight [N, K]^T", nullptr, LayoutRule::kDense});
   Add(table, {"nn.batch_matmul", 2, 2,
               {{"transpose_a", AttrKind::kInt, int64_t{0}, "a is [B, K, M]"},

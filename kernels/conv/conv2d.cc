@@ -75,7 +75,10 @@ void Im2ColRows(int64_t begin, int64_t end, void* context) {
 }  // namespace
 
 int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out) {
-  if (p.groups == p.in_channels && p.out_channels % p.in_channels == 0 && p.groups > 1) {
+  if (p.depthwise) {
+    if (p.groups != p.in_channels || p.out_channels % p.in_channels != 0) {
+      return Fail("Conv2D: a depthwise convolution needs one group per input channel");
+    }
     DepthwiseJob job{&p, data, weight, out};
     return ParallelFor(p.batch * p.out_channels, DepthwiseChannels, &job);
   }

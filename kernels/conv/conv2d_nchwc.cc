@@ -1,10 +1,11 @@
 // 2-D convolution in blocked layouts (NCHW[x]c data, packed weights; see kernels.h): a direct
 // convolution whose micro-kernel keeps a tile of T output positions of one output channel block
 // in registers (simd.h), accumulates over input channels and kernel taps, applies the fused
-// epilogue and stores. Padded inputs are first copied with their zeros written out (depthwise
-// ones excepted), so tiles need no checks; tiles that still touch the border, or are narrower
-// than the compiled tiles, check each tap. A strided 1x1 convolution first gathers the positions
-// it reads, and a 1x1 convolution over a small plane runs as one long row.
+// epilogue and stores. As the parameters say (the compiler's kernel selection decides,
+// strategy/conv2d.cc), a padded input is first copied with its zeros written out, so tiles need
+// no checks, a strided 1x1 convolution first gathers the positions it reads, and a 1x1
+// convolution over a small plane runs as one long row. Tiles that still touch the border, or
+// are narrower than the compiled tiles, check each tap.
 //
 // Work items are (batch, output channel block, a few output rows), split across threads. Input
 // channel blocks are taken in chunks whose weights fit in L1 cache; between chunks the partial
@@ -22,7 +23,6 @@ namespace {
 
 constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of input channels
 constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
-constexpr int64_t kMaxFlatPositions = 256;        // pointwise planes up to this size run as one row
 
 struct Job {
   const Conv2DNCHWcParams* p;
@@ -312,15 +312,19 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
   int64_t width = (p.out_width - 1) * p.stride_w + (p.kernel_width - 1) * p.dilation_w + 1;
   bool padded = p.pad_top > 0 || p.pad_left > 0 || p.in_height + p.pad_top < height || p.in_width + p.pad_left < width;
   bool one_by_one = p.kernel_height == 1 && p.kernel_width == 1;
+  if ((p.copy_padded && (p.gather_strided || p.depthwise)) ||
+      (p.gather_strided && (!one_by_one || padded || p.depthwise))) {
+    return Fail("Conv2DNCHWc: copy_padded and gather_strided exclude each other and need a convolution that is "
+                "not depthwise (gather_strided: 1x1, without padding)");
+  }
   GatherJob gather{&p, data, nullptr, height, width, 1, 1};
-  if (!p.depthwise && one_by_one && !padded && (p.stride_h > 1 || p.stride_w > 1)) {
+  if (p.gather_strided) {
     gather = GatherJob{&p, data, nullptr, p.out_height, p.out_width, p.stride_h, p.stride_w};
     run.stride_h = run.stride_w = 1;
-  } else if (p.depthwise || !padded) {
-    gather.data = nullptr;  // reads the input as it is
   }
-  Workspace copy(gather.data != nullptr ? p.batch * p.in_channels * gather.height * gather.width * sizeof(float) : 0);
-  if (gather.data != nullptr) {
+  Workspace copy(p.copy_padded || p.gather_strided ? p.batch * p.in_channels * gather.height * gather.width * sizeof(float)
+                                                   : 0);
+  if (p.copy_padded || p.gather_strided) {
     if (!copy.ok()) return Fail("Conv2DNCHWc: out of workspace memory");
     gather.copy = copy.as<float>();
     ParallelFor(p.batch * (p.in_channels / p.in_block), GatherPlanes, &gather);
@@ -329,11 +333,10 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
     run.in_width = gather.width;
     run.pad_top = run.pad_left = 0;
   }
-  // A 1x1 convolution with stride 1 and no padding reads position p of a plane for output
-  // position p: small planes run as one row, so that tiles need not stop at row ends.
-  bool pointwise = one_by_one && run.stride_h == 1 && run.stride_w == 1 && run.pad_top == 0 && run.pad_left == 0 &&
-                   run.out_height == run.in_height && run.out_width == run.in_width;
-  if (pointwise && p.out_height * p.out_width <= kMaxFlatPositions) {
+  if (p.flat_plane) {  // position q of a plane is read for output position q (after a gather too)
+    bool pointwise = one_by_one && run.stride_h == 1 && run.stride_w == 1 && run.pad_top == 0 &&
+                     run.pad_left == 0 && run.out_height == run.in_height && run.out_width == run.in_width;
+    if (!pointwise) return Fail("Conv2DNCHWc: flat_plane needs a 1x1 convolution with stride 1 and no padding");
     run.in_width = run.out_width = p.out_height * p.out_width;
     run.in_height = run.out_height = 1;
   }

@@ -18,7 +18,7 @@ namespace kiln::kernels {
 namespace {
 
 using V = Vec<kGemmPanel>;
-constexpr int kTileRows = kTileWidth<kGemmPanel>;  // 6 with AVX2 (12 ymm accumulators), 14 with AVX-512
+constexpr int kTileRows = kCompiledConfig.gemm_tile_rows;  // 6 with AVX2 (12 ymm accumulators), 14 with AVX-512
 constexpr int64_t kBlockK = 256;                   // a panel's block: 256 x 16 floats, 16 KiB
 constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 96 x 256 floats with AVX2
 constexpr int64_t kBlockPanels = 4;                // 64 columns of C per task

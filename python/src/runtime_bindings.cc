@@ -293,6 +293,8 @@ void RegisterMeasurements(py::module_& m) {
       .def_readonly("node", &runtime::NodeTiming::node)
       .def_readonly("name", &runtime::NodeTiming::name)
       .def_readonly("function", &runtime::NodeTiming::function)
+      .def_readonly("implementation", &runtime::NodeTiming::implementation,
+                    "what computes the node's function: kernel implementations, loops")
       .def_readonly("start_us", &runtime::NodeTiming::start_us)
       .def_readonly("duration_us", &runtime::NodeTiming::duration_us)
       .def_readonly("shapes", &runtime::NodeTiming::shapes);

@@ -29,15 +29,21 @@ const T& StepAt(const Plan& plan, size_t index) {
   return *step;
 }
 
-// The value of the parameter or argument `name` of a kernel call.
+// The value of the argument `name` of a kernel call.
 KernelArg::Value ArgOf(const KernelCall& call, const std::string& name) {
-  for (const std::vector<KernelArg>* list : {&call.params, &call.args}) {
-    for (const KernelArg& arg : *list) {
-      if (arg.name == name) return arg.value;
-    }
+  for (const KernelArg& arg : call.args) {
+    if (arg.name == name) return arg.value;
   }
   ADD_FAILURE() << call.kernel << " has no argument " << name;
   return int64_t{-1};
+}
+
+// The kernel call's parameter struct is `want`, field by field.
+template <typename P>
+void ExpectParams(const KernelCall& call, const char* type, const P& want) {
+  ASSERT_TRUE(call.params.has_value()) << call.kernel << " has no parameter struct";
+  EXPECT_EQ(call.params->type, type);
+  EXPECT_EQ(call.params->fields, TypedParams(type, want).fields);
 }
 
 // The op names of an elementwise loop's members, in order.
@@ -61,12 +67,12 @@ TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(conv.kernel, "Conv2DNCHWc");
-  EXPECT_EQ(conv.params_type, "Conv2DNCHWcParams");
-  EXPECT_EQ(ArgOf(conv, "in_block"), Int(16));
-  EXPECT_EQ(ArgOf(conv, "out_block"), Int(16));
-  EXPECT_EQ(ArgOf(conv, "in_channels"), Int(16));
-  EXPECT_EQ(ArgOf(conv, "pad_top"), Int(1));
-  EXPECT_EQ(ArgOf(conv, "depthwise"), KernelArg::Value(false));
+  EXPECT_EQ(conv.implementation, "conv2d.nchwc_direct");  // the first that computes these layouts
+  // N, C, H, W, in block, O, out block, KH, KW, OH, OW, strides, dilations, pads top and left, not
+  // depthwise; the padded input is copied first, no strided gather, no flat plane.
+  ExpectParams(conv, "Conv2DNCHWcParams",
+               kernels::Conv2DNCHWcParams{1, 16, 4, 4, 16, 16, 16, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, false, true, false,
+                                          false});
   EXPECT_EQ(ArgOf(conv, "data"), KernelArg::Value(plan.Param(0)));
   ASSERT_TRUE(conv.takes_epilogue);
   ASSERT_EQ(conv.epilogue.size(), 3u);
@@ -123,7 +129,10 @@ TEST(Lowering, EpilogueStopsAtValuesReadElsewhere) {
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
   ASSERT_EQ(conv.epilogue.size(), 1u);
   EXPECT_EQ(conv.epilogue[0].op, Step::kRelu);
-  EXPECT_EQ(ArgOf(conv, "out_block"), Int(8));
+  EXPECT_EQ(conv.implementation, "conv2d.nchwc_1x1");
+  ExpectParams(conv, "Conv2DNCHWcParams",
+               kernels::Conv2DNCHWcParams{1, 8, 4, 4, 8, 8, 8, 1, 1, 4, 4, 1, 1, 1, 1, 0, 0, false, false, false,
+                                          true});  // 16 positions run as one row
 
   Plan returned = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 8), float32], %p1: Tensor[(1, 1, 1, 1, 8, 8), float32]) {
     %0 = nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c");
@@ -142,17 +151,24 @@ TEST(Lowering, PlainConvolutionKeepsItsTailAsALoop) {
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(conv.kernel, "Conv2D");
-  EXPECT_EQ(conv.params_type, "Conv2DParams");
+  EXPECT_EQ(conv.implementation, "conv2d.nchw_depthwise");  // one group per channel, multiplier 3
   EXPECT_FALSE(conv.takes_epilogue);
-  EXPECT_EQ(ArgOf(conv, "groups"), Int(2));
-  EXPECT_EQ(ArgOf(conv, "out_channels"), Int(6));
-  EXPECT_EQ(ArgOf(conv, "stride_h"), Int(2));
-  EXPECT_EQ(ArgOf(conv, "stride_w"), Int(1));
-  EXPECT_EQ(ArgOf(conv, "pad_top"), Int(1));
-  EXPECT_EQ(ArgOf(conv, "pad_left"), Int(0));
-  EXPECT_EQ(ArgOf(conv, "out_height"), Int(3));
-  EXPECT_EQ(ArgOf(conv, "out_width"), Int(2));
+  ExpectParams(conv, "Conv2DParams", kernels::Conv2DParams{1, 2, 5, 4, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 2, true});
   EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("nn.relu"));
+}
+
+// A parameter struct is written whole, in its fields' order, as the kernel declares it.
+TEST(Lowering, KernelParametersArePrintedWhole) {
+  KernelParams roi = TypedParams("RoiAlignShape", kernels::RoiAlignShape{1, 2, 3, 4, 5, 6, 7, 0, 0.25f, true, false});
+  EXPECT_EQ(ParamsLiteral(roi), "kiln::kernels::RoiAlignShape{1LL, 2LL, 3LL, 4LL, 5LL, 6LL, 7LL, 0LL, 0.25f, true, false}");
+  static_assert(detail::FieldCount<kernels::Conv2DNCHWcParams>() == 21, "Conv2DNCHWcParams has 21 fields");
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(4, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w); %0
+  })");
+  EXPECT_THAT(GenerateOperatorSource(plan),
+              HasSubstr("const auto params = kiln::kernels::Conv2DParams{1LL, 2LL, 5LL, 4LL, 4LL, 3LL, 3LL, 3LL, 2LL, "
+                        "1LL, 1LL, 1LL, 1LL, 0LL, 0LL, 1LL, false};"));
+  EXPECT_EQ(plan.Implementations(), "conv2d.nchw_im2col_gemm");
 }
 
 TEST(Lowering, UnsupportedBlockedFormIsAClearError) {
@@ -162,7 +178,8 @@ TEST(Lowering, UnsupportedBlockedFormIsAClearError) {
     })");
     FAIL() << "no error";
   } catch (const runtime::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("is not supported by the host code generator: the kernel layout must be OIHW16i16o"));
+    EXPECT_THAT(e.what(), HasSubstr("is not supported by the host code generator ("));
+    EXPECT_THAT(e.what(), HasSubstr("conv2d.nchwc_1x1: the kernel layout must be OIHW16i16o"));
   }
 }
 
@@ -175,6 +192,8 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& gemm = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(gemm.kernel, "GemmPacked");
+  EXPECT_EQ(gemm.implementation, "dense.gemm_packed");
+  EXPECT_EQ(plan.Implementations(), "dense.gemm_packed + elementwise loop");
   EXPECT_EQ(ArgOf(gemm, "m"), Int(128));
   EXPECT_EQ(ArgOf(gemm, "n"), Int(512));
   EXPECT_EQ(ArgOf(gemm, "k"), Int(64));
@@ -216,7 +235,7 @@ TEST(Lowering, UnsupportedWeightLayoutIsAClearError) {
     })");
     FAIL() << "no error";
   } catch (const runtime::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("nn.dense with weight layout NK8n is not supported by the host code generator"));
+    EXPECT_THAT(e.what(), HasSubstr("nn.dense with weight layout NK8n on float32 is not supported by the host code generator"));
   }
 }
 
@@ -284,10 +303,8 @@ TEST(Lowering, PoolingSoftmaxAndLayerNormKernels) {
   const KernelCall& pool = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(pool.kernel, "AvgPool2DNCHWc");
   EXPECT_EQ(ArgOf(pool, "block"), Int(8));
-  EXPECT_EQ(ArgOf(pool, "batch_channels"), Int(2));
-  EXPECT_EQ(ArgOf(pool, "out_height"), Int(3));
-  EXPECT_EQ(ArgOf(pool, "pad_bottom"), Int(0));
-  EXPECT_EQ(ArgOf(pool, "count_include_pad"), KernelArg::Value(true));
+  // 2 planes of blocks, 6 x 6 -> 3 x 3, 3 x 3 windows, strides 2, dilations 1, pads 1, 1, 0, 0.
+  ExpectParams(pool, "Pool2DParams", kernels::Pool2DParams{2, 6, 6, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, true});
   const KernelCall& softmax = StepAt<KernelCall>(plan, 1);
   EXPECT_EQ(softmax.kernel, "Softmax");
   EXPECT_EQ(ArgOf(softmax, "outer"), Int(1));

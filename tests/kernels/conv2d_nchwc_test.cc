@@ -1,7 +1,7 @@
 // The blocked-layout kernels (conv2d_nchwc.cc, pool_nchwc.cc) against a naive reference in this
 // file and against the NCHW kernels, over random shapes: input and output blocks, strides,
-// padding, dilation, depthwise groups, odd widths, fused epilogues; serial and on the thread
-// pool. Compiled with -march=native like model libraries, so the vector path of this machine is
+// padding, dilation, depthwise groups, odd widths, fused epilogues, every way of reading the input
+// (padded copy, strided gather, flat planes); serial and on the thread pool. Compiled with -march=native like model libraries, so the vector path of this machine is
 // the one tested.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -84,9 +84,40 @@ std::vector<float> ReferenceConv(const std::vector<float>& x, const std::vector<
   return out;
 }
 
+// What the input modes of Conv2DNCHWcParams may be for `s` (kernels.h).
+struct InputModes {
+  bool padded, one_by_one, strided;
+  bool CanGather() const { return one_by_one && !padded && strided; }
+  bool CanFlatten(bool copy_padded, bool gather_strided) const {
+    return one_by_one && (!strided || gather_strided) && (!padded || copy_padded);
+  }
+};
+
+InputModes ModesOf(const Shape& s) {
+  int64_t height = (s.oh() - 1) * s.sh + (s.kh - 1) * s.dh + 1, width = (s.ow() - 1) * s.sw + (s.kw - 1) * s.dw + 1;
+  return {s.pt > 0 || s.pl > 0 || s.h + s.pt < height || s.w + s.pl < width, s.kh == 1 && s.kw == 1,
+          s.sh > 1 || s.sw > 1};
+}
+
+// The parameters with the input modes the compiler would choose (strategy/conv2d.cc).
 Conv2DNCHWcParams Params(const Shape& s) {
-  return {s.n, s.c, s.h, s.w, s.depthwise ? s.ob : s.ib, s.o, s.ob, s.kh, s.kw, s.oh(), s.ow(),
-          s.sh, s.sw, s.dh, s.dw, s.pt, s.pl, s.depthwise};
+  InputModes m = ModesOf(s);
+  bool copy_padded = !s.depthwise && m.padded, gather_strided = !s.depthwise && m.CanGather();
+  bool flat_plane = m.CanFlatten(copy_padded, gather_strided) && s.oh() * s.ow() <= 256;
+  return {s.n,  s.c,  s.h,  s.w,  s.depthwise ? s.ob : s.ib, s.o, s.ob, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw,
+          s.dh, s.dw, s.pt, s.pl, s.depthwise, copy_padded,     gather_strided, flat_plane};
+}
+
+// Any input modes the kernel takes for `s`, at random: each way of reading the input computes
+// the same convolution.
+Conv2DNCHWcParams RandomModes(const Shape& s, std::mt19937& rng) {
+  auto coin = [&] { return std::uniform_int_distribution<int>(0, 1)(rng) == 1; };
+  InputModes m = ModesOf(s);
+  Conv2DNCHWcParams p = Params(s);
+  p.gather_strided = !s.depthwise && m.CanGather() && coin();
+  p.copy_padded = !s.depthwise && !p.gather_strided && (m.padded || coin());
+  p.flat_plane = m.CanFlatten(p.copy_padded, p.gather_strided) && coin();
+  return p;
 }
 
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
@@ -133,14 +164,16 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     std::vector<float> w = Random(s.o * (depthwise ? 1 : s.c) * s.kh * s.kw, rng);
     int64_t ib = depthwise ? s.ob : s.ib, out_size = s.n * s.o * s.oh() * s.ow();
     std::vector<float> out(out_size, NAN);
-    Conv2DNCHWcParams p = Params(s);
+    Conv2DNCHWcParams p = iteration % 2 == 0 ? Params(s) : RandomModes(s, rng);
     ASSERT_EQ(Conv2DNCHWc(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(), nullptr, 0), 0)
         << TVMGetLastError();
     std::vector<float> want = ReferenceConv(x, w, s);
-    ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), want, s.Text());
+    std::string modes = std::string(p.copy_padded ? " copy_padded" : "") + (p.gather_strided ? " gather_strided" : "") +
+                        (p.flat_plane ? " flat_plane" : "");
+    ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), want, s.Text() + modes);
     // The NCHW kernel agrees too.
     Conv2DParams nchw{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl,
-                      depthwise ? s.c : 1};
+                      depthwise ? s.c : 1, depthwise && iteration % 2 == 0};  // depthwise: by channel or by GEMM
     std::vector<float> old(out_size);
     ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data()), 0);
     ExpectNear(old, want, s.Text() + " (NCHW kernel)");
@@ -250,6 +283,19 @@ TEST(Conv2DNCHWc, UnsupportedBlocksAreErrors) {
   p.in_block = 8;
   EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("depthwise"));
+  // Input modes that do not fit the convolution.
+  p = Params(d);
+  p.copy_padded = true;  // a depthwise convolution reads its input as it is
+  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  Shape dense{1, 16, 4, 4, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 16, 16, false};
+  p = Params(dense);
+  p.gather_strided = true;  // not 1x1
+  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("gather_strided"));
+  p = Params(dense);
+  p.flat_plane = true;  // not 1x1
+  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("flat_plane"));
 }
 
 // Blocked pooling equals NCHW pooling, for max and average (with and without the padding in the

@@ -63,9 +63,12 @@ def test_compile_run_inspect_with_symbolic_batch(tmp_path):
     timed = kiln("run", tmp_path / "m.so", "--print-time", "--repeat", "3", "--print-top", "2", "--profile")
     assert "Execution time summary" in timed.stdout and "median (ms)" in timed.stdout
     assert "Top 2 of output 0" in timed.stdout and "Total" in timed.stdout
+    # The profile and inspect name what computes each function: a weight of 3 columns is not
+    # packed (dense.gemm), the Relu is a loop after it.
+    assert "Implementation" in timed.stdout and "dense.gemm + elementwise loop" in timed.stdout
     inspected = kiln("inspect", tmp_path / "m.so").stdout
     assert "float32[2, 4]" in inspected and "Operator functions: 1 distinct, 1 calls" in inspected
-    assert "tvmgen_default_fused_nn_dense_nn_relu" in inspected  # MatMul and Relu fused
+    assert "dense.gemm + elementwise loop  tvmgen_default_fused_nn_dense_nn_relu" in inspected
 
 
 def test_damaged_libraries_are_clear_errors_never_signals(tmp_path):

@@ -58,7 +58,7 @@ TEST_F(ProfilerTest, TimingsAreOrderedAndSumToTheTotal) {
 
 TEST_F(ProfilerTest, TableIsSortedSlowestFirst) {
   ProfileReport report;
-  report.nodes = {{0, "fast", "f_fast", 0, 1.0, "a"}, {1, "slow", "f_slow", 1, 3.0, "b"}};
+  report.nodes = {{0, "fast", "f_fast", "loops", 0, 1.0, "a"}, {1, "slow", "f_slow", "conv2d.nchwc_direct", 1, 3.0, "b"}};
   report.total_us = 4.0;
   std::string table = report.Table();
   EXPECT_LT(table.find("slow"), table.find("fast"));
@@ -66,6 +66,8 @@ TEST_F(ProfilerTest, TableIsSortedSlowestFirst) {
   EXPECT_THAT(table, HasSubstr("25.00"));
   EXPECT_THAT(table, HasSubstr("Total"));
   EXPECT_THAT(table, HasSubstr("Time (us)"));
+  EXPECT_THAT(table, HasSubstr("Implementation"));
+  EXPECT_LT(table.find("conv2d.nchwc_direct"), table.find("loops"));
 }
 
 TEST_F(ProfilerTest, ChromeTraceHasOneCompleteEventPerNode) {

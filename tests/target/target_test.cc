@@ -1,6 +1,4 @@
-// Targets and kernel choice: this machine as cpuid and sysfs describe it, vector widths per
-// instruction set, and the rules AlterOpLayout and lowering share (convolution blocks, packed
-// dense weights, which kernel reads which layout, when an elementwise loop uses threads).
+// Targets: this machine as cpuid and sysfs describe it, and vector widths per instruction set.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +7,6 @@
 #include <string>
 #include <thread>
 
-#include "target/kernel_choice.h"
 #include "target/target.h"
 
 namespace kiln::target {
@@ -55,35 +52,6 @@ TEST(Target, VectorWidthFollowsTheInstructionSet) {
   t.l2_bytes = 512 << 10;
   t.l3_bytes = 32 << 20;
   EXPECT_EQ(t.ToString(), "x86-64-v3: avx2, 8-float vectors, 2 cores, L1d 32 KiB, L2 512 KiB, L3 32 MiB, no oneDNN");
-}
-
-TEST(KernelChoice, ConvolutionBlocks) {
-  EXPECT_EQ(PreferredConvBlock(TargetFor("x86-64-v4", Isa::kAvx512)), 16);
-  EXPECT_EQ(PreferredConvBlock(TargetFor("x86-64-v3", Isa::kAvx2)), 16);
-  EXPECT_EQ(PreferredConvBlock(TargetFor("x86-64", Isa::kBaseline)), 8);
-  EXPECT_EQ(ConvOutputBlock(16, 64), 16);
-  EXPECT_EQ(ConvOutputBlock(16, 24), 8);   // half the preferred block
-  EXPECT_EQ(ConvOutputBlock(16, 12), 0);
-  EXPECT_EQ(ConvOutputBlock(8, 24), 8);
-  EXPECT_EQ(ConvOutputBlock(8, 12), 0);    // 4 is no block
-  EXPECT_EQ(ConvOutputBlock(0, 16), 0);    // off
-  EXPECT_EQ(ConvKernelFor("NCHW", "OIHW", ""), ConvKernel::kDirect);
-  EXPECT_EQ(ConvKernelFor("NCHW", "OIHW", "NCHW"), ConvKernel::kDirect);
-  EXPECT_EQ(ConvKernelFor("NCHW", "OIHW1i8o", "NCHW8c"), ConvKernel::kBlocked);
-  EXPECT_EQ(ConvKernelFor("NCHW16c", "OIHW", "NCHW16c"), ConvKernel::kBlocked);
-}
-
-TEST(KernelChoice, DenseWeights) {
-  EXPECT_EQ(PackedDenseLayout(32), "NK16n");
-  EXPECT_EQ(PackedDenseLayout(24), "");
-  EXPECT_EQ(DenseKernelFor("NK"), DenseKernel::kGemm);
-  EXPECT_EQ(DenseKernelFor(PackedDenseLayout(16)), DenseKernel::kGemmPacked);
-  EXPECT_EQ(DenseKernelFor("NK8n"), DenseKernel::kNone);
-}
-
-TEST(KernelChoice, LargeElementwiseLoopsUseThreads) {
-  EXPECT_TRUE(SplitElementwiseLoop(1 << 15));
-  EXPECT_FALSE(SplitElementwiseLoop((1 << 15) - 1));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// AlterOpLayout: IR text before and the expected IR text after — blocked convolution chains with
+// AlterOpLayout: IR text before and the expected IR text after — implementations chosen and named,
+// blocked convolution chains with
 // transforms only at the borders, layout-aware consumers, constants (dense weights too) packed at build time,
 // transform pairs cancelled — and where it must not fire (opt level below 3, channels that fit
 // no block, grouped convolutions, graphs without convolutions, block 0), and its errors.
@@ -29,6 +30,9 @@ void ExpectAltered(const std::string& before, const std::string& expected, int64
 
 void ExpectUnchanged(const std::string& text, int64_t block = 16) { ExpectAltered(text, text, block); }
 
+// `text` with its "%s" replaced by `attrs`.
+std::string With(std::string text, const std::string& attrs) { return text.replace(text.find("%s"), 2, attrs); }
+
 // The first convolution reads the 3-channel input as it is (NCHW, weights OIHW1i16o); bias,
 // relu, the second convolution, the residual add and relu stay in NCHW16c; one transform brings
 // the result back.
@@ -44,13 +48,13 @@ TEST(AlterOpLayout, ConvChainIsBlockedWithTransformsOnlyAtTheBorders) {
   })",
                 R"(fn (%x: Tensor[(1, 3, 8, 8), float32], %w1: Tensor[(16, 3, 3, 3), float32], %b: Tensor[(16), float32], %w2: Tensor[(16, 16, 1, 1), float32]) {
     %p1 = layout_transform(%w1, src_layout="OIHW", dst_layout="OIHW1i16o");
-    %0 = nn.conv2d(%x, %p1, padding=[1, 1, 1, 1], kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %0 = nn.conv2d(%x, %p1, padding=[1, 1, 1, 1], kernel_layout="OIHW1i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_direct");
     %b4 = reshape(%b, newshape=[1, 16, 1, 1]);
     %b5 = reshape(%b4, newshape=[1, 1, 1, 1, 16]);
     %1 = add(%0, %b5);
     %2 = nn.relu(%1);
     %p2 = layout_transform(%w2, src_layout="OIHW", dst_layout="OIHW16i16o");
-    %3 = nn.conv2d(%2, %p2, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %3 = nn.conv2d(%2, %p2, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
     %4 = add(%3, %2);
     %5 = nn.relu(%4);
     %6 = layout_transform(%5, src_layout="NCHW16c", dst_layout="NCHW");
@@ -71,7 +75,7 @@ TEST(AlterOpLayout, ConstantsArePackedAtBuildTime) {
                 R"(fn (%x: Tensor[(1, 2, 1, 2), float32]) {
     %w = const(Tensor[(1, 2, 1, 1, 1, 8), float32], [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]);
     %b = const(Tensor[(1, 1, 1, 1, 8), float32], [1, 2, 3, 4, 5, 6, 7, 8]);
-    %0 = nn.conv2d(%x, %w, kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+    %0 = nn.conv2d(%x, %w, kernel_layout="OIHW1i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_1x1");
     %1 = add(%0, %b);
     %2 = layout_transform(%1, src_layout="NCHW8c", dst_layout="NCHW");
     %2
@@ -90,7 +94,7 @@ TEST(AlterOpLayout, ConstantDenseWeightsArePackedAtBuildTime) {
   })",
                 R"(fn (%x: Tensor[(3, 2), float32]) {
     %w = const(Tensor[(1, 2, 16), float32], [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]);
-    %0 = nn.dense(%x, %w, weight_layout="NK16n");
+    %0 = nn.dense(%x, %w, weight_layout="NK16n", implementation="dense.gemm_packed");
     %1 = nn.relu(%0);
     %1
   })");
@@ -112,9 +116,9 @@ TEST(AlterOpLayout, DepthwisePoolingAndReductionsFollowTheBlock) {
   })",
                 R"(fn (%x: Tensor[(1, 16, 6, 6), float32], %w: Tensor[(24, 16, 1, 1), float32], %d: Tensor[(24, 1, 3, 3), float32]) {
     %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i8o");
-    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_1x1");
     %pd = layout_transform(%d, src_layout="OIHW", dst_layout="OIHW1i8o");
-    %1 = nn.conv2d(%0, %pd, groups=24, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+    %1 = nn.conv2d(%0, %pd, groups=24, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW1i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_depthwise");
     %2 = nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2], layout="NCHW8c");
     %3 = mean(%2, axis=[2, 3], keepdims=1);
     %4 = nn.global_avg_pool2d(%2, layout="NCHW8c");
@@ -143,7 +147,7 @@ TEST(AlterOpLayout, BroadcastOperandsAndSharedBorderTransforms) {
                 R"(fn (%x: Tensor[(1, 16, 2, 2), float32], %w: Tensor[(16, 16, 1, 1), float32], %s: Tensor[(1, 1, 2, 2), float32], %c: Tensor[(16, 1, 1), float32]) {
     %k = const(Tensor[(), float32], [2]);
     %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
-    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
     %1 = multiply(%0, %k);
     %s5 = reshape(%s, newshape=[1, 1, 2, 2, 1]);
     %2 = add(%1, %s5);
@@ -169,9 +173,9 @@ TEST(AlterOpLayout, ConcatenateOnChannels) {
   })",
                 R"(fn (%x: Tensor[(1, 8, 3, 3), float32], %w: Tensor[(16, 8, 1, 1), float32], %v: Tensor[(16, 8, 3, 3), float32]) {
     %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
-    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
     %pv = layout_transform(%v, src_layout="OIHW", dst_layout="OIHW1i16o");
-    %1 = nn.conv2d(%x, %pv, padding=[1, 1, 1, 1], kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %1 = nn.conv2d(%x, %pv, padding=[1, 1, 1, 1], kernel_layout="OIHW1i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_direct");
     %2 = concatenate(%0, %1, axis=1);
     %3 = layout_transform(%2, src_layout="NCHW16c", dst_layout="NCHW");
     %3
@@ -197,23 +201,29 @@ TEST(AlterOpLayout, TransformPairsCancelAndCompose) {
 }
 
 TEST(AlterOpLayout, DoesNotFireWhereItShouldNot) {
-  // Output channels that fit no block (12 with blocks 16 and 8), and so their consumers neither.
-  ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(12, 16, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w); %1 = nn.relu(%0); %2 = nn.max_pool2d(%1, pool_size=[2, 2]); %2
-  })");
+  // Output channels that fit no block (12 with blocks 16 and 8), and so their consumers neither:
+  // the NCHW implementation is chosen.
+  const char* unblocked = R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(12, 16, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w%s); %1 = nn.relu(%0); %2 = nn.max_pool2d(%1, pool_size=[2, 2]); %2
+  })";
+  ExpectAltered(With(unblocked, ""), With(unblocked, ", implementation=\"conv2d.nchw_im2col_gemm\""));
   // A grouped convolution that is not depthwise.
-  ExpectUnchanged(R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w, groups=4); %0
-  })");
-  // No convolutions, and a dense layer whose weight is not a constant.
-  ExpectUnchanged(R"(fn (%x: Tensor[(2, 16), float32], %w: Tensor[(32, 16), float32]) {
-    %0 = nn.dense(%x, %w); %1 = nn.relu(%0); %1
-  })");
-  // A constant dense weight whose N (8) is not a multiple of the panel (16).
-  ExpectUnchanged(R"(fn (%x: Tensor[(2, 1), float32]) {
+  const char* grouped = R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, groups=4%s); %0
+  })";
+  ExpectAltered(With(grouped, ""), With(grouped, ", implementation=\"conv2d.nchw_im2col_gemm\""));
+  // A dense layer whose weight is not a constant, and a constant weight whose N (8) is not a
+  // multiple of the panel (16): not packed.
+  const char* dense = R"(fn (%x: Tensor[(2, 16), float32], %w: Tensor[(32, 16), float32]) {
+    %0 = nn.dense(%x, %w%s); %1 = nn.relu(%0); %1
+  })";
+  ExpectAltered(With(dense, ""), With(dense, ", implementation=\"dense.gemm\""));
+  const char* narrow = R"(fn (%x: Tensor[(2, 1), float32]) {
     %w = const(Tensor[(8, 1), float32], [0, 1, 2, 3, 4, 5, 6, 7]);
-    %0 = nn.dense(%x, %w); %0
-  })");
+    %0 = nn.dense(%x, %w%s); %0
+  })";
+  ExpectAltered(With(narrow, ""), With(narrow, ", implementation=\"dense.gemm\""));
+  // No convolutions.
   ExpectUnchanged(R"(fn (%x: Tensor[(1, 16, 4, 4), float32]) {
     %0 = nn.max_pool2d(%x, pool_size=[2, 2]); %1 = add(%0, %0); %1
   })");
@@ -302,7 +312,7 @@ TEST(AlterOpLayout, ExternalFunctionsGetPlainTensors) {
   })",
                 R"(fn (%x: Tensor[(1, 3, 4, 4), float32], %w: Tensor[(16, 3, 1, 1), float32]) {
     %0 = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
-    %1 = nn.conv2d(%x, %0, data_layout="NCHW", kernel_layout="OIHW1i16o", out_layout="NCHW16c");
+    %1 = nn.conv2d(%x, %0, data_layout="NCHW", kernel_layout="OIHW1i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
     %2 = nn.relu(%1);
     %3 = layout_transform(%2, src_layout="NCHW16c", dst_layout="NCHW");
     %e = fn [Compiler="dnnl", global_symbol="ext0", Primitive=1] (%a: Tensor[(1, 16, 4, 4), float32], %b: Tensor[(16, 3, 1, 1), float32]) {

@@ -1,0 +1,242 @@
+// The implementations of nn.conv2d and how the compiler chooses among them (conv2d.h).
+#include "strategy/conv2d.h"
+
+#include "ir/layout.h"
+#include "runtime/error.h"
+
+namespace kiln::strategy {
+namespace {
+
+using kernels::KernelConfig;
+
+// Planes of up to this many positions run a pointwise convolution as one row (kernels.h).
+constexpr int64_t kMaxFlatPositions = 256;
+
+bool IsFloat32(const ir::Expr& e) { return e->type().is_tensor() && e->type().tensor().dtype == runtime::kFloat32; }
+
+// The output block a blocked convolution with `out_channels` channels computes in when `block`
+// (8 or 16) is preferred: `block` when it divides the channels, else half of it when that is 8 or
+// more and divides them; 0 when neither does, or no block is preferred.
+int64_t OutBlock(int64_t block, int64_t out_channels) {
+  if (block <= 0) return 0;
+  if (out_channels % block == 0) return block;
+  if (block % 2 == 0 && block / 2 >= 8 && out_channels % (block / 2) == 0) return block / 2;
+  return 0;
+}
+
+std::string BlockedKernelLayout(int64_t in_block, int64_t out_block) {
+  return "OIHW" + std::to_string(in_block) + "i" + std::to_string(out_block) + "o";
+}
+
+const Conv2DLayouts kPlain{"NCHW", "OIHW", "NCHW"};
+
+// ---- Blocked layouts (Conv2DNCHWc) -------------------------------------------------------------
+
+bool DepthwiseApplies(const Conv2DProblem& p, const KernelConfig& config) {
+  return p.float32 && p.depthwise() && OutBlock(config.conv_block, p.out_channels) != 0;
+}
+
+// Depthwise: the data in the output's block, so that channel c of a block reads channel c.
+Conv2DLayouts DepthwiseLayouts(const Conv2DProblem& p, const KernelConfig& config, int64_t) {
+  int64_t block = OutBlock(config.conv_block, p.out_channels);
+  return {ir::BlockedDataLayout(block), BlockedKernelLayout(1, block), ir::BlockedDataLayout(block)};
+}
+
+// Any other: the data as its producer gives it, the weight packed for that.
+Conv2DLayouts DirectLayouts(const Conv2DProblem& p, const KernelConfig& config, int64_t producer_block) {
+  int64_t block = OutBlock(config.conv_block, p.out_channels);
+  return {ir::BlockedDataLayout(producer_block), BlockedKernelLayout(producer_block == 0 ? 1 : producer_block, block),
+          ir::BlockedDataLayout(block)};
+}
+
+bool PointwiseApplies(const Conv2DProblem& p, const KernelConfig& config) {
+  return p.float32 && p.groups == 1 && p.kernel_h == 1 && p.kernel_w == 1 &&
+         OutBlock(config.conv_block, p.out_channels) != 0;
+}
+
+bool DirectApplies(const Conv2DProblem& p, const KernelConfig& config) {
+  return p.float32 && p.groups == 1 && OutBlock(config.conv_block, p.out_channels) != 0;
+}
+
+// What Conv2DNCHWc computes: output block 8 or 16; a depthwise convolution with the data in the
+// output's block, any other with one group and the weight packed for the data's block.
+bool BlockedComputes(const Conv2DProblem& p, const Conv2DLayouts& l, bool depthwise, std::string* why) {
+  int64_t out_block = ir::ChannelBlock(l.out), in_block = ir::ChannelBlock(l.data);
+  std::string kernel = BlockedKernelLayout(depthwise || in_block == 0 ? 1 : in_block, out_block);
+  if (!p.float32) {
+    *why = "the kernel computes float32 only";
+  } else if (out_block != 8 && out_block != 16) {
+    *why = "the output block must be 8 or 16";
+  } else if (l.kernel != kernel) {
+    *why = "the kernel layout must be " + kernel;
+  } else if (depthwise && (!p.depthwise() || in_block != out_block)) {
+    *why = "a depthwise convolution needs as many groups as channels, and equal data and output blocks";
+  } else if (!depthwise && p.groups != 1) {
+    *why = "a grouped convolution needs the depthwise implementation";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+bool DepthwiseComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  return BlockedComputes(p, l, true, why);
+}
+
+bool DirectComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  return BlockedComputes(p, l, false, why);
+}
+
+bool PointwiseComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  if (p.kernel_h != 1 || p.kernel_w != 1) {
+    *why = "the kernel is not 1x1";
+    return false;
+  }
+  return BlockedComputes(p, l, false, why);
+}
+
+// ---- NCHW (Conv2D) ----------------------------------------------------------------------------
+
+bool PlainDepthwiseApplies(const Conv2DProblem& p, const KernelConfig&) {
+  return p.float32 && p.groups > 1 && p.groups == p.channels && p.out_channels % p.channels == 0;
+}
+
+bool PlainApplies(const Conv2DProblem& p, const KernelConfig&) { return p.float32; }
+
+Conv2DLayouts PlainLayouts(const Conv2DProblem&, const KernelConfig&, int64_t) { return kPlain; }
+
+bool PlainComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  if (!p.float32) {
+    *why = "the kernel computes float32 only";
+  } else if (!(l == kPlain)) {
+    *why = "the layouts must be NCHW, OIHW and NCHW";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+bool PlainDepthwiseComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  if (!PlainComputes(p, l, why)) return false;
+  if (PlainDepthwiseApplies(p, kernels::kBaselineConfig)) return true;
+  *why = "it is not a depthwise convolution (one group per input channel)";
+  return false;
+}
+
+}  // namespace
+
+Conv2DProblem Conv2DProblemOf(const ir::CallNode& call) {
+  const ir::Attrs& attrs = call.attrs;
+  ir::Layout data_layout = ir::Layout::Parse(attrs.GetString("data_layout"));
+  ir::Layout kernel_layout = ir::Layout::Parse(attrs.GetString("kernel_layout"));
+  runtime::Check(data_layout.primal() == "NCHW" && kernel_layout.primal() == "OIHW", "nn.conv2d with data layout ",
+                 data_layout.name(), " and kernel layout ", kernel_layout.name(),
+                 " is not supported by the host code generator (NCHW and OIHW, blocked or not)");
+  std::vector<int64_t> data = data_layout.ToPrimal(call.args[0]->type().tensor().shape);
+  std::vector<int64_t> weight = kernel_layout.ToPrimal(call.args[1]->type().tensor().shape);
+  std::string out_name = attrs.GetString("out_layout").empty() ? data_layout.name() : attrs.GetString("out_layout");
+  std::vector<int64_t> out = ir::Layout::Parse(out_name).ToPrimal(call.type().tensor().shape);
+  Conv2DProblem p;
+  p.batch = data[0];
+  p.channels = data[1];
+  p.height = data[2];
+  p.width = data[3];
+  p.out_channels = weight[0];
+  p.kernel_h = weight[2];
+  p.kernel_w = weight[3];
+  p.out_h = out[2];
+  p.out_w = out[3];
+  p.groups = attrs.GetInt("groups");
+  p.strides = attrs.GetInts("strides");
+  p.dilation = attrs.GetInts("dilation");
+  p.padding = attrs.GetInts("padding");
+  p.float32 = IsFloat32(call.args[0]) && IsFloat32(call.args[1]);
+  return p;
+}
+
+Conv2DLayouts Conv2DLayoutsOf(const ir::CallNode& call) {
+  const ir::Attrs& attrs = call.attrs;
+  const std::string& out = attrs.GetString("out_layout");
+  return {attrs.GetString("data_layout"), attrs.GetString("kernel_layout"),
+          out.empty() ? attrs.GetString("data_layout") : out};
+}
+
+const std::vector<Conv2DImplementation>& Conv2DImplementations() {
+  static const std::vector<Conv2DImplementation> list = {
+      {"conv2d.nchwc_depthwise", Conv2DKernel::kConv2DNCHWcDepthwise, DepthwiseApplies, DepthwiseLayouts, DepthwiseComputes},
+      {"conv2d.nchwc_1x1", Conv2DKernel::kConv2DNCHWc, PointwiseApplies, DirectLayouts, PointwiseComputes},
+      {"conv2d.nchwc_direct", Conv2DKernel::kConv2DNCHWc, DirectApplies, DirectLayouts, DirectComputes},
+      {"conv2d.nchw_depthwise", Conv2DKernel::kConv2DDepthwise, PlainDepthwiseApplies, PlainLayouts, PlainDepthwiseComputes},
+      {"conv2d.nchw_im2col_gemm", Conv2DKernel::kConv2D, PlainApplies, PlainLayouts, PlainComputes},
+  };
+  return list;
+}
+
+const Conv2DImplementation* ChooseConv2D(const Conv2DProblem& problem, const KernelConfig& config) {
+  for (const Conv2DImplementation& implementation : Conv2DImplementations()) {
+    if (implementation.applies(problem, config)) return &implementation;
+  }
+  return nullptr;
+}
+
+const Conv2DImplementation& Conv2DImplementationOf(const ir::CallNode& call) {
+  Conv2DProblem problem = Conv2DProblemOf(call);
+  Conv2DLayouts layouts = Conv2DLayoutsOf(call);
+  std::string described = "nn.conv2d with data layout " + layouts.data + ", kernel layout " + layouts.kernel +
+                          " and output layout " + layouts.out;
+  const std::string& name = call.attrs.GetString("implementation");
+  std::string names, reasons;
+  for (const Conv2DImplementation& implementation : Conv2DImplementations()) {
+    names += (names.empty() ? "" : ", ") + std::string(implementation.name);
+    if (!name.empty() && name != implementation.name) continue;
+    std::string why;
+    if (implementation.computes(problem, layouts, &why)) return implementation;
+    runtime::Check(name.empty(), described, ": its implementation ", name, " does not compute it: ", why);
+    reasons += (reasons.empty() ? "" : "; ") + std::string(implementation.name) + ": " + why;
+  }
+  runtime::Check(name.empty(), "nn.conv2d: unknown implementation '", name, "' (known: ", names, ")");
+  runtime::Fail(described, " is not supported by the host code generator (", reasons, ")");
+}
+
+kernels::Conv2DParams Conv2DKernelParams(const ir::CallNode& call, const Conv2DImplementation& implementation) {
+  Conv2DProblem p = Conv2DProblemOf(call);
+  bool depthwise = implementation.kernel == Conv2DKernel::kConv2DDepthwise;
+  runtime::CheckInternal(depthwise || implementation.kernel == Conv2DKernel::kConv2D, "Conv2DKernelParams for ",
+                         implementation.name);
+  return {p.batch,          p.channels,       p.height,         p.width,         p.out_channels,
+          p.kernel_h,       p.kernel_w,       p.out_h,          p.out_w,         p.strides[0],
+          p.strides[1],     p.dilation[0],    p.dilation[1],    p.padding[0],    p.padding[1],
+          p.groups,         depthwise};
+}
+
+kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
+                                                   const Conv2DImplementation& implementation) {
+  Conv2DProblem p = Conv2DProblemOf(call);
+  Conv2DLayouts l = Conv2DLayoutsOf(call);
+  bool depthwise = implementation.kernel == Conv2DKernel::kConv2DNCHWcDepthwise;
+  runtime::CheckInternal(depthwise || implementation.kernel == Conv2DKernel::kConv2DNCHWc,
+                         "Conv2DNCHWcKernelParams for ", implementation.name);
+  int64_t in_block = ir::ChannelBlock(l.data);
+  // The input extent the windows cover, padding included.
+  int64_t height = (p.out_h - 1) * p.strides[0] + (p.kernel_h - 1) * p.dilation[0] + 1;
+  int64_t width = (p.out_w - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilation[1] + 1;
+  bool padded = p.padding[0] > 0 || p.padding[1] > 0 || p.height + p.padding[0] < height ||
+                p.width + p.padding[1] < width;
+  bool one_by_one = p.kernel_h == 1 && p.kernel_w == 1;
+  bool strided = p.strides[0] > 1 || p.strides[1] > 1;
+  // Checking the taps of border tiles costs more than a copy with the zeros written out (measured
+  // on ResNet's layers); depthwise convolutions read too little to repay it.
+  bool copy_padded = !depthwise && padded;
+  bool gather_strided = !depthwise && one_by_one && !padded && strided;
+  // A pointwise plane (after the copy) that is small runs as one row, so that tiles need not stop
+  // at row ends.
+  bool flat_plane = one_by_one && (!strided || gather_strided) && (!padded || copy_padded) &&
+                    p.out_h * p.out_w <= kMaxFlatPositions;
+  return {p.batch,     p.channels,   p.height,       p.width,       in_block == 0 ? 1 : in_block,
+          p.out_channels, ir::ChannelBlock(l.out), p.kernel_h, p.kernel_w, p.out_h,
+          p.out_w,     p.strides[0], p.strides[1],   p.dilation[0], p.dilation[1],
+          p.padding[0], p.padding[1], depthwise,     copy_padded,   gather_strided,
+          flat_plane};
+}
+
+}  // namespace kiln::strategy

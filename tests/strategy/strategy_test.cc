@@ -1,0 +1,185 @@
+// Kernel selection: each instruction set's kernel configuration, which implementation of a
+// convolution or dense layer is chosen for which shapes and target, the layouts it asks for, the
+// implementation lowering finds for a call as it is laid out (and its errors), and the kernel
+// parameters an implementation decides.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ir/text.h"
+#include "runtime/error.h"
+#include "strategy/config.h"
+#include "strategy/conv2d.h"
+#include "strategy/dense.h"
+
+namespace kiln::strategy {
+namespace {
+
+using kernels::KernelConfig;
+using ::testing::HasSubstr;
+
+// The first call of `op` in the body of a function written in IR text (kept alive by `holder`).
+const ir::CallNode& FirstCall(const std::string& text, const std::string& op, ir::Expr* holder) {
+  *holder = ir::ParseFunction(text);
+  for (const ir::Expr& e : ir::PostOrder(holder->get()->As<ir::FunctionNode>()->body)) {
+    const auto* call = e->As<ir::CallNode>();
+    if (call != nullptr && call->op != nullptr && call->op->name == op) return *call;
+  }
+  ADD_FAILURE() << "no " << op << " in " << text;
+  throw std::runtime_error("no call");
+}
+
+// An NCHW convolution of x [1, C, 14, 14] with weight [O, C / groups, K, K] and `attrs`.
+std::string Conv(int64_t c, int64_t o, int64_t k, const std::string& attrs = "", const std::string& dtype = "float32") {
+  int64_t groups = 1;
+  if (auto at = attrs.find("groups="); at != std::string::npos) groups = std::stoll(attrs.substr(at + 7));
+  return "fn (%x: Tensor[(1, " + std::to_string(c) + ", 14, 14), " + dtype + "], %w: Tensor[(" + std::to_string(o) +
+         ", " + std::to_string(c / groups) + ", " + std::to_string(k) + ", " + std::to_string(k) + "), " + dtype +
+         "]) { %0 = nn.conv2d(%x, %w" + (attrs.empty() ? "" : ", " + attrs) + "); %0 }";
+}
+
+std::string Chosen(const std::string& text, const KernelConfig& config = kernels::kAvx2Config) {
+  ir::Expr holder;
+  const Conv2DImplementation* chosen = ChooseConv2D(Conv2DProblemOf(FirstCall(text, "nn.conv2d", &holder)), config);
+  return chosen == nullptr ? "none" : chosen->name;
+}
+
+TEST(KernelConfig, OnePerInstructionSet) {
+  EXPECT_EQ(ConfigFor(target::TargetFor("x86-64", target::Isa::kBaseline)).isa, std::string("baseline"));
+  const KernelConfig& avx2 = ConfigFor(target::TargetFor("x86-64-v3", target::Isa::kAvx2));
+  EXPECT_EQ(avx2.vector_floats, 8);
+  EXPECT_EQ(avx2.conv_block, 16);
+  EXPECT_EQ(avx2.conv_tile_16, 6);  // 12 of the 16 ymm registers hold accumulators
+  const KernelConfig& avx512 = ConfigFor(target::TargetFor("x86-64-v4", target::Isa::kAvx512));
+  EXPECT_EQ(avx512.vector_floats, 16);
+  EXPECT_EQ(avx512.conv_tile_16, 14);
+  EXPECT_EQ(kernels::kBaselineConfig.conv_block, 8);
+  EXPECT_EQ(&ConfigFor(target::HostTarget()), &ConfigFor(target::TargetFor("native", target::HostTarget().isa)));
+}
+
+TEST(Conv2DStrategy, ChoosesByShapeGroupsAndType) {
+  EXPECT_EQ(Chosen(Conv(16, 32, 3, "padding=[1, 1, 1, 1]")), "conv2d.nchwc_direct");
+  EXPECT_EQ(Chosen(Conv(16, 32, 1)), "conv2d.nchwc_1x1");
+  EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=32")), "conv2d.nchwc_depthwise");
+  EXPECT_EQ(Chosen(Conv(16, 24, 3)), "conv2d.nchwc_direct");          // in blocks of 8
+  EXPECT_EQ(Chosen(Conv(12, 12, 3, "groups=12")), "conv2d.nchw_depthwise");  // no block fits 12
+  EXPECT_EQ(Chosen(Conv(24, 48, 3, "groups=24")), "conv2d.nchw_depthwise");  // channel multiplier 2
+  EXPECT_EQ(Chosen(Conv(64, 64, 3, "groups=2")), "conv2d.nchw_im2col_gemm");
+  EXPECT_EQ(Chosen(Conv(16, 12, 3)), "conv2d.nchw_im2col_gemm");
+  EXPECT_EQ(Chosen(Conv(16, 32, 3, "", "float64")), "none");
+  KernelConfig unblocked = kernels::kAvx2Config;
+  unblocked.conv_block = 0;
+  EXPECT_EQ(Chosen(Conv(16, 32, 3), unblocked), "conv2d.nchw_im2col_gemm");
+}
+
+TEST(Conv2DStrategy, LayoutsFollowTheProducerAndTheBlock) {
+  ir::Expr holder;
+  Conv2DProblem direct = Conv2DProblemOf(FirstCall(Conv(16, 24, 3), "nn.conv2d", &holder));
+  const Conv2DImplementation& chosen = *ChooseConv2D(direct, kernels::kAvx2Config);
+  EXPECT_EQ(chosen.layouts(direct, kernels::kAvx2Config, 0), (Conv2DLayouts{"NCHW", "OIHW1i8o", "NCHW8c"}));
+  EXPECT_EQ(chosen.layouts(direct, kernels::kAvx2Config, 16), (Conv2DLayouts{"NCHW16c", "OIHW16i8o", "NCHW8c"}));
+  Conv2DProblem depthwise = Conv2DProblemOf(FirstCall(Conv(32, 32, 3, "groups=32"), "nn.conv2d", &holder));
+  EXPECT_EQ(ChooseConv2D(depthwise, kernels::kAvx2Config)->layouts(depthwise, kernels::kAvx2Config, 8),
+            (Conv2DLayouts{"NCHW16c", "OIHW1i16o", "NCHW16c"}));  // its own block, whatever comes
+  EXPECT_EQ(ChooseConv2D(depthwise, kernels::kBaselineConfig)->layouts(depthwise, kernels::kBaselineConfig, 0),
+            (Conv2DLayouts{"NCHW8c", "OIHW1i8o", "NCHW8c"}));
+}
+
+// Lowering: the named implementation, or the first whose kernel computes the layouts.
+TEST(Conv2DStrategy, LoweringFindsTheImplementationOfACallAsLaidOut) {
+  ir::Expr holder;
+  auto of = [&](const std::string& text) { return std::string(Conv2DImplementationOf(FirstCall(text, "nn.conv2d", &holder)).name); };
+  const std::string blocked = R"(fn (%x: Tensor[(1, 2, 14, 14, 8), float32], %w: Tensor[(1, 2, 1, 1, 8, 16), float32]) {
+      %0 = nn.conv2d(%x, %w, data_layout="NCHW8c", kernel_layout="OIHW8i16o", out_layout="NCHW16c"%s); %0 })";
+  auto with = [&](const std::string& extra) {
+    std::string text = blocked;
+    return text.replace(text.find("%s"), 2, extra);
+  };
+  EXPECT_EQ(of(with("")), "conv2d.nchwc_1x1");
+  EXPECT_EQ(of(with(", implementation=\"conv2d.nchwc_direct\"")), "conv2d.nchwc_direct");
+  EXPECT_EQ(of(Conv(64, 64, 3, "groups=2")), "conv2d.nchw_im2col_gemm");
+  EXPECT_EQ(of(Conv(64, 64, 3, "groups=64")), "conv2d.nchw_depthwise");
+  try {
+    of(with(", implementation=\"conv2d.nchwc_depthwise\""));
+    ADD_FAILURE() << "a depthwise implementation computed a dense convolution";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("its implementation conv2d.nchwc_depthwise does not compute it"));
+  }
+  try {
+    of(with(", implementation=\"conv2d.winograd\""));
+    ADD_FAILURE() << "an unknown implementation was accepted";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown implementation 'conv2d.winograd' (known: conv2d.nchwc_depthwise"));
+  }
+  try {
+    of(R"(fn (%x: Tensor[(1, 2, 14, 14, 8), float32], %w: Tensor[(2, 2, 1, 1, 8, 8), float32]) {
+      %0 = nn.conv2d(%x, %w, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW16c"); %0 })");
+    ADD_FAILURE() << "a weight packed for another output block was accepted";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not supported by the host code generator"));
+  }
+}
+
+// How the blocked kernel reads its input, decided with the implementation.
+TEST(Conv2DStrategy, BlockedKernelParameters) {
+  ir::Expr holder;
+  auto params = [&](const std::string& text) {
+    const ir::CallNode& call = FirstCall(text, "nn.conv2d", &holder);
+    return Conv2DNCHWcKernelParams(call, Conv2DImplementationOf(call));
+  };
+  auto blocked = [](int64_t k, const std::string& attrs, const std::string& plane = "14, 14") {
+    return "fn (%x: Tensor[(1, 1, " + plane + ", 16), float32], %w: Tensor[(1, 1, " + std::to_string(k) + ", " +
+           std::to_string(k) + ", 16, 16), float32]) { %0 = nn.conv2d(%x, %w, data_layout=\"NCHW16c\", "
+           "kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\"" + attrs + "); %0 }";
+  };
+  kernels::Conv2DNCHWcParams padded = params(blocked(3, ", padding=[1, 1, 1, 1]"));
+  EXPECT_TRUE(padded.copy_padded);
+  EXPECT_FALSE(padded.gather_strided || padded.flat_plane || padded.depthwise);
+  EXPECT_EQ(padded.in_block, 16);
+  EXPECT_EQ(padded.out_height, 14);
+  kernels::Conv2DNCHWcParams strided = params(blocked(1, ", strides=[2, 2]"));
+  EXPECT_TRUE(strided.gather_strided && strided.flat_plane);  // 7 x 7 positions after the gather
+  EXPECT_FALSE(strided.copy_padded);
+  kernels::Conv2DNCHWcParams large = params(blocked(1, "", "32, 32"));
+  EXPECT_FALSE(large.flat_plane || large.copy_padded || large.gather_strided);
+  kernels::Conv2DNCHWcParams depthwise = params(R"(fn (%x: Tensor[(1, 1, 14, 14, 16), float32], %w: Tensor[(1, 1, 3, 3, 1, 16), float32]) {
+      %0 = nn.conv2d(%x, %w, groups=16, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW1i16o", out_layout="NCHW16c"); %0 })");
+  EXPECT_TRUE(depthwise.depthwise);
+  EXPECT_FALSE(depthwise.copy_padded);  // reads too little to repay a copy
+}
+
+TEST(DenseStrategy, ConstantWeightsOfWholePanelsArePacked) {
+  ir::Expr holder;
+  auto chosen = [&](const std::string& text) {
+    const DenseImplementation* d = ChooseDense(DenseProblemOf(FirstCall(text, "nn.dense", &holder)), kernels::kAvx2Config);
+    return d == nullptr ? std::string("none") : d->name + (" " + d->weight_layout(kernels::kAvx2Config));
+  };
+  auto constant_weight = [](int64_t n) {
+    std::string zeros;
+    for (int64_t i = 0; i < n * 2; ++i) zeros += i == 0 ? "0" : ", 0";
+    return "fn (%x: Tensor[(3, 2), float32]) { %w = const(Tensor[(" + std::to_string(n) + ", 2), float32], [" + zeros +
+           "]); %0 = nn.dense(%x, %w); %0 }";
+  };
+  EXPECT_EQ(chosen(constant_weight(32)), "dense.gemm_packed NK16n");
+  EXPECT_EQ(chosen(constant_weight(24)), "dense.gemm NK");
+  EXPECT_EQ(chosen(R"(fn (%x: Tensor[(3, 2), float32], %w: Tensor[(32, 2), float32]) {
+      %0 = nn.dense(%x, %w); %0 })"), "dense.gemm NK");  // packing would cost every run
+  auto of = [&](const std::string& layout, const std::string& shape) {
+    return std::string(DenseImplementationOf(FirstCall("fn (%x: Tensor[(3, 2), float32], %w: Tensor[(" + shape +
+                                                           "), float32]) { %0 = nn.dense(%x, %w, weight_layout=\"" +
+                                                           layout + "\"); %0 }",
+                                                       "nn.dense", &holder)).name);
+  };
+  EXPECT_EQ(of("NK16n", "2, 2, 16"), "dense.gemm_packed");
+  EXPECT_EQ(of("NK", "32, 2"), "dense.gemm");
+  try {
+    of("NK8n", "4, 2, 8");
+    ADD_FAILURE() << "an unknown weight layout was accepted";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("nn.dense with weight layout NK8n"));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::strategy
