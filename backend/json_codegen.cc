@@ -35,29 +35,37 @@ std::vector<std::string> AttrStrings(const AttrValue& value) {
   return out;
 }
 
+const OpRef kConv2D("nn.conv2d");
+const OpRef kConv2DTranspose("nn.conv2d_transpose");
+const OpRef kDense("nn.dense");
+const OpRef kBatchMatmul("nn.batch_matmul");
+const OpRef kMaxPool2D("nn.max_pool2d");
+const OpRef kAvgPool2D("nn.avg_pool2d");
+const OpRef kGlobalAvgPool2D("nn.global_avg_pool2d");
+const OpRef kLayerNorm("nn.layer_norm");
+
 // The attributes Relay's op of that name has and kiln's lacks (their values implied by the
 // types), so that a runtime written for TVM's graphs reads kiln's.
 void AddRelayAttrs(const CallNode& call, std::map<std::string, std::vector<std::string>>& attrs) {
-  const std::string& op = call.op->name;
   auto shape_of = [&](size_t i) { return call.args.at(i)->type().tensor().shape; };
-  if (op == "nn.conv2d") {
+  if (kConv2D.Is(call.op)) {
     std::vector<int64_t> w = shape_of(1);
     attrs.emplace("channels", std::vector<std::string>{std::to_string(w[0])});
     attrs.emplace("kernel_size", std::vector<std::string>{std::to_string(w[2]), std::to_string(w[3])});
   }
-  if (op == "nn.conv2d_transpose") {
+  if (kConv2DTranspose.Is(call.op)) {
     std::vector<int64_t> w = shape_of(1);
     attrs.emplace("channels", std::vector<std::string>{std::to_string(w[1] * call.attrs.GetInt("groups"))});
     attrs.emplace("kernel_size", std::vector<std::string>{std::to_string(w[2]), std::to_string(w[3])});
   }
-  if (op == "nn.dense") attrs.emplace("units", std::vector<std::string>{std::to_string(shape_of(1)[0])});
-  if (op == "nn.conv2d" || op == "nn.conv2d_transpose" || op == "nn.dense" || op == "nn.batch_matmul") {
+  if (kDense.Is(call.op)) attrs.emplace("units", std::vector<std::string>{std::to_string(shape_of(1)[0])});
+  if (IsAnyOf(call.op, {&kConv2D, &kConv2DTranspose, &kDense, &kBatchMatmul})) {
     attrs.emplace("out_dtype", std::vector<std::string>{""});
   }
-  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
+  if (IsAnyOf(call.op, {&kMaxPool2D, &kAvgPool2D, &kGlobalAvgPool2D})) {
     attrs.emplace("out_layout", std::vector<std::string>{""});
   }
-  if (op == "nn.layer_norm") {
+  if (kLayerNorm.Is(call.op)) {
     attrs.emplace("center", std::vector<std::string>{"1"});
     attrs.emplace("scale", std::vector<std::string>{"1"});
   }
@@ -65,7 +73,9 @@ void AddRelayAttrs(const CallNode& call, std::map<std::string, std::vector<std::
 
 std::map<std::string, std::vector<std::string>> RelayAttrsOf(const CallNode& call) {
   std::map<std::string, std::vector<std::string>> attrs;
-  for (const auto& [key, value] : call.attrs.values()) attrs[key] = AttrStrings(value);
+  for (const auto& [key, value] : call.attrs.values()) {
+    if (key != "implementation") attrs[key] = AttrStrings(value);  // kiln's kernel choice, no Relay attribute
+  }
   AddRelayAttrs(call, attrs);
   return attrs;
 }

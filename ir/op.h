@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,6 +95,14 @@ class OpRef {
   mutable std::atomic<const OpDef*> op_{nullptr};
 };
 const std::vector<std::string>& OpRefNames();
+
+// Whether `op` is one of `ops` (null: a call of a function, none of them).
+inline bool IsAnyOf(const OpDef* op, std::initializer_list<const OpRef*> ops) {
+  for (const OpRef* candidate : ops) {
+    if (candidate->Is(op)) return true;
+  }
+  return false;
+}
 
 // Null when there is no op of that name.
 const OpDef* FindOp(const std::string& name);

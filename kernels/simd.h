@@ -3,8 +3,7 @@
 // ymm register, with AVX2 + FMA two / one ymm registers, and otherwise plain arrays that the
 // compiler vectorizes as well as the target allows. Loads and stores are unaligned.
 //
-// Swish(x) = x * sigmoid(x), with a vector exp where the target has one (about 2e-7 relative
-// error). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
+// Exp(x) is a vector exp where the target has one (about 2e-7 relative error). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
 // vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
 // when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
 // std::max(x, lo).
@@ -12,6 +11,7 @@
 
 #include <cmath>
 
+#include "kernels/elementwise/scalar_ops.h"
 #include "kernels/kernel_config.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -51,12 +51,6 @@ inline __m256 Exp8(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));  // y * 2^n
 }
 
-// x * sigmoid(x) = x * (1 / (1 + exp(-x))).
-inline __m256 Swish8(__m256 x) {
-  __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_mul_ps(x, _mm256_div_ps(one, _mm256_add_ps(one, Exp8(_mm256_sub_ps(_mm256_setzero_ps(), x)))));
-}
-
 template <>
 struct Vec<8> {
   __m256 v;
@@ -68,9 +62,10 @@ struct Vec<8> {
   static Vec Add(Vec a, Vec b) { return {_mm256_add_ps(a.v, b.v)}; }
   static Vec Sub(Vec a, Vec b) { return {_mm256_sub_ps(a.v, b.v)}; }
   static Vec Mul(Vec a, Vec b) { return {_mm256_mul_ps(a.v, b.v)}; }
+  static Vec Div(Vec a, Vec b) { return {_mm256_div_ps(a.v, b.v)}; }
   static Vec Max(Vec a, Vec b) { return {_mm256_max_ps(a.v, b.v)}; }
   static Vec Min(Vec a, Vec b) { return {_mm256_min_ps(a.v, b.v)}; }
-  static Vec Swish(Vec a) { return {Swish8(a.v)}; }
+  static Vec Exp(Vec a) { return {Exp8(a.v)}; }
   void Pin() { asm("" : "+x"(v)); }
 };
 #endif
@@ -87,11 +82,12 @@ struct Vec<16> {
   static Vec Add(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
   static Vec Sub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
   static Vec Mul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
+  static Vec Div(Vec a, Vec b) { return {_mm512_div_ps(a.v, b.v)}; }
   static Vec Max(Vec a, Vec b) { return {_mm512_max_ps(a.v, b.v)}; }
   static Vec Min(Vec a, Vec b) { return {_mm512_min_ps(a.v, b.v)}; }
-  static Vec Swish(Vec a) {  // in two halves, with the AVX2 form
-    __m256 lo = Swish8(_mm512_castps512_ps256(a.v));
-    __m256 hi = Swish8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  static Vec Exp(Vec a) {  // in two halves, with the AVX2 form
+    __m256 lo = Exp8(_mm512_castps512_ps256(a.v));
+    __m256 hi = Exp8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
     return {_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1))};
   }
   void Pin() { asm("" : "+v"(v)); }
@@ -114,9 +110,10 @@ struct Vec<16> {
   static Vec Add(Vec a, Vec b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
   static Vec Sub(Vec a, Vec b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
   static Vec Mul(Vec a, Vec b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static Vec Div(Vec a, Vec b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
   static Vec Max(Vec a, Vec b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
   static Vec Min(Vec a, Vec b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
-  static Vec Swish(Vec a) { return {Swish8(a.lo), Swish8(a.hi)}; }
+  static Vec Exp(Vec a) { return {Exp8(a.lo), Exp8(a.hi)}; }
   void Pin() { asm("" : "+x"(lo), "+x"(hi)); }
 };
 #endif
@@ -159,6 +156,10 @@ struct Vec {
     for (int i = 0; i < N; ++i) a.v[i] *= b.v[i];
     return a;
   }
+  static Vec Div(Vec a, Vec b) {
+    for (int i = 0; i < N; ++i) a.v[i] /= b.v[i];
+    return a;
+  }
   static Vec Max(Vec a, Vec b) {  // b when either is NaN, as the intrinsics
     for (int i = 0; i < N; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
     return a;
@@ -167,12 +168,65 @@ struct Vec {
     for (int i = 0; i < N; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
     return a;
   }
-  static Vec Swish(Vec a) {  // x * sigmoid(x)
-    for (int i = 0; i < N; ++i) a.v[i] = a.v[i] * (1.0f / (1.0f + std::exp(-a.v[i])));
+  static Vec Exp(Vec a) {
+    for (int i = 0; i < N; ++i) a.v[i] = std::exp(a.v[i]);
     return a;
   }
   void Pin() {}
 };
+
+// The operators and primitives the elementwise ops (elementwise/scalar_ops.h) are written in, so
+// that a fused epilogue applies the very same definitions to a register of floats. Maximum and
+// Minimum are std::max and std::min lane by lane (the first argument when either is NaN).
+template <int N>
+Vec<N> operator+(Vec<N> a, Vec<N> b) {
+  return Vec<N>::Add(a, b);
+}
+template <int N>
+Vec<N> operator-(Vec<N> a, Vec<N> b) {
+  return Vec<N>::Sub(a, b);
+}
+template <int N>
+Vec<N> operator*(Vec<N> a, Vec<N> b) {
+  return Vec<N>::Mul(a, b);
+}
+template <int N>
+Vec<N> operator/(Vec<N> a, Vec<N> b) {
+  return Vec<N>::Div(a, b);
+}
+template <int N>
+Vec<N> operator-(Vec<N> a) {  // -1 * a: -0 for +0, as negation
+  float minus_one = -1.0f;
+  return Vec<N>::Mul(Vec<N>::Broadcast(&minus_one), a);
+}
+template <int N>
+Vec<N> Maximum(Vec<N> a, Vec<N> b) {
+  return Vec<N>::Max(b, a);
+}
+template <int N>
+Vec<N> Minimum(Vec<N> a, Vec<N> b) {
+  return Vec<N>::Min(b, a);
+}
+template <int N>
+Vec<N> Exp(Vec<N> x) {
+  return Vec<N>::Exp(x);
+}
+
+namespace scalar {
+// Calls qualified as scalar::Maximum(...) see the vector forms too (calls inside the scalar
+// templates find them by argument-dependent lookup).
+using kernels::Exp;
+using kernels::Maximum;
+using kernels::Minimum;
+
+template <int N>
+struct Splat<Vec<N>> {
+  static Vec<N> Of(double c) {
+    float value = static_cast<float>(c);
+    return Vec<N>::Broadcast(&value);
+  }
+};
+}  // namespace scalar
 
 // Output positions a micro-kernel keeps in registers per channel block (kernel_config.h).
 template <int N>

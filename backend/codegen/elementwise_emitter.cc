@@ -136,8 +136,8 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
                            ? "v" + std::to_string(operand.member)
                            : BufferName(plan.buffers[operand.buffer]) + "[" + index_of(strides[m][k]) + "]");
     }
-    ElementExpr element = FindLowering(*member.call->op)->element;
-    std::string expr = element(*member.call, values, CType(member.call->args[0]->type().tensor().dtype));
+    std::string expr = ElementExpression(*FindLowering(*member.call->op), *member.call, values,
+                                         CType(member.call->args[0]->type().tensor().dtype));
     const ir::TensorType& out = member.call->type().tensor();
     if (out.dtype.code == kDLUInt && out.dtype.bits == 1) expr = "(" + expr + ") != 0";  // bool is 0 or 1
     std::string to = CType(out.dtype);

@@ -90,7 +90,7 @@ class Lowerer {
                              ": it holds something other than op calls (constants must be parameters)");
       const Lowering* lowering = FindLowering(*call->op);
       runtime::CheckInternal(lowering != nullptr, "op ", call->op->name, " has no lowering");
-      if (lowering->element != nullptr) {
+      if (lowering->elementwise()) {
         position = LowerElementwiseRun(position) - 1;
       } else if (lowering->kernel != nullptr) {
         LowerKernelCall(e, *lowering);
@@ -239,7 +239,7 @@ class Lowerer {
       const Expr& e = order_[end];
       if (e->kind() == ExprKind::kVar) continue;  // parameters have their buffers
       const auto* call = e->As<CallNode>();
-      if (call == nullptr || call->op == nullptr || FindLowering(*call->op)->element == nullptr) break;
+      if (call == nullptr || call->op == nullptr || !FindLowering(*call->op)->elementwise()) break;
       if (fused_.count(e.get()) != 0) break;  // computed in an earlier kernel's epilogue
       if (!e->type().is_tensor() || e->type().tensor().shape != shape_type.shape) break;
       bool ready = true;

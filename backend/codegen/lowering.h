@@ -43,18 +43,36 @@ using KernelPlanner = KernelCall (*)(const KernelOperands& operands);
 using EpilogueLength = size_t (*)(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                                   const std::vector<FusedOp>& chain);
 
-// Exactly one of kernel, emit, element and copy is set.
+// An elementwise op computed by its one definition (kernels/elementwise/scalar_ops.h): a call of
+// kiln::kernels::scalar::<function> on the op's elements, then its float attributes `attrs` (as
+// the element type) in order.
+struct ScalarCall {
+  const char* function = nullptr;
+  std::vector<const char*> attrs;
+};
+
+// Exactly one of kernel, emit, scalar or element, and copy is set.
 struct Lowering {
   KernelPlanner kernel = nullptr;            // computed by a call of the kernel library
   EpilogueLength epilogue_length = nullptr;  // with kernel: the kernel applies ops after it
   OpEmitter emit = nullptr;                  // written as loops of its own
-  ElementExpr element = nullptr;             // elementwise: one element, so runs of them share one loop
+  // Elementwise: one element, so runs of them share one loop; by its scalar function, or (cast,
+  // broadcast_to) by an expression of its own.
+  ScalarCall scalar;
+  ElementExpr element = nullptr;
   // Elementwise ops whose arguments after the first are 1-D and lie along the `axis` attribute.
   bool params_along_axis = false;
   // The step a kernel's epilogue applies when the op follows the kernel; absent when none can.
   std::optional<kernels::EpilogueStep::Op> epilogue_step;
   bool copy = false;  // the result is the bytes of the first argument (reshape and its kind)
+
+  bool elementwise() const { return scalar.function != nullptr || element != nullptr; }
 };
+
+// The C++ expression of an elementwise op's value at one element: `call` on the elements `v`
+// of C type `t` (its first argument's).
+std::string ElementExpression(const Lowering& lowering, const ir::CallNode& call, const std::vector<std::string>& v,
+                              const std::string& t);
 
 // Null when the host code generator has no lowering for the op.
 const Lowering* FindLowering(const ir::OpDef& op);

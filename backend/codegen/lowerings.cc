@@ -14,25 +14,8 @@ using Call = const ir::CallNode&;
 using Elements = const std::vector<std::string>&;
 using CType_ = const std::string&;
 
-std::string Unary(const char* function, const std::string& v) { return std::string(function) + "(" + v + ")"; }
-
 // A float attribute of `call` as a literal of type `t`.
 std::string AttrOf(Call call, const char* name, CType_ t) { return t + "(" + FloatLiteral(call.attrs.GetFloat(name)) + ")"; }
-
-// log(1 + e^v), without overflow for large v.
-std::string Softplus(const std::string& v) {
-  return "(" + v + " > 0 ? " + v + " + std::log1p(std::exp(-" + v + ")) : std::log1p(std::exp(" + v + ")))";
-}
-
-// The remainder of a / b with the sign of a: std::fmod for floats, % for integers. (The minimum
-// of a signed type divided by -1 overflows in %; its remainder is 0.)
-std::string Remainder(const std::string& a, const std::string& b, CType_ t) {
-  if (t == "float" || t == "double") return "std::fmod(" + a + ", " + b + ")";
-  return "(" + b + " == " + t + "(-1) ? " + t + "(0) : " + t + "(" + a + " % " + b + "))";
-}
-
-// cond ? a : b (where, if_then_else).
-std::string Select(Call, Elements v, CType_) { return v[0] + " ? " + v[1] + " : " + v[2]; }
 
 // One entry per op: the op's name, then its lowering.
 struct Entry {
@@ -42,17 +25,29 @@ struct Entry {
 
 using Step = kernels::EpilogueStep;
 
-Lowering Elementwise(ElementExpr element, std::optional<Step::Op> epilogue_step = std::nullopt) {
+// An elementwise op computed by `function` of kernels/elementwise/scalar_ops.h on its elements
+// and then its float attributes `attrs`.
+Lowering Scalar(const char* function, std::vector<const char*> attrs = {},
+                std::optional<Step::Op> epilogue_step = std::nullopt) {
   Lowering lowering;
-  lowering.element = element;
+  lowering.scalar = {function, std::move(attrs)};
   lowering.epilogue_step = epilogue_step;
   return lowering;
 }
 
+Lowering Scalar(const char* function, Step::Op epilogue_step) { return Scalar(function, {}, epilogue_step); }
+
 // An elementwise op whose arguments after the first lie along its `axis`.
-Lowering AlongAxis(ElementExpr element) {
-  Lowering lowering = Elementwise(element);
+Lowering AlongAxis(const char* function, std::vector<const char*> attrs = {}) {
+  Lowering lowering = Scalar(function, std::move(attrs));
   lowering.params_along_axis = true;
+  return lowering;
+}
+
+// An elementwise op written as an expression of its own.
+Lowering Element(ElementExpr element) {
+  Lowering lowering;
+  lowering.element = element;
   return lowering;
 }
 
@@ -76,100 +71,67 @@ Lowering Bytes() {
 }
 
 const Entry kLowerings[] = {
-    {"add", Elementwise([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; }, Step::kAdd)},
-    {"subtract", Elementwise([](Call, Elements v, CType_) { return v[0] + " - " + v[1]; }, Step::kSubtract)},
-    {"multiply", Elementwise([](Call, Elements v, CType_) { return v[0] + " * " + v[1]; }, Step::kMultiply)},
-    {"divide", Elementwise([](Call, Elements v, CType_) { return v[0] + " / " + v[1]; })},
-    {"power", Elementwise([](Call, Elements v, CType_) { return "std::pow(" + v[0] + ", " + v[1] + ")"; })},
-    {"maximum", Elementwise([](Call, Elements v, CType_ t) { return "std::max<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
-                            Step::kMaximum)},
-    {"minimum", Elementwise([](Call, Elements v, CType_ t) { return "std::min<" + t + ">(" + v[0] + ", " + v[1] + ")"; },
-                            Step::kMinimum)},
-    {"trunc_mod", Elementwise([](Call, Elements v, CType_ t) { return Remainder(v[0], v[1], t); })},
-    {"floor_mod", Elementwise([](Call, Elements v, CType_ t) {
-       std::string r = Remainder(v[0], v[1], t);
-       return "(" + r + " != 0 && ((" + r + " < 0) != (" + v[1] + " < 0)) ? " + r + " + " + v[1] + " : " + r + ")";
-     })},
-    // A shift by the type's width or more gives 0, as in the reference semantics.
-    {"left_shift", Elementwise([](Call, Elements v, CType_ t) {
-       return "(" + v[1] + " >= sizeof(" + t + ") * 8 ? " + t + "(0) : " + t + "(" + v[0] + " << " + v[1] + "))";
-     })},
-    {"right_shift", Elementwise([](Call, Elements v, CType_ t) {
-       return "(" + v[1] + " >= sizeof(" + t + ") * 8 ? " + t + "(0) : " + t + "(" + v[0] + " >> " + v[1] + "))";
-     })},
-    {"bitwise_and", Elementwise([](Call, Elements v, CType_ t) { return t + "(" + v[0] + " & " + v[1] + ")"; })},
-    {"bitwise_or", Elementwise([](Call, Elements v, CType_ t) { return t + "(" + v[0] + " | " + v[1] + ")"; })},
-    {"bitwise_xor", Elementwise([](Call, Elements v, CType_ t) { return t + "(" + v[0] + " ^ " + v[1] + ")"; })},
-    {"bitwise_not", Elementwise([](Call, Elements v, CType_ t) { return t + "(~" + v[0] + ")"; })},
-    {"equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " == " + v[1]; })},
-    {"less", Elementwise([](Call, Elements v, CType_) { return v[0] + " < " + v[1]; })},
-    {"greater", Elementwise([](Call, Elements v, CType_) { return v[0] + " > " + v[1]; })},
-    {"less_equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " <= " + v[1]; })},
-    {"greater_equal", Elementwise([](Call, Elements v, CType_) { return v[0] + " >= " + v[1]; })},
-    {"logical_and", Elementwise([](Call, Elements v, CType_) { return v[0] + " && " + v[1]; })},
-    {"logical_or", Elementwise([](Call, Elements v, CType_) { return v[0] + " || " + v[1]; })},
-    {"logical_xor", Elementwise([](Call, Elements v, CType_) { return "(" + v[0] + " != 0) != (" + v[1] + " != 0)"; })},
-    {"logical_not", Elementwise([](Call, Elements v, CType_) { return "!" + v[0]; })},
-    {"where", Elementwise(Select)},
-    {"if_then_else", Elementwise(Select)},
-    {"nn.relu", Elementwise([](Call, Elements v, CType_ t) { return v[0] + " > 0 ? " + v[0] + " : " + t + "(0)"; },
-                            Step::kRelu)},
-    {"negative", Elementwise([](Call, Elements v, CType_) { return "-" + v[0]; })},
-    {"abs", Elementwise([](Call, Elements v, CType_) { return Unary("std::abs", v[0]); })},
-    {"sigmoid",
-     Elementwise([](Call, Elements v, CType_ t) { return t + "(1) / (" + t + "(1) + std::exp(-" + v[0] + "))"; })},
-    {"tanh", Elementwise([](Call, Elements v, CType_) { return Unary("std::tanh", v[0]); })},
-    {"exp", Elementwise([](Call, Elements v, CType_) { return Unary("std::exp", v[0]); })},
-    {"log", Elementwise([](Call, Elements v, CType_) { return Unary("std::log", v[0]); })},
-    {"sqrt", Elementwise([](Call, Elements v, CType_) { return Unary("std::sqrt", v[0]); })},
-    {"rsqrt", Elementwise([](Call, Elements v, CType_ t) { return t + "(1) / std::sqrt(" + v[0] + ")"; })},
-    // kiln::kernels::Erf vectorizes; std::erf does not.
-    {"erf",
-     Elementwise([](Call, Elements v, CType_ t) { return Unary(t == "float" ? "kiln::kernels::Erf" : "std::erf", v[0]); })},
-    {"floor", Elementwise([](Call, Elements v, CType_) { return Unary("std::floor", v[0]); })},
-    {"ceil", Elementwise([](Call, Elements v, CType_) { return Unary("std::ceil", v[0]); })},
-    {"round", Elementwise([](Call, Elements v, CType_) { return Unary("std::nearbyint", v[0]); })},
-    {"nn.leaky_relu", Elementwise([](Call call, Elements v, CType_ t) {
-       return v[0] + " > 0 ? " + v[0] + " : " + v[0] + " * " + AttrOf(call, "alpha", t);
-     })},
-    {"sin", Elementwise([](Call, Elements v, CType_) { return Unary("std::sin", v[0]); })},
-    {"cos", Elementwise([](Call, Elements v, CType_) { return Unary("std::cos", v[0]); })},
-    {"tan", Elementwise([](Call, Elements v, CType_) { return Unary("std::tan", v[0]); })},
-    {"asin", Elementwise([](Call, Elements v, CType_) { return Unary("std::asin", v[0]); })},
-    {"acos", Elementwise([](Call, Elements v, CType_) { return Unary("std::acos", v[0]); })},
-    {"atan", Elementwise([](Call, Elements v, CType_) { return Unary("std::atan", v[0]); })},
-    {"sinh", Elementwise([](Call, Elements v, CType_) { return Unary("std::sinh", v[0]); })},
-    {"cosh", Elementwise([](Call, Elements v, CType_) { return Unary("std::cosh", v[0]); })},
-    {"asinh", Elementwise([](Call, Elements v, CType_) { return Unary("std::asinh", v[0]); })},
-    {"acosh", Elementwise([](Call, Elements v, CType_) { return Unary("std::acosh", v[0]); })},
-    {"atanh", Elementwise([](Call, Elements v, CType_) { return Unary("std::atanh", v[0]); })},
-    {"nn.softplus", Elementwise([](Call, Elements v, CType_) { return Softplus(v[0]); })},
-    {"nn.softsign", Elementwise([](Call, Elements v, CType_ t) { return v[0] + " / (" + t + "(1) + std::abs(" + v[0] + "))"; })},
-    {"nn.hard_swish", Elementwise([](Call, Elements v, CType_ t) {
-       return v[0] + " * std::min<" + t + ">(" + t + "(1), std::max<" + t + ">(" + t + "(0), " + v[0] + " / " + t +
-              "(6) + " + t + "(0.5)))";
-     })},
-    {"nn.elu", Elementwise([](Call call, Elements v, CType_ t) {
-       return v[0] + " > 0 ? " + v[0] + " : " + AttrOf(call, "alpha", t) + " * std::expm1(" + v[0] + ")";
-     })},
-    {"nn.selu", Elementwise([](Call call, Elements v, CType_ t) {
-       return AttrOf(call, "gamma", t) + " * (" + v[0] + " > 0 ? " + v[0] + " : " + AttrOf(call, "alpha", t) +
-              " * std::expm1(" + v[0] + "))";
-     })},
-    {"nn.celu", Elementwise([](Call call, Elements v, CType_ t) {
-       std::string alpha = AttrOf(call, "alpha", t);
-       return "std::max<" + t + ">(" + t + "(0), " + v[0] + ") + std::min<" + t + ">(" + t + "(0), " + alpha +
-              " * std::expm1(" + v[0] + " / " + alpha + "))";
-     })},
-    {"nn.thresholded_relu", Elementwise([](Call call, Elements v, CType_ t) {
-       return v[0] + " > " + AttrOf(call, "alpha", t) + " ? " + v[0] + " : " + t + "(0)";
-     })},
-    {"clip", Elementwise([](Call call, Elements v, CType_ t) {
-       std::string lo = AttrOf(call, "a_min", t), hi = AttrOf(call, "a_max", t);
-       return "std::min<" + t + ">(std::max<" + t + ">(" + v[0] + ", " + lo + "), " + hi + ")";
-     }, Step::kClip)},
+    {"add", Scalar("Add", Step::kAdd)},
+    {"subtract", Scalar("Subtract", Step::kSubtract)},
+    {"multiply", Scalar("Multiply", Step::kMultiply)},
+    {"divide", Scalar("Divide")},
+    {"power", Scalar("Power")},
+    {"maximum", Scalar("Maximum", Step::kMaximum)},
+    {"minimum", Scalar("Minimum", Step::kMinimum)},
+    {"trunc_mod", Scalar("TruncMod")},
+    {"floor_mod", Scalar("FloorMod")},
+    {"left_shift", Scalar("LeftShift")},
+    {"right_shift", Scalar("RightShift")},
+    {"bitwise_and", Scalar("BitwiseAnd")},
+    {"bitwise_or", Scalar("BitwiseOr")},
+    {"bitwise_xor", Scalar("BitwiseXor")},
+    {"bitwise_not", Scalar("BitwiseNot")},
+    {"equal", Scalar("Equal")},
+    {"less", Scalar("Less")},
+    {"greater", Scalar("Greater")},
+    {"less_equal", Scalar("LessEqual")},
+    {"greater_equal", Scalar("GreaterEqual")},
+    {"logical_and", Scalar("LogicalAnd")},
+    {"logical_or", Scalar("LogicalOr")},
+    {"logical_xor", Scalar("LogicalXor")},
+    {"logical_not", Scalar("LogicalNot")},
+    {"where", Scalar("Select")},
+    {"if_then_else", Scalar("Select")},
+    {"nn.relu", Scalar("Relu", Step::kRelu)},
+    {"negative", Scalar("Negative")},
+    {"abs", Scalar("Abs")},
+    {"sigmoid", Scalar("Sigmoid")},
+    {"tanh", Scalar("Tanh")},
+    {"exp", Scalar("Exp")},
+    {"log", Scalar("Log")},
+    {"sqrt", Scalar("Sqrt")},
+    {"rsqrt", Scalar("Rsqrt")},
+    {"erf", Scalar("Erf")},
+    {"floor", Scalar("Floor")},
+    {"ceil", Scalar("Ceil")},
+    {"round", Scalar("Round")},
+    {"nn.leaky_relu", Scalar("LeakyRelu", {"alpha"})},
+    {"sin", Scalar("Sin")},
+    {"cos", Scalar("Cos")},
+    {"tan", Scalar("Tan")},
+    {"asin", Scalar("Asin")},
+    {"acos", Scalar("Acos")},
+    {"atan", Scalar("Atan")},
+    {"sinh", Scalar("Sinh")},
+    {"cosh", Scalar("Cosh")},
+    {"asinh", Scalar("Asinh")},
+    {"acosh", Scalar("Acosh")},
+    {"atanh", Scalar("Atanh")},
+    {"nn.softplus", Scalar("Softplus")},
+    {"nn.softsign", Scalar("Softsign")},
+    {"nn.hard_swish", Scalar("HardSwish")},
+    {"nn.elu", Scalar("Elu", {"alpha"})},
+    {"nn.selu", Scalar("Selu", {"alpha", "gamma"})},
+    {"nn.celu", Scalar("Celu", {"alpha"})},
+    {"nn.thresholded_relu", Scalar("ThresholdedRelu", {"alpha"})},
+    {"clip", Scalar("Clip", {"a_min", "a_max"}, Step::kClip)},
     // To and from bfloat16 and float8 through float (their structs convert); to float8 saturating or not.
-    {"cast", Elementwise([](Call call, Elements v, CType_) {
+    {"cast", Element([](Call call, Elements v, CType_) {
        DLDataType from = call.args[0]->type().tensor().dtype, to = call.type().tensor().dtype;
        if (runtime::IsFloat8(to)) {
          return CType(to) + "(static_cast<float>(" + v[0] + "), " + (call.attrs.GetInt("saturate") != 0 ? "true" : "false") + ")";
@@ -177,13 +139,10 @@ const Entry kLowerings[] = {
        bool narrow = runtime::IsFloat8(from) || from.code == kDLBfloat || to.code == kDLBfloat;
        return narrow ? "static_cast<float>(" + v[0] + ")" : v[0];
      })},
-    {"broadcast_to", Elementwise([](Call, Elements v, CType_) { return v[0]; })},
-    {"nn.bias_add", AlongAxis([](Call, Elements v, CType_) { return v[0] + " + " + v[1]; })},
+    {"broadcast_to", Element([](Call, Elements v, CType_) { return v[0]; })},
+    {"nn.bias_add", AlongAxis("Add")},
     // (x - mean) / sqrt(var + eps) * gamma + beta
-    {"nn.batch_norm", AlongAxis([](Call call, Elements v, CType_ t) {
-       return "(" + v[0] + " - " + v[3] + ") / std::sqrt(" + v[4] + " + " + t + "(" +
-              FloatLiteral(call.attrs.GetFloat("epsilon")) + ")) * " + v[1] + " + " + v[2];
-     })},
+    {"nn.batch_norm", AlongAxis("BatchNorm", {"epsilon"})},  // (x, gamma, beta, mean, var)
     {"copy", Bytes()},
     {"nn.dropout", Bytes()},
     {"reshape", Bytes()},
@@ -233,6 +192,15 @@ const Entry kLowerings[] = {
 };
 
 }  // namespace
+
+std::string ElementExpression(const Lowering& lowering, const ir::CallNode& call, const std::vector<std::string>& v,
+                              const std::string& t) {
+  if (lowering.scalar.function == nullptr) return lowering.element(call, v, t);
+  std::string args;
+  for (const std::string& value : v) args += (args.empty() ? "" : ", ") + value;
+  for (const char* attr : lowering.scalar.attrs) args += ", " + AttrOf(call, attr, t);
+  return std::string("kiln::kernels::scalar::") + lowering.scalar.function + "(" + args + ")";
+}
 
 const Lowering* FindLowering(const ir::OpDef& op) {
   static const std::unordered_map<const ir::OpDef*, Lowering> table = [] {

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "ir/op.h"
+#include "kernels/elementwise/scalar_ops.h"
 #include "ir/ops/eval_util.h"
 #include "ir/ops/infer_util.h"
 
@@ -83,9 +84,9 @@ Type Cast(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(TensorArg(args, 0).shape, ParseDType(attrs.GetString("dtype")));
 }
 
-// Reference semantics. Each evaluator visits the C type of its dtype. Integer arithmetic wraps
-// modulo 2^bits (computed unsigned, so never undefined), as the compiled kernels do on this
-// target; floats compute in their own precision, as the kernels do.
+// Reference semantics: each op's one definition (kernels/elementwise/scalar_ops.h), which
+// generated code calls too, on the C type of the dtype; here the cases it leaves undefined
+// (integer division by zero, ...) do not fold.
 
 // out[i] = f(a[i], ...) over the arguments broadcast to the result's shape, all of C type In;
 // f returns std::optional<Out> (std::nullopt: the result is undefined).
@@ -109,72 +110,51 @@ std::optional<NDArray> Map(const TensorType& result, F f, const Arrays&... array
   return out;
 }
 
-// a op b on the bits of two integers, modulo 2^bits.
-template <typename T, typename Op>
-T Wrapping(T a, T b, Op op) {
-  return static_cast<T>(op(static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
-}
+namespace scalar = kernels::scalar;
 
 struct AddOp {
   template <typename T>
-  static std::optional<T> Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return Wrapping(a, b, std::plus<uint64_t>());
-    return a + b;
-  }
+  static std::optional<T> Apply(T a, T b) { return scalar::Add(a, b); }
 };
 struct SubtractOp {
   template <typename T>
-  static std::optional<T> Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return Wrapping(a, b, std::minus<uint64_t>());
-    return a - b;
-  }
+  static std::optional<T> Apply(T a, T b) { return scalar::Subtract(a, b); }
 };
 struct MultiplyOp {
   template <typename T>
-  static std::optional<T> Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return Wrapping(a, b, std::multiplies<uint64_t>());
-    return a * b;
-  }
+  static std::optional<T> Apply(T a, T b) { return scalar::Multiply(a, b); }
 };
-struct DivideOp {  // integers truncate toward zero
+// Integer division by zero, and the minimum of a signed type divided by -1, are undefined.
+template <typename T>
+bool DivisionDefined(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return false;
+    if constexpr (std::is_signed_v<T>) return !(a == std::numeric_limits<T>::min() && b == -1);
+  }
+  return true;
+}
+struct DivideOp {
   template <typename T>
   static std::optional<T> Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return std::nullopt;
-      if constexpr (std::is_signed_v<T>) {
-        if (a == std::numeric_limits<T>::min() && b == -1) return std::nullopt;
-      }
-    }
-    return static_cast<T>(a / b);
+    if (!DivisionDefined(a, b)) return std::nullopt;
+    return scalar::Divide(a, b);
   }
 };
-// The remainder of a / b with the sign of a (C's % and std::fmod) or, floored, of b (Python's %).
+// The remainder of a / b with the sign of a, or floored with the sign of b.
 template <bool kFloored>
 struct ModOp {
   template <typename T>
   static std::optional<T> Apply(T a, T b) {
-    T r;
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return std::nullopt;
-      if constexpr (std::is_signed_v<T>) {
-        if (a == std::numeric_limits<T>::min() && b == -1) return T(0);
-      }
-      r = static_cast<T>(a % b);
-    } else {
-      r = std::fmod(a, b);
-    }
-    if (kFloored && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
-    return r;
+    if (std::is_integral_v<T> && b == 0) return std::nullopt;
+    return kFloored ? scalar::FloorMod(a, b) : scalar::TruncMod(a, b);
   }
 };
-// A shift by the type's width or more gives 0 (in C++ it is undefined).
 template <bool kLeft>
 struct ShiftOp {
   template <typename T>
   static std::optional<T> Apply(T a, T b) {
     if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
-      if (b >= sizeof(T) * 8) return T(0);
-      return static_cast<T>(kLeft ? a << b : a >> b);
+      return kLeft ? scalar::LeftShift(a, b) : scalar::RightShift(a, b);
     } else {
       return std::nullopt;
     }
@@ -183,17 +163,17 @@ struct ShiftOp {
 struct PowerOp {
   template <typename T>
   static std::optional<T> Apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
-    return std::nullopt;  // integer powers are left to the compiled kernel
+    if constexpr (std::is_floating_point_v<T>) return scalar::Power(a, b);
+    return std::nullopt;  // an integer power out of range converts undefined: left to the compiled kernel
   }
 };
 struct MaximumOp {
   template <typename T>
-  static std::optional<T> Apply(T a, T b) { return std::max<T>(a, b); }
+  static std::optional<T> Apply(T a, T b) { return scalar::Maximum(a, b); }
 };
 struct MinimumOp {
   template <typename T>
-  static std::optional<T> Apply(T a, T b) { return std::min<T>(a, b); }
+  static std::optional<T> Apply(T a, T b) { return scalar::Minimum(a, b); }
 };
 
 template <typename Op>
@@ -205,23 +185,44 @@ std::optional<NDArray> EvaluateArithmetic(const Args& args, const Attrs&, const 
   });
 }
 
-// A comparison (std::equal_to, std::less, ...) of two tensors of one dtype, into bools.
-template <template <typename> class Compare>
+// A comparison of two tensors of one dtype, into bools: Compare::Apply(a, b).
+template <typename Compare>
 std::optional<NDArray> EvaluateCompare(const Args& args, const Attrs&, const TensorType& result) {
   return WithCType(args[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    auto compare = [](T a, T b) { return std::optional<uint8_t>(Compare<T>()(a, b) ? 1 : 0); };
+    auto compare = [](T a, T b) { return std::optional<uint8_t>(Compare::Apply(a, b) ? 1 : 0); };
     return Map<T, uint8_t>(result, compare, args[0], args[1]);
   });
 }
+#define KILN_SCALAR_PREDICATE(NAME, FUNCTION) \
+  struct NAME {                               \
+    template <typename A, typename B>         \
+    static bool Apply(A a, B b) {             \
+      return scalar::FUNCTION(a, b);          \
+    }                                         \
+  };
+KILN_SCALAR_PREDICATE(EqualOp, Equal)
+KILN_SCALAR_PREDICATE(LessOp, Less)
+KILN_SCALAR_PREDICATE(GreaterOp, Greater)
+KILN_SCALAR_PREDICATE(LessEqualOp, LessEqual)
+KILN_SCALAR_PREDICATE(GreaterEqualOp, GreaterEqual)
+KILN_SCALAR_PREDICATE(LogicalAndOp, LogicalAnd)
+KILN_SCALAR_PREDICATE(LogicalOrOp, LogicalOr)
+KILN_SCALAR_PREDICATE(LogicalXorOp, LogicalXor)
+#undef KILN_SCALAR_PREDICATE
+struct LogicalNotOp {
+  template <typename A, typename B>
+  static bool Apply(A a, B) { return scalar::LogicalNot(a); }
+};
 
 // Logical ops on bools (stored as bytes 0 and 1).
 template <typename Op>
 std::optional<NDArray> EvaluateLogical(const Args& args, const Attrs&, const TensorType& result) {
   if (args.size() == 1) {
-    return Map<uint8_t, uint8_t>(result, [](uint8_t a) { return std::optional<uint8_t>(Op()(a != 0, false)); }, args[0]);
+    auto apply = [](uint8_t a) { return std::optional<uint8_t>(Op::Apply(a, 0) ? 1 : 0); };
+    return Map<uint8_t, uint8_t>(result, apply, args[0]);
   }
-  auto apply = [](uint8_t a, uint8_t b) { return std::optional<uint8_t>(Op()(a != 0, b != 0) ? 1 : 0); };
+  auto apply = [](uint8_t a, uint8_t b) { return std::optional<uint8_t>(Op::Apply(a, b) ? 1 : 0); };
   return Map<uint8_t, uint8_t>(result, apply, args[0], args[1]);
 }
 template <char kOp>
@@ -229,15 +230,11 @@ struct BitwiseOp {
   template <typename T>
   static std::optional<T> Apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(kOp == '&' ? (a & b) : kOp == '|' ? (a | b) : (a ^ b));
+      return kOp == '&' ? scalar::BitwiseAnd(a, b) : kOp == '|' ? scalar::BitwiseOr(a, b) : scalar::BitwiseXor(a, b);
     } else {
       return std::nullopt;
     }
   }
-};
-
-struct NotOp {
-  bool operator()(bool a, bool) const { return !a; }
 };
 
 std::optional<NDArray> EvaluateWhere(const Args& args, const Attrs&, const TensorType& result) {
@@ -248,7 +245,7 @@ std::optional<NDArray> EvaluateWhere(const Args& args, const Attrs&, const Tenso
     NDArray a = BroadcastArray(args[1], result.shape), b = BroadcastArray(args[2], result.shape);
     NDArray out = NDArray::Empty(result.shape, result.dtype);
     for (int64_t i = 0, n = result.NumElements(); i < n; ++i) {
-      DataOf<T>(out)[i] = c[i] != 0 ? DataOf<T>(a)[i] : DataOf<T>(b)[i];
+      DataOf<T>(out)[i] = scalar::Select(c[i] != 0, DataOf<T>(a)[i], DataOf<T>(b)[i]);
     }
     return out;
   });
@@ -266,28 +263,22 @@ std::optional<NDArray> EvaluateUnary(const Args& args, const Attrs& attrs, const
 
 struct NegativeOp {
   template <typename T>
-  static std::optional<T> Apply(T x, const Attrs&) {
-    if constexpr (std::is_integral_v<T>) return Wrapping(T(0), x, std::minus<uint64_t>());
-    return -x;
-  }
+  static std::optional<T> Apply(T x, const Attrs&) { return scalar::Negative(x); }
 };
 struct AbsOp {
   template <typename T>
-  static std::optional<T> Apply(T x, const Attrs&) {
-    if constexpr (std::is_integral_v<T>) return x < 0 ? Wrapping(T(0), x, std::minus<uint64_t>()) : x;
-    return std::fabs(x);
-  }
+  static std::optional<T> Apply(T x, const Attrs&) { return scalar::Abs(x); }
 };
 struct BitwiseNotOp {
   template <typename T>
   static std::optional<T> Apply(T x, const Attrs&) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(~x);
+    if constexpr (std::is_integral_v<T>) return scalar::BitwiseNot(x);
     return std::nullopt;
   }
 };
 struct ReluOp {
   template <typename T>
-  static std::optional<T> Apply(T x, const Attrs&) { return x > 0 ? x : T(0); }
+  static std::optional<T> Apply(T x, const Attrs&) { return scalar::Relu(x); }
 };
 struct ClipOp {  // bounds convert to T as the kernel's T(a_min) does; out of T's range: undefined
   template <typename T>
@@ -295,7 +286,7 @@ struct ClipOp {  // bounds convert to T as the kernel's T(a_min) does; out of T'
     std::optional<T> lo = ConvertValue<T>(attrs.GetFloat("a_min"));
     std::optional<T> hi = ConvertValue<T>(attrs.GetFloat("a_max"));
     if (!lo || !hi) return std::nullopt;
-    return std::min<T>(std::max<T>(x, *lo), *hi);
+    return scalar::Clip(x, *lo, *hi);
   }
 };
 
@@ -320,38 +311,38 @@ std::optional<NDArray> EvaluateFloat(const Args& args, const Attrs& attrs, const
       return EXPRESSION;                            \
     }                                               \
   };
-KILN_FLOAT_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)))
-KILN_FLOAT_OP(TanhOp, std::tanh(x))
-KILN_FLOAT_OP(ExpOp, std::exp(x))
-KILN_FLOAT_OP(LogOp, std::log(x))
-KILN_FLOAT_OP(SqrtOp, std::sqrt(x))
-KILN_FLOAT_OP(RsqrtOp, T(1) / std::sqrt(x))
-KILN_FLOAT_OP(ErfOp, std::erf(x))
-KILN_FLOAT_OP(FloorOp, std::floor(x))
-KILN_FLOAT_OP(CeilOp, std::ceil(x))
-KILN_FLOAT_OP(RoundOp, std::nearbyint(x))  // halves to even
-KILN_FLOAT_OP(LeakyReluOp, x > 0 ? x : x * static_cast<T>(attrs.GetFloat("alpha")))
-KILN_FLOAT_OP(SinOp, std::sin(x))
-KILN_FLOAT_OP(CosOp, std::cos(x))
-KILN_FLOAT_OP(TanOp, std::tan(x))
-KILN_FLOAT_OP(AsinOp, std::asin(x))
-KILN_FLOAT_OP(AcosOp, std::acos(x))
-KILN_FLOAT_OP(AtanOp, std::atan(x))
-KILN_FLOAT_OP(SinhOp, std::sinh(x))
-KILN_FLOAT_OP(CoshOp, std::cosh(x))
-KILN_FLOAT_OP(AsinhOp, std::asinh(x))
-KILN_FLOAT_OP(AcoshOp, std::acosh(x))
-KILN_FLOAT_OP(AtanhOp, std::atanh(x))
-// log(1 + e^x), without overflow for large x
-KILN_FLOAT_OP(SoftplusOp, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
-KILN_FLOAT_OP(SoftsignOp, x / (T(1) + std::fabs(x)))
-KILN_FLOAT_OP(HardSwishOp, x * std::min(T(1), std::max(T(0), x / T(6) + T(0.5))))
-KILN_FLOAT_OP(EluOp, x > 0 ? x : static_cast<T>(attrs.GetFloat("alpha")) * std::expm1(x))
-KILN_FLOAT_OP(SeluOp, static_cast<T>(attrs.GetFloat("gamma")) *
-                          (x > 0 ? x : static_cast<T>(attrs.GetFloat("alpha")) * std::expm1(x)))
-KILN_FLOAT_OP(CeluOp, std::max(T(0), x) + std::min(T(0), static_cast<T>(attrs.GetFloat("alpha")) *
-                                                            std::expm1(x / static_cast<T>(attrs.GetFloat("alpha")))))
-KILN_FLOAT_OP(ThresholdedReluOp, x > static_cast<T>(attrs.GetFloat("alpha")) ? x : T(0))
+// A float attribute as T.
+#define KILN_ATTR(NAME) static_cast<T>(attrs.GetFloat(NAME))
+KILN_FLOAT_OP(SigmoidOp, scalar::Sigmoid(x))
+KILN_FLOAT_OP(TanhOp, scalar::Tanh(x))
+KILN_FLOAT_OP(ExpOp, scalar::Exp(x))
+KILN_FLOAT_OP(LogOp, scalar::Log(x))
+KILN_FLOAT_OP(SqrtOp, scalar::Sqrt(x))
+KILN_FLOAT_OP(RsqrtOp, scalar::Rsqrt(x))
+KILN_FLOAT_OP(ErfOp, scalar::Erf(x))
+KILN_FLOAT_OP(FloorOp, scalar::Floor(x))
+KILN_FLOAT_OP(CeilOp, scalar::Ceil(x))
+KILN_FLOAT_OP(RoundOp, scalar::Round(x))
+KILN_FLOAT_OP(LeakyReluOp, scalar::LeakyRelu(x, KILN_ATTR("alpha")))
+KILN_FLOAT_OP(SinOp, scalar::Sin(x))
+KILN_FLOAT_OP(CosOp, scalar::Cos(x))
+KILN_FLOAT_OP(TanOp, scalar::Tan(x))
+KILN_FLOAT_OP(AsinOp, scalar::Asin(x))
+KILN_FLOAT_OP(AcosOp, scalar::Acos(x))
+KILN_FLOAT_OP(AtanOp, scalar::Atan(x))
+KILN_FLOAT_OP(SinhOp, scalar::Sinh(x))
+KILN_FLOAT_OP(CoshOp, scalar::Cosh(x))
+KILN_FLOAT_OP(AsinhOp, scalar::Asinh(x))
+KILN_FLOAT_OP(AcoshOp, scalar::Acosh(x))
+KILN_FLOAT_OP(AtanhOp, scalar::Atanh(x))
+KILN_FLOAT_OP(SoftplusOp, scalar::Softplus(x))
+KILN_FLOAT_OP(SoftsignOp, scalar::Softsign(x))
+KILN_FLOAT_OP(HardSwishOp, scalar::HardSwish(x))
+KILN_FLOAT_OP(EluOp, scalar::Elu(x, KILN_ATTR("alpha")))
+KILN_FLOAT_OP(SeluOp, scalar::Selu(x, KILN_ATTR("alpha"), KILN_ATTR("gamma")))
+KILN_FLOAT_OP(CeluOp, scalar::Celu(x, KILN_ATTR("alpha")))
+KILN_FLOAT_OP(ThresholdedReluOp, scalar::ThresholdedRelu(x, KILN_ATTR("alpha")))
+#undef KILN_ATTR
 #undef KILN_FLOAT_OP
 
 std::optional<NDArray> EvaluateCopy(const Args& args, const Attrs&, const TensorType&) { return args[0].Clone(); }
@@ -401,23 +392,22 @@ void RegisterElementwiseOps(OpTable& table) {
   }
   Add(table, {"bitwise_not", 1, 1, {}, OpPattern::kElemWise, Bitwise, "bitwise complement of integers",
               EvaluateUnary<BitwiseNotOp>, LayoutRule::kElementwise});
-  for (Evaluated op : {Evaluated{"equal", EvaluateCompare<std::equal_to>}, {"less", EvaluateCompare<std::less>},
-                       {"greater", EvaluateCompare<std::greater>}, {"less_equal", EvaluateCompare<std::less_equal>},
-                       {"greater_equal", EvaluateCompare<std::greater_equal>}}) {
+  for (Evaluated op : {Evaluated{"equal", EvaluateCompare<EqualOp>}, {"less", EvaluateCompare<LessOp>},
+                       {"greater", EvaluateCompare<GreaterOp>}, {"less_equal", EvaluateCompare<LessEqualOp>},
+                       {"greater_equal", EvaluateCompare<GreaterEqualOp>}}) {
     Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Compare, "comparison with broadcasting; bool result",
                 op.evaluate});
   }
   Add(table, {"where", 3, 3, {}, OpPattern::kBroadcast, Where, "where(cond, a, b) with broadcasting", EvaluateWhere});
   Add(table, {"if_then_else", 3, 3, {}, OpPattern::kOpaque, IfThenElse,
               "a when the bool scalar cond holds, else b; only the taken side runs", EvaluateWhere});
-  for (Evaluated op : {Evaluated{"logical_and", EvaluateLogical<std::logical_and<bool>>},
-                       {"logical_or", EvaluateLogical<std::logical_or<bool>>},
-                       {"logical_xor", EvaluateLogical<std::not_equal_to<bool>>}}) {
+  for (Evaluated op : {Evaluated{"logical_and", EvaluateLogical<LogicalAndOp>},
+                       {"logical_or", EvaluateLogical<LogicalOrOp>}, {"logical_xor", EvaluateLogical<LogicalXorOp>}}) {
     Add(table, {op.name, 2, 2, {}, OpPattern::kBroadcast, Logical, "logical op on bools with broadcasting",
                 op.evaluate});
   }
   Add(table, {"logical_not", 1, 1, {}, OpPattern::kElemWise, Logical, "logical not of bools",
-              EvaluateLogical<NotOp>, LayoutRule::kElementwise});
+              EvaluateLogical<LogicalNotOp>, LayoutRule::kElementwise});
   for (Evaluated op : {Evaluated{"nn.relu", EvaluateUnary<ReluOp>}, {"negative", EvaluateUnary<NegativeOp>},
                        {"abs", EvaluateUnary<AbsOp>}, {"copy", EvaluateCopy}}) {
     Add(table, {op.name, 1, 1, {}, OpPattern::kElemWise, SameAsInput, "unary elementwise", op.evaluate,

@@ -51,19 +51,21 @@ inline void ValidRange(int64_t start, int64_t step, int64_t size, int64_t count,
   if (*begin > *end) *begin = *end;
 }
 
+// One epilogue step on a register of results: the elementwise op's own definition
+// (elementwise/scalar_ops.h) on vectors.
 template <int OB>
 KILN_ALWAYS_INLINE Vec<OB> Apply(const EpilogueStep& s, Vec<OB> x, Vec<OB> y) {
   using V = Vec<OB>;
   switch (s.op) {
-    case EpilogueStep::kAdd: return V::Add(x, y);
-    case EpilogueStep::kSubtract: return V::Sub(x, y);
-    case EpilogueStep::kReverseSubtract: return V::Sub(y, x);
-    case EpilogueStep::kMultiply: return V::Mul(x, y);
-    case EpilogueStep::kMaximum: return V::Max(y, x);  // std::max(x, y): x when either is NaN
-    case EpilogueStep::kMinimum: return V::Min(y, x);
-    case EpilogueStep::kRelu: return V::Max(x, V::Zero());
-    case EpilogueStep::kClip: return V::Min(V::Broadcast(&s.hi), V::Max(V::Broadcast(&s.lo), x));
-    case EpilogueStep::kSwish: return V::Swish(x);
+    case EpilogueStep::kAdd: return scalar::Add(x, y);
+    case EpilogueStep::kSubtract: return scalar::Subtract(x, y);
+    case EpilogueStep::kReverseSubtract: return scalar::Subtract(y, x);
+    case EpilogueStep::kMultiply: return scalar::Multiply(x, y);
+    case EpilogueStep::kMaximum: return scalar::Maximum(x, y);
+    case EpilogueStep::kMinimum: return scalar::Minimum(x, y);
+    case EpilogueStep::kRelu: return scalar::Relu(x);
+    case EpilogueStep::kClip: return scalar::Clip(x, V::Broadcast(&s.lo), V::Broadcast(&s.hi));
+    case EpilogueStep::kSwish: return scalar::Swish(x);
   }
   return x;
 }

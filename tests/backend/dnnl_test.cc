@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -245,6 +246,23 @@ TEST(Dnnl, ModulesLaidOutAsTvmWritesThemLoadAndRun) {
     ADD_FAILURE() << "an OIHW transposed-convolution weight ran";
   } catch (const runtime::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("takes NCHW data and an IOHW weight, not NCHW and OIHW"));
+  }
+
+  // A composite name is read once, part by part: one it cannot run is a clear error.
+  for (const auto& [name, message] :
+       {std::pair{"dnnl.conv2d_bias_mish", "composite 'dnnl.conv2d_bias_mish': 'mish' is not a part it can have"},
+        std::pair{"dnnl.conv2d_relu_bias", "composite 'dnnl.conv2d_relu_bias': 'bias' is not a part it can have"},
+        std::pair{"dnnl.conv3d_bias", "unknown composite 'dnnl.conv3d_bias'"}}) {
+    std::string graph = kTvmGraph;
+    graph.replace(graph.find("dnnl.conv2d_bias_relu"), std::strlen("dnnl.conv2d_bias_relu"), name);
+    runtime::Module bad = LoadAsTvmWritesIt(graph.c_str(), {test::FloatArray({2, 2, 2, 2}, w), test::FloatArray({2}, b)});
+    try {
+      bad.GetFunction("tvmgen_default_dnnl_main_0")(test::FloatArray({1, 2, 3, 3}, x), out);
+      ADD_FAILURE() << name << " ran";
+    } catch (const runtime::Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(message));
+      EXPECT_THAT(e.what(), HasSubstr("dnnl_json: tvmgen_default_dnnl_main_0: node 3"));
+    }
   }
 #else
   EXPECT_FALSE(loaded);

@@ -2,11 +2,11 @@
 #include "backend/contrib/ccompiler/ccompiler.h"
 
 #include <algorithm>
-#include <map>
 #include <sstream>
 #include <unordered_map>
 
 #include "backend/c_source_module.h"
+#include "backend/codegen/lowering.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -15,13 +15,29 @@ using namespace ir;
 
 namespace {
 
-const std::map<std::string, std::string> kBinary = {
-    {"add", "a + b"},           {"subtract", "a - b"},         {"multiply", "a * b"},
-    {"divide", "a / b"},        {"maximum", "(a > b ? a : b)"}, {"minimum", "(a < b ? a : b)"}};
-const std::map<std::string, std::string> kUnary = {
-    {"nn.relu", "(a > 0.0f ? a : 0.0f)"}, {"exp", "std::exp(a)"},   {"log", "std::log(a)"},
-    {"sqrt", "std::sqrt(a)"},             {"tanh", "std::tanh(a)"}, {"sigmoid", "1.0f / (1.0f + std::exp(-a))"},
-    {"negative", "-a"},                   {"abs", "std::fabs(a)"}};
+const OpRef kDense("nn.dense");
+const OpRef kBiasAdd("nn.bias_add");
+const OpRef kAdd("add");
+const OpRef kSubtract("subtract");
+const OpRef kMultiply("multiply");
+const OpRef kDivide("divide");
+const OpRef kMaximum("maximum");
+const OpRef kMinimum("minimum");
+const OpRef kRelu("nn.relu");
+const OpRef kExp("exp");
+const OpRef kLog("log");
+const OpRef kSqrt("sqrt");
+const OpRef kTanh("tanh");
+const OpRef kSigmoid("sigmoid");
+const OpRef kNegative("negative");
+const OpRef kAbs("abs");
+
+// The elementwise ops it claims, computed by their one definition (kernels/elementwise/scalar_ops.h)
+// as the host code generator's loops compute them (ElementExpression).
+bool IsElementwise(const CallNode& call) {
+  return IsAnyOf(call.op, {&kAdd, &kSubtract, &kMultiply, &kDivide, &kMaximum, &kMinimum, &kRelu, &kExp, &kLog,
+                           &kSqrt, &kTanh, &kSigmoid, &kNegative, &kAbs});
+}
 
 bool IsFloatTensor(const Type& t) { return t.is_tensor() && t.tensor().dtype == runtime::kFloat32; }
 
@@ -150,32 +166,30 @@ class Emitter {
     body << "  float* " << name << " = " << name << "_buffer.as<float>();\n";
     std::vector<std::string> in;
     for (const Expr& arg : call->args) in.push_back(values_.at(arg.get()));
-    const std::string& op = call->op->name;
-    if (op == "nn.dense") {
+    if (kDense.Is(call->op)) {
       const std::vector<int64_t>& w = call->args[1]->type().tensor().shape;
       int64_t n = w[0], k = w[1], m = Count(out) / n;
       body << "  for (int64_t r = 0; r < " << m << "; ++r) {\n    for (int64_t c = 0; c < " << n << "; ++c) {\n"
            << "      float sum = 0.0f;\n      for (int64_t j = 0; j < " << k << "; ++j) sum += " << in[0] << "[r * " << k
            << " + j] * " << in[1] << "[c * " << k << " + j];\n      " << name << "[r * " << n << " + c] = sum;\n    }\n  }\n";
-    } else if (op == "nn.bias_add") {
+    } else if (kBiasAdd.Is(call->op)) {
       int64_t axis = call->attrs.GetInt("axis");
       if (axis < 0) axis += static_cast<int64_t>(out.size());
       int64_t inner = 1;
       for (size_t d = static_cast<size_t>(axis) + 1; d < out.size(); ++d) inner *= out[d];
-      body << "  for (int64_t i = 0; i < " << Count(out) << "; ++i) " << name << "[i] = " << in[0] << "[i] + " << in[1]
-           << "[(i / " << inner << ") % " << out[static_cast<size_t>(axis)] << "];\n";
+      std::string bias = in[1] + "[(i / " + std::to_string(inner) + ") % " + std::to_string(out[static_cast<size_t>(axis)]) + "]";
+      body << "  for (int64_t i = 0; i < " << Count(out) << "; ++i) " << name
+           << "[i] = " << ElementExpression(*FindLowering(*call->op), *call, {in[0] + "[i]", bias}, "float") << ";\n";
     } else {
       body << "  for (int64_t i = 0; i < " << Count(out) << "; ++i) {\n";
-      std::string a = in[0] + "[" + BroadcastIndex(body, "a", call->args[0]->type().tensor().shape, out) + "]";
-      std::string expr;
-      if (call->args.size() == 2) {
-        std::string b = in[1] + "[" + BroadcastIndex(body, "b", call->args[1]->type().tensor().shape, out) + "]";
-        body << "      const float a = " << a << ", b = " << b << ";\n";
-        expr = kBinary.at(op);
-      } else {
-        body << "      const float a = " << a << ";\n";
-        expr = kUnary.at(op);
+      std::vector<std::string> elements;
+      for (size_t k = 0; k < call->args.size(); ++k) {
+        std::string element = std::string(1, static_cast<char>('a' + k));
+        std::string index = BroadcastIndex(body, element, call->args[k]->type().tensor().shape, out);
+        body << "      const float " << element << " = " << in[k] << "[" << index << "];\n";
+        elements.push_back(element);
       }
+      std::string expr = ElementExpression(*FindLowering(*call->op), *call, elements, "float");
       body << "      " << name << "[i] = " << expr << ";\n  }\n";
     }
     values_[e.get()] = name;
@@ -196,11 +210,10 @@ bool CCompilerSupports(const CallNode& call) {
   for (const Expr& arg : call.args) {
     if (!IsFloatTensor(arg->type())) return false;
   }
-  const std::string& op = call.op->name;
-  if (op == "nn.dense") {
+  if (kDense.Is(call.op)) {
     return call.attrs.GetString("weight_layout") == "NK" && call.args[1]->type().tensor().ndim() == 2;
   }
-  return op == "nn.bias_add" || kBinary.count(op) != 0 || kUnary.count(op) != 0;
+  return kBiasAdd.Is(call.op) || IsElementwise(call);
 }
 
 ExternalModule CCompilerGenerate(const std::string& symbol, const Expr& function) {

@@ -1,7 +1,6 @@
 // The dnnl codegen: support predicates, the composite pattern table, the JSON module.
 #include "backend/contrib/dnnl/dnnl_codegen.h"
 
-#include <set>
 
 #include "backend/json_codegen.h"
 #include "runtime/error.h"
@@ -29,8 +28,16 @@ const OpRef kSigmoid("sigmoid");
 const OpRef kTanh("tanh");
 const OpRef kErf("erf");
 const OpRef kDivide("divide");
-
-const std::set<std::string> kEltwise = {"nn.relu", "tanh", "sigmoid", "exp", "log", "sqrt", "abs", "clip"};
+const OpRef kMaxPool2D("nn.max_pool2d");
+const OpRef kAvgPool2D("nn.avg_pool2d");
+const OpRef kGlobalAvgPool2D("nn.global_avg_pool2d");
+const OpRef kBatchMatmul("nn.batch_matmul");
+const OpRef kSoftmax("nn.softmax");
+const OpRef kLayerNorm("nn.layer_norm");
+const OpRef kExp("exp");
+const OpRef kLog("log");
+const OpRef kSqrt("sqrt");
+const OpRef kAbs("abs");
 
 bool Float32(const Type& t) { return t.is_tensor() && t.tensor().dtype == runtime::kFloat32; }
 
@@ -85,29 +92,26 @@ bool DnnlSupports(const CallNode& call) {
   for (const Expr& arg : call.args) {
     if (!Float32(arg->type())) return false;
   }
-  const std::string& op = call.op->name;
   const TensorType& out = call.type().tensor();
-  if (op == "nn.conv2d") {
+  if (kConv2D.Is(call.op)) {
     return call.attrs.GetString("data_layout") == "NCHW" && call.attrs.GetString("kernel_layout") == "OIHW" &&
            (call.attrs.GetString("out_layout").empty() || call.attrs.GetString("out_layout") == "NCHW");
   }
-  if (op == "nn.conv2d_transpose") return true;  // NCHW and IOHW: the only layouts it has
-  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d" || op == "nn.global_avg_pool2d") {
-    return call.attrs.GetString("layout") == "NCHW";
-  }
-  if (op == "nn.dense") return call.attrs.GetString("weight_layout") == "NK";
-  if (op == "nn.batch_matmul") return out.ndim() == 3;
-  if (op == "nn.softmax") return true;
-  if (op == "nn.layer_norm") {
+  if (kConv2DTranspose.Is(call.op)) return true;  // NCHW and IOHW: the only layouts it has
+  if (IsAnyOf(call.op, {&kMaxPool2D, &kAvgPool2D, &kGlobalAvgPool2D})) return call.attrs.GetString("layout") == "NCHW";
+  if (kDense.Is(call.op)) return call.attrs.GetString("weight_layout") == "NK";
+  if (kBatchMatmul.Is(call.op)) return out.ndim() == 3;
+  if (kSoftmax.Is(call.op)) return true;
+  if (kLayerNorm.Is(call.op)) {
     int64_t axis = call.attrs.GetInt("axis");
     return axis == -1 || axis == static_cast<int64_t>(out.ndim()) - 1;
   }
-  if (op == "add" || op == "multiply") {
+  if (IsAnyOf(call.op, {&kAdd, &kMultiply})) {
     const TensorType& a = call.args[0]->type().tensor();
     const TensorType& b = call.args[1]->type().tensor();
     return (a.shape == out.shape || b.shape == out.shape) && a.ndim() <= out.ndim() && b.ndim() <= out.ndim();
   }
-  return kEltwise.count(op) != 0;
+  return IsAnyOf(call.op, {&kRelu, &kTanh, &kSigmoid, &kExp, &kLog, &kSqrt, &kAbs, &kClip});  // oneDNN's eltwise
 }
 
 std::vector<CompositePattern> DnnlPatterns() {

@@ -58,7 +58,94 @@ std::vector<int64_t> Ints(const JsonNode& node, const char* key) {
 }
 int64_t Int(const JsonNode& node, const char* key) { return std::stoll(node.Attr(key).at(0)); }
 float Float(const JsonNode& node, const char* key) { return std::stof(node.Attr(key).at(0)); }
-bool Has(const std::string& name, const char* part) { return name.find(part) != std::string::npos; }
+
+// A kernel node's name, parsed once: the primitive it runs and what is fused into it. A plain op
+// ("nn.softmax", "add", "tanh") runs that op; a composite as TVM names it
+// ("dnnl.conv2d_bias_sum_relu") runs its layer ("conv2d", "deconv2d", "dense") with its parts in
+// this order: "bias", "sum" (adds the last input, the residual), then one activation as a post-op.
+struct KernelKind {
+  enum Primitive {
+    kConvolution, kDeconvolution, kDense, kBatchMatmul, kPool, kSoftmax, kLayerNorm, kBinary, kEltwise
+  };
+  Primitive primitive = kEltwise;
+  algorithm algorithm_kind = algorithm::undef;  // kPool, kBinary, kEltwise: which one
+  bool global_pool = false;                    // nn.global_avg_pool2d: the window is the whole plane
+  bool bias = false, sum = false;
+  algorithm activation = algorithm::undef;  // a composite's eltwise post-op; undef: none
+  bool clip = false;                        // the eltwise op or post-op is clip: a_min, a_max
+  float activation_alpha = 0.f;             // eltwise_swish's beta is 1
+};
+
+// Throws Error naming what is not understood.
+KernelKind KernelKindOf(const std::string& name) {
+  using K = KernelKind;
+  struct Plain {
+    K::Primitive primitive;
+    algorithm kind;
+  };
+  static const std::unordered_map<std::string, Plain> kOps = {
+      {"nn.conv2d", {K::kConvolution, algorithm::undef}},
+      {"nn.conv2d_transpose", {K::kDeconvolution, algorithm::undef}},
+      {"nn.dense", {K::kDense, algorithm::undef}},
+      {"nn.batch_matmul", {K::kBatchMatmul, algorithm::undef}},
+      {"nn.max_pool2d", {K::kPool, algorithm::pooling_max}},
+      {"nn.avg_pool2d", {K::kPool, algorithm::pooling_avg_exclude_padding}},
+      {"nn.global_avg_pool2d", {K::kPool, algorithm::pooling_avg_exclude_padding}},
+      {"nn.softmax", {K::kSoftmax, algorithm::undef}},
+      {"nn.layer_norm", {K::kLayerNorm, algorithm::undef}},
+      {"add", {K::kBinary, algorithm::binary_add}},
+      {"multiply", {K::kBinary, algorithm::binary_mul}},
+      {"nn.relu", {K::kEltwise, algorithm::eltwise_relu}},
+      {"tanh", {K::kEltwise, algorithm::eltwise_tanh}},
+      {"sigmoid", {K::kEltwise, algorithm::eltwise_logistic}},
+      {"exp", {K::kEltwise, algorithm::eltwise_exp}},
+      {"log", {K::kEltwise, algorithm::eltwise_log}},
+      {"sqrt", {K::kEltwise, algorithm::eltwise_sqrt}},
+      {"abs", {K::kEltwise, algorithm::eltwise_abs}},
+      {"clip", {K::kEltwise, algorithm::eltwise_clip}}};
+  static const std::unordered_map<std::string, K::Primitive> kLayers = {
+      {"conv2d", K::kConvolution}, {"deconv2d", K::kDeconvolution}, {"dense", K::kDense}};
+  static const std::unordered_map<std::string, algorithm> kActivations = {
+      {"relu", algorithm::eltwise_relu},        {"tanh", algorithm::eltwise_tanh},
+      {"clip", algorithm::eltwise_clip},        {"sigmoid", algorithm::eltwise_logistic},
+      {"swish", algorithm::eltwise_swish},      {"gelu", algorithm::eltwise_gelu_erf}};
+  KernelKind kind;
+  const std::string prefix = "dnnl.";
+  if (name.compare(0, prefix.size(), prefix) != 0) {
+    auto op = kOps.find(name);
+    Check(op != kOps.end(), "no oneDNN kernel for '", name, "'");
+    kind.primitive = op->second.primitive;
+    kind.algorithm_kind = op->second.kind;
+    kind.global_pool = name == "nn.global_avg_pool2d";
+    kind.clip = name == "clip";
+    return kind;
+  }
+  std::vector<std::string> parts(1);
+  for (char c : name.substr(prefix.size())) {
+    if (c == '_') parts.emplace_back();
+    else parts.back() += c;
+  }
+  auto layer = kLayers.find(parts[0]);
+  Check(layer != kLayers.end(), "unknown composite '", name, "' (conv2d, deconv2d or dense, then its parts)");
+  kind.primitive = layer->second;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    bool activation_seen = kind.activation != algorithm::undef;
+    if (part == "bias" && !kind.bias && !kind.sum && !activation_seen) {
+      kind.bias = true;
+    } else if (part == "sum" && !kind.sum && !activation_seen) {
+      kind.sum = true;
+    } else if (kActivations.count(part) != 0 && !activation_seen) {
+      kind.activation = kActivations.at(part);
+      kind.clip = part == "clip";
+      kind.activation_alpha = part == "swish" ? 1.f : 0.f;
+    } else {
+      Fail("composite '", name, "': '", part, "' is not a part it can have there (bias, sum, then one of relu, tanh, ",
+           "clip, sigmoid, swish, gelu)");
+    }
+  }
+  return kind;
+}
 
 std::atomic<uint64_t> next_module_id{1};
 
@@ -225,35 +312,39 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return attr;
   }
-  // Post-ops from a composite's name, as TVM's runtime reads them.
-  dnnl::post_ops PostOps(const JsonNode& node) const {
+  // A composite's post-ops: its residual sum, then its activation.
+  dnnl::post_ops PostOps(const JsonNode& node, const KernelKind& kind) const {
     dnnl::post_ops ops;
-    const std::string& name = node.name;
-    if (Has(name, "_sum")) ops.append_sum(1.f);
-    if (Has(name, "_relu")) ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-    if (Has(name, "_tanh")) ops.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f);
-    if (Has(name, "_clip")) ops.append_eltwise(1.f, algorithm::eltwise_clip, Float(node, "a_min"), Float(node, "a_max"));
-    if (Has(name, "_sigmoid")) ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f);
-    if (Has(name, "_swish")) ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);
-    if (Has(name, "_gelu")) ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    if (kind.sum) ops.append_sum(1.f);
+    if (kind.activation != algorithm::undef) {
+      float alpha = kind.clip ? Float(node, "a_min") : kind.activation_alpha;
+      float beta = kind.clip ? Float(node, "a_max") : 0.f;
+      ops.append_eltwise(1.f, kind.activation, alpha, beta);
+    }
     return ops;
   }
 
   void Kernel(uint32_t n, dnnl::stream& stream) {
-    const JsonNode& node = graph().nodes[n];
-    const std::string& name = node.name;
-    if (Has(name, "deconv2d") || name == "nn.conv2d_transpose") return Deconvolution(n, stream);
-    if (Has(name, "conv2d")) return Convolution(n, stream);
-    if (Has(name, "dense")) return Dense(n, stream);
-    if (name == "nn.batch_matmul") return BatchMatmul(n, stream);
-    if (name == "nn.max_pool2d" || name == "nn.avg_pool2d" || name == "nn.global_avg_pool2d") return Pool(n, stream);
-    if (name == "nn.softmax") return Softmax(n, stream);
-    if (name == "nn.layer_norm") return LayerNorm(n, stream);
-    if (name == "add" || name == "multiply") return Binary(n, stream);
-    return Eltwise(n, stream);
+    KernelKind kind;
+    try {
+      kind = KernelKindOf(graph().nodes[n].name);
+    } catch (const Error& e) {
+      Fail("dnnl_json: ", symbol(), ": node ", n, ": ", e.what());
+    }
+    switch (kind.primitive) {
+      case KernelKind::kConvolution: return Convolution(n, kind, stream);
+      case KernelKind::kDeconvolution: return Deconvolution(n, kind, stream);
+      case KernelKind::kDense: return Dense(n, kind, stream);
+      case KernelKind::kBatchMatmul: return BatchMatmul(n, stream);
+      case KernelKind::kPool: return Pool(n, kind, stream);
+      case KernelKind::kSoftmax: return Softmax(n, stream);
+      case KernelKind::kLayerNorm: return LayerNorm(n, stream);
+      case KernelKind::kBinary: return Binary(n, kind, stream);
+      case KernelKind::kEltwise: return Eltwise(n, kind, stream);
+    }
   }
 
-  void Convolution(uint32_t n, dnnl::stream& stream) {
+  void Convolution(uint32_t n, const KernelKind& kind, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::vector<int64_t>& src = graph().nodes[node.inputs[0].node].shapes[node.inputs[0].index];
     const std::vector<int64_t>& wgt = graph().nodes[node.inputs[1].node].shapes[node.inputs[1].index];
@@ -262,10 +353,9 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     std::vector<int64_t> strides = Ints(node, "strides"), dilation = Ints(node, "dilation"), pad = Ints(node, "padding");
     Dims wdims = groups == 1 ? Dims(wgt.begin(), wgt.end())
                              : Dims{groups, wgt[0] / groups, wgt[1], wgt[2], wgt[3]};
-    bool bias = Has(node.name, "_bias");
-    bool sum = Has(node.name, "_sum");
+    bool bias = kind.bias, sum = kind.sum;
     dnnl::primitive_attr attr = Attr();
-    attr.set_post_ops(PostOps(node));
+    attr.set_post_ops(PostOps(node, kind));
     memory::desc src_any = Any(Dims(src.begin(), src.end())), dst_any = Any(Dims(dst.begin(), dst.end()));
     memory::desc bias_md = bias ? Plain(Dims{dst[1]}) : memory::desc();
     dnnl::convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, src_any,
@@ -286,7 +376,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
   // place as oneDNN's [M, C, kh, kw] (grouped: [groups, M / groups, C / groups, kh, kw]) and
   // reordered once into the layout the primitive chose. oneDNN has no output_padding: it makes the
   // end padding smaller.
-  void Deconvolution(uint32_t n, dnnl::stream& stream) {
+  void Deconvolution(uint32_t n, const KernelKind& kind, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::vector<int64_t>& src = graph().nodes[node.inputs[0].node].shapes[node.inputs[0].index];
     const std::vector<int64_t>& wgt = graph().nodes[node.inputs[1].node].shapes[node.inputs[1].index];
@@ -304,9 +394,9 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     Dims wdims = groups == 1 ? Dims{out, in, kh, kw} : Dims{groups, out, in, kh, kw};
     Dims wstrides = groups == 1 ? Dims{kh * kw, out * kh * kw, kw, 1}
                                 : Dims{in * out * kh * kw, kh * kw, out * kh * kw, kw, 1};
-    bool bias = Has(node.name, "_bias");
+    bool bias = kind.bias;
     dnnl::primitive_attr attr = Attr();
-    attr.set_post_ops(PostOps(node));
+    attr.set_post_ops(PostOps(node, kind));
     memory::desc bias_md = bias ? Plain(Dims{dst[1]}) : memory::desc();
     dnnl::deconvolution_forward::desc desc(
         prop_kind::forward_inference, algorithm::deconvolution_direct, Any(Dims(src.begin(), src.end())), Any(wdims),
@@ -325,15 +415,15 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
   }
 
   // nn.dense and dnnl.dense_bias[_relu|_gelu|_sum]: an inner product over [rows, K].
-  void Dense(uint32_t n, dnnl::stream& stream) {
+  void Dense(uint32_t n, const KernelKind& kind, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::vector<int64_t>& wgt = graph().nodes[node.inputs[1].node].shapes[node.inputs[1].index];
     const std::vector<int64_t>& dst = node.shapes[0];
     int64_t units = wgt[0], k = wgt[1], rows = 1;
     for (size_t d = 0; d + 1 < dst.size(); ++d) rows *= dst[d];
-    bool bias = Has(node.name, "_bias");
+    bool bias = kind.bias;
     dnnl::primitive_attr attr = Attr();
-    attr.set_post_ops(PostOps(node));
+    attr.set_post_ops(PostOps(node, kind));
     memory::desc src_md = Plain(Dims{rows, k}), dst_md = Plain(Dims{rows, units});
     memory::desc bias_md = bias ? Plain(Dims{units}) : memory::desc();
     dnnl::inner_product_forward::desc desc(prop_kind::forward_inference, src_md, Any(Dims{units, k}), bias_md, dst_md);
@@ -343,7 +433,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     int out = Scratch(dst_md);
     std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, out}};
     if (bias) args.emplace_back(DNNL_ARG_BIAS, Want(In(n, 2), bias_md, stream));
-    if (Has(node.name, "_sum")) {  // the sum post-op adds to what dst holds: the residual, as [rows, units]
+    if (kind.sum) {  // the sum post-op adds to what dst holds: the residual, as [rows, units]
       uint32_t residual = In(n, bias ? 3 : 2);
       Reorder(Want(residual, dst_md, stream, Want(residual, PlainOfEntry(residual), stream)), out);
     }
@@ -371,12 +461,12 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     entry_buffer_[Out(n)] = out;
   }
 
-  void Pool(uint32_t n, dnnl::stream& stream) {
+  void Pool(uint32_t n, const KernelKind& kind, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     uint32_t in_entry = In(n, 0);
     const std::vector<int64_t>& src = graph().nodes[node.inputs[0].node].shapes[node.inputs[0].index];
     const std::vector<int64_t>& dst = node.shapes[0];
-    bool global = node.name == "nn.global_avg_pool2d";
+    bool global = kind.global_pool;
     std::vector<int64_t> kernel = global ? std::vector<int64_t>{src[2], src[3]} : Ints(node, "pool_size");
     std::vector<int64_t> strides = global ? std::vector<int64_t>{1, 1} : Ints(node, "strides");
     std::vector<int64_t> dilation = global ? std::vector<int64_t>{1, 1} : Ints(node, "dilation");
@@ -387,7 +477,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
       pad_r[d] = (dst[2 + d] - 1) * strides[d] + (kernel[d] - 1) * dilation[d] + 1 - src[2 + d] - pad[d];
       pad_r[d] = std::max<int64_t>(pad_r[d], 0);
     }
-    algorithm alg = node.name == "nn.max_pool2d" ? algorithm::pooling_max
+    algorithm alg = kind.algorithm_kind == algorithm::pooling_max                  ? algorithm::pooling_max
                     : (!global && Int(node, "count_include_pad") != 0) ? algorithm::pooling_avg_include_padding
                                                                        : algorithm::pooling_avg_exclude_padding;
     memory::desc src_md = buffers_[entry_buffer_.at(in_entry)].desc;
@@ -401,20 +491,13 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     entry_buffer_[Out(n)] = out;
   }
 
-  void Eltwise(uint32_t n, dnnl::stream& stream) {
+  void Eltwise(uint32_t n, const KernelKind& kind, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
-    static const std::unordered_map<std::string, algorithm> kAlgorithms = {
-        {"nn.relu", algorithm::eltwise_relu}, {"tanh", algorithm::eltwise_tanh},
-        {"sigmoid", algorithm::eltwise_logistic}, {"exp", algorithm::eltwise_exp},
-        {"log", algorithm::eltwise_log}, {"sqrt", algorithm::eltwise_sqrt},
-        {"abs", algorithm::eltwise_abs}, {"clip", algorithm::eltwise_clip}};
-    auto it = kAlgorithms.find(node.name);
-    Check(it != kAlgorithms.end(), "dnnl_json: ", symbol(), ": no oneDNN kernel for '", node.name, "'");
-    float alpha = node.name == "clip" ? Float(node, "a_min") : 0.f;
-    float beta = node.name == "clip" ? Float(node, "a_max") : 0.f;
+    float alpha = kind.clip ? Float(node, "a_min") : 0.f;
+    float beta = kind.clip ? Float(node, "a_max") : 0.f;
     memory::desc md = buffers_[entry_buffer_.at(In(n, 0))].desc;  // any layout: elementwise
     dnnl::eltwise_forward::primitive_desc pd(
-        dnnl::eltwise_forward::desc(prop_kind::forward_inference, it->second, md, alpha, beta), Attr(), engine_);
+        dnnl::eltwise_forward::desc(prop_kind::forward_inference, kind.algorithm_kind, md, alpha, beta), Attr(), engine_);
     int in = Want(In(n, 0), md, stream);
     int out = Scratch(md);
     AddStep(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, out}}, pd.scratchpad_desc());
@@ -456,7 +539,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
   // add and multiply: the operand of the result's shape first (both commute), the other
   // broadcast along the axes where it has 1 (in plain layouts), or of the same shape and then
   // read in the first's layout.
-  void Binary(uint32_t n, dnnl::stream& stream) {
+  void Binary(uint32_t n, const KernelKind& kind, dnnl::stream& stream) {
     const JsonNode& node = graph().nodes[n];
     const std::vector<int64_t>& dst = node.shapes[0];
     auto shape_of = [&](size_t i) { return graph().nodes[node.inputs[i].node].shapes[node.inputs[i].index]; };
@@ -467,7 +550,7 @@ class DnnlJsonRuntime final : public JsonRuntimeBase {
     if (other == dst) {  // no broadcasting: both in the first operand's layout (a blocked one stays)
       dst_md = other_md = buffers_[entry_buffer_.at(In(n, first))].desc;
     }
-    algorithm alg = node.name == "add" ? algorithm::binary_add : algorithm::binary_mul;
+    algorithm alg = kind.algorithm_kind;
     dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, dst_md, other_md, dst_md), Attr(), engine_);
     int a = Want(In(n, first), dst_md, stream);
     int b = other == dst ? Want(In(n, 1 - first), other_md, stream)
