@@ -73,9 +73,10 @@ void Pool2DElementwise(const Pool2DParams& p, int64_t block, const float* data, 
 
 // ---- Blocked layouts (conv2d_nchwc.cc, pool_nchwc.cc) ---------------------------------------
 // Data in NCHW[x]c is [N, C / x, H, W, x]; x = 1 is plain NCHW. Convolution weights are
-// [O / ob, C / ib, KH, KW, ib, ob] ("OIHW{ib}i{ob}o") with ib the data's block, or for a
-// depthwise convolution (groups == C == O, ib == ob) [O / ob, 1, KH, KW, 1, ob]. The output
-// block ob is 8 or 16.
+// [O / ob, (C / groups) / ib, KH, KW, ib, ob] ("OIHW{ib}i{ob}o" of the OIHW weight
+// [O, C / groups, KH, KW]) with ib the data's block, each group's channels whole blocks on both
+// sides, or for a depthwise convolution (groups == C == O, ib == ob) [O / ob, 1, KH, KW, 1, ob].
+// The output block ob is 8 or 16.
 
 // An elementwise op applied to a convolution's result while it is in registers, in order:
 // result = op(result, operand), or for kReverseSubtract operand - result.
@@ -96,14 +97,14 @@ struct EpilogueStep {
 struct Conv2DNCHWcParams {
   int64_t batch, in_channels, in_height, in_width, in_block;
   int64_t out_channels, out_block, kernel_height, kernel_width, out_height, out_width;
-  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups;
   bool depthwise;
   // How the input is read, chosen with the implementation (strategy/conv2d.cc): copied first with
   // its padding written out as zeros, so that no tile checks its taps (not depthwise); for a
   // strided 1x1 convolution without padding, copied first with only the positions it reads;
   // for a 1x1 convolution with stride 1 over a small plane, the plane taken as one row.
   bool copy_padded, gather_strided, flat_plane;
-  auto Fields() const { return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, depthwise, copy_padded, gather_strided, flat_plane); }
+  auto Fields() const { return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise, copy_padded, gather_strided, flat_plane); }
 };
 // out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)). Returns non-zero (with the error
 // message set) when the parameters are not a supported form.

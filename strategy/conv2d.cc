@@ -1,6 +1,8 @@
 // The implementations of nn.conv2d and how the compiler chooses among them (conv2d.h).
 #include "strategy/conv2d.h"
 
+#include <algorithm>
+
 #include "ir/layout.h"
 #include "runtime/error.h"
 
@@ -47,6 +49,51 @@ Conv2DLayouts DirectLayouts(const Conv2DProblem& p, const KernelConfig& config, 
   int64_t block = OutBlock(config.conv_block, p.out_channels);
   return {ir::BlockedDataLayout(producer_block), BlockedKernelLayout(producer_block == 0 ? 1 : producer_block, block),
           ir::BlockedDataLayout(block)};
+}
+
+// Grouped (not depthwise): each output block within one group, the data in a block that fills
+// each group's input channels (the producer's when it does, else 16 or 8, else plain NCHW), the
+// weight packed per group.
+int64_t GroupOutBlock(const Conv2DProblem& p, const KernelConfig& config) {
+  return p.groups > 1 && p.out_channels % p.groups == 0 ? OutBlock(config.conv_block, p.out_channels / p.groups) : 0;
+}
+
+int64_t GroupInBlock(const Conv2DProblem& p, int64_t producer_block) {
+  int64_t per_group = p.channels / p.groups;
+  if (producer_block != 0 && per_group % producer_block == 0) return producer_block;
+  for (int64_t block : {16, 8}) {
+    if (per_group % block == 0) return block;
+  }
+  return 0;
+}
+
+bool GroupedApplies(const Conv2DProblem& p, const KernelConfig& config) {
+  return p.float32 && !p.depthwise() && p.channels % p.groups == 0 && GroupOutBlock(p, config) != 0;
+}
+
+Conv2DLayouts GroupedLayouts(const Conv2DProblem& p, const KernelConfig& config, int64_t producer_block) {
+  int64_t in_block = GroupInBlock(p, producer_block), out_block = GroupOutBlock(p, config);
+  return {ir::BlockedDataLayout(in_block), BlockedKernelLayout(in_block == 0 ? 1 : in_block, out_block),
+          ir::BlockedDataLayout(out_block)};
+}
+
+bool GroupedComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  int64_t out_block = ir::ChannelBlock(l.out), in_block = std::max<int64_t>(1, ir::ChannelBlock(l.data));
+  std::string kernel = BlockedKernelLayout(in_block, out_block);
+  if (!p.float32) {
+    *why = "the kernel computes float32 only";
+  } else if (p.groups < 2 || p.depthwise()) {
+    *why = "it is not a grouped convolution (more than one group, not depthwise)";
+  } else if (out_block != 8 && out_block != 16) {
+    *why = "the output block must be 8 or 16";
+  } else if ((p.out_channels / p.groups) % out_block != 0 || (p.channels / p.groups) % in_block != 0) {
+    *why = "each group's channels must fill whole blocks";
+  } else if (l.kernel != kernel) {
+    *why = "the kernel layout must be " + kernel;
+  } else {
+    return true;
+  }
+  return false;
 }
 
 bool PointwiseApplies(const Conv2DProblem& p, const KernelConfig& config) {
@@ -166,6 +213,7 @@ const std::vector<Conv2DImplementation>& Conv2DImplementations() {
       {"conv2d.nchwc_depthwise", Conv2DKernel::kConv2DNCHWcDepthwise, DepthwiseApplies, DepthwiseLayouts, DepthwiseComputes},
       {"conv2d.nchwc_1x1", Conv2DKernel::kConv2DNCHWc, PointwiseApplies, DirectLayouts, PointwiseComputes},
       {"conv2d.nchwc_direct", Conv2DKernel::kConv2DNCHWc, DirectApplies, DirectLayouts, DirectComputes},
+      {"conv2d.nchwc_grouped", Conv2DKernel::kConv2DNCHWc, GroupedApplies, GroupedLayouts, GroupedComputes},
       {"conv2d.nchw_depthwise", Conv2DKernel::kConv2DDepthwise, PlainDepthwiseApplies, PlainLayouts, PlainDepthwiseComputes},
       {"conv2d.nchw_im2col_gemm", Conv2DKernel::kConv2D, PlainApplies, PlainLayouts, PlainComputes},
   };
@@ -235,8 +283,8 @@ kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
   return {p.batch,     p.channels,   p.height,       p.width,       in_block == 0 ? 1 : in_block,
           p.out_channels, ir::ChannelBlock(l.out), p.kernel_h, p.kernel_w, p.out_h,
           p.out_w,     p.strides[0], p.strides[1],   p.dilation[0], p.dilation[1],
-          p.padding[0], p.padding[1], depthwise,     copy_padded,   gather_strided,
-          flat_plane};
+          p.padding[0], p.padding[1], p.groups,      depthwise,     copy_padded,
+          gather_strided, flat_plane};
 }
 
 }  // namespace kiln::strategy

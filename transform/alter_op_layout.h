@@ -9,7 +9,8 @@
 //     half of it when that is 8 or more) produces NCHW[x]c, with its weights packed as
 //     OIHW[i]i[x]o; it reads its input as it comes: blocked when the producer is blocked, else
 //     plain NCHW (i = 1), so a first convolution over 3 channels needs no transform. A depthwise
-//     one (groups == C == O) reads its input in its own block, with weights OIHW1i[x]o. A dense
+//     one (groups == C == O) reads its input in its own block, with weights OIHW1i[x]o; a grouped
+//     one whose groups fill whole blocks, in a block that fills each group's channels. A dense
 //     layer's constant weight is packed in panels (NK16n) when its implementation wants them.
 //   - Ops that work on blocked data follow their input: elementwise ops; broadcasting arithmetic
 //     whose other operand is a scalar, per-channel, spatial or full tensor (reshaped or

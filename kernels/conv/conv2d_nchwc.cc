@@ -32,6 +32,8 @@ struct Job {
   const EpilogueStep* epilogue;
   int epilogue_size;
   int64_t in_blocks, out_blocks;    // C / ib, O / ob
+  int64_t group_in_blocks;           // input channel blocks of one group: (C / groups) / ib
+  int64_t group_out_blocks;          // output channel blocks of one group: (O / groups) / ob
   int64_t rows_per_item, row_items;  // output rows per work item; items per (n, output block)
   int64_t chunk;                     // input channel blocks per chunk
   int64_t tiles, tile_base, tile_extra;  // an output row is `tiles` tiles, the first `tile_extra` one wider
@@ -107,7 +109,8 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
   return out;
 }
 
-// groups == 1: each input channel's value is broadcast against OB weights. Unchecked tiles
+// Not depthwise: each input channel's value of the output block's group is broadcast against OB
+// weights. Unchecked tiles
 // have count == T and all taps inside the input; checked ones test each tap and position.
 template <int OB, int T, bool kChecked>
 void ConvTile(const Job& job, const Tile& tile) {
@@ -121,9 +124,11 @@ void ConvTile(const Job& job, const Tile& tile) {
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
   const int64_t w_tap = ib * OB;
+  // The group's first input channel block; the tile's chunk counts from it.
+  const int64_t first_icb = tile.ocb / job.group_out_blocks * job.group_in_blocks;
   for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
-    const float* x_plane = job.data + (tile.n * job.in_blocks + icb) * p.in_height * width * ib;
-    const float* w_block = job.weight + (tile.ocb * job.in_blocks + icb) * p.kernel_height * p.kernel_width * w_tap;
+    const float* x_plane = job.data + (tile.n * job.in_blocks + first_icb + icb) * p.in_height * width * ib;
+    const float* w_block = job.weight + (tile.ocb * job.group_in_blocks + icb) * p.kernel_height * p.kernel_width * w_tap;
     for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
       const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * ib;
       const float* w_row = w_block + kh * p.kernel_width * w_tap;
@@ -216,7 +221,7 @@ void RunItems(int64_t begin, int64_t end, void* context) {
   static const auto border = TileTable<OB, kDepthwise, true>(std::make_integer_sequence<int, kTiles>());
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DNCHWcParams& p = *job.p;
-  int64_t in_total = kDepthwise ? 1 : job.in_blocks;
+  int64_t in_total = kDepthwise ? 1 : job.group_in_blocks;
   for (int64_t item = begin; item < end; ++item) {
     int64_t row_item = item % job.row_items, block = item / job.row_items;
     int64_t oh_begin = row_item * job.rows_per_item;
@@ -305,8 +310,13 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
   bool shape_ok = p.in_block >= 1 && p.in_channels % p.in_block == 0 && (p.out_block == 8 || p.out_block == 16) &&
                   p.out_channels % p.out_block == 0 && p.out_height > 0 && p.out_width > 0;
   if (!shape_ok) return Fail("Conv2DNCHWc: channels do not fit the blocks (output block must be 8 or 16)");
-  if (p.depthwise && (p.in_channels != p.out_channels || p.in_block != p.out_block)) {
-    return Fail("Conv2DNCHWc: a depthwise convolution needs equal channels and blocks on both sides");
+  if (p.depthwise && (p.in_channels != p.out_channels || p.in_block != p.out_block || p.groups != p.in_channels)) {
+    return Fail("Conv2DNCHWc: a depthwise convolution needs equal channels and blocks on both sides, one group each");
+  }
+  bool groups_fit = p.groups >= 1 && p.in_channels % p.groups == 0 && p.out_channels % p.groups == 0 &&
+                    (p.in_channels / p.groups) % p.in_block == 0 && (p.out_channels / p.groups) % p.out_block == 0;
+  if (!p.depthwise && !groups_fit) {
+    return Fail("Conv2DNCHWc: each group's input and output channels must fill whole blocks");
   }
   Conv2DNCHWcParams run = p;
   // The input extent the windows cover, padding included.
@@ -342,8 +352,23 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
     run.in_width = run.out_width = p.out_height * p.out_width;
     run.in_height = run.out_height = 1;
   }
-  Job job{&run, data, weight, out, epilogue, epilogue_size, p.in_channels / p.in_block, p.out_channels / p.out_block,
-          0, 0, 0, 0, 0, 0};
+  int64_t groups = p.depthwise ? 1 : p.groups;  // a depthwise job reads its own block
+  Job job{&run,
+          data,
+          weight,
+          out,
+          epilogue,
+          epilogue_size,
+          p.in_channels / p.in_block,
+          p.out_channels / p.out_block,
+          p.in_channels / groups / p.in_block,
+          p.out_channels / groups / p.out_block,
+          0,
+          0,
+          0,
+          0,
+          0,
+          0};
   return p.out_block == 16 ? Run<16>(job) : Run<8>(job);
 }
 

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "ir/text.h"
+#include "tests/backend/build_fixture.h"
 #include "runtime/graph_executor_module.h"
 #include "runtime/module.h"
 #include "tests/float_arrays.h"
@@ -25,28 +26,6 @@ namespace {
 
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
-
-class BuildTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("kiln_build_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    options_.compiler.cache_dir = test::SharedObjectCache();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::shared_ptr<runtime::GraphExecutor> BuildAndLoad(const std::string& text, BuildReport* report = nullptr) {
-    ExecutorFactory factory = Build(ir::ParseFunction(text), options_, report);
-    std::string path = (dir_ / ("model" + std::to_string(counter_++) + ".so")).string();
-    factory.ExportLibrary(path);
-    runtime::Module lib = runtime::LoadModuleFromFile(path);
-    return runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
-  }
-
-  fs::path dir_;
-  BuildOptions options_;
-  int counter_ = 0;
-};
 
 // The tests of the object cache itself: a cache of their own, empty at the start.
 class BuildCacheTest : public BuildTest {

@@ -16,6 +16,7 @@
 
 #include "backend/build.h"
 #include "ir/text.h"
+#include "tests/backend/build_fixture.h"
 #include "runtime/graph_executor_module.h"
 #include "runtime/module.h"
 #include "tests/float_arrays.h"
@@ -24,33 +25,11 @@
 namespace kiln::backend {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr DLDataType kInt32{kDLInt, 32, 1};
 
-class ScalarOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("kiln_scalar_ops_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    options_.compiler.cache_dir = test::SharedObjectCache();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::shared_ptr<runtime::GraphExecutor> BuildAndLoad(const std::string& text, std::string* source = nullptr) {
-    ExecutorFactory factory = Build(ir::ParseFunction(text), options_);
-    if (source != nullptr) *source = factory.GetSource();
-    std::string path = (dir_ / ("model" + std::to_string(counter_++) + ".so")).string();
-    factory.ExportLibrary(path);
-    runtime::Module lib = runtime::LoadModuleFromFile(path);
-    return runtime::GetGraphExecutor(lib.GetFunction("default")(runtime::kCPU).AsModule());
-  }
-
-  fs::path dir_;
-  BuildOptions options_;
-  int counter_ = 0;
-};
+using ScalarOpsTest = BuildTest;
 
 template <typename T>
 runtime::NDArray ArrayOf(const std::vector<T>& values, DLDataType dtype) {
@@ -239,8 +218,10 @@ TEST_F(ScalarOpsTest, ConvolutionEpilogueAppliesTheSameDefinitions) {
       SCOPED_TRACE(std::string(chain.ops) + " at opt level " + std::to_string(level));
       options_.pass_context.opt_level = level;
       std::string source;
-      auto exec = BuildAndLoad(text, &source);
-      if (level == 3) EXPECT_THAT(source, ::testing::HasSubstr("const kiln::kernels::EpilogueStep epilogue[]"));
+      auto exec = BuildAndLoad(text, nullptr, &source);
+      if (level == 3) {
+        EXPECT_THAT(source, ::testing::HasSubstr("const kiln::kernels::EpilogueStep epilogue[]"));
+      }
       exec->SetInput(0, *xs.get());
       exec->Run();
       ExpectFloatsMatch(test::ToVector(exec->GetOutput(0)), chain.want, chain.ulps, chain.ops);

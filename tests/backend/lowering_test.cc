@@ -68,11 +68,11 @@ TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(conv.kernel, "Conv2DNCHWc");
   EXPECT_EQ(conv.implementation, "conv2d.nchwc_direct");  // the first that computes these layouts
-  // N, C, H, W, in block, O, out block, KH, KW, OH, OW, strides, dilations, pads top and left, not
-  // depthwise; the padded input is copied first, no strided gather, no flat plane.
+  // N, C, H, W, in block, O, out block, KH, KW, OH, OW, strides, dilations, pads top and left, one
+  // group, not depthwise; the padded input is copied first, no strided gather, no flat plane.
   ExpectParams(conv, "Conv2DNCHWcParams",
-               kernels::Conv2DNCHWcParams{1, 16, 4, 4, 16, 16, 16, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, false, true, false,
-                                          false});
+               kernels::Conv2DNCHWcParams{1, 16, 4, 4, 16, 16, 16, 3, 3, 4, 4, 1, 1, 1, 1, 1, 1, 1, false, true,
+                                          false, false});
   EXPECT_EQ(ArgOf(conv, "data"), KernelArg::Value(plan.Param(0)));
   ASSERT_TRUE(conv.takes_epilogue);
   ASSERT_EQ(conv.epilogue.size(), 3u);
@@ -131,8 +131,8 @@ TEST(Lowering, EpilogueStopsAtValuesReadElsewhere) {
   EXPECT_EQ(conv.epilogue[0].op, Step::kRelu);
   EXPECT_EQ(conv.implementation, "conv2d.nchwc_1x1");
   ExpectParams(conv, "Conv2DNCHWcParams",
-               kernels::Conv2DNCHWcParams{1, 8, 4, 4, 8, 8, 8, 1, 1, 4, 4, 1, 1, 1, 1, 0, 0, false, false, false,
-                                          true});  // 16 positions run as one row
+               kernels::Conv2DNCHWcParams{1, 8, 4, 4, 8, 8, 8, 1, 1, 4, 4, 1, 1, 1, 1, 0, 0, 1, false, false,
+                                          false, true});  // 16 positions run as one row
 
   Plan returned = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 8), float32], %p1: Tensor[(1, 1, 1, 1, 8, 8), float32]) {
     %0 = nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c");
@@ -161,7 +161,7 @@ TEST(Lowering, PlainConvolutionKeepsItsTailAsALoop) {
 TEST(Lowering, KernelParametersArePrintedWhole) {
   KernelParams roi = TypedParams("RoiAlignShape", kernels::RoiAlignShape{1, 2, 3, 4, 5, 6, 7, 0, 0.25f, true, false});
   EXPECT_EQ(ParamsLiteral(roi), "kiln::kernels::RoiAlignShape{1LL, 2LL, 3LL, 4LL, 5LL, 6LL, 7LL, 0LL, 0.25f, true, false}");
-  static_assert(detail::FieldCount<kernels::Conv2DNCHWcParams>() == 21, "Conv2DNCHWcParams has 21 fields");
+  static_assert(detail::FieldCount<kernels::Conv2DNCHWcParams>() == 22, "Conv2DNCHWcParams has 22 fields");
   Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(4, 2, 3, 3), float32]) {
     %0 = nn.conv2d(%x, %w); %0
   })");

@@ -1,6 +1,6 @@
 // The blocked-layout kernels (conv2d_nchwc.cc, pool_nchwc.cc) against a naive reference in this
 // file and against the NCHW kernels, over random shapes: input and output blocks, strides,
-// padding, dilation, depthwise groups, odd widths, fused epilogues, every way of reading the input
+// padding, dilation, groups (depthwise, and groups of whole blocks), odd widths, fused epilogues, every way of reading the input
 // (padded copy, strided gather, flat planes); serial and on the thread pool. Compiled with -march=native like model libraries, so the vector path of this machine is
 // the one tested.
 #include <gmock/gmock.h>
@@ -20,6 +20,7 @@ namespace {
 struct Shape {
   int64_t n, c, h, w, o, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, ib, ob;
   bool depthwise;
+  int64_t groups = 1;  // not depthwise: each group's channels whole blocks
   int64_t oh() const { return (h + pt + pb - (kh - 1) * dh - 1) / sh + 1; }
   int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
   std::string Text() const {
@@ -27,7 +28,8 @@ struct Shape {
            " o" + std::to_string(o) + " k" + std::to_string(kh) + "x" + std::to_string(kw) + " s" +
            std::to_string(sh) + "," + std::to_string(sw) + " d" + std::to_string(dh) + "," + std::to_string(dw) +
            " p" + std::to_string(pt) + "," + std::to_string(pl) + "," + std::to_string(pb) + "," + std::to_string(pr) +
-           " ib" + std::to_string(ib) + " ob" + std::to_string(ob) + (depthwise ? " depthwise" : "");
+           " ib" + std::to_string(ib) + " ob" + std::to_string(ob) + (depthwise ? " depthwise" : "") +
+           (groups > 1 ? " groups" + std::to_string(groups) : "");
   }
 };
 
@@ -47,9 +49,9 @@ std::vector<float> Unblock(const std::vector<float>& y, int64_t n, int64_t c, in
   return x;
 }
 
-// OIHW [O, I, KH, KW] -> [O / ob, I / ib, KH, KW, ib, ob] (depthwise: I = ib = 1).
+// OIHW [O, I, KH, KW] -> [O / ob, I / ib, KH, KW, ib, ob] with I = C / groups (depthwise: I = ib = 1).
 std::vector<float> PackWeights(const std::vector<float>& w, const Shape& s) {
-  int64_t in = s.depthwise ? 1 : s.c, ib = s.depthwise ? 1 : s.ib, taps = s.kh * s.kw;
+  int64_t in = s.depthwise ? 1 : s.c / s.groups, ib = s.depthwise ? 1 : s.ib, taps = s.kh * s.kw;
   std::vector<float> packed(w.size());
   for (int64_t o = 0; o < s.o; ++o)
     for (int64_t i = 0; i < in; ++i)
@@ -62,7 +64,7 @@ std::vector<float> PackWeights(const std::vector<float>& w, const Shape& s) {
 
 // The convolution by its definition, in double.
 std::vector<float> ReferenceConv(const std::vector<float>& x, const std::vector<float>& w, const Shape& s) {
-  int64_t oh = s.oh(), ow = s.ow(), groups = s.depthwise ? s.c : 1;
+  int64_t oh = s.oh(), ow = s.ow(), groups = s.depthwise ? s.c : s.groups;
   int64_t in_per_group = s.c / groups, out_per_group = s.o / groups;
   std::vector<float> out(s.n * s.o * oh * ow);
   for (int64_t n = 0; n < s.n; ++n)
@@ -105,7 +107,7 @@ Conv2DNCHWcParams Params(const Shape& s) {
   bool copy_padded = !s.depthwise && m.padded, gather_strided = !s.depthwise && m.CanGather();
   bool flat_plane = m.CanFlatten(copy_padded, gather_strided) && s.oh() * s.ow() <= 256;
   return {s.n,  s.c,  s.h,  s.w,  s.depthwise ? s.ob : s.ib, s.o, s.ob, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw,
-          s.dh, s.dw, s.pt, s.pl, s.depthwise, copy_padded,     gather_strided, flat_plane};
+          s.dh, s.dw, s.pt, s.pl, s.depthwise ? s.c : s.groups, s.depthwise, copy_padded, gather_strided, flat_plane};
 }
 
 // Any input modes the kernel takes for `s`, at random: each way of reading the input computes
@@ -135,8 +137,9 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
   s.ob = pick(0, 1) ? 16 : 8;
   const int64_t in_blocks[] = {1, 3, 4, 8, 16};
   s.ib = depthwise ? s.ob : in_blocks[pick(0, 4)];
-  s.c = depthwise ? s.ob * pick(1, 3) : s.ib * pick(1, 4);
-  s.o = depthwise ? s.c : s.ob * pick(1, 3);
+  s.groups = depthwise || pick(0, 2) == 0 ? 1 : pick(2, 4);  // a third grouped
+  s.c = depthwise ? s.ob * pick(1, 3) : s.ib * s.groups * pick(1, s.groups > 1 ? 2 : 4);
+  s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 2 : 3);
   s.kh = pick(1, 5);
   s.kw = pick(1, 5);
   s.sh = pick(1, 3);
@@ -161,7 +164,7 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
   for (int iteration = 0; iteration < 150; ++iteration) {
     Shape s = RandomShape(rng, depthwise);
     std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng);
-    std::vector<float> w = Random(s.o * (depthwise ? 1 : s.c) * s.kh * s.kw, rng);
+    std::vector<float> w = Random(s.o * (depthwise ? 1 : s.c / s.groups) * s.kh * s.kw, rng);
     int64_t ib = depthwise ? s.ob : s.ib, out_size = s.n * s.o * s.oh() * s.ow();
     std::vector<float> out(out_size, NAN);
     Conv2DNCHWcParams p = iteration % 2 == 0 ? Params(s) : RandomModes(s, rng);
@@ -173,7 +176,7 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), want, s.Text() + modes);
     // The NCHW kernel agrees too.
     Conv2DParams nchw{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl,
-                      depthwise ? s.c : 1, depthwise && iteration % 2 == 0};  // depthwise: by channel or by GEMM
+                      depthwise ? s.c : s.groups, depthwise && iteration % 2 == 0};  // depthwise: by channel or by GEMM
     std::vector<float> old(out_size);
     ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data()), 0);
     ExpectNear(old, want, s.Text() + " (NCHW kernel)");
@@ -292,6 +295,9 @@ TEST(Conv2DNCHWc, UnsupportedBlocksAreErrors) {
   p.gather_strided = true;  // not 1x1
   EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("gather_strided"));
+  Shape grouped{1, 32, 4, 4, 32, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 16, 16, false, 4};  // 8 channels per group
+  EXPECT_EQ(Conv2DNCHWc(Params(grouped), buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("each group's input and output channels must fill whole blocks"));
   p = Params(dense);
   p.flat_plane = true;  // not 1x1
   EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);

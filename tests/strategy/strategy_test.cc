@@ -65,7 +65,9 @@ TEST(Conv2DStrategy, ChoosesByShapeGroupsAndType) {
   EXPECT_EQ(Chosen(Conv(16, 24, 3)), "conv2d.nchwc_direct");          // in blocks of 8
   EXPECT_EQ(Chosen(Conv(12, 12, 3, "groups=12")), "conv2d.nchw_depthwise");  // no block fits 12
   EXPECT_EQ(Chosen(Conv(24, 48, 3, "groups=24")), "conv2d.nchw_depthwise");  // channel multiplier 2
-  EXPECT_EQ(Chosen(Conv(64, 64, 3, "groups=2")), "conv2d.nchw_im2col_gemm");
+  EXPECT_EQ(Chosen(Conv(64, 64, 3, "groups=2")), "conv2d.nchwc_grouped");   // 32 channels per group
+  EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=4")), "conv2d.nchwc_grouped");   // 8 per group
+  EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=8")), "conv2d.nchw_im2col_gemm");  // 4 per group: no block
   EXPECT_EQ(Chosen(Conv(16, 12, 3)), "conv2d.nchw_im2col_gemm");
   EXPECT_EQ(Chosen(Conv(16, 32, 3, "", "float64")), "none");
   KernelConfig unblocked = kernels::kAvx2Config;
@@ -84,6 +86,14 @@ TEST(Conv2DStrategy, LayoutsFollowTheProducerAndTheBlock) {
             (Conv2DLayouts{"NCHW16c", "OIHW1i16o", "NCHW16c"}));  // its own block, whatever comes
   EXPECT_EQ(ChooseConv2D(depthwise, kernels::kBaselineConfig)->layouts(depthwise, kernels::kBaselineConfig, 0),
             (Conv2DLayouts{"NCHW8c", "OIHW1i8o", "NCHW8c"}));
+  // Grouped, 8 channels per group: blocks of 8 on both sides, the producer's 16 not taken.
+  Conv2DProblem grouped = Conv2DProblemOf(FirstCall(Conv(32, 32, 3, "groups=4"), "nn.conv2d", &holder));
+  EXPECT_EQ(ChooseConv2D(grouped, kernels::kAvx2Config)->layouts(grouped, kernels::kAvx2Config, 16),
+            (Conv2DLayouts{"NCHW8c", "OIHW8i8o", "NCHW8c"}));
+  // 18 input channels per group take no block: the data stays NCHW.
+  Conv2DProblem wide = Conv2DProblemOf(FirstCall(Conv(36, 32, 3, "groups=2"), "nn.conv2d", &holder));
+  EXPECT_EQ(ChooseConv2D(wide, kernels::kAvx2Config)->layouts(wide, kernels::kAvx2Config, 16),
+            (Conv2DLayouts{"NCHW", "OIHW1i16o", "NCHW16c"}));
 }
 
 // Lowering: the named implementation, or the first whose kernel computes the layouts.
@@ -98,7 +108,7 @@ TEST(Conv2DStrategy, LoweringFindsTheImplementationOfACallAsLaidOut) {
   };
   EXPECT_EQ(of(with("")), "conv2d.nchwc_1x1");
   EXPECT_EQ(of(with(", implementation=\"conv2d.nchwc_direct\"")), "conv2d.nchwc_direct");
-  EXPECT_EQ(of(Conv(64, 64, 3, "groups=2")), "conv2d.nchw_im2col_gemm");
+  EXPECT_EQ(of(Conv(64, 64, 3, "groups=2")), "conv2d.nchw_im2col_gemm");  // plain layouts: no blocked kernel
   EXPECT_EQ(of(Conv(64, 64, 3, "groups=64")), "conv2d.nchw_depthwise");
   try {
     of(with(", implementation=\"conv2d.nchwc_depthwise\""));

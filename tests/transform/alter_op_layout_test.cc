@@ -129,6 +129,21 @@ TEST(AlterOpLayout, DepthwisePoolingAndReductionsFollowTheBlock) {
   })");
 }
 
+// Groups of 8 channels: the data in blocks of 8 (a group is one block), the weight packed
+// per group as OIHW8i8o of [O, C / groups, KH, KW].
+TEST(AlterOpLayout, GroupedConvolutionsOfWholeBlocks) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, groups=4); %0
+  })",
+                R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
+    %x8 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW8c");
+    %p = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW8i8o");
+    %0 = nn.conv2d(%x8, %p, groups=4, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_grouped");
+    %1 = layout_transform(%0, src_layout="NCHW8c", dst_layout="NCHW");
+    %1
+  })");
+}
+
 // The other operand of broadcasting arithmetic: a scalar stays, a spatial map is reshaped to
 // [N, 1, H, W, 1], a per-channel [C, 1, 1] is transformed, and a plain activation is transformed
 // at the border. A blocked value read by a plain op (softmax) is transformed back once, shared.
@@ -207,9 +222,9 @@ TEST(AlterOpLayout, DoesNotFireWhereItShouldNot) {
     %0 = nn.conv2d(%x, %w%s); %1 = nn.relu(%0); %2 = nn.max_pool2d(%1, pool_size=[2, 2]); %2
   })";
   ExpectAltered(With(unblocked, ""), With(unblocked, ", implementation=\"conv2d.nchw_im2col_gemm\""));
-  // A grouped convolution that is not depthwise.
-  const char* grouped = R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 8, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w, groups=4%s); %0
+  // A grouped convolution whose groups have 2 output channels: no block fits them.
+  const char* grouped = R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, groups=16%s); %0
   })";
   ExpectAltered(With(grouped, ""), With(grouped, ", implementation=\"conv2d.nchw_im2col_gemm\""));
   // A dense layer whose weight is not a constant, and a constant weight whose N (8) is not a
