@@ -119,7 +119,7 @@ bool BlockedComputes(const Conv2DProblem& p, const Conv2DLayouts& l, bool depthw
   } else if (depthwise && (!p.depthwise() || in_block != out_block)) {
     *why = "a depthwise convolution needs as many groups as channels, and equal data and output blocks";
   } else if (!depthwise && p.groups != 1) {
-    *why = "a grouped convolution needs the depthwise implementation";
+    *why = "a grouped convolution needs the grouped or the depthwise implementation";
   } else {
     return true;
   }
