@@ -53,7 +53,10 @@ struct Conv2DParams {
   int64_t pad_top, pad_left;
   int64_t groups;
   bool depthwise;  // groups == in_channels > 1: per channel (multiplier out / in), not a product per group
-  auto Fields() const { return std::tie(batch, in_channels, in_height, in_width, out_channels, kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise); }
+  auto Fields() const {
+    return std::tie(batch, in_channels, in_height, in_width, out_channels, kernel_height, kernel_width, out_height,
+                    out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise);
+  }
 };
 // out[N, O, OH, OW] = conv(data[N, C, H, W], weight[O, C / groups, KH, KW]); returns non-zero on
 // failure (out of workspace memory) after setting the error message.
@@ -63,7 +66,10 @@ struct Pool2DParams {
   int64_t batch_channels, in_height, in_width, out_height, out_width;
   int64_t pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right;
   bool count_include_pad;  // average: divide by the window clipped to the padded input
-  auto Fields() const { return std::tie(batch_channels, in_height, in_width, out_height, out_width, pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right, count_include_pad); }
+  auto Fields() const {
+    return std::tie(batch_channels, in_height, in_width, out_height, out_width, pool_h, pool_w, stride_h, stride_w,
+                    dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right, count_include_pad);
+  }
 };
 void MaxPool2D(const Pool2DParams& p, const float* data, float* out);
 void AvgPool2D(const Pool2DParams& p, const float* data, float* out);
@@ -104,7 +110,11 @@ struct Conv2DNCHWcParams {
   // strided 1x1 convolution without padding, copied first with only the positions it reads;
   // for a 1x1 convolution with stride 1 over a small plane, the plane taken as one row.
   bool copy_padded, gather_strided, flat_plane;
-  auto Fields() const { return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise, copy_padded, gather_strided, flat_plane); }
+  auto Fields() const {
+    return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, kernel_height,
+                    kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top,
+                    pad_left, groups, depthwise, copy_padded, gather_strided, flat_plane);
+  }
 };
 // out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)). Returns non-zero (with the error
 // message set) when the parameters are not a supported form.
@@ -129,7 +139,9 @@ void LayerNorm(int64_t rows, int64_t size, float epsilon, const float* data, con
 struct TopKShape {
   int64_t outer, axis_size, inner, k;
   bool smallest;
-  auto Fields() const { return std::tie(outer, axis_size, inner, k, smallest); }
+  auto Fields() const {
+    return std::tie(outer, axis_size, inner, k, smallest);
+  }
 };
 void TopK(const TopKShape& s, const float* data, float* values, int64_t* indices);
 void TopK(const TopKShape& s, const double* data, double* values, int64_t* indices);
@@ -152,7 +164,9 @@ void TopK(const TopKShape& s, const uint64_t* data, uint64_t* values, int64_t* i
 struct UniqueShape {
   int64_t outer, axis_size, inner;
   bool sorted;
-  auto Fields() const { return std::tie(outer, axis_size, inner, sorted); }
+  auto Fields() const {
+    return std::tie(outer, axis_size, inner, sorted);
+  }
 };
 void Unique(const UniqueShape& s, const float* data, float* y, int64_t* indices, int64_t* inverse, int64_t* counts,
             int64_t* count);
@@ -187,7 +201,9 @@ void Unique(const UniqueShape& s, const uint64_t* data, uint64_t* y, int64_t* in
 struct NonMaxSuppressionShape {
   int64_t batches, classes, boxes, max_per_class;
   bool center_point_box, use_score_threshold;
-  auto Fields() const { return std::tie(batches, classes, boxes, max_per_class, center_point_box, use_score_threshold); }
+  auto Fields() const {
+    return std::tie(batches, classes, boxes, max_per_class, center_point_box, use_score_threshold);
+  }
 };
 void NonMaxSuppression(const NonMaxSuppressionShape& s, const float* boxes, const float* scores,
                        const int64_t* max_output_boxes_per_class, const float* iou_threshold,
@@ -203,7 +219,10 @@ void NonMaxSuppression(const NonMaxSuppressionShape& s, const float* boxes, cons
 struct TfIdfShape {
   int64_t rows, row_size, grams, columns, min_gram_length, max_gram_length, max_skip_count, mode;
   bool has_weights;
-  auto Fields() const { return std::tie(rows, row_size, grams, columns, min_gram_length, max_gram_length, max_skip_count, mode, has_weights); }
+  auto Fields() const {
+    return std::tie(rows, row_size, grams, columns, min_gram_length, max_gram_length, max_skip_count, mode,
+                    has_weights);
+  }
 };
 void TfIdfVectorizer(const TfIdfShape& s, const int64_t* grams, const int64_t* columns, const float* weights,
                      const int32_t* x, float* y);
@@ -222,7 +241,9 @@ void Det(int64_t count, int64_t n, const double* data, double* out);
 struct GridSampleShape {
   int64_t batch, channels, in_height, in_width, out_height, out_width, mode, padding_mode;
   bool align_corners;
-  auto Fields() const { return std::tie(batch, channels, in_height, in_width, out_height, out_width, mode, padding_mode, align_corners); }
+  auto Fields() const {
+    return std::tie(batch, channels, in_height, in_width, out_height, out_width, mode, padding_mode, align_corners);
+  }
 };
 void GridSample(const GridSampleShape& s, const float* data, const float* grid, float* out);
 void GridSample(const GridSampleShape& s, const double* data, const double* grid, double* out);
@@ -237,7 +258,10 @@ struct RoiAlignShape {
   int64_t batch, channels, height, width, rois, out_height, out_width, sampling_ratio;
   float spatial_scale;
   bool max_mode, half_pixel;
-  auto Fields() const { return std::tie(batch, channels, height, width, rois, out_height, out_width, sampling_ratio, spatial_scale, max_mode, half_pixel); }
+  auto Fields() const {
+    return std::tie(batch, channels, height, width, rois, out_height, out_width, sampling_ratio, spatial_scale,
+                    max_mode, half_pixel);
+  }
 };
 int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const int64_t* batch_indices, float* out);
 
