@@ -62,6 +62,28 @@ struct Conv2DParams {
 // failure (out of workspace memory) after setting the error message.
 int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out);
 
+// Transposed convolution (the gradient of a convolution with respect to its input), up to three
+// spatial axes: 2-D data is 3-D with a depth of 1, 1-D with a height of 1 too. Input element i
+// reaches output element i * stride - pad + k * dilation through tap k; output padding is only
+// the output's larger extent. Computed as one matrix product per group into columns
+// [O / groups * KD * KH * KW, D * H * W], then each column added at the outputs it reaches (no
+// zero-stuffed input: at stride 2 three of four of its products would be zeros).
+struct ConvTransposeParams {
+  int64_t batch, in_channels, out_channels, groups;
+  int64_t in_depth, in_height, in_width, out_depth, out_height, out_width;
+  int64_t kernel_depth, kernel_height, kernel_width;
+  int64_t stride_d, stride_h, stride_w, dilation_d, dilation_h, dilation_w;
+  int64_t pad_front, pad_top, pad_left;
+  auto Fields() const {
+    return std::tie(batch, in_channels, out_channels, groups, in_depth, in_height, in_width, out_depth, out_height,
+                    out_width, kernel_depth, kernel_height, kernel_width, stride_d, stride_h, stride_w, dilation_d,
+                    dilation_h, dilation_w, pad_front, pad_top, pad_left);
+  }
+};
+// out[N, O, OD, OH, OW] = conv_transpose(data[N, C, D, H, W], weight[C, O / groups, KD, KH, KW]);
+// returns non-zero on failure (out of workspace memory) after setting the error message.
+int ConvTranspose(const ConvTransposeParams& p, const float* data, const float* weight, float* out);
+
 struct Pool2DParams {
   int64_t batch_channels, in_height, in_width, out_height, out_width;
   int64_t pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right;

@@ -7,7 +7,6 @@
 #include "frontend/onnx/converter.h"
 #include "ir/op.h"
 #include "runtime/error.h"
-#include "transform/legalize.h"
 #include "transform/pipeline.h"
 
 namespace kiln {
@@ -16,7 +15,6 @@ namespace {
 TEST(Consistency, EveryOpHasALowering) {
   for (const auto& [name, op] : ir::AllOps()) {
     if (name.rfind("annotation.", 0) == 0) continue;  // PartitionGraph removes them all
-    if (transform::Legalizes(name)) continue;        // Legalize rewrites them all
     EXPECT_NE(backend::FindLowering(op), nullptr) << "op " << name << " has no lowering in backend/codegen/lowerings.cc";
   }
 }

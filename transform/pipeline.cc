@@ -15,7 +15,6 @@
 #include "transform/fold_constant.h"
 #include "transform/fold_scale_axis.h"
 #include "transform/fuse_ops.h"
-#include "transform/legalize.h"
 #include "transform/legalize_narrow_floats.h"
 #include "transform/simplify_expr.h"
 #include "transform/simplify_inference.h"
@@ -39,7 +38,6 @@ Expr RunFuseOps(const Expr& main, const PassEnvironment& environment) {
 
 const std::vector<Pass>& BuildPipeline() {
   static const std::vector<Pass> pipeline = {
-      {"Legalize", 0, Legalize},
       {"LegalizeNarrowFloats", 0, LegalizeNarrowFloats},
       {"SimplifyInference", 0, SimplifyInference},
       {"SimplifyExpr", 0, SimplifyExpr},
@@ -115,8 +113,6 @@ Expr RunPipeline(const Expr& main, const PassEnvironment& environment, std::ostr
                  std::vector<PassTiming>* timings) {
   const PassContext& context = environment.context;
   context.CheckPassNames(PassNames());
-  runtime::Check(context.disabled_passes.count("Legalize") == 0,
-                 "Legalize cannot be disabled: kiln's kernels implement the ops it rewrites only as it rewrites them");
   runtime::Check(context.disabled_passes.count("FuseOps") == 0,
                  "FuseOps cannot be disabled: code generation compiles primitive functions (use -O 0, or "
                  "relay.FuseOps.max_depth=1, for one op per function)");

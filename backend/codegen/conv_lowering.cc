@@ -2,7 +2,8 @@
 // (strategy/conv2d.h): the plain convolution for NCHW / OIHW, and for blocked layouts (NCHW[x]c
 // data, packed OIHW{i}i{o}o weights) the blocked direct convolution
 // (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
-// residual add, relu, clip, x * sigmoid(x)) as its fused epilogue.
+// residual add, relu, clip, x * sigmoid(x)) as its fused epilogue. nn.conv2d_transpose as a call
+// of the transposed convolution (kernels/conv/conv_transpose.cc), NCHW / IOHW.
 #include "backend/codegen/lowering.h"
 #include "runtime/error.h"
 #include "strategy/conv2d.h"
@@ -89,6 +90,31 @@ KernelCall PlanConv2D(const KernelOperands& o) {
   k.kernel = "Conv2D";
   k.implementation = implementation.name;
   k.params = TypedParams("Conv2DParams", strategy::Conv2DKernelParams(o.call, implementation));
+  k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
+  return k;
+}
+
+KernelCall PlanConv2DTranspose(const KernelOperands& o) {
+  RequireFloat32(o);
+  const auto& data = o.input_types[0].shape;    // [N, C, H, W]
+  const auto& weight = o.input_types[1].shape;  // [C, O / groups, KH, KW]
+  const auto& out = o.output_types[0].shape;    // [N, O, OH, OW]
+  const auto& strides = o.call.attrs.GetInts("strides");
+  const auto& dilation = o.call.attrs.GetInts("dilation");
+  const auto& padding = o.call.attrs.GetInts("padding");
+  runtime::Check(o.call.attrs.GetString("data_layout") == "NCHW" && o.call.attrs.GetString("kernel_layout") == "IOHW",
+                 "nn.conv2d_transpose is supported with NCHW data and an IOHW weight only");
+  KernelCall k;
+  k.kernel = "ConvTranspose";
+  k.implementation = "conv2d_transpose.gemm_scatter";
+  // 2-D as 3-D with a depth of 1.
+  kernels::ConvTransposeParams params{
+      data[0], data[1], out[1], o.call.attrs.GetInt("groups"),  // batch, channels, groups
+      1,       data[2], data[3], 1, out[2], out[3],             // input and output extents
+      1,       weight[2], weight[3],                            // kernel
+      1,       strides[0], strides[1], 1, dilation[0], dilation[1],
+      0,       padding[0], padding[1]};                         // leading pads
+  k.params = TypedParams("ConvTransposeParams", params);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   return k;
 }

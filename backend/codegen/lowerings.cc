@@ -156,6 +156,7 @@ const Entry kLowerings[] = {
     {"argmax", Loops(EmitArgReduce)},
     {"argmin", Loops(EmitArgReduce)},
     {"nn.conv2d", Kernel(PlanConv2D, Conv2DEpilogueLength)},
+    {"nn.conv2d_transpose", Kernel(PlanConv2DTranspose)},
     {"nn.dense", Kernel(PlanDense)},
     {"nn.batch_matmul", Kernel(PlanBatchMatmul)},
     {"nn.max_pool2d", Kernel(PlanPool2D)},

@@ -173,10 +173,9 @@ Outputs Conv(const NodeContext& c) {
   return {out};
 }
 
-// ConvTranspose as nn.conv2d_transpose (Legalize rewrites it for kiln's own kernels; a backend
-// may take it as it is). 1-D runs as 2-D with a height of 1. Pads that come out negative (an
-// output_shape larger than the input and kernel make) grow the output with zeros, as ONNX's
-// reference does: the op pads by what is positive and nn.pad adds the rest before the bias.
+// ConvTranspose as nn.conv2d_transpose; 1-D runs as 2-D with a height of 1. Pads that come out
+// negative (an output_shape larger than the input and kernel make) grow the output with zeros, as
+// ONNX's reference does: the op pads by what is positive and nn.pad adds the rest before the bias.
 Outputs ConvTranspose(const NodeContext& c) {
   const TensorType& data = c.input_type(0);
   const TensorType& weight = c.input_type(1);

@@ -282,7 +282,7 @@ void RegisterNnOps(OpTable& table) {
                {"kernel_layout", AttrKind::kString, std::string("IOHW"), "weight layout"},
                {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
               OpPattern::kOutEWiseFusable, Conv2DTranspose,
-              "2-D transposed convolution (Legalize rewrites it as a convolution for kiln's own kernels)"});
+              "2-D transposed convolution"});
   Add(table, {"nn.dense", 2, 2,
               {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"},
                {"implementation", AttrKind::kString, std::string(""),

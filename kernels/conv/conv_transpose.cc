@@ -1,0 +1,93 @@
+// Transposed convolution (kernels.h: ConvTranspose) as a matrix product and a scatter: per image,
+// one product per group turns the input [C / groups, D * H * W] into columns
+// [O / groups * KD * KH * KW, D * H * W] (column (o, k) is every input pixel's contribution to
+// output channel o through tap k), then each output row sums the column entries that reach it.
+// Summing per output row, not per column, lets the rows be split across threads with no two
+// writing one element, and keeps the row in cache while its taps add into it.
+#include <algorithm>
+
+#include "kernels/backend_api.h"
+#include "kernels/kernels.h"
+
+namespace kiln::kernels {
+namespace {
+
+struct ScatterJob {
+  const ConvTransposeParams* p;
+  const float* columns;  // [O * KD * KH * KW, D * H * W] of one image
+  float* out;            // [O, OD, OH, OW] of that image
+};
+
+// The input index that reaches output index `o` through tap `k`, if one does:
+// o = i * stride - pad + k * dilation with 0 <= i < size.
+inline bool SourceOf(int64_t o, int64_t k, int64_t stride, int64_t dilation, int64_t pad, int64_t size, int64_t* i) {
+  int64_t scaled = o + pad - k * dilation;
+  if (scaled < 0 || scaled % stride != 0) return false;
+  *i = scaled / stride;
+  return *i < size;
+}
+
+// Output rows [begin, end) of (channel, depth, height).
+void ScatterRows(int64_t begin, int64_t end, void* context) {
+  const auto& job = *static_cast<const ScatterJob*>(context);
+  const ConvTransposeParams& p = *job.p;
+  const int64_t plane = p.in_height * p.in_width, pixels = p.in_depth * plane;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t oh = row % p.out_height, od = row / p.out_height % p.out_depth, oc = row / p.out_height / p.out_depth;
+    float* dst = job.out + row * p.out_width;
+    std::fill(dst, dst + p.out_width, 0.0f);
+    for (int64_t kd = 0; kd < p.kernel_depth; ++kd) {
+      int64_t id;
+      if (!SourceOf(od, kd, p.stride_d, p.dilation_d, p.pad_front, p.in_depth, &id)) continue;
+      for (int64_t kh = 0; kh < p.kernel_height; ++kh) {
+        int64_t ih;
+        if (!SourceOf(oh, kh, p.stride_h, p.dilation_h, p.pad_top, p.in_height, &ih)) continue;
+        for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
+          int64_t tap = (kd * p.kernel_height + kh) * p.kernel_width + kw;
+          const float* src = job.columns + (oc * p.kernel_depth * p.kernel_height * p.kernel_width + tap) * pixels +
+                             id * plane + ih * p.in_width;
+          // Input column iw reaches output column iw * stride_w + first, inside [0, OW) for iw in
+          // [iw_begin, iw_end).
+          int64_t first = kw * p.dilation_w - p.pad_left;
+          int64_t iw_begin = first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w;
+          int64_t iw_end = p.out_width - 1 - first < 0 ? 0 : std::min(p.in_width, (p.out_width - 1 - first) / p.stride_w + 1);
+          if (p.stride_w == 1) {
+            for (int64_t iw = iw_begin; iw < iw_end; ++iw) dst[iw + first] += src[iw];
+          } else {
+            for (int64_t iw = iw_begin; iw < iw_end; ++iw) dst[iw * p.stride_w + first] += src[iw];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int ConvTranspose(const ConvTransposeParams& p, const float* data, const float* weight, float* out) {
+  bool valid = p.groups >= 1 && p.in_channels % p.groups == 0 && p.out_channels % p.groups == 0 &&
+               p.stride_d >= 1 && p.stride_h >= 1 && p.stride_w >= 1 && p.dilation_d >= 1 && p.dilation_h >= 1 &&
+               p.dilation_w >= 1;
+  if (!valid) return Fail("ConvTranspose: channels must divide into the groups, strides and dilations be positive");
+  const int64_t in_per_group = p.in_channels / p.groups, out_per_group = p.out_channels / p.groups;
+  const int64_t taps = p.kernel_depth * p.kernel_height * p.kernel_width;
+  const int64_t pixels = p.in_depth * p.in_height * p.in_width;
+  const int64_t out_pixels = p.out_depth * p.out_height * p.out_width;
+  const int64_t rows = out_per_group * taps;  // of one group's columns
+  Workspace columns(p.out_channels * taps * pixels * sizeof(float));
+  if (!columns.ok()) return Fail("ConvTranspose: out of workspace memory");
+  for (int64_t n = 0; n < p.batch; ++n) {
+    // Group g: weight rows [g * C / groups, (g + 1) * C / groups) as [C / groups, rows], read
+    // transposed, times the group's input [C / groups, pixels].
+    if (BatchGemm(p.groups, rows, pixels, in_per_group, weight, rows, in_per_group * rows, true,
+                  data + n * p.in_channels * pixels, pixels, in_per_group * pixels, false, columns.as<float>(),
+                  pixels, rows * pixels) != 0) {
+      return -1;
+    }
+    ScatterJob job{&p, columns.as<float>(), out + n * p.out_channels * out_pixels};
+    if (ParallelFor(p.out_channels * p.out_depth * p.out_height, ScatterRows, &job) != 0) return -1;
+  }
+  return 0;
+}
+
+}  // namespace kiln::kernels
