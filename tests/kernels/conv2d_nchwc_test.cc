@@ -256,6 +256,35 @@ TEST(Conv2DNCHWc, EpilogueStepsApplyInOrder) {
   }
 }
 
+// 1-D layers (height 1) whose rows are longer than one work item takes: split into parts along
+// the row, each part applying the epilogue to its own positions; both block widths, serial and
+// parallel, with input channel chunks.
+TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
+  std::mt19937 rng(8);
+  for (int64_t ob : {8, 16}) {
+    for (bool parallel : {false, true}) {
+      UseThreads(parallel);
+      Shape s{1, 96, 1, 1301, 2 * ob, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, ob, ob, false};
+      std::vector<float> x = Random(s.c * s.w, rng), w = Random(s.o * s.c * 3, rng), bias = Random(s.o, rng);
+      int64_t positions = s.ow(), out_size = s.o * positions;
+      std::vector<float> residual = Random(out_size, rng);
+      std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                         {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                         {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+      std::vector<float> out(out_size, NAN);
+      ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, s.c, s.w, ob).data(), PackWeights(w, s).data(), out.data(),
+                            steps.data(), static_cast<int>(steps.size())),
+                0);
+      std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, ob);
+      for (int64_t i = 0; i < out_size; ++i) {
+        want[i] = std::max(0.0f, want[i] + bias[i / (positions * ob) * ob + i % ob] + residual[i]);
+      }
+      ExpectNear(out, want, s.Text() + (parallel ? " parallel" : ""));
+    }
+  }
+  UseThreads(false);
+}
+
 // The vector exp behind swish, over the whole float range that matters: an identity 1x1
 // convolution passes x through, the epilogue computes x * sigmoid(x).
 TEST(Conv2DNCHWc, SwishIsAccurateOverTheWholeRange) {
