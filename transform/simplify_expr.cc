@@ -1,6 +1,9 @@
 // SimplifyExpr.
 #include "transform/simplify_expr.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "transform/pattern.h"
 
 namespace kiln::transform {
@@ -10,6 +13,7 @@ using namespace ir;
 namespace {
 
 const OpRef kAdd("add");
+const OpRef kBiasAdd("nn.bias_add");
 const OpRef kBroadcastTo("broadcast_to");
 const OpRef kCast("cast");
 const OpRef kDivide("divide");
@@ -72,6 +76,86 @@ PatternRewrite TransposeChain() {
           }, false};
 }
 
+using Shape = std::vector<int64_t>;
+
+// When `from` and `to` differ only in axes of extent 1 (a reshape between them keeps every other
+// axis): for each axis of `to`, the axis of `from` it is, or -1 for an added axis of extent 1.
+std::optional<std::vector<int64_t>> UnitAxesOnly(const Shape& from, const Shape& to) {
+  std::vector<int64_t> axis_of(to.size(), -1);
+  size_t i = 0;
+  for (size_t j = 0; j < to.size(); ++j) {
+    if (to[j] == 1) continue;
+    while (i < from.size() && from[i] == 1) ++i;
+    if (i == from.size() || from[i] != to[j]) return std::nullopt;
+    axis_of[j] = static_cast<int64_t>(i++);
+  }
+  while (i < from.size() && from[i] == 1) ++i;
+  if (i != from.size()) return std::nullopt;
+  return axis_of;
+}
+
+// An elementwise op (broadcasting ones without attributes: broadcast_to's shape is one), or a
+// bias_add, whose first argument is a reshape.
+bool IsElementwiseOfReshape(const Expr& e) {
+  const auto* call = e->As<CallNode>();
+  if (call == nullptr || call->op == nullptr || call->args.empty()) return false;  // op null: a function call
+  bool elementwise = call->op->pattern == OpPattern::kElemWise ||
+                     (call->op->pattern == OpPattern::kBroadcast && call->attrs.values().empty());
+  if (!elementwise && !kBiasAdd.Is(call->op)) return false;
+  const auto* inner = call->args[0]->As<CallNode>();
+  return inner != nullptr && kReshape.Is(inner->op);
+}
+
+// An elementwise op (or a bias_add) of reshape(x), where the reshape only adds or drops axes of
+// extent 1, becomes the reshape of the op on x: its other operands, constants or reshapes from
+// x's shape, and a bias_add's axis moved to x's axes. Reshapes then sink through runs of such ops
+// and the reshapes that meet collapse: 1-D layers run as 2-D ones, and the bias, batch norm and
+// activation between two of them then follow the convolution directly.
+PatternRewrite ElementwiseBeforeReshape() {
+  return {Wildcard().Where(IsElementwiseOfReshape), [](const Match& m, const Rewritten& rewritten) -> Expr {
+            const auto* call = m.root()->As<CallNode>();
+            const Expr& x = call->args[0]->As<CallNode>()->args[0];
+            const Shape& from = x->type().tensor().shape;
+            const Shape& to = call->args[0]->type().tensor().shape;
+            std::optional<std::vector<int64_t>> axis_of = UnitAxesOnly(from, to);
+            if (!axis_of || !call->type().is_tensor() || call->type().tensor().shape != to) return nullptr;
+            std::vector<Expr> args = {rewritten(x)};
+            Attrs attrs = call->attrs;
+            if (kBiasAdd.Is(call->op)) {
+              int64_t axis = attrs.GetInt("axis");
+              axis = axis < 0 ? axis + static_cast<int64_t>(to.size()) : axis;
+              if (axis < 0 || axis >= static_cast<int64_t>(to.size()) || (*axis_of)[axis] < 0) return nullptr;
+              attrs.Set("axis", (*axis_of)[axis]);
+              args.push_back(rewritten(call->args[1]));
+              return Reshape(Call(*call->op, args, attrs), to);
+            }
+            for (size_t k = 1; k < call->args.size(); ++k) {
+              const Expr& operand = call->args[k];
+              const auto* reshape = operand->As<CallNode>();
+              if (reshape != nullptr && kReshape.Is(reshape->op) && reshape->args[0]->type().tensor().shape == from) {
+                args.push_back(rewritten(reshape->args[0]));
+                continue;
+              }
+              const auto* constant = operand->As<ConstantNode>();
+              const Shape& shape = operand->type().tensor().shape;
+              if (constant == nullptr || shape.size() > to.size()) return nullptr;
+              // The operand's axes, right-aligned to `to`'s, moved to x's.
+              Shape moved(from.size(), 1);
+              size_t lead = to.size() - shape.size();
+              for (size_t j = 0; j < shape.size(); ++j) {
+                if (shape[j] == 1) continue;
+                int64_t a = (*axis_of)[lead + j];
+                if (a < 0) return nullptr;
+                moved[a] = shape[j];
+              }
+              bool all_ones = std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; });
+              bool keep = shape == moved || (all_ones && shape.size() <= from.size());
+              args.push_back(keep ? operand : Constant(constant->value.CreateView(moved, constant->value.dtype())));
+            }
+            return Reshape(Call(*call->op, args, attrs), to);
+          }, false};
+}
+
 // `pattern` replaced by `x` when that keeps the type: cast to the same dtype, x * 1, x + 0, ...
 PatternRewrite Identity(const Pattern& pattern, const Pattern& x) {
   return {pattern, [=](const Match& m, const Rewritten& rewritten) -> Expr {
@@ -86,6 +170,7 @@ const std::vector<PatternRewrite>& Rules() {
     return std::vector<PatternRewrite>{
         ReshapeChain(),
         TransposeChain(),
+        ElementwiseBeforeReshape(),
         Identity(IsOp(kCast, {x}) | IsOp(kBroadcastTo, {x}), x),
         Identity(IsOp(kMultiply, {x, ConstantOf(1)}).Commutative(), x),
         Identity(IsOp(kAdd, {x, ConstantOf(0)}).Commutative(), x),

@@ -129,6 +129,53 @@ TEST(SimplifyExpr, SquaresAndFirstPowers) {
   })");
 }
 
+// 1-D convolutions run as 2-D ones between reshapes: the bias, scale and activation between two
+// of them move before the reshape (constants laid out for the 4-D tensor, the bias axis kept),
+// and the reshapes that then meet disappear.
+TEST(SimplifyExpr, ElementwiseOpsMoveBeforeReshapesOfUnitAxes) {
+  ExpectPass(SimplifyExpr, R"(fn (%x: Tensor[(1, 4, 1, 10), float32], %w: Tensor[(4, 4, 1, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, padding=[0, 1, 0, 1]);
+    %1 = reshape(%0, newshape=[1, 4, 10]);
+    %b = const(Tensor[(4), float32], [1, 2, 3, 4]);
+    %2 = nn.bias_add(%1, %b);
+    %s = const(Tensor[(4, 1), float32], [1, 2, 3, 4]);
+    %3 = multiply(%2, %s);
+    %4 = nn.relu(%3);
+    %5 = reshape(%4, newshape=[1, 4, 1, 10]);
+    %6 = nn.conv2d(%5, %w, padding=[0, 1, 0, 1]);
+    %7 = reshape(%6, newshape=[1, 4, 10]);
+    %8 = reshape(%x, newshape=[1, 4, 10]);
+    %9 = add(%7, %8);
+    %9
+  })",
+             R"(fn (%x: Tensor[(1, 4, 1, 10), float32], %w: Tensor[(4, 4, 1, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, padding=[0, 1, 0, 1]);
+    %b = const(Tensor[(4), float32], [1, 2, 3, 4]);
+    %1 = nn.bias_add(%0, %b);
+    %s = const(Tensor[(1, 4, 1, 1), float32], [1, 2, 3, 4]);
+    %2 = multiply(%1, %s);
+    %3 = nn.relu(%2);
+    %4 = nn.conv2d(%3, %w, padding=[0, 1, 0, 1]);
+    %5 = add(%4, %x);
+    %6 = reshape(%5, newshape=[1, 4, 10]);
+    %6
+  })");
+}
+
+// A reshape that moves elements between axes keeps the ops after it where they are, and so does
+// a constant operand along an axis the reshape adds.
+TEST(SimplifyExpr, ElementwiseOpsStayAfterOtherReshapes) {
+  const char* text = R"(fn (%x: Tensor[(2, 6), float32], %y: Tensor[(4, 3), float32]) {
+    %0 = reshape(%x, newshape=[3, 4]);
+    %1 = nn.relu(%0);
+    %2 = reshape(%y, newshape=[4, 1, 3]);
+    %c = const(Tensor[(2, 1), float32], [1, 2]);
+    %3 = add(%2, %c);
+    (%1, %3)
+  })";
+  ExpectPass(SimplifyExpr, text, text);
+}
+
 TEST(SimplifyExpr, KeepsWhatChangesValuesOrShapes) {
   const char* text = R"(fn (%x: Tensor[(4), float32]) {
     %ones = const(Tensor[(2, 4), float32], [1, 1, 1, 1, 1, 1, 1, 1]);
