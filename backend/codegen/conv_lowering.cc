@@ -2,8 +2,11 @@
 // (strategy/conv2d.h): the plain convolution for NCHW / OIHW, and for blocked layouts (NCHW[x]c
 // data, packed OIHW{i}i{o}o weights) the blocked direct convolution
 // (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
-// residual add, relu, clip, x * sigmoid(x)) as its fused epilogue. nn.conv2d_transpose as a call
-// of the transposed convolution (kernels/conv/conv_transpose.cc), NCHW / IOHW.
+// residual add, relu, clip, x * sigmoid(x)) as its fused epilogue. nn.conv2d_transpose and
+// nn.conv3d_transpose as calls of the transposed convolution (kernels/conv/conv_transpose.cc).
+#include <algorithm>
+#include <array>
+
 #include "backend/codegen/lowering.h"
 #include "runtime/error.h"
 #include "strategy/conv2d.h"
@@ -94,26 +97,33 @@ KernelCall PlanConv2D(const KernelOperands& o) {
   return k;
 }
 
-KernelCall PlanConv2DTranspose(const KernelOperands& o) {
+// nn.conv2d_transpose and nn.conv3d_transpose: 2-D as 3-D with a depth of 1.
+KernelCall PlanConvTranspose(const KernelOperands& o) {
   RequireFloat32(o);
-  const auto& data = o.input_types[0].shape;    // [N, C, H, W]
-  const auto& weight = o.input_types[1].shape;  // [C, O / groups, KH, KW]
-  const auto& out = o.output_types[0].shape;    // [N, O, OH, OW]
+  const auto& data = o.input_types[0].shape;    // [N, C, (D,) H, W]
+  const auto& weight = o.input_types[1].shape;  // [C, O / groups, (KD,) KH, KW]
+  const auto& out = o.output_types[0].shape;    // [N, O, (OD,) OH, OW]
   const auto& strides = o.call.attrs.GetInts("strides");
   const auto& dilation = o.call.attrs.GetInts("dilation");
-  const auto& padding = o.call.attrs.GetInts("padding");
-  runtime::Check(o.call.attrs.GetString("data_layout") == "NCHW" && o.call.attrs.GetString("kernel_layout") == "IOHW",
-                 "nn.conv2d_transpose is supported with NCHW data and an IOHW weight only");
+  const auto& padding = o.call.attrs.GetInts("padding");  // begins, then ends
+  const size_t spatial = data.size() - 2;
+  // Per axis (depth, height, width); 2-D data has a depth of 1.
+  auto three = [&](const std::vector<int64_t>& v, size_t first, int64_t depth) {
+    std::array<int64_t, 3> a{depth, depth, depth};
+    std::copy(v.begin() + first, v.begin() + first + spatial, a.end() - spatial);
+    return a;
+  };
+  auto in = three(data, 2, 1), extent = three(out, 2, 1), window = three(weight, 2, 1);
+  auto stride = three(strides, 0, 1), dilate = three(dilation, 0, 1), pad = three(padding, 0, 0);
+  kernels::ConvTransposeParams params{data[0],   data[1],   out[1],    o.call.attrs.GetInt("groups"),
+                                      in[0],     in[1],     in[2],     extent[0],
+                                      extent[1], extent[2], window[0], window[1],
+                                      window[2], stride[0], stride[1], stride[2],
+                                      dilate[0], dilate[1], dilate[2], pad[0],
+                                      pad[1],    pad[2]};
   KernelCall k;
   k.kernel = "ConvTranspose";
-  k.implementation = "conv2d_transpose.gemm_scatter";
-  // 2-D as 3-D with a depth of 1.
-  kernels::ConvTransposeParams params{
-      data[0], data[1], out[1], o.call.attrs.GetInt("groups"),  // batch, channels, groups
-      1,       data[2], data[3], 1, out[2], out[3],             // input and output extents
-      1,       weight[2], weight[3],                            // kernel
-      1,       strides[0], strides[1], 1, dilation[0], dilation[1],
-      0,       padding[0], padding[1]};                         // leading pads
+  k.implementation = spatial == 2 ? "conv2d_transpose.gemm_scatter" : "conv3d_transpose.gemm_scatter";
   k.params = TypedParams("ConvTransposeParams", params);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   return k;

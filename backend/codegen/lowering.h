@@ -89,7 +89,7 @@ void RequireFloat32(const KernelOperands& operands);
 KernelCall PlanConv2D(const KernelOperands& operands);
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain);
-KernelCall PlanConv2DTranspose(const KernelOperands& operands);
+KernelCall PlanConvTranspose(const KernelOperands& operands);
 KernelCall PlanDense(const KernelOperands& operands);
 KernelCall PlanBatchMatmul(const KernelOperands& operands);
 KernelCall PlanPool2D(const KernelOperands& operands);

@@ -28,10 +28,12 @@ const OpRef kCast("cast");
 const OpRef kConcatenate("concatenate");
 const OpRef kConv2d("nn.conv2d");
 const OpRef kConv2dTranspose("nn.conv2d_transpose");
+const OpRef kConv3dTranspose("nn.conv3d_transpose");
 const OpRef kDense("nn.dense");
 const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
 const OpRef kMax("max");
 const OpRef kMaxPool2d("nn.max_pool2d");
+const OpRef kMean("mean");
 const OpRef kMaxPool2dWithIndices("nn.max_pool2d_with_indices");
 const OpRef kMultiply("multiply");
 const OpRef kPad("nn.pad");
@@ -39,6 +41,7 @@ const OpRef kPower("power");
 const OpRef kReshape("reshape");
 const OpRef kScatterElements("scatter_elements");
 const OpRef kStridedSlice("strided_slice");
+const OpRef kTake("take");
 const OpRef kTranspose("transpose");
 
 using Outputs = std::vector<Expr>;
@@ -79,15 +82,6 @@ Ints AxisValues(const NodeContext& c, const char* name, size_t axes, std::option
     c.FailAt(StrCat("attribute '", name, "'"), StrCat("needs ", axes, " values for a ", axes, "-D window, got ", v.size()));
   }
   return v;
-}
-
-// A per-axis attribute of a 2-D window: two values (ONNX's checker does not see opsets above 17).
-Ints TwoValues(const NodeContext& c, const char* name, std::optional<Ints> fallback = std::nullopt) {
-  return AxisValues(c, name, 2, std::move(fallback));
-}
-
-void Require2D(const NodeContext& c, const TensorType& data) {
-  if (data.ndim() != 4) c.Fail(StrCat("only 2-D (NCHW) data is supported, got rank ", data.ndim()));
 }
 
 Expr Reshape(const NodeContext& c, const Expr& x, Ints shape) {
@@ -146,42 +140,99 @@ Expr IntegerConv2D(const NodeContext& c, const Expr& data, const Expr& weight, c
   return Reshape(c, y, {n, oc, oh, ow});
 }
 
+// nn.conv2d on float32, IntegerConv2D on int32.
+Expr Conv2DCall(const NodeContext& c, const Expr& data, const Expr& weight, const Ints& strides, const Ints& dilations,
+                const Ints& padding, int64_t groups) {
+  if (data->type().tensor().dtype == DLDataType{kDLInt, 32, 1}) {
+    return IntegerConv2D(c, data, weight, strides, dilations, padding, groups);
+  }
+  return c.Op(kConv2d, {data, weight},
+              MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding}, {"groups", groups}}));
+}
+
+// A 3-D convolution as a 2-D one: for each output depth, the KD input slices its window reads
+// become channels (channel c * KD + kd, so that each group's channels stay together), the images
+// of every output depth one batch, and the weight [O, C / groups, KD, KH, KW] is already the 2-D
+// weight [O, C / groups * KD, KH, KW]. The 2-D kernels then do the products; the gathered input is
+// KD / stride_d times the input.
+Expr Conv3DAs2D(const NodeContext& c, Expr x, const Expr& weight, const Ints& strides, const Ints& dilations,
+                const Ints& pads, int64_t groups) {
+  const Ints& in = x->type().tensor().shape;  // [N, C, D, H, W]
+  const Ints& w = weight->type().tensor().shape;
+  int64_t n = in[0], channels = in[1], kd = w[2];
+  for (int64_t v : {strides[0], dilations[0]}) {
+    if (v < 1 || v > (1 << 20)) c.Fail("strides and dilations must be in [1, 2^20]");
+  }
+  if (pads[0] < 0 || pads[3] < 0 || pads[0] > (1 << 20) || pads[3] > (1 << 20)) c.Fail("pads must be in [0, 2^20]");
+  if (kd < 1 || kd > 4096) c.FailAt("input 1", StrCat("a window depth of ", kd, " is more than kiln gathers (4096)"));
+  if (pads[0] != 0 || pads[3] != 0) {
+    x = c.Op(kPad, {x}, MakeAttrs({{"pad_width", Ints{0, 0, 0, 0, pads[0], pads[3], 0, 0, 0, 0}}}));
+  }
+  int64_t depth = in[2] + pads[0] + pads[3];
+  int64_t out_depth = (depth - (kd - 1) * dilations[0] - 1) / strides[0] + 1;
+  if (depth - (kd - 1) * dilations[0] - 1 < 0) c.Fail(StrCat("the window is deeper than the padded input ", ShapeText(in)));
+  Outputs slices;
+  for (int64_t k = 0; k < kd; ++k) {
+    int64_t begin = k * dilations[0];
+    Expr slice = c.Op(kStridedSlice, {x}, MakeAttrs({{"begin", Ints{begin}},
+                                                     {"end", Ints{begin + (out_depth - 1) * strides[0] + 1}},
+                                                     {"strides", Ints{strides[0]}}, {"axes", Ints{2}}}));
+    slices.push_back(Reshape(c, slice, {n, channels, 1, out_depth, in[3], in[4]}));
+  }
+  Expr taps = slices.size() == 1 ? slices[0] : c.Op(kConcatenate, slices, MakeAttrs({{"axis", int64_t{2}}}));
+  taps = c.Op(kTranspose, {taps}, MakeAttrs({{"axes", Ints{0, 3, 1, 2, 4, 5}}}));  // [N, OD, C, KD, H, W]
+  taps = Reshape(c, taps, {n * out_depth, channels * kd, in[3], in[4]});
+  Expr w2 = Reshape(c, weight, {w[0], w[1] * kd, w[3], w[4]});
+  Expr y = Conv2DCall(c, taps, w2, {strides[1], strides[2]}, {dilations[1], dilations[2]},
+                      {pads[1], pads[2], pads[4], pads[5]}, groups);
+  const Ints& plane = y->type().tensor().shape;  // [N * OD, O, OH, OW]
+  y = Reshape(c, y, {n, out_depth, plane[1], plane[2], plane[3]});
+  return c.Op(kTranspose, {y}, MakeAttrs({{"axes", Ints{0, 2, 1, 3, 4}}}));
+}
+
 }  // namespace
 
-Expr Conv2DOf(const NodeContext& c, const Expr& data_expr, const Expr& weight_expr) {
+Expr ConvOf(const NodeContext& c, const Expr& data_expr, const Expr& weight_expr) {
   const TensorType& data = data_expr->type().tensor();
   const TensorType& weight = weight_expr->type().tensor();
-  Require2D(c, data);
-  if (weight.ndim() != 4) c.FailAt("input 1", StrCat("the weight must have rank 4 for 2-D data, got ", weight.ndim()));
-  Ints window = {weight.shape[2], weight.shape[3]};
-  Ints strides = TwoValues(c, "strides", Ints{1, 1});
-  Ints dilations = TwoValues(c, "dilations", Ints{1, 1});
-  Ints padding = Padding(c, {data.shape[2], data.shape[3]}, window, strides, dilations);
-  if (data.dtype == DLDataType{kDLInt, 32, 1}) {
-    return IntegerConv2D(c, data_expr, weight_expr, strides, dilations, padding, c.attr_int("group", 1));
+  int64_t rank = data.ndim();
+  if (rank < 3 || rank > 5) c.Fail(StrCat("only 1-D, 2-D and 3-D data (N, C, spatial...) is supported, got rank ", rank));
+  if (weight.ndim() != rank) {
+    c.FailAt("input 1", StrCat("the weight must have rank ", rank, " for ", rank - 2, "-D data, got ", weight.ndim()));
   }
-  return c.Op(kConv2d, {data_expr, weight_expr},
-              MakeAttrs({{"strides", strides}, {"dilation", dilations}, {"padding", padding},
-                         {"groups", c.attr_int("group", 1)}}));
+  auto axes = static_cast<size_t>(rank - 2);
+  Ints window(weight.shape.begin() + 2, weight.shape.end());
+  Ints strides = AxisValues(c, "strides", axes, Ints(axes, 1));
+  Ints dilations = AxisValues(c, "dilations", axes, Ints(axes, 1));
+  Ints pads = Padding(c, Ints(data.shape.begin() + 2, data.shape.end()), window, strides, dilations);
+  int64_t groups = c.attr_int("group", 1);
+  if (axes == 2) return Conv2DCall(c, data_expr, weight_expr, strides, dilations, pads, groups);
+  if (axes == 3) return Conv3DAs2D(c, data_expr, weight_expr, strides, dilations, pads, groups);
+  // 1-D as 2-D of height 1.
+  Expr x = Reshape(c, data_expr, {data.shape[0], data.shape[1], 1, data.shape[2]});
+  Expr w = Reshape(c, weight_expr, {weight.shape[0], weight.shape[1], 1, weight.shape[2]});
+  Expr y = Conv2DCall(c, x, w, {1, strides[0]}, {1, dilations[0]}, {0, pads[0], 0, pads[1]}, groups);
+  const Ints& shape = y->type().tensor().shape;
+  return Reshape(c, y, {shape[0], shape[1], shape[3]});
 }
 
 namespace {
 
 Outputs Conv(const NodeContext& c) {
-  Expr out = Conv2DOf(c, c.input(0), c.input(1));
+  Expr out = ConvOf(c, c.input(0), c.input(1));
   if (c.has_input(2)) out = c.Op(kBiasAdd, {out, c.input(2)}, MakeAttrs({{"axis", int64_t{1}}}));
   return {out};
 }
 
-// ConvTranspose as nn.conv2d_transpose; 1-D runs as 2-D with a height of 1. Pads that come out
+// ConvTranspose as nn.conv2d_transpose (1-D as 2-D with a height of 1) or nn.conv3d_transpose. Pads that come out
 // negative (an output_shape larger than the input and kernel make) grow the output with zeros, as
 // ONNX's reference does: the op pads by what is positive and nn.pad adds the rest before the bias.
 Outputs ConvTranspose(const NodeContext& c) {
   const TensorType& data = c.input_type(0);
   const TensorType& weight = c.input_type(1);
   int64_t rank = data.ndim();
-  if ((rank != 3 && rank != 4) || weight.ndim() != rank) {
-    c.Fail(StrCat("only 1-D and 2-D data (rank 3 or 4, with a weight of that rank) is supported, got rank ", rank));
+  if (rank < 3 || rank > 5 || weight.ndim() != rank) {
+    c.Fail(StrCat("only 1-D, 2-D and 3-D data (rank 3 to 5, with a weight of that rank) is supported, got rank ", rank));
   }
   int64_t spatial = rank - 2, groups = c.attr_int("group", 1);
   int64_t channels = data.shape[1];
@@ -204,8 +255,10 @@ Outputs ConvTranspose(const NodeContext& c) {
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   Ints output_shape = ints("output_shape", 0, 0);
   if (output_shape.size() > static_cast<size_t>(spatial)) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
-  // Per 2-D axis (1-D data is 2-D with height 1): the op's pads, and the zeros added after it.
-  Ints stride2(2, 1), dilation2(2, 1), output_padding2(2, 0), padding(4, 0), grow(8, 0);
+  // Per axis of the op (1-D data is 2-D with height 1): the op's pads, and the zeros added after it.
+  int64_t axes = std::max<int64_t>(spatial, 2);
+  Ints op_strides(axes, 1), op_dilations(axes, 1), op_output_padding(axes, 0), padding(2 * axes, 0);
+  Ints grow(2 * (axes + 2), 0);
   for (int64_t d = 0; d < spatial; ++d) {
     int64_t in = data.shape[2 + d], k = weight.shape[2 + d], s = strides[d], dil = dilations[d];
     if (s < 1 || dil < 1) c.Fail("strides and dilations must be positive");
@@ -229,23 +282,23 @@ Outputs ConvTranspose(const NodeContext& c) {
       c.FailAt("attribute 'auto_pad'", "'" + auto_pad + "' is not known");
     }
     if (full - b - e < 1) c.Fail("the pads leave an empty output");
-    int64_t at = 2 - spatial + d;
-    stride2[at] = s;
-    dilation2[at] = dil;
-    output_padding2[at] = output_padding[d];
+    int64_t at = axes - spatial + d;
+    op_strides[at] = s;
+    op_dilations[at] = dil;
+    op_output_padding[at] = output_padding[d];
     padding[at] = std::max<int64_t>(0, b);
-    padding[at + 2] = std::max<int64_t>(0, e);
-    grow[4 + 2 * at] = padding[at] - b;
-    grow[5 + 2 * at] = padding[at + 2] - e;
+    padding[at + axes] = std::max<int64_t>(0, e);
+    grow[2 * (2 + at)] = padding[at] - b;
+    grow[2 * (2 + at) + 1] = padding[at + axes] - e;
   }
   Expr x = c.input(0), w = c.input(1);
   if (spatial == 1) {
     x = Reshape(c, x, {data.shape[0], channels, 1, data.shape[2]});
     w = Reshape(c, w, {weight.shape[0], weight.shape[1], 1, weight.shape[2]});
   }
-  Expr out = c.Op(kConv2dTranspose, {x, w},
-                  MakeAttrs({{"strides", stride2}, {"dilation", dilation2}, {"padding", padding},
-                             {"output_padding", output_padding2}, {"groups", groups}}));
+  Expr out = c.Op(spatial == 3 ? kConv3dTranspose : kConv2dTranspose, {x, w},
+                  MakeAttrs({{"strides", op_strides}, {"dilation", op_dilations}, {"padding", padding},
+                             {"output_padding", op_output_padding}, {"groups", groups}}));
   if (std::any_of(grow.begin(), grow.end(), [](int64_t g) { return g != 0; })) {
     out = c.Op(kPad, {out}, MakeAttrs({{"pad_width", grow}}));
   }
@@ -312,20 +365,52 @@ Expr PoolOf(const NodeContext& c, Expr x, bool average, int64_t count_include_pa
   return Reshape(c, y, {n, channels, y->type().tensor().shape[2], plane[0], plane[1]});
 }
 
+// The max pooling of 2-D data and the index of each chosen element in the flattened input.
+Outputs MaxPool2DWithIndices(const NodeContext& c, const Expr& x, const Window& w, int64_t storage_order) {
+  Attrs attrs = MakeAttrs({{"pool_size", w.window}, {"strides", w.strides}, {"dilation", w.dilations},
+                           {"padding", w.pads}, {"ceil_mode", c.attr_int("ceil_mode", 0)},
+                           {"storage_order", storage_order}});
+  Expr both = c.Op(kMaxPool2dWithIndices, {x}, attrs);
+  return {TupleGetItem(both, 0), TupleGetItem(both, 1)};
+}
+
+// MaxPool with its Indices output over 1 to 3 spatial axes. 1-D is 2-D of height 1 (a flat index
+// is the same in both, in either storage order). 3-D pools each depth slice over H and W, whose
+// flat indices are already those of the 3-D input, then over D: the first largest of the slices'
+// maxima, and the slice's index taken from where it lies (ties go to the first element in
+// row-major order, as with one 3-D window).
+Outputs MaxPoolWithIndices(const NodeContext& c, Expr x, const Window& w) {
+  const Ints& shape = x->type().tensor().shape;
+  int64_t n = shape[0], channels = shape[1], storage_order = c.attr_int("storage_order", 0);
+  const Ints &k = w.window, &s = w.strides, &d = w.dilations, &p = w.pads;
+  if (k.size() == 2) return MaxPool2DWithIndices(c, x, w, storage_order);
+  if (k.size() == 1) {
+    x = Reshape(c, x, {n, channels, 1, shape[2]});
+    Outputs both = MaxPool2DWithIndices(c, x, {{1, k[0]}, {1, s[0]}, {1, d[0]}, {0, p[0], 0, p[1]}}, 0);
+    Ints out = {n, channels, both[0]->type().tensor().shape[3]};
+    return {Reshape(c, both[0], out), Reshape(c, both[1], out)};
+  }
+  if (storage_order != 0) c.Fail("column-major indices (storage_order 1) of 3-D data are not supported");
+  int64_t depth = shape[2];
+  x = Reshape(c, x, {n, channels * depth, shape[3], shape[4]});
+  Outputs slices = MaxPool2DWithIndices(c, x, {{k[1], k[2]}, {s[1], s[2]}, {d[1], d[2]}, {p[1], p[2], p[4], p[5]}}, 0);
+  Ints plane = {slices[0]->type().tensor().shape[2], slices[0]->type().tensor().shape[3]};
+  Expr maxima = Reshape(c, slices[0], {n, channels, depth, plane[0] * plane[1]});
+  Outputs deep = MaxPool2DWithIndices(c, maxima, {{k[0], 1}, {s[0], 1}, {d[0], 1}, {p[0], 0, p[3], 0}}, 0);
+  Ints out = {n, channels, deep[0]->type().tensor().shape[2], plane[0], plane[1]};
+  Expr flat = Reshape(c, slices[1], {slices[1]->type().tensor().NumElements()});
+  Expr indices = c.Op(kTake, {flat, deep[1]}, MakeAttrs({{"axis", int64_t{0}}}));
+  return {Reshape(c, deep[0], out), Reshape(c, indices, out)};
+}
+
 // MaxPool and AveragePool; MaxPool of 8-bit integers runs on their float32 values (exact) and
 // casts back.
 Outputs Pool(const NodeContext& c, bool average) {
   const TensorType& data = c.input_type(0);
   Window w = WindowOf(c, data);
   if (c.num_outputs() > 1 && !c.node().output(1).empty()) {  // MaxPool's Indices
-    if (w.window.size() != 2 || data.dtype.code != kDLFloat) {
-      c.Fail("the Indices output of MaxPool is supported on 2-D float data only");
-    }
-    Attrs attrs = MakeAttrs({{"pool_size", w.window}, {"strides", w.strides}, {"dilation", w.dilations},
-                             {"padding", w.pads}, {"ceil_mode", c.attr_int("ceil_mode", 0)},
-                             {"storage_order", c.attr_int("storage_order", 0)}});
-    Expr both = c.Op(kMaxPool2dWithIndices, {c.input(0)}, attrs);
-    return {TupleGetItem(both, 0), TupleGetItem(both, 1)};
+    if (data.dtype.code != kDLFloat) c.Fail("the Indices output of MaxPool is supported on float data only");
+    return MaxPoolWithIndices(c, c.input(0), w);
   }
   Expr x = c.input(0);
   DLDataType dtype = data.dtype;
@@ -398,14 +483,25 @@ Outputs MaxUnpool(const NodeContext& c) {
 Outputs MaxPool(const NodeContext& c) { return Pool(c, false); }
 Outputs AveragePool(const NodeContext& c) { return Pool(c, true); }
 
+// The spatial axes of data [N, C, spatial...] of 1 to 3 of them.
+Ints SpatialAxes(const NodeContext& c) {
+  int64_t rank = c.input_type(0).ndim();
+  if (rank < 3 || rank > 5) c.Fail(StrCat("only 1-D, 2-D and 3-D data (N, C, spatial...) is supported, got rank ", rank));
+  Ints axes;
+  for (int64_t a = 2; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+// 2-D as nn.global_avg_pool2d (which AlterOpLayout lays out with the convolutions), 1-D and 3-D as
+// a mean over the spatial axes.
 Outputs GlobalAveragePool(const NodeContext& c) {
-  Require2D(c, c.input_type(0));
-  return {c.Op(kGlobalAvgPool2d, {c.input(0)})};
+  Ints axes = SpatialAxes(c);
+  if (axes.size() == 2) return {c.Op(kGlobalAvgPool2d, {c.input(0)})};
+  return {c.Op(kMean, {c.input(0)}, MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}}))};
 }
 
 Outputs GlobalMaxPool(const NodeContext& c) {
-  Require2D(c, c.input_type(0));
-  return {c.Op(kMax, {c.input(0)}, MakeAttrs({{"axis", Ints{2, 3}}, {"keepdims", int64_t{1}}}))};
+  return {c.Op(kMax, {c.input(0)}, MakeAttrs({{"axis", SpatialAxes(c)}, {"keepdims", int64_t{1}}}))};
 }
 
 Expr Scale(const NodeContext& c, const Expr& x, double factor) {

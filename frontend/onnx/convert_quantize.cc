@@ -167,7 +167,7 @@ Outputs QLinearMatMul(const NodeContext& c) {
 }
 
 // A convolution weight's zero point or scale: one value, or one per output channel (shaped to
-// broadcast against the weight [OC, C, KH, KW] or the output [N, OC, H, W]).
+// broadcast against a `rank`-D weight [OC, C, k...] or output [N, OC, spatial...]: [OC, 1...]).
 Expr PerOutputChannel(const NodeContext& c, size_t input, size_t weight, int64_t rank) {
   const TensorType& t = c.input_type(input);
   Expr v = t.dtype.code == kDLFloat ? c.input(input) : CastTo(c, c.input(input), DLDataType{kDLInt, 32, 1});
@@ -178,7 +178,9 @@ Expr PerOutputChannel(const NodeContext& c, size_t input, size_t weight, int64_t
     c.FailAt(StrCat("input ", input), StrCat("must hold one value or one per output channel (", channels, "), it holds ",
                                              t.NumElements()));
   }
-  return c.Op(kReshape, {v}, MakeAttrs({{"newshape", rank == 4 ? Ints{channels, 1, 1, 1} : Ints{channels, 1, 1}}}));
+  Ints shape(static_cast<size_t>(rank), 1);
+  shape[0] = channels;
+  return c.Op(kReshape, {v}, MakeAttrs({{"newshape", shape}}));
 }
 
 // (x - x_zero_point) convolved with (w - w_zero_point) on int32.
@@ -194,8 +196,10 @@ Expr IntegerConv(const NodeContext& c, size_t x, size_t x_zero_point, size_t w, 
     data = c.Op(kSubtract, {data, c.Op(kReshape, {CastTo(c, c.input(x_zero_point), int32)},
                                         MakeAttrs({{"newshape", Ints{}}}))});
   }
-  if (c.has_input(w_zero_point)) weight = c.Op(kSubtract, {weight, PerOutputChannel(c, w_zero_point, w, 4)});
-  return Conv2DOf(c, data, weight);
+  if (c.has_input(w_zero_point)) {
+    weight = c.Op(kSubtract, {weight, PerOutputChannel(c, w_zero_point, w, c.input_type(w).ndim())});
+  }
+  return ConvOf(c, data, weight);
 }
 
 // ConvInteger: the int32 convolution of the zero-point-shifted 8-bit operands.
@@ -204,11 +208,15 @@ Outputs ConvInteger(const NodeContext& c) { return {IntegerConv(c, 0, 2, 1, 3)};
 // QLinearConv: the int32 convolution plus the int32 bias, requantized.
 Outputs QLinearConv(const NodeContext& c) {
   Expr sum = IntegerConv(c, 0, 2, 3, 5);
+  int64_t spatial = sum->type().tensor().ndim() - 2;  // the output's channel values broadcast as [OC, 1...]
   if (c.has_input(8)) {
+    Ints shape(static_cast<size_t>(spatial + 1), 1);
+    shape[0] = c.input_type(8).NumElements();
     sum = c.Op(kAdd, {sum, c.Op(kReshape, {CastTo(c, c.input(8), DLDataType{kDLInt, 32, 1})},
-                                MakeAttrs({{"newshape", Ints{c.input_type(8).NumElements(), 1, 1}}}))});
+                                MakeAttrs({{"newshape", shape}}))});
   }
-  Expr scale = c.Op(kMultiply, {ScalarInput(c, 1), CastTo(c, PerOutputChannel(c, 4, 3, 3), DLDataType{kDLFloat, 32, 1})});
+  Expr scale = c.Op(kMultiply, {ScalarInput(c, 1), CastTo(c, PerOutputChannel(c, 4, 3, spatial + 1),
+                                                          DLDataType{kDLFloat, 32, 1})});
   return {Requantize(c, sum, scale)};
 }
 

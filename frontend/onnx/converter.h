@@ -118,9 +118,10 @@ int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
 // numpy's matmul of a and b (ONNX MatMul): a dense layer when b is a matrix of float32, batched
 // products otherwise.
 ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
-// ONNX Conv of 2-D data without its bias, the node's window attributes applied: nn.conv2d on
-// float32, matrix products of gathered patches on int32 (exact).
-ir::Expr Conv2DOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
+// ONNX Conv of 1-D, 2-D or 3-D data without its bias, the node's window attributes applied:
+// nn.conv2d on float32, matrix products of gathered patches on int32 (exact); 1-D data as 2-D of
+// height 1, 3-D as 2-D with the window's depth slices as channels.
+ir::Expr ConvOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
 // log(softmax(x)) over `axes`, shifted by the maximum.
 ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::vector<int64_t>& axes);
 // ONNX Runtime's QGemm (com.microsoft), as the importer makes it of a DequantizeLinear -> Gemm ->

@@ -90,37 +90,47 @@ int64_t TransposedSize(int64_t in, int64_t pad_before, int64_t pad_after, int64_
   return out;
 }
 
-// Data NCHW, weight IOHW ([C_in, C_out / groups, kh, kw], ONNX's layout and Relay's default), the
-// output NCHW: output_padding adds rows and columns at the end.
-Type Conv2DTranspose(const std::vector<Type>& args, const Attrs& attrs) {
+// Data N, C, spatial... (NCHW or NCDHW), weight I, O, window... ([C_in, C_out / groups, k...], ONNX's
+// layout and Relay's default), the output in the data's layout: output_padding adds elements at the
+// end of each spatial axis.
+Type TransposedConvolution(const std::vector<Type>& args, const Attrs& attrs, size_t spatial) {
   CheckSameDType(args);
-  Check(attrs.GetString("data_layout") == "NCHW" && attrs.GetString("kernel_layout") == "IOHW" &&
-            (attrs.GetString("out_layout").empty() || attrs.GetString("out_layout") == "NCHW"),
-        "takes NCHW data and an IOHW weight only");
+  const std::string data_layout = spatial == 2 ? "NCHW" : "NCDHW", kernel_layout = spatial == 2 ? "IOHW" : "IODHW";
+  Check(attrs.GetString("data_layout") == data_layout && attrs.GetString("kernel_layout") == kernel_layout &&
+            (attrs.GetString("out_layout").empty() || attrs.GetString("out_layout") == data_layout),
+        "takes ", data_layout, " data and an ", kernel_layout, " weight only");
   const TensorType& data = TensorArg(args, 0);
   const TensorType& weight = TensorArg(args, 1);
-  Check(data.ndim() == 4 && weight.ndim() == 4, "expects 4-D data and weight, got ", ShapeText(data.shape), " and ",
-        ShapeText(weight.shape));
+  auto rank = static_cast<int64_t>(spatial + 2);
+  Check(data.ndim() == rank && weight.ndim() == rank, "expects ", rank, "-D data and weight, got ",
+        ShapeText(data.shape), " and ", ShapeText(weight.shape));
   const auto& strides = attrs.GetInts("strides");
   const auto& dilation = attrs.GetInts("dilation");
   const auto& padding = attrs.GetInts("padding");
   const auto& output_padding = attrs.GetInts("output_padding");
   int64_t groups = attrs.GetInt("groups");
-  CheckPositive(strides, 2, "strides");
-  CheckPositive(dilation, 2, "dilation");
-  CheckPadding(padding);
-  Check(output_padding.size() == 2 && output_padding[0] >= 0 && output_padding[1] >= 0,
-        "output_padding needs 2 values that are not negative, got ", AttrValueText(output_padding));
+  CheckPositive(strides, spatial, "strides");
+  CheckPositive(dilation, spatial, "dilation");
+  Check(padding.size() == 2 * spatial, "padding needs ", 2 * spatial, " values (all begins, then all ends), got ",
+        AttrValueText(padding));
+  for (int64_t v : padding) Check(v >= 0, "padding must not be negative, got ", AttrValueText(padding));
+  Check(output_padding.size() == spatial, "output_padding needs ", spatial, " values, got ",
+        AttrValueText(output_padding));
+  for (int64_t v : output_padding) Check(v >= 0, "output_padding must not be negative, got ", AttrValueText(output_padding));
   Check(groups >= 1 && data.shape[1] % groups == 0, "groups ", groups, " must divide the input channels ",
         data.shape[1]);
   Check(weight.shape[0] == data.shape[1], "weight has ", weight.shape[0], " input channels but the data has ",
         data.shape[1]);
-  int64_t oh = TransposedSize(data.shape[2], padding[0], padding[2], weight.shape[2], strides[0], dilation[0],
-                              output_padding[0]);
-  int64_t ow = TransposedSize(data.shape[3], padding[1], padding[3], weight.shape[3], strides[1], dilation[1],
-                              output_padding[1]);
-  return Type::Tensor({data.shape[0], weight.shape[1] * groups, oh, ow}, data.dtype);
+  std::vector<int64_t> out = {data.shape[0], weight.shape[1] * groups};
+  for (size_t d = 0; d < spatial; ++d) {
+    out.push_back(TransposedSize(data.shape[2 + d], padding[d], padding[spatial + d], weight.shape[2 + d], strides[d],
+                                 dilation[d], output_padding[d]));
+  }
+  return Type::Tensor(out, data.dtype);
 }
+
+Type Conv2DTranspose(const std::vector<Type>& args, const Attrs& attrs) { return TransposedConvolution(args, attrs, 2); }
+Type Conv3DTranspose(const std::vector<Type>& args, const Attrs& attrs) { return TransposedConvolution(args, attrs, 3); }
 
 // The weight is [N, K] ("NK") or blocked, as "NK16n" ([N / 16, K, 16]) for the packed kernel.
 Type Dense(const std::vector<Type>& args, const Attrs& attrs) {
@@ -283,6 +293,17 @@ void RegisterNnOps(OpTable& table) {
                {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
               OpPattern::kOutEWiseFusable, Conv2DTranspose,
               "2-D transposed convolution"});
+  Add(table, {"nn.conv3d_transpose", 2, 2,
+              {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1, 1}, "stride depth, height, width"},
+               {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0, 0, 0},
+                "front, top, left, back, bottom, right"},
+               {"output_padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0}, "added at the back, bottom, right"},
+               {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1, 1}, "dilation depth, height, width"},
+               {"groups", AttrKind::kInt, int64_t{1}, "channel groups"},
+               {"data_layout", AttrKind::kString, std::string("NCDHW"), "data layout"},
+               {"kernel_layout", AttrKind::kString, std::string("IODHW"), "weight layout"},
+               {"out_layout", AttrKind::kString, std::string(""), "output layout; empty: the data layout"}},
+              OpPattern::kOutEWiseFusable, Conv3DTranspose, "3-D transposed convolution"});
   Add(table, {"nn.dense", 2, 2,
               {{"weight_layout", AttrKind::kString, std::string("NK"), "weight layout: NK, or packed NK16n"},
                {"implementation", AttrKind::kString, std::string(""),

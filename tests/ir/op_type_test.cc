@@ -94,7 +94,9 @@ TEST(OpType, Conv2DTranspose) {
   EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"padding", Ints{-1, 0, 0, 0}}})),
               HasSubstr("padding must not be negative"));
   EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"output_padding", Ints{-1, 0}}})),
-              HasSubstr("output_padding needs 2 values that are not negative"));
+              HasSubstr("output_padding must not be negative, got [-1, 0]"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"output_padding", Ints{1}}})),
+              HasSubstr("output_padding needs 2 values, got [1]"));
   EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"groups", int64_t{3}}})),
               HasSubstr("groups 3 must divide the input channels 4"));
   EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}, A({{"kernel_layout", std::string("OIHW")}})),
@@ -102,6 +104,21 @@ TEST(OpType, Conv2DTranspose) {
   EXPECT_THAT(ErrorOf("nn.conv2d_transpose", {In({1, 4, 3, 8}), In({4, 2, 3, 3})},
                       A({{"strides", Ints{int64_t{1} << 62, 1}}})),
               HasSubstr("overflows"));
+}
+
+// 3-D: the same sizes per axis (depth, height, width), pads all begins then all ends.
+TEST(OpType, Conv3DTranspose) {
+  EXPECT_EQ(TypeOf("nn.conv3d_transpose", {In({2, 4, 3, 5, 6}), In({4, 3, 2, 3, 3})},
+                   A({{"strides", Ints{2, 3, 2}}, {"output_padding", Ints{1, 0, 1}}, {"groups", int64_t{2}},
+                      {"dilation", Ints{1, 1, 2}}, {"padding", Ints{0, 1, 2, 1, 0, 0}}})),
+            "Tensor[(2, 6, 6, 14, 14), float32]");
+  EXPECT_THAT(ErrorOf("nn.conv3d_transpose", {In({1, 4, 8, 8}), In({4, 2, 3, 3})}),
+              HasSubstr("expects 5-D data and weight"));
+  EXPECT_THAT(ErrorOf("nn.conv3d_transpose", {In({1, 4, 2, 8, 8}), In({4, 2, 1, 3, 3})}, A({{"padding", Ints{0, 0, 0, 0}}})),
+              HasSubstr("padding needs 6 values (all begins, then all ends)"));
+  EXPECT_THAT(ErrorOf("nn.conv3d_transpose", {In({1, 4, 2, 8, 8}), In({4, 2, 1, 3, 3})},
+                      A({{"data_layout", std::string("NCHW")}})),
+              HasSubstr("takes NCDHW data and an IODHW weight only"));
 }
 
 TEST(OpType, Pooling) {

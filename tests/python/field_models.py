@@ -3,7 +3,8 @@ to ONNX by the test itself: a YOLO-style detector (SiLU convs, Split, nearest an
 Concat, heads decoded against their grids), a causal-mask GPT block (Trilu, LayerNorm, GELU, masked softmax), a
 DBNet-style text detector (strided conv backbone, ConvTranspose upsampling, skip concatenation,
 sigmoid probability map) and a CRNN-style text recognizer (conv features, a bidirectional LSTM,
-per-step class scores), and a small classifier quantized by ONNX Runtime's quantize_static (QDQ,
+per-step class scores), 1-D models (an audio front end with the STFT as a convolution, a byte CNN
+ending in a global max pool), a 3-D CNN (3-D convolutions, pooling and a transposed convolution), and a small classifier quantized by ONNX Runtime's quantize_static (QDQ,
 uint8 activations, int8 per-channel weights). Each `export_<name>(path)` writes the model and returns its input shapes."""
 import math
 
@@ -127,14 +128,75 @@ class YoloStyle(torch.nn.Module):
         return torch.cat([self.decode(self.heads[0], p3, 8), self.decode(self.heads[1], c4, 16)], dim=1)
 
 
-def _export(model, example, path, opset):
+class AudioFrontEnd(torch.nn.Module):
+    """A voice-activity detector's shape (as Silero VAD): the STFT as a strided 1-D convolution with
+    fixed cosine and sine filters, the magnitude, then 1-D convolutions with batch norm and a max
+    pool to a speech probability per group of frames."""
+
+    def __init__(self, window=128, hop=32):
+        super().__init__()
+        bins = window // 2 + 1
+        t = torch.arange(window, dtype=torch.float32)
+        f = torch.arange(bins, dtype=torch.float32)[:, None]
+        hann = 0.5 - 0.5 * torch.cos(2 * math.pi * t / window)
+        basis = torch.cat([torch.cos(2 * math.pi * f * t / window), -torch.sin(2 * math.pi * f * t / window)]) * hann
+        self.stft = torch.nn.Conv1d(1, 2 * bins, window, stride=hop, bias=False)
+        self.stft.weight.data.copy_(basis[:, None, :])
+        self.bins = bins
+        self.encoder = torch.nn.Sequential(
+            torch.nn.Conv1d(bins, 32, 3, padding=1), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
+            torch.nn.Conv1d(32, 32, 3, stride=2, padding=1), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
+            torch.nn.MaxPool1d(2), torch.nn.Conv1d(32, 16, 5, padding=2, groups=4), torch.nn.ReLU())
+        self.head = torch.nn.Sequential(torch.nn.Conv1d(16, 1, 1), torch.nn.Sigmoid())
+
+    def forward(self, x):
+        spectrum = self.stft(x)
+        re, im = spectrum[:, :self.bins], spectrum[:, self.bins:]
+        return self.head(self.encoder(torch.sqrt(re * re + im * im + 1e-6)))
+
+
+class ByteCnn(torch.nn.Module):
+    """A file-type detector's shape (as Magika): embedded bytes through dilated 1-D convolutions,
+    a global max pool over the sequence and class scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv1d(8, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.Conv1d(32, 32, 3, padding=2, dilation=2),
+            torch.nn.ReLU(), torch.nn.Conv1d(32, 48, 3, stride=2), torch.nn.ReLU(), torch.nn.AdaptiveMaxPool1d(1),
+            torch.nn.Flatten(), torch.nn.Linear(48, 12))
+
+    def forward(self, x):
+        return torch.softmax(self.body(x), dim=-1)
+
+
+class Video3d(torch.nn.Module):
+    """A 3-D CNN over a short clip (as video classifiers and medical-volume segmenters): 3-D
+    convolutions with batch norm, a 3-D max pool, a 3-D transposed convolution back up, and a global
+    average pool to class scores beside the upsampled map."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv3d(3, 8, 3, padding=1), torch.nn.BatchNorm3d(8), torch.nn.ReLU(),
+                                        torch.nn.MaxPool3d(2))
+        self.down = torch.nn.Sequential(torch.nn.Conv3d(8, 16, 3, stride=(1, 2, 2), padding=1),
+                                        torch.nn.BatchNorm3d(16), torch.nn.ReLU())
+        self.up = torch.nn.ConvTranspose3d(16, 4, (2, 4, 4), stride=(2, 4, 4))
+        self.classes = torch.nn.Sequential(torch.nn.AdaptiveAvgPool3d(1), torch.nn.Flatten(), torch.nn.Linear(16, 5))
+
+    def forward(self, x):
+        features = self.down(self.stem(x))
+        return self.classes(features), torch.sigmoid(self.up(features))
+
+
+def _export(model, example, path, opset, outputs=("output",)):
     torch.manual_seed(0)
     for module in model.modules():  # non-trivial batch-norm statistics
-        if isinstance(module, torch.nn.BatchNorm2d):
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
             module.running_mean.uniform_(-0.2, 0.2)
             module.running_var.uniform_(0.5, 1.5)
     torch.onnx.export(model.eval(), example, str(path), opset_version=opset, input_names=["input"],
-                      output_names=["output"], do_constant_folding=True)
+                      output_names=list(outputs), do_constant_folding=True)
     return {"input": tuple(example.shape)}
 
 
@@ -151,6 +213,21 @@ def export_dbnet_style(path):
 def export_crnn(path):
     torch.manual_seed(0)
     return _export(Crnn(), torch.randn(1, 1, 16, 40), path, 13)
+
+
+def export_audio_frontend(path):
+    torch.manual_seed(0)
+    return _export(AudioFrontEnd(), torch.randn(1, 1, 4000), path, 13)
+
+
+def export_byte_cnn(path):
+    torch.manual_seed(0)
+    return _export(ByteCnn(), torch.randn(1, 8, 512), path, 13)
+
+
+def export_video_3d(path):
+    torch.manual_seed(0)
+    return _export(Video3d(), torch.randn(1, 3, 8, 32, 32), path, 13, outputs=("classes", "map"))
 
 
 def export_yolo_style(path):
@@ -239,6 +316,7 @@ def export_quantized_dynamic_cnn(path):
 
 
 MODELS = {"gpt_block": export_gpt_block, "dbnet_style": export_dbnet_style, "crnn": export_crnn,
+          "audio_frontend": export_audio_frontend, "byte_cnn": export_byte_cnn, "video_3d": export_video_3d,
           "yolo_style": export_yolo_style, "runtime_if": export_runtime_if,
           "quantized_static": export_quantized_static, "quantized_dynamic": export_quantized_dynamic,
           "quantized_dynamic_cnn": export_quantized_dynamic_cnn}

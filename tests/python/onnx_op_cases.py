@@ -67,6 +67,18 @@ def conv(opset=14):
     g.node("Conv", [x, g.weight((6, 2, 1, 1))], group=2)
     g.node("Conv", [x, g.weight((2, 4, 2, 3))], auto_pad="SAME_LOWER")
     g.node("Conv", [x, g.weight((7, 4, 4, 4))], auto_pad="VALID", strides=[1, 2])
+    # 1-D data (an audio front end, a byte CNN) as 2-D of height 1.
+    x1 = g.input((2, 4, 17))
+    g.node("Conv", [x1, g.weight((6, 4, 5)), g.weight((6,))], strides=[2], pads=[2, 1])
+    g.node("Conv", [x1, g.weight((8, 2, 3))], group=2, dilations=[3], pads=[3, 3])
+    g.node("Conv", [x1, g.weight((4, 1, 7))], group=4, auto_pad="SAME_LOWER", strides=[3])
+    # 3-D data: the window's depth slices become channels of a 2-D convolution.
+    x3 = g.input((2, 4, 5, 6, 7))
+    g.node("Conv", [x3, g.weight((6, 4, 3, 3, 3)), g.weight((6,))], pads=[1, 1, 1, 1, 1, 1])
+    g.node("Conv", [x3, g.weight((4, 2, 2, 3, 1))], group=2, strides=[2, 1, 2], dilations=[2, 1, 1],
+           pads=[1, 0, 0, 0, 1, 0])
+    g.node("Conv", [x3, g.weight((4, 1, 3, 3, 3))], group=4, auto_pad="SAME_UPPER", strides=[2, 2, 2])
+    g.node("Conv", [x3, g.weight((5, 4, 1, 1, 1))])
     return g
 
 
@@ -99,8 +111,18 @@ def pooling(opset=14):
     g.node("AveragePool", [x3], kernel_shape=[2, 3, 3], auto_pad="SAME_UPPER")
     g.node("LpPool", [x3], kernel_shape=[2, 2, 3], p=3, strides=[1, 2, 1], pads=[0, 1, 1, 1, 0, 1])
     g.node("LpPool", [x1], kernel_shape=[3], strides=[2])
+    for data in (x1, x3):
+        g.node("GlobalAveragePool", [data])
+        g.node("GlobalMaxPool", [data])
     g.node("MaxPool", [x], n_outputs=2, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     g.node("MaxPool", [x], n_outputs=2, kernel_shape=[2, 3], strides=[1, 2], storage_order=1)
+    # Indices of 1-D (both storage orders) and 3-D data; ties (8-bit values) go to the first.
+    g.node("MaxPool", [x1], n_outputs=2, kernel_shape=[3], strides=[2], pads=[1, 1])
+    g.node("MaxPool", [x1], n_outputs=2, kernel_shape=[2], storage_order=1)
+    g.node("MaxPool", [x3], n_outputs=2, kernel_shape=[3, 2, 3], strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0])
+    g.node("MaxPool", [x3], n_outputs=2, kernel_shape=[2, 2, 2], dilations=[2, 1, 2], ceil_mode=1, strides=[2, 2, 2])
+    ties = g.input((1, 2, 4, 5, 6), values=np.random.default_rng(5).integers(0, 3, (1, 2, 4, 5, 6)).astype(np.float32))
+    g.node("MaxPool", [ties], n_outputs=2, kernel_shape=[2, 3, 2], strides=[1, 2, 2])
     return g
 
 
@@ -381,7 +403,7 @@ def normalizations_and_activations(opset=17):
 
 def conv_transpose(opset=14):
     # ConvTranspose as DBNet-style detectors upsample (stride 2, kernel 2 or 4), and with groups,
-    # dilations, output_padding, output_shape, auto_pad, asymmetric pads and 1-D data.
+    # dilations, output_padding, output_shape, auto_pad, asymmetric pads; 1-D and 3-D data.
     g = Group("conv_transpose", opset, rtol=1e-4)
     x = g.input((1, 4, 5, 6))
     g.node("ConvTranspose", [x, g.weight((4, 3, 2, 2)), g.weight((3,))], strides=[2, 2])
@@ -394,6 +416,13 @@ def conv_transpose(opset=14):
     g.node("ConvTranspose", [x, g.weight((4, 2, 3, 3))], strides=[2, 2], auto_pad="SAME_UPPER")
     g.node("ConvTranspose", [x, g.weight((4, 2, 4, 3))], strides=[2, 3], auto_pad="SAME_LOWER")
     g.node("ConvTranspose", [g.input((2, 3, 7)), g.weight((3, 5, 3)), g.weight((5,))], strides=[2], pads=[1, 0])
+    # 3-D data (nn.conv3d_transpose): strides per axis, pads, output_padding, groups, dilations.
+    x3 = g.input((2, 4, 3, 4, 5))
+    g.node("ConvTranspose", [x3, g.weight((4, 3, 2, 2, 2)), g.weight((3,))], strides=[2, 2, 2])
+    g.node("ConvTranspose", [x3, g.weight((4, 2, 3, 3, 2))], strides=[1, 2, 3], pads=[1, 0, 1, 0, 1, 0],
+           output_padding=[0, 1, 2], group=2)
+    g.node("ConvTranspose", [x3, g.weight((4, 1, 2, 3, 3)), g.weight((4,))], dilations=[2, 1, 2], group=4)
+    g.node("ConvTranspose", [x3, g.weight((4, 2, 3, 3, 3))], strides=[2, 2, 2], output_shape=[7, 9, 11])
     return g
 
 
@@ -522,6 +551,22 @@ def quantization(opset=13):
                            g.const(g.rng.integers(-3000, 3000, (6,)), dtype=np.int32)], pads=[1, 0, 1, 2])
     g.node("QLinearConv", [xu, g.const(0.05), g.const(100, dtype=np.uint8), wu, g.const(0.01),
                            g.const(127, dtype=np.uint8), g.const(2.0), g.const(5, dtype=np.uint8)], strides=[2, 2])
+    # 1-D and 3-D integer convolutions (per-channel scales and bias shaped to them).
+    xu1, xu3 = g.input((2, 4, 9), dtype=np.uint8, low=0, high=256), g.input((1, 4, 4, 5, 6), dtype=np.uint8, low=0, high=256)
+    g.node("ConvInteger", [xu1, g.const(g.rng.integers(0, 256, (3, 4, 3)), dtype=np.uint8), g.const(119, dtype=np.uint8),
+                           g.const(130, dtype=np.uint8)], pads=[1, 2], strides=[2])
+    g.node("ConvInteger", [xu3, g.const(g.rng.integers(0, 256, (4, 2, 2, 3, 2)), dtype=np.uint8),
+                           g.const(120, dtype=np.uint8)], pads=[1, 1, 0, 0, 1, 1], strides=[2, 1, 2], group=2)
+    g.node("QLinearConv", [xu1, g.const(0.02), g.const(128, dtype=np.uint8),
+                           g.const(g.rng.integers(-128, 128, (3, 4, 3)), dtype=np.int8),
+                           g.const([0.003, 0.004, 0.002]), g.const([0] * 3, dtype=np.int8), g.const(0.3),
+                           g.const(110, dtype=np.uint8), g.const(g.rng.integers(-3000, 3000, (3,)), dtype=np.int32)],
+           pads=[1, 1])
+    g.node("QLinearConv", [xu3, g.const(0.05), g.const(100, dtype=np.uint8),
+                           g.const(g.rng.integers(-128, 128, (5, 4, 3, 2, 3)), dtype=np.int8),
+                           g.const([0.003, 0.004, 0.002, 0.005, 0.001]), g.const([0] * 5, dtype=np.int8), g.const(0.5),
+                           g.const(120, dtype=np.uint8), g.const(g.rng.integers(-3000, 3000, (5,)), dtype=np.int32)],
+           pads=[1, 0, 1, 1, 1, 0], dilations=[2, 1, 1])
     return g
 
 

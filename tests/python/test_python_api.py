@@ -97,14 +97,21 @@ def test_import_errors_carry_a_structured_location(tmp_path):
     assert e.message == "must be a constant (its value decides shapes)"
     assert str(e) == f"{path}: node 'reshape_node' (Reshape): input 1: {e.message}"
     # From bytes there is no file; a converter's own error names no argument.
-    conv1d = make_model([onnx.helper.make_node("Conv", ["x", "w"], ["y"], name="conv_node")],
-                        [value("x", [1, 1, 5])], [value("y", [1, 1, 3])],
-                        [onnx.numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "w")])
+    conv4d = make_model([onnx.helper.make_node("Conv", ["x", "w"], ["y"], name="conv_node")],
+                        [value("x", [1, 1, 3, 3, 3, 3])], [value("y", [1, 1, 3, 3, 3, 3])],
+                        [onnx.numpy_helper.from_array(np.ones((1, 1, 1, 1, 1, 1), np.float32), "w")])
     with pytest.raises(kiln.KilnError) as raised:
-        kiln.frontend.from_onnx(conv1d.SerializeToString())
+        kiln.frontend.from_onnx(conv4d.SerializeToString())
     e = raised.value
     assert (e.file, e.node, e.argument) == (None, "node 'conv_node' (Conv)", None)
-    assert e.message == "only 2-D (NCHW) data is supported, got rank 3"
+    assert e.message == "only 1-D, 2-D and 3-D data (N, C, spatial...) is supported, got rank 6"
+    pool3d = make_model([onnx.helper.make_node("MaxPool", ["x"], ["y", "i"], name="pool_node", kernel_shape=[2, 2, 2],
+                                               storage_order=1)],
+                        [value("x", [1, 1, 4, 4, 4])],
+                        [value("y", [1, 1, 3, 3, 3]), value("i", [1, 1, 3, 3, 3], onnx.TensorProto.INT64)])
+    with pytest.raises(kiln.KilnError) as raised:
+        kiln.frontend.from_onnx(pool3d.SerializeToString())
+    assert raised.value.message == "column-major indices (storage_order 1) of 3-D data are not supported"
     with pytest.raises(kiln.KilnError) as raised:
         kiln.ir.IRModule.from_text("fn (%x: Tensor[(2), float32]) {\n  %0 = nn.relu(%y);\n  %0\n}")
     assert raised.value.node == "line 2, column 16" and raised.value.message == "%y is not defined"
