@@ -37,8 +37,10 @@ TEST(Softmax, MatchesTheDefinition) {
   std::mt19937 rng(7);
   for (bool threads : {false, true}) {
     UseThreads(threads);
+    // Rows whole vectors and not, inner positions in whole vectors of 8 or 16 lanes and a part.
     for (const SoftmaxShape& s : {SoftmaxShape{1, 10, 1}, SoftmaxShape{3, 7, 5}, SoftmaxShape{64, 1000, 1},
-                                  SoftmaxShape{2, 1, 9}, SoftmaxShape{5, 33, 17}}) {
+                                  SoftmaxShape{2, 1, 9}, SoftmaxShape{5, 33, 17}, SoftmaxShape{12, 197, 1},
+                                  SoftmaxShape{4, 128, 1}, SoftmaxShape{2, 5, 32}, SoftmaxShape{3, 6, 40}}) {
       for (float scale : {1.0f, 200.0f}) {  // 200: exp would overflow without subtracting the max
         std::vector<float> data = Random(s.outer * s.axis_size * s.inner, rng);
         for (float& x : data) x *= scale;
