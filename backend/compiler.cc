@@ -114,6 +114,15 @@ std::string Compiler(const CompilerOptions& options) {
   return FindCompiler(cxx != nullptr && *cxx != '\0' ? cxx : "c++");
 }
 
+// The flags that choose the instructions generated code may use.
+std::vector<std::string> TargetFlags(const CompilerOptions& options) {
+  std::vector<std::string> flags;
+  if (!options.march.empty()) flags.push_back("-march=" + options.march);
+  if (!options.mcpu.empty()) flags.push_back("-mcpu=" + options.mcpu);
+  flags.insert(flags.end(), options.flags.begin(), options.flags.end());
+  return flags;
+}
+
 std::vector<std::string> CompileFlags(const CompilerOptions& options) {
   std::string source = SourceDir(options);
   // Operators neither read floating-point exception flags nor errno, so GCC may if-convert and
@@ -121,9 +130,8 @@ std::vector<std::string> CompileFlags(const CompilerOptions& options) {
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-fno-trapping-math", "-fno-math-errno", "-fPIC",
                                     "-fvisibility=hidden", "-w", "-I" + source, "-I" + source + "/include",
                                     "-I" KILN_DLPACK_INCLUDE_DIR};
-  if (!options.march.empty()) flags.push_back("-march=" + options.march);
-  if (!options.mcpu.empty()) flags.push_back("-mcpu=" + options.mcpu);
-  flags.insert(flags.end(), options.flags.begin(), options.flags.end());
+  std::vector<std::string> target = TargetFlags(options);
+  flags.insert(flags.end(), target.begin(), target.end());
   return flags;
 }
 
@@ -255,14 +263,16 @@ std::string CompilerDescription() {
   }
 }
 
-target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options) {
-  std::string cxx = Compiler(options);
+namespace {
+
+// What the compiler predefines for code built with `target_flags` (-march, -mcpu and the extra
+// flags: -mno-avx512f and the like count), asked once per compiler and flags in a process.
+const std::string& TargetMacros(const std::string& cxx, const std::vector<std::string>& target_flags) {
   static std::mutex* mutex = new std::mutex();
-  static std::map<std::string, target::Isa>* cache = new std::map<std::string, target::Isa>();
+  static std::map<std::string, std::string>* cache = new std::map<std::string, std::string>();
   std::lock_guard<std::mutex> lock(*mutex);
-  std::vector<std::string> argv = {cxx, "-march=" + march};
-  if (!options.mcpu.empty()) argv.push_back("-mcpu=" + options.mcpu);
-  argv.insert(argv.end(), options.flags.begin(), options.flags.end());  // -mno-avx512f and the like count
+  std::vector<std::string> argv = {cxx};
+  argv.insert(argv.end(), target_flags.begin(), target_flags.end());
   argv.insert(argv.end(), {"-dM", "-E", "-x", "c++", "/dev/null"});
   std::string key;
   for (const std::string& a : argv) key += a + "\n";
@@ -281,16 +291,37 @@ target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options
   }
   fs::remove_all(dir);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string flags;
+    for (const std::string& f : target_flags) flags += " " + f;
     if (macros.size() > 2000) macros = macros.substr(0, 2000) + "\n...";
-    runtime::Fail("target -march=", march, ": the compiler ", cxx, " does not take it:\n", macros);
+    runtime::Fail("target", flags, ": the compiler ", cxx, " does not take it:\n", macros);
   }
-  auto defines = [&](const char* macro) {
-    return macros.find(std::string("#define ") + macro + " ") != std::string::npos;
-  };
-  target::Isa isa = defines("__AVX512F__")                        ? target::Isa::kAvx512
-                    : defines("__AVX2__") && defines("__FMA__") ? target::Isa::kAvx2
-                                                                 : target::Isa::kBaseline;
-  return (*cache)[key] = isa;
+  return (*cache)[key] = macros;
+}
+
+bool Defines(const std::string& macros, const char* macro) {
+  return macros.find(std::string("#define ") + macro + " ") != std::string::npos;
+}
+
+// The extensions (runtime::RecordableCpuFeatures) that code compiled with `options` may use.
+std::vector<std::string> CpuFeatures(const std::string& cxx, const CompilerOptions& options) {
+  const std::string& macros = TargetMacros(cxx, TargetFlags(options));
+  std::vector<std::string> features;
+  for (const runtime::CpuFeature& feature : runtime::RecordableCpuFeatures()) {
+    if (Defines(macros, feature.macro)) features.push_back(feature.name);
+  }
+  return features;
+}
+
+}  // namespace
+
+target::Isa CompilerIsa(const std::string& march, const CompilerOptions& options) {
+  CompilerOptions target = options;
+  target.march = march;
+  const std::string& macros = TargetMacros(Compiler(options), TargetFlags(target));
+  return Defines(macros, "__AVX512F__")                                ? target::Isa::kAvx512
+         : Defines(macros, "__AVX2__") && Defines(macros, "__FMA__") ? target::Isa::kAvx2
+                                                                        : target::Isa::kBaseline;
 }
 
 std::string MarchForTarget(const std::string& target) {
@@ -327,6 +358,9 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
   std::vector<std::string> flags = CompileFlags(options);
   std::string flag_text;
   for (const std::string& f : flags) flag_text += f + " ";
+  // "-march=native" names no instruction set: the key holds what the compiler resolves it to on
+  // this machine, so that a cache carried to a CPU of another kind compiles afresh.
+  flag_text += ContentHash(TargetMacros(cxx, TargetFlags(options)));
   std::string dir = CacheDir(options);
   fs::create_directories(dir);
 
@@ -412,6 +446,7 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
       argv.push_back(assembly);
     }
     Wait(Spawn(argv, work + "/link.log", "the library " + output));
+    runtime::AppendLibraryIsa(linked, CpuFeatures(cxx, options));
     runtime::AppendLibraryChecksum(linked);
     fs::rename(linked, target);
   } catch (...) {

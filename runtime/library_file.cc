@@ -579,7 +579,85 @@ void ElfLibrary::CheckSymbols() const {
   }
 }
 
+// Appends `bytes` to the file at `path`; `what` says what in an error.
+void AppendBytes(const std::string& path, const std::string& bytes, const char* what) {
+  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  Check(fd >= 0, "cannot add the ", what, " to '", path, "': ", std::strerror(errno));
+  ssize_t written = write(fd, bytes.data(), bytes.size());
+  int saved = errno;
+  bool closed = close(fd) == 0;
+  Check(written == static_cast<ssize_t>(bytes.size()) && closed, "cannot add the ", what, " to '", path, "': ",
+        std::strerror(written < 0 ? saved : errno));
+}
+
+// Whether this CPU has the extension `name` (one of RecordableCpuFeatures()).
+bool CpuHas(const std::string& name) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (name == "avx") return __builtin_cpu_supports("avx");
+  if (name == "avx2") return __builtin_cpu_supports("avx2");
+  if (name == "fma") return __builtin_cpu_supports("fma");
+  if (name == "bmi") return __builtin_cpu_supports("bmi");
+  if (name == "bmi2") return __builtin_cpu_supports("bmi2");
+  if (name == "avx512f") return __builtin_cpu_supports("avx512f");
+  if (name == "avx512vl") return __builtin_cpu_supports("avx512vl");
+  if (name == "avx512bw") return __builtin_cpu_supports("avx512bw");
+  if (name == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (name == "avx512cd") return __builtin_cpu_supports("avx512cd");
+  if (name == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
+  if (name == "avx512bf16") return __builtin_cpu_supports("avx512bf16");
+#endif
+  (void)name;
+  return false;
+}
+
+// The record of instruction-set extensions in [elf_end, covered) (the bytes before the checksum
+// trailer), checked against this CPU.
+void CheckIsaRecord(const LibraryFile& file, uint64_t elf_end, uint64_t covered) {
+  if (covered < elf_end + 16 || file.Read(covered - 8, 8, "instruction-set record") != kLibraryIsaMagic) return;
+  uint64_t length = 0;
+  std::memcpy(&length, file.Read(covered - 16, 8, "instruction-set record").data(), 8);
+  if (length > 4096 || length > covered - 16 - elf_end) {
+    file.Bad("the file is damaged: its instruction-set record is cut short");
+  }
+  std::string text = file.Read(covered - 16 - length, length, "instruction-set record");
+  std::vector<std::string> missing;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = std::min(text.find(',', begin), text.size());
+    std::string name = text.substr(begin, end - begin);
+    bool known = false;
+    for (const CpuFeature& feature : RecordableCpuFeatures()) known = known || name == feature.name;
+    if (!known || !CpuHas(name)) missing.push_back(known ? name : name + " (not known to this kiln)");
+    begin = end + 1;
+  }
+  if (missing.empty()) return;
+  std::string list;
+  for (const std::string& name : missing) list += (list.empty() ? "" : ", ") + name;
+  file.Bad("it was compiled for instructions this CPU does not have: ", ValidUtf8(list),
+           "; compile it on this machine, or for a target this CPU has (kiln compile --target, e.g. x86-64-v3)");
+}
+
 }  // namespace
+
+const std::vector<CpuFeature>& RecordableCpuFeatures() {
+  static const std::vector<CpuFeature> features = {
+#if defined(__x86_64__)
+      {"avx", "__AVX__"},           {"avx2", "__AVX2__"},         {"fma", "__FMA__"},
+      {"bmi", "__BMI__"},           {"bmi2", "__BMI2__"},         {"avx512f", "__AVX512F__"},
+      {"avx512vl", "__AVX512VL__"}, {"avx512bw", "__AVX512BW__"}, {"avx512dq", "__AVX512DQ__"},
+      {"avx512cd", "__AVX512CD__"}, {"avx512vnni", "__AVX512VNNI__"}, {"avx512bf16", "__AVX512BF16__"},
+#endif
+  };
+  return features;
+}
+
+void AppendLibraryIsa(const std::string& path, const std::vector<std::string>& features) {
+  std::string text;
+  for (const std::string& name : features) text += (text.empty() ? "" : ",") + name;
+  uint64_t length = text.size();
+  AppendBytes(path, text + std::string(reinterpret_cast<const char*>(&length), 8) + kLibraryIsaMagic,
+              "instruction-set record");
+}
 
 void AppendLibraryChecksum(const std::string& path) {
   uint64_t size = 0, hash = 0;
@@ -592,13 +670,7 @@ void AppendLibraryChecksum(const std::string& path) {
   std::memcpy(trailer, kLibraryChecksumMagic, 8);
   std::memcpy(trailer + 8, &size, 8);
   std::memcpy(trailer + 16, &hash, 8);
-  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  Check(fd >= 0, "cannot add the checksum to '", path, "': ", std::strerror(errno));
-  ssize_t written = write(fd, trailer, sizeof(trailer));
-  int saved = errno;
-  bool closed = close(fd) == 0;
-  Check(written == static_cast<ssize_t>(sizeof(trailer)) && closed, "cannot add the checksum to '", path,
-        "': ", std::strerror(written < 0 ? saved : errno));
+  AppendBytes(path, std::string(trailer, sizeof(trailer)), "checksum");
 }
 
 void CheckLibraryFile(const std::string& path) {
@@ -629,6 +701,7 @@ void CheckLibraryFile(const std::string& path) {
   if (claimed_size != covered || claimed_hash != file.Hash(covered)) {
     file.Bad("the file is damaged: its contents do not match the checksum kiln wrote when exporting it");
   }
+  CheckIsaRecord(file, elf_end, covered);
 }
 
 }  // namespace kiln::runtime

@@ -1,11 +1,13 @@
 // Damaged library files: a library kiln exported, cut short at many offsets and with bytes changed
 // all over, never reaches the dynamic loader; the same library without kiln's checksum trailer (as
-// a library built by TVM has none) gets the structural checks. Every case is an Error naming the
+// a library built by TVM has none) gets the structural checks. A library that records instructions
+// this CPU lacks is refused the same way. Every case is an Error naming the
 // file and the problem, through LoadModuleFromFile and the C API; none is a signal.
 #include <elf.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -72,7 +74,24 @@ class DamagedLibraryTest : public ::testing::Test {
     return error;
   }
 
-  static std::string WithoutTrailer() { return library_->substr(0, library_->size() - runtime::kLibraryChecksumTrailerSize); }
+  // The bytes of the instruction-set record before the checksum trailer: the names, their length
+  // (8 bytes) and the magic.
+  static size_t IsaRecordSize() {
+    size_t end = library_->size() - runtime::kLibraryChecksumTrailerSize;
+    EXPECT_EQ(library_->compare(end - 8, 8, runtime::kLibraryIsaMagic), 0);
+    uint64_t length = 0;
+    std::memcpy(&length, library_->data() + end - 16, 8);
+    return length + 16;
+  }
+  // The instruction-set names the library records.
+  static std::string RecordedIsa() {
+    size_t end = library_->size() - runtime::kLibraryChecksumTrailerSize;
+    return library_->substr(end - IsaRecordSize(), IsaRecordSize() - 16);
+  }
+  // The ELF contents alone, as a library TVM built is.
+  static std::string WithoutTrailer() {
+    return library_->substr(0, library_->size() - runtime::kLibraryChecksumTrailerSize - IsaRecordSize());
+  }
 
   // The library's output for x = [0, 1, 2, -3, 4, -5]: relu(x + [1, -2, 0.5]).
   static std::vector<float> Run(const runtime::Module& lib) {
@@ -108,12 +127,60 @@ TEST_F(DamagedLibraryTest, TheExportedLibraryCarriesItsChecksumAndLoads) {
 }
 
 TEST_F(DamagedLibraryTest, EveryCutIsAnError) {
-  size_t whole_elf = library_->size() - runtime::kLibraryChecksumTrailerSize;
+  size_t whole_elf = WithoutTrailer().size();
   for (size_t cut : Offsets(library_->size(), 300)) {
     if (cut == whole_elf) continue;  // the ELF whole, its trailer gone: see the next test
     EXPECT_THAT(LoadError(library_->substr(0, cut)), kDamaged) << "cut at " << cut;
   }
   EXPECT_THAT(LoadError(""), HasSubstr("the file is empty"));
+}
+
+// Built for this machine (-march=native), the library records the extensions its code may use:
+// those the compiler enables here, AVX2 and FMA on every x86-64 machine kiln's kernels are tuned
+// for, AVX-512F where the CPU has it.
+TEST_F(DamagedLibraryTest, TheExportedLibraryRecordsItsInstructionSet) {
+  std::string recorded = "," + RecordedIsa() + ",";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  EXPECT_EQ(recorded.find(",avx2,") != std::string::npos, __builtin_cpu_supports("avx2") != 0) << recorded;
+  EXPECT_EQ(recorded.find(",avx512f,") != std::string::npos, __builtin_cpu_supports("avx512f") != 0) << recorded;
+#endif
+  // Every recorded name is one kiln knows.
+  for (size_t begin = 1; begin < recorded.size();) {
+    size_t end = recorded.find(',', begin);
+    std::string name = recorded.substr(begin, end - begin);
+    bool known = false;
+    for (const runtime::CpuFeature& feature : runtime::RecordableCpuFeatures()) known = known || name == feature.name;
+    EXPECT_TRUE(known || name.empty()) << name;
+    begin = end + 1;
+  }
+}
+
+// A library whose record names an extension this CPU lacks (or one this kiln does not know)
+// is refused before the dynamic loader runs any of its code, naming what is missing.
+TEST_F(DamagedLibraryTest, ALibraryForInstructionsThisCpuLacksIsRefused) {
+  auto with_record = [&](const std::vector<std::string>& features) {
+    std::string path = Write(WithoutTrailer());
+    runtime::AppendLibraryIsa(path, features);
+    runtime::AppendLibraryChecksum(path);
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fs::remove(path);
+    return bytes;
+  };
+  EXPECT_THAT(LoadError(with_record({"avx2", "frobnicate"})),
+              HasSubstr("it was compiled for instructions this CPU does not have: frobnicate (not known to this "
+                        "kiln); compile it on this machine, or for a target this CPU has"));
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) {
+    EXPECT_THAT(LoadError(with_record({"avx512f", "avx512bw"})),
+                HasSubstr("does not have: avx512f, avx512bw;"));
+  } else {
+    std::printf("note: this CPU has AVX-512F; a known missing extension is checked on CPUs without it\n");
+  }
+#endif
+  EXPECT_EQ(Run(runtime::LoadModuleFromFile(Write(with_record({})))), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
 }
 
 TEST_F(DamagedLibraryTest, WithoutItsTrailerTheLibraryLoadsAsOneTvmBuilt) {
@@ -143,8 +210,9 @@ TEST_F(DamagedLibraryTest, WithoutATrailerEveryCutIsStillAnError) {
   // Bytes after the ELF contents that are not a whole trailer: a trailer cut short or damaged.
   EXPECT_THAT(LoadError(library_->substr(0, elf.size() + 10)), HasSubstr("10 bytes follow its ELF contents"));
   std::string bad_magic = *library_;
-  bad_magic[elf.size()] = 'X';
-  EXPECT_THAT(LoadError(bad_magic), HasSubstr("24 bytes follow its ELF contents and they are not kiln's"));
+  bad_magic[library_->size() - runtime::kLibraryChecksumTrailerSize] = 'X';
+  EXPECT_THAT(LoadError(bad_magic), HasSubstr(std::to_string(runtime::kLibraryChecksumTrailerSize + IsaRecordSize()) +
+                                              " bytes follow its ELF contents and they are not kiln's"));
 }
 
 // Without a trailer, a changed byte in what the loader reads first (ELF header, program headers,
