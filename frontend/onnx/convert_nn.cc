@@ -33,8 +33,8 @@ const OpRef kDense("nn.dense");
 const OpRef kGlobalAvgPool2d("nn.global_avg_pool2d");
 const OpRef kMax("max");
 const OpRef kMaxPool2d("nn.max_pool2d");
-const OpRef kMean("mean");
 const OpRef kMaxPool2dWithIndices("nn.max_pool2d_with_indices");
+const OpRef kMean("mean");
 const OpRef kMultiply("multiply");
 const OpRef kPad("nn.pad");
 const OpRef kPower("power");
@@ -168,9 +168,9 @@ Expr Conv3DAs2D(const NodeContext& c, Expr x, const Expr& weight, const Ints& st
   if (pads[0] != 0 || pads[3] != 0) {
     x = c.Op(kPad, {x}, MakeAttrs({{"pad_width", Ints{0, 0, 0, 0, pads[0], pads[3], 0, 0, 0, 0}}}));
   }
-  int64_t depth = in[2] + pads[0] + pads[3];
-  int64_t out_depth = (depth - (kd - 1) * dilations[0] - 1) / strides[0] + 1;
-  if (depth - (kd - 1) * dilations[0] - 1 < 0) c.Fail(StrCat("the window is deeper than the padded input ", ShapeText(in)));
+  int64_t depth = in[2] + pads[0] + pads[3], reach = (kd - 1) * dilations[0] + 1;
+  if (depth < reach) c.Fail(StrCat("the window is deeper than the padded input ", ShapeText(in)));
+  int64_t out_depth = (depth - reach) / strides[0] + 1;
   Outputs slices;
   for (int64_t k = 0; k < kd; ++k) {
     int64_t begin = k * dilations[0];
@@ -224,9 +224,10 @@ Outputs Conv(const NodeContext& c) {
   return {out};
 }
 
-// ConvTranspose as nn.conv2d_transpose (1-D as 2-D with a height of 1) or nn.conv3d_transpose. Pads that come out
-// negative (an output_shape larger than the input and kernel make) grow the output with zeros, as
-// ONNX's reference does: the op pads by what is positive and nn.pad adds the rest before the bias.
+// ConvTranspose as nn.conv2d_transpose (1-D as 2-D with a height of 1) or nn.conv3d_transpose.
+// Pads that come out negative (an output_shape larger than the input and kernel make) grow the
+// output with zeros, as ONNX's reference does: the op pads by what is positive and nn.pad adds
+// the rest before the bias.
 Outputs ConvTranspose(const NodeContext& c) {
   const TensorType& data = c.input_type(0);
   const TensorType& weight = c.input_type(1);

@@ -18,8 +18,10 @@ from test_cli import kiln_has_dnnl  # noqa: E402
 from model_suite import MODELS, O3_ONLY, model_path, seeded_inputs  # noqa: E402  (test_python_models imports these from here)
 
 
-# KILN_SUITE_OPT_LEVELS narrows the levels: the newest ONNX Runtime's references are checked at -O3.
+# KILN_SUITE_OPT_LEVELS and KILN_SUITE_MODELS narrow the levels and the models: the newest ONNX
+# Runtime's references are checked at -O3 on a model of each kind (test_python_wheel.py).
 OPT_LEVELS = [int(level) for level in os.environ.get("KILN_SUITE_OPT_LEVELS", "3,0").split(",")]
+SUITE = os.environ.get("KILN_SUITE_MODELS", ",".join(MODELS)).split(",")
 
 
 def check_against_onnxruntime(tmp_path, name, flags, label):
@@ -51,7 +53,7 @@ def check_against_onnxruntime(tmp_path, name, flags, label):
     return summary
 
 
-CASES = [(name, level) for name in MODELS for level in OPT_LEVELS if level == 3 or name not in O3_ONLY]
+CASES = [(name, level) for name in SUITE for level in OPT_LEVELS if level == 3 or name not in O3_ONLY]
 
 
 @pytest.mark.parametrize("name,opt_level", CASES, ids=[f"{name}-O{level}" for name, level in CASES])

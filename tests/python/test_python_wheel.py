@@ -3,8 +3,10 @@ requirements, scikit-build-core and pybind11, from PyPI) is built once, then ins
 venvs that see no system packages and no source tree:
 
 - "latest": numpy 2 and the newest onnx and onnxruntime from PyPI. Besides the API tests, it runs the
-  op cases and the model suite with the newest ONNX Runtime as the reference, so a change in either
-  shows up (the pinned venv of scripts/python_env.sh keeps the pinned references).
+  op cases and a model of each kind from the suite (convolutions, depthwise, attention, channel
+  shuffle, transposed convolution and resize) at -O3 with the newest ONNX Runtime as the reference,
+  so a change in either shows up (the pinned venv of scripts/python_env.sh keeps the pinned
+  references for the whole suite at both levels).
 - "numpy1": numpy 1.26 with the pinned onnx and onnxruntime.
 
 In each: the Python API tests, the array and DLPack tests and the README quick start against the
@@ -96,7 +98,9 @@ def test_wheel_in_a_fresh_venv(name, wheel, tmp_path):
 
     # The Python tests against the installed package; `kiln` from PATH is the wheel's.
     env["KILN_BIN"] = shutil.which("kiln", path=env["PATH"])
-    env["KILN_SUITE_OPT_LEVELS"] = "3"  # -O0 is checked against the pinned references
+    # -O0 and the larger models of each kind are checked against the pinned references.
+    env["KILN_SUITE_OPT_LEVELS"] = "3"
+    env["KILN_SUITE_MODELS"] = "resnet18,mobilenet_v2,bert_2layer,shufflenet_v2_x1_0,db_text_detector"
     assert env["KILN_BIN"] == str(venv / "bin/kiln")
     tests = [TESTS / t for t in VENVS[name]["tests"]]
     result = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *tests], env=env, cwd=tmp_path)
