@@ -132,7 +132,8 @@ PatternRewrite ElementwiseBeforeReshape() {
             for (size_t k = 1; k < call->args.size(); ++k) {
               const Expr& operand = call->args[k];
               const auto* reshape = operand->As<CallNode>();
-              if (reshape != nullptr && kReshape.Is(reshape->op) && reshape->args[0]->type().tensor().shape == from) {
+              if (reshape != nullptr && kReshape.Is(reshape->op) && operand->type().tensor().shape == to &&
+                  reshape->args[0]->type().tensor().shape == from) {
                 args.push_back(rewritten(reshape->args[0]));
                 continue;
               }

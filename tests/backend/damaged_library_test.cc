@@ -181,6 +181,14 @@ TEST_F(DamagedLibraryTest, ALibraryForInstructionsThisCpuLacksIsRefused) {
   }
 #endif
   EXPECT_EQ(Run(runtime::LoadModuleFromFile(Write(with_record({})))), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
+  // A record whose length reaches into the ELF contents, under a checksum that matches it.
+  uint64_t length = 5000;
+  std::string path = Write(WithoutTrailer() + "avx2" + std::string(reinterpret_cast<const char*>(&length), 8) +
+                           runtime::kLibraryIsaMagic);
+  runtime::AppendLibraryChecksum(path);
+  std::ifstream in(path, std::ios::binary);
+  std::string overlong((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(LoadError(overlong), HasSubstr("the file is damaged: its instruction-set record is cut short"));
 }
 
 TEST_F(DamagedLibraryTest, WithoutItsTrailerTheLibraryLoadsAsOneTvmBuilt) {
