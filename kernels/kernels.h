@@ -143,6 +143,12 @@ struct Conv2DNCHWcParams {
 int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                 const EpilogueStep* epilogue, int epilogue_size);
 
+// A depthwise Conv2D (p.depthwise; out[N, O, OH, OW], O a multiple of C) with a fused epilogue
+// (a kChannel operand holds one value per output channel, a kTensor one has
+// the output's shape). Returns non-zero with the error message set when p is not depthwise.
+int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weight, float* out,
+                    const EpilogueStep* epilogue, int epilogue_size);
+
 // Pooling of NCHW[block]c data: Pool2DParams::batch_channels counts planes (N * C / block).
 void MaxPool2DNCHWc(const Pool2DParams& p, int64_t block, const float* data, float* out);
 void AvgPool2DNCHWc(const Pool2DParams& p, int64_t block, const float* data, float* out);

@@ -1,5 +1,6 @@
 // nn.conv2d as a kernel call of the implementation the kernel selection names for it
-// (strategy/conv2d.h): the plain convolution for NCHW / OIHW, and for blocked layouts (NCHW[x]c
+// (strategy/conv2d.h): the plain convolution for NCHW / OIHW (depthwise ones with a fused
+// epilogue, kernels/conv/depthwise_conv2d.cc), and for blocked layouts (NCHW[x]c
 // data, packed OIHW{i}i{o}o weights) the blocked direct convolution
 // (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
 // residual add, relu, clip, x * sigmoid(x)) as its fused epilogue. nn.conv2d_transpose and
@@ -17,20 +18,25 @@ namespace {
 using ir::TensorType;
 using Step = kernels::EpilogueStep;
 
+const ir::OpRef kBiasAdd("nn.bias_add");
+
 bool IsFloat32(const TensorType& t) { return t.dtype == runtime::kFloat32; }
 
 // How the kernel reads the other operand of a binary epilogue op, or nothing when it cannot: a
 // tensor of the output's shape, a single value, or one value per channel (right-aligned to the
-// output, [1, O / ob, 1, 1, ob]).
+// output: [1, O / ob, 1, 1, ob] blocked, [1, O, 1, 1] plain, leading ones optional).
 std::optional<Step::Operand> OperandKind(const TensorType& operand, const TensorType& out) {
-  if (!IsFloat32(operand) || operand.ndim() > 5) return std::nullopt;
+  if (!IsFloat32(operand) || operand.ndim() > out.ndim()) return std::nullopt;
   if (operand.shape == out.shape) return Step::kTensor;
   if (operand.NumElements() == 1) return Step::kScalar;
-  std::vector<int64_t> channel = {1, out.shape[1], 1, 1, out.shape[4]};
+  std::vector<int64_t> channel(out.ndim(), 1);
+  channel[1] = out.shape[1];
+  if (out.ndim() == 5) channel[4] = out.shape[4];
+  int64_t first = out.ndim() - operand.ndim();
+  if (first > 1) return std::nullopt;  // the channel axis must be there
   for (int d = 0; d < operand.ndim(); ++d) {
-    if (operand.shape[d] != channel[5 - operand.ndim() + d]) return std::nullopt;
+    if (operand.shape[d] != channel[first + d]) return std::nullopt;
   }
-  if (operand.ndim() < 4) return std::nullopt;
   return Step::kChannel;
 }
 
@@ -48,22 +54,52 @@ bool Blocked(const strategy::Conv2DImplementation& implementation) {
          implementation.kernel == strategy::Conv2DKernel::kConv2DNCHWcDepthwise;
 }
 
+// Whether the implementation's kernel applies a fused epilogue.
+bool TakesEpilogue(const strategy::Conv2DImplementation& implementation) {
+  return Blocked(implementation) || implementation.kernel == strategy::Conv2DKernel::kConv2DDepthwise;
+}
+
+// The kernel's step for epilogue op `op` on the convolution's output `out`, or nothing when the
+// kernel cannot apply it: an op of the output's type whose other operand it reads (OperandKind);
+// nn.bias_add along the channels of a plain output as an add of one value per channel.
+std::optional<EpilogueOp> StepFor(const FusedOp& op, const TensorType& out) {
+  if (!op.call->type().is_tensor() || op.call->type().tensor() != out) return std::nullopt;
+  if (kBiasAdd.Is(op.call->op)) {
+    int64_t axis = op.call->attrs.GetInt("axis");
+    bool along_channels = out.ndim() == 4 && (axis == 1 || axis == -3) && IsFloat32(op.operand_type) &&
+                          op.operand_type.shape == std::vector<int64_t>{out.shape[1]};
+    if (!along_channels) return std::nullopt;
+    return EpilogueOp{Step::kAdd, Step::kChannel, op.operand};
+  }
+  std::optional<Step::Op> kind = StepOp(op);
+  if (!kind) return std::nullopt;
+  EpilogueOp step{*kind, Step::kNone, op.operand};
+  if (op.operand) {
+    std::optional<Step::Operand> operand = OperandKind(op.operand_type, out);
+    if (!operand) return std::nullopt;
+    step.operand = *operand;
+  }
+  if (step.op == Step::kClip) {
+    step.lo = static_cast<float>(op.call->attrs.GetFloat("a_min"));
+    step.hi = static_cast<float>(op.call->attrs.GetFloat("a_max"));
+  }
+  return step;
+}
+
+std::vector<EpilogueOp> EpilogueOf(const KernelOperands& o) {
+  std::vector<EpilogueOp> steps;
+  for (const FusedOp& op : o.epilogue) steps.push_back(*StepFor(op, o.output_types[0]));
+  return steps;
+}
+
 KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplementation& implementation) {
-  const TensorType& out = o.output_types[0];
   KernelCall k;
   k.kernel = "Conv2DNCHWc";
   k.implementation = implementation.name;
   k.params = TypedParams("Conv2DNCHWcParams", strategy::Conv2DNCHWcKernelParams(o.call, implementation));
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
-  for (const FusedOp& op : o.epilogue) {
-    EpilogueOp step{*StepOp(op), op.operand ? *OperandKind(op.operand_type, out) : Step::kNone, op.operand};
-    if (step.op == Step::kClip) {
-      step.lo = static_cast<float>(op.call->attrs.GetFloat("a_min"));
-      step.hi = static_cast<float>(op.call->attrs.GetFloat("a_max"));
-    }
-    k.epilogue.push_back(step);
-  }
+  k.epilogue = EpilogueOf(o);
   return k;
 }
 
@@ -74,14 +110,10 @@ size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<Tensor
   for (const TensorType& input : anchor_inputs) {
     if (!IsFloat32(input)) return 0;  // planning says why
   }
-  if (!Blocked(strategy::Conv2DImplementationOf(anchor))) return 0;
+  if (!TakesEpilogue(strategy::Conv2DImplementationOf(anchor))) return 0;
   const TensorType& out = anchor.type().tensor();
   size_t length = 0;
-  for (const FusedOp& op : chain) {
-    if (!StepOp(op) || !op.call->type().is_tensor() || op.call->type().tensor() != out) break;
-    if (op.operand && !OperandKind(op.operand_type, out)) break;
-    ++length;
-  }
+  while (length < chain.size() && StepFor(chain[length], out)) ++length;
   return length;
 }
 
@@ -90,10 +122,13 @@ KernelCall PlanConv2D(const KernelOperands& o) {
   const strategy::Conv2DImplementation& implementation = strategy::Conv2DImplementationOf(o.call);
   if (Blocked(implementation)) return PlanConv2DNCHWc(o, implementation);
   KernelCall k;
-  k.kernel = "Conv2D";
+  bool depthwise = implementation.kernel == strategy::Conv2DKernel::kConv2DDepthwise;
+  k.kernel = depthwise ? "DepthwiseConv2D" : "Conv2D";
   k.implementation = implementation.name;
   k.params = TypedParams("Conv2DParams", strategy::Conv2DKernelParams(o.call, implementation));
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
+  k.takes_epilogue = depthwise;
+  if (depthwise) k.epilogue = EpilogueOf(o);
   return k;
 }
 

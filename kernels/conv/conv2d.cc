@@ -1,5 +1,6 @@
-// 2-D convolution (NCHW data, OIHW weights): depthwise convolutions run directly; others as
-// im2col into workspace followed by a matrix product per image and group.
+// 2-D convolution (NCHW data, OIHW weights): depthwise convolutions as DepthwiseConv2D
+// (depthwise_conv2d.cc); others as im2col into workspace followed by a matrix product per image
+// and group.
 #include <algorithm>
 #include <cstring>
 
@@ -8,40 +9,6 @@
 
 namespace kiln::kernels {
 namespace {
-
-struct DepthwiseJob {
-  const Conv2DParams* p;
-  const float* data;
-  const float* weight;
-  float* out;
-};
-
-void DepthwiseChannels(int64_t begin, int64_t end, void* context) {
-  const auto& job = *static_cast<const DepthwiseJob*>(context);
-  const Conv2DParams& p = *job.p;
-  int64_t multiplier = p.out_channels / p.in_channels;
-  for (int64_t nc = begin; nc < end; ++nc) {  // nc indexes (batch, output channel)
-    int64_t n = nc / p.out_channels, oc = nc % p.out_channels, ic = oc / multiplier;
-    const float* in = job.data + (n * p.in_channels + ic) * p.in_height * p.in_width;
-    const float* w = job.weight + oc * p.kernel_height * p.kernel_width;
-    float* o = job.out + nc * p.out_height * p.out_width;
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        float sum = 0;
-        for (int64_t kh = 0; kh < p.kernel_height; ++kh) {
-          int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-          if (ih < 0 || ih >= p.in_height) continue;
-          for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
-            int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-            if (iw < 0 || iw >= p.in_width) continue;
-            sum += in[ih * p.in_width + iw] * w[kh * p.kernel_width + kw];
-          }
-        }
-        o[oh * p.out_width + ow] = sum;
-      }
-    }
-  }
-}
 
 struct Im2ColJob {
   const Conv2DParams* p;
@@ -75,13 +42,7 @@ void Im2ColRows(int64_t begin, int64_t end, void* context) {
 }  // namespace
 
 int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out) {
-  if (p.depthwise) {
-    if (p.groups != p.in_channels || p.out_channels % p.in_channels != 0) {
-      return Fail("Conv2D: a depthwise convolution needs one group per input channel");
-    }
-    DepthwiseJob job{&p, data, weight, out};
-    return ParallelFor(p.batch * p.out_channels, DepthwiseChannels, &job);
-  }
+  if (p.depthwise) return DepthwiseConv2D(p, data, weight, out, nullptr, 0);
   int64_t in_per_group = p.in_channels / p.groups, out_per_group = p.out_channels / p.groups;
   int64_t kernel_size = in_per_group * p.kernel_height * p.kernel_width;
   int64_t pixels = p.out_height * p.out_width;

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "kernels/backend_api.h"
+#include "kernels/conv/epilogue.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -54,25 +55,6 @@ inline void ValidRange(int64_t start, int64_t step, int64_t size, int64_t count,
   *begin = start >= 0 ? 0 : (-start + step - 1) / step;
   *end = size - 1 - start < 0 ? 0 : std::min(count, (size - 1 - start) / step + 1);
   if (*begin > *end) *begin = *end;
-}
-
-// One epilogue step on a register of results: the elementwise op's own definition
-// (elementwise/scalar_ops.h) on vectors.
-template <int OB>
-KILN_ALWAYS_INLINE Vec<OB> Apply(const EpilogueStep& s, Vec<OB> x, Vec<OB> y) {
-  using V = Vec<OB>;
-  switch (s.op) {
-    case EpilogueStep::kAdd: return scalar::Add(x, y);
-    case EpilogueStep::kSubtract: return scalar::Subtract(x, y);
-    case EpilogueStep::kReverseSubtract: return scalar::Subtract(y, x);
-    case EpilogueStep::kMultiply: return scalar::Multiply(x, y);
-    case EpilogueStep::kMaximum: return scalar::Maximum(x, y);
-    case EpilogueStep::kMinimum: return scalar::Minimum(x, y);
-    case EpilogueStep::kRelu: return scalar::Relu(x);
-    case EpilogueStep::kClip: return scalar::Clip(x, V::Broadcast(&s.lo), V::Broadcast(&s.hi));
-    case EpilogueStep::kSwish: return scalar::Swish(x);
-  }
-  return x;
 }
 
 // Applies the epilogue to the `count` positions just stored at `out`. Kept out of the tile

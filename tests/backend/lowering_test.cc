@@ -144,16 +144,39 @@ TEST(Lowering, EpilogueStopsAtValuesReadElsewhere) {
   EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(returned, 1)), ElementsAre("sigmoid", "multiply"));
 }
 
+// A plain depthwise convolution applies its tail as the epilogue (bias_add along channels, a
+// per-channel multiply, relu); an op it cannot apply (exp) and what follows stay a loop.
+TEST(Lowering, PlainDepthwiseConvolutionTakesItsTailAsItsEpilogue) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 1, 3, 3), float32], %b: Tensor[(6), float32],
+                        %s: Tensor[(6, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0], groups=2); %1 = nn.bias_add(%0, %b);
+    %2 = multiply(%1, %s); %3 = nn.relu(%2); %4 = exp(%3); %5 = nn.relu(%4); %5
+  })");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  EXPECT_EQ(conv.kernel, "DepthwiseConv2D");
+  EXPECT_EQ(conv.implementation, "conv2d.nchw_depthwise");  // one group per channel, multiplier 3
+  EXPECT_TRUE(conv.takes_epilogue);
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[0].op, Step::kAdd);
+  EXPECT_EQ(conv.epilogue[0].operand, Step::kChannel);
+  EXPECT_EQ(conv.epilogue[1].op, Step::kMultiply);
+  EXPECT_EQ(conv.epilogue[1].operand, Step::kChannel);
+  EXPECT_EQ(conv.epilogue[2].op, Step::kRelu);
+  ExpectParams(conv, "Conv2DParams", kernels::Conv2DParams{1, 2, 5, 4, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 2, true});
+  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("exp", "nn.relu"));
+}
+
+// Other plain convolutions keep their tail as a loop.
 TEST(Lowering, PlainConvolutionKeepsItsTailAsALoop) {
-  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 1, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0], groups=2); %1 = nn.relu(%0); %1
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0]); %1 = nn.relu(%0); %1
   })");
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(conv.kernel, "Conv2D");
-  EXPECT_EQ(conv.implementation, "conv2d.nchw_depthwise");  // one group per channel, multiplier 3
+  EXPECT_EQ(conv.implementation, "conv2d.nchw_im2col_gemm");
   EXPECT_FALSE(conv.takes_epilogue);
-  ExpectParams(conv, "Conv2DParams", kernels::Conv2DParams{1, 2, 5, 4, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 2, true});
   EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("nn.relu"));
 }
 

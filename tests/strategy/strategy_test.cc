@@ -79,7 +79,11 @@ TEST(Conv2DStrategy, LayoutsFollowTheProducerAndTheBlock) {
   ir::Expr holder;
   Conv2DProblem direct = Conv2DProblemOf(FirstCall(Conv(16, 24, 3), "nn.conv2d", &holder));
   const Conv2DImplementation& chosen = *ChooseConv2D(direct, kernels::kAvx2Config);
-  EXPECT_EQ(chosen.layouts(direct, kernels::kAvx2Config, 0), (Conv2DLayouts{"NCHW", "OIHW1i8o", "NCHW8c"}));
+  // Plain data with 16 channels is blocked first; with 3 (an image), read plain.
+  EXPECT_EQ(chosen.layouts(direct, kernels::kAvx2Config, 0), (Conv2DLayouts{"NCHW16c", "OIHW16i8o", "NCHW8c"}));
+  Conv2DProblem image = Conv2DProblemOf(FirstCall(Conv(3, 24, 3), "nn.conv2d", &holder));
+  EXPECT_EQ(ChooseConv2D(image, kernels::kAvx2Config)->layouts(image, kernels::kAvx2Config, 0),
+            (Conv2DLayouts{"NCHW", "OIHW1i8o", "NCHW8c"}));
   EXPECT_EQ(chosen.layouts(direct, kernels::kAvx2Config, 16), (Conv2DLayouts{"NCHW16c", "OIHW16i8o", "NCHW8c"}));
   Conv2DProblem depthwise = Conv2DProblemOf(FirstCall(Conv(32, 32, 3, "groups=32"), "nn.conv2d", &holder));
   EXPECT_EQ(ChooseConv2D(depthwise, kernels::kAvx2Config)->layouts(depthwise, kernels::kAvx2Config, 8),

@@ -100,7 +100,8 @@ TEST(AlterOpLayout, ConstantDenseWeightsArePackedAtBuildTime) {
   })");
 }
 
-// 24 output channels fit no block of 16 but one of 8; the depthwise convolution, max pooling,
+// 24 output channels fit no block of 16 but one of 8 (the 16 input channels are blocked first);
+// the depthwise convolution, max pooling,
 // global pooling and a mean over H and W follow the input's block; the flatten gets the plain
 // tensor, which for H = W = 1 is a reshape.
 TEST(AlterOpLayout, DepthwisePoolingAndReductionsFollowTheBlock) {
@@ -115,8 +116,9 @@ TEST(AlterOpLayout, DepthwisePoolingAndReductionsFollowTheBlock) {
     %6
   })",
                 R"(fn (%x: Tensor[(1, 16, 6, 6), float32], %w: Tensor[(24, 16, 1, 1), float32], %d: Tensor[(24, 1, 3, 3), float32]) {
-    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i8o");
-    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_1x1");
+    %x16 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW16i8o");
+    %0 = nn.conv2d(%x16, %pw, data_layout="NCHW16c", kernel_layout="OIHW16i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_1x1");
     %pd = layout_transform(%d, src_layout="OIHW", dst_layout="OIHW1i8o");
     %1 = nn.conv2d(%0, %pd, groups=24, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW1i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_depthwise");
     %2 = nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2], layout="NCHW8c");
@@ -146,7 +148,7 @@ TEST(AlterOpLayout, GroupedConvolutionsOfWholeBlocks) {
 
 // The other operand of broadcasting arithmetic: a scalar stays, a spatial map is reshaped to
 // [N, 1, H, W, 1], a per-channel [C, 1, 1] is transformed, and a plain activation is transformed
-// at the border. A blocked value read by a plain op (softmax) is transformed back once, shared.
+// at the border (once, shared with the convolution that reads it). A blocked value read by a plain op (softmax) is transformed back once, shared.
 TEST(AlterOpLayout, BroadcastOperandsAndSharedBorderTransforms) {
   ExpectAltered(R"(fn (%x: Tensor[(1, 16, 2, 2), float32], %w: Tensor[(16, 16, 1, 1), float32], %s: Tensor[(1, 1, 2, 2), float32], %c: Tensor[(16, 1, 1), float32]) {
     %k = const(Tensor[(), float32], [2]);
@@ -161,15 +163,15 @@ TEST(AlterOpLayout, BroadcastOperandsAndSharedBorderTransforms) {
   })",
                 R"(fn (%x: Tensor[(1, 16, 2, 2), float32], %w: Tensor[(16, 16, 1, 1), float32], %s: Tensor[(1, 1, 2, 2), float32], %c: Tensor[(16, 1, 1), float32]) {
     %k = const(Tensor[(), float32], [2]);
-    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
-    %0 = nn.conv2d(%x, %pw, kernel_layout="OIHW1i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
+    %x5 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW16i16o");
+    %0 = nn.conv2d(%x5, %pw, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
     %1 = multiply(%0, %k);
     %s5 = reshape(%s, newshape=[1, 1, 2, 2, 1]);
     %2 = add(%1, %s5);
     %c4 = reshape(%c, newshape=[1, 16, 1, 1]);
     %c5 = reshape(%c4, newshape=[1, 1, 1, 1, 16]);
     %3 = subtract(%c5, %2);
-    %x5 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
     %4 = maximum(%3, %x5);
     %plain = layout_transform(%4, src_layout="NCHW16c", dst_layout="NCHW");
     %5 = nn.softmax(%plain, axis=1);

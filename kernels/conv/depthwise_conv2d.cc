@@ -1,0 +1,203 @@
+// Depthwise 2-D convolution of NCHW data (kernels.h): each output channel's plane on its own,
+// vectors along the output rows. The input plane is first copied into workspace with its padding
+// written out as zeros and, for a stride s along the rows, split into s phases (phase q of a
+// copied row holds its columns q, q + s, q + 2s, ...), so that each tap reads one contiguous run
+// of the copy for a run of outputs and no load needs a check. A tile of a few vectors of one row,
+// or of a few rows when rows are narrow, keeps its sums in registers over the taps; the fused
+// epilogue then runs over each row just stored.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/backend_api.h"
+#include "kernels/conv/epilogue.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+namespace kiln::kernels {
+namespace {
+
+constexpr int kLanes = kCompiledConfig.vector_floats;
+using V = Vec<kLanes>;
+constexpr int kTileVectors = 4;  // vectors a tile keeps in registers (rows x vectors of a row)
+
+struct Job {
+  const Conv2DParams* p;
+  const float* data;
+  const float* weight;
+  float* out;
+  const EpilogueStep* epilogue;
+  int epilogue_size;
+  int64_t row_vectors;   // vectors of an output row, the last one partly outside the row
+  int64_t copy_rows;     // rows of the copy: the input rows the windows cover, padding included
+  int64_t phase_width;   // floats of one phase of a copied row
+  int64_t row_floats;    // floats of a copied row: stride_w * phase_width
+  const int64_t* taps;   // where tap (kh, kw) reads, from the copy of the tile's first position
+};
+
+// Input plane `in` into `copy`, padding as zeros, each row split into stride_w phases.
+void CopyPlane(const Job& job, const float* in, float* copy) {
+  const Conv2DParams& p = *job.p;
+  const int64_t s = p.stride_w;
+  for (int64_t r = 0; r < job.copy_rows; ++r) {
+    float* dst = copy + r * job.row_floats;
+    int64_t ih = r - p.pad_top;
+    if (ih < 0 || ih >= p.in_height) {
+      std::fill(dst, dst + job.row_floats, 0.0f);
+      continue;
+    }
+    const float* src = in + ih * p.in_width;
+    if (s == 1) {  // column j is input column j - pad_left
+      int64_t begin = std::min(p.pad_left, job.phase_width);
+      int64_t end = std::min(p.pad_left + p.in_width, job.phase_width);
+      std::fill(dst, dst + begin, 0.0f);
+      if (end > begin) std::memcpy(dst + begin, src + (begin - p.pad_left), (end - begin) * sizeof(float));
+      std::fill(dst + std::max(begin, end), dst + job.phase_width, 0.0f);
+      continue;
+    }
+    for (int64_t q = 0; q < s; ++q) {
+      float* d = dst + q * job.phase_width;
+      for (int64_t j = 0; j < job.phase_width; ++j) {
+        int64_t iw = j * s + q - p.pad_left;
+        d[j] = iw >= 0 && iw < p.in_width ? src[iw] : 0.0f;
+      }
+    }
+  }
+}
+
+// The first `count` floats of v at `out`.
+KILN_ALWAYS_INLINE void StorePart(const V& v, float* out, int64_t count) {
+  if (count >= kLanes) {
+    v.Store(out);
+  } else if (count > 0) {
+    float lanes[kLanes];
+    v.Store(lanes);
+    std::memcpy(out, lanes, count * sizeof(float));
+  }
+}
+
+// Output rows [oh, oh + R), vectors [v0, v0 + U) of each, of plane `out` (channel `oc`).
+template <int R, int U>
+void Tile(const Job& job, const float* copy, const float* w, float* out, int64_t oh, int64_t v0) {
+  const Conv2DParams& p = *job.p;
+  const int64_t taps = p.kernel_height * p.kernel_width, row_step = p.stride_h * job.row_floats;
+  const float* x = copy + oh * row_step + v0 * kLanes;
+  V acc[R][U];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[r][u] = V::Zero();
+  }
+  for (int64_t t = 0; t < taps; ++t) {
+    V wv = V::Broadcast(w + t);
+    const float* xt = x + job.taps[t];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) acc[r][u] = V::Fma(V::Load(xt + r * row_step + u * kLanes), wv, acc[r][u]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      int64_t ow = (v0 + u) * kLanes;
+      StorePart(acc[r][u], out + (oh + r) * p.out_width + ow, p.out_width - ow);
+    }
+  }
+}
+
+// A run of U vectors of each of R rows.
+using TileFn = void (*)(const Job&, const float*, const float*, float*, int64_t, int64_t);
+
+// The epilogue over output row `oh` of plane `nc` (batch n, channel oc), just stored at `row`.
+void RowEpilogue(const Job& job, int64_t nc, int64_t oc, int64_t oh, float* row) {
+  const int64_t width = job.p->out_width;
+  for (int s = 0; s < job.epilogue_size; ++s) {
+    const EpilogueStep& step = job.epilogue[s];
+    const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + (nc * job.p->out_height + oh) * width
+                                                                : nullptr;
+    float operand = step.operand == EpilogueStep::kChannel  ? step.data[oc]
+                    : step.operand == EpilogueStep::kScalar ? step.data[0]
+                                                            : 0.0f;
+    V y = V::Broadcast(&operand);
+    int64_t i = 0;
+    for (; i + kLanes <= width; i += kLanes) {
+      Apply<kLanes>(step, V::Load(row + i), tensor != nullptr ? V::Load(tensor + i) : y).Store(row + i);
+    }
+    for (; i < width; ++i) {
+      using S = Vec<1>;
+      S x = S::Load(row + i), other = tensor != nullptr ? S::Load(tensor + i) : S::Broadcast(&operand);
+      Apply<1>(step, x, other).Store(row + i);
+    }
+  }
+}
+
+void RunPlanes(int64_t begin, int64_t end, void* context) {
+  const Job& job = *static_cast<const Job*>(context);
+  const Conv2DParams& p = *job.p;
+  Workspace workspace(job.copy_rows * job.row_floats * sizeof(float));
+  if (!workspace.ok()) return;  // reported by DepthwiseConv2D, which checks first
+  float* copy = workspace.as<float>();
+  const int64_t multiplier = p.out_channels / p.in_channels;
+  // Narrow rows: several rows per tile, so that a tile has kTileVectors independent sums.
+  const int64_t row_tile_vectors = std::min<int64_t>(job.row_vectors, kTileVectors);
+  const int64_t rows_per_tile = kTileVectors / row_tile_vectors;
+  static constexpr TileFn kRowRuns[] = {nullptr, Tile<1, 1>, Tile<1, 2>, Tile<1, 3>, Tile<1, 4>};
+  const TileFn multi_row = row_tile_vectors == 1 ? Tile<4, 1> : Tile<2, 2>;
+  int64_t copied = -1;  // the (batch, input channel) plane in the copy
+  for (int64_t nc = begin; nc < end; ++nc) {
+    int64_t n = nc / p.out_channels, oc = nc % p.out_channels, plane = n * p.in_channels + oc / multiplier;
+    if (plane != copied) {
+      CopyPlane(job, job.data + plane * p.in_height * p.in_width, copy);
+      copied = plane;
+    }
+    const float* w = job.weight + oc * p.kernel_height * p.kernel_width;
+    float* out = job.out + nc * p.out_height * p.out_width;
+    int64_t oh = 0;
+    if (rows_per_tile > 1) {
+      for (; oh + rows_per_tile <= p.out_height; oh += rows_per_tile) multi_row(job, copy, w, out, oh, 0);
+    }
+    for (; oh < p.out_height; ++oh) {
+      int64_t v = 0;
+      for (; v + kTileVectors <= job.row_vectors; v += kTileVectors) Tile<1, kTileVectors>(job, copy, w, out, oh, v);
+      if (v < job.row_vectors) kRowRuns[job.row_vectors - v](job, copy, w, out, oh, v);
+    }
+    if (job.epilogue_size > 0) {
+      for (int64_t r = 0; r < p.out_height; ++r) RowEpilogue(job, nc, oc, r, out + r * p.out_width);
+    }
+  }
+}
+
+}  // namespace
+
+int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weight, float* out,
+                    const EpilogueStep* epilogue, int epilogue_size) {
+  if (!p.depthwise || p.groups != p.in_channels || p.in_channels < 1 || p.out_channels % p.in_channels != 0 ||
+      p.out_height < 1 || p.out_width < 1 || p.stride_h < 1 || p.stride_w < 1) {
+    return Fail("DepthwiseConv2D: a depthwise convolution needs one group per input channel");
+  }
+  Job job{&p, data, weight, out, epilogue, epilogue_size, 0, 0, 0, 0, nullptr};
+  job.row_vectors = (p.out_width + kLanes - 1) / kLanes;
+  job.copy_rows = (p.out_height - 1) * p.stride_h + (p.kernel_height - 1) * p.dilation_h + 1;
+  job.phase_width = job.row_vectors * kLanes + (p.kernel_width - 1) * p.dilation_w / p.stride_w;
+  job.row_floats = p.stride_w * job.phase_width;
+  // Tap (kh, kw) reads copied row kh * dilation_h; its column kw * dilation_w is in phase
+  // (kw * dilation_w) % stride_w, that many columns along it divided by the stride.
+  std::vector<int64_t> taps(p.kernel_height * p.kernel_width);
+  for (int64_t kh = 0; kh < p.kernel_height; ++kh) {
+    for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
+      int64_t column = kw * p.dilation_w;
+      taps[kh * p.kernel_width + kw] = kh * p.dilation_h * job.row_floats +
+                                       column % p.stride_w * job.phase_width + column / p.stride_w;
+    }
+  }
+  job.taps = taps.data();
+  {  // the workspace each thread takes, tried once here so that a failure is reported
+    Workspace probe(job.copy_rows * job.row_floats * sizeof(float));
+    if (!probe.ok()) return Fail("DepthwiseConv2D: out of workspace memory");
+  }
+  return ParallelFor(p.batch * p.out_channels, RunPlanes, &job);
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,79 @@
+// Shared by the convolution kernel tests: a convolution's shape, its definition computed in
+// double, and the epilogue steps applied one value at a time.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace kiln::kernels {
+
+struct Shape {
+  int64_t n, c, h, w, o, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, ib, ob;
+  bool depthwise;
+  int64_t groups = 1;  // not depthwise: each group's channels whole blocks
+  int64_t oh() const { return (h + pt + pb - (kh - 1) * dh - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
+  std::string Text() const {
+    return "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(w) +
+           " o" + std::to_string(o) + " k" + std::to_string(kh) + "x" + std::to_string(kw) + " s" +
+           std::to_string(sh) + "," + std::to_string(sw) + " d" + std::to_string(dh) + "," + std::to_string(dw) +
+           " p" + std::to_string(pt) + "," + std::to_string(pl) + "," + std::to_string(pb) + "," + std::to_string(pr) +
+           " ib" + std::to_string(ib) + " ob" + std::to_string(ob) + (depthwise ? " depthwise" : "") +
+           (groups > 1 ? " groups" + std::to_string(groups) : "");
+  }
+};
+
+// The convolution by its definition, in double.
+inline std::vector<float> ReferenceConv(const std::vector<float>& x, const std::vector<float>& w, const Shape& s) {
+  int64_t oh = s.oh(), ow = s.ow(), groups = s.depthwise ? s.c : s.groups;
+  int64_t in_per_group = s.c / groups, out_per_group = s.o / groups;
+  std::vector<float> out(s.n * s.o * oh * ow);
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.o; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t z = 0; z < ow; ++z) {
+          double sum = 0;
+          for (int64_t i = 0; i < in_per_group; ++i) {
+            int64_t c = (o / out_per_group) * in_per_group + i;
+            for (int64_t a = 0; a < s.kh; ++a)
+              for (int64_t b = 0; b < s.kw; ++b) {
+                int64_t ih = y * s.sh - s.pt + a * s.dh, iw = z * s.sw - s.pl + b * s.dw;
+                if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+                sum += double(x[((n * s.c + c) * s.h + ih) * s.w + iw]) * w[((o * in_per_group + i) * s.kh + a) * s.kw + b];
+              }
+          }
+          out[((n * s.o + o) * oh + y) * ow + z] = static_cast<float>(sum);
+        }
+  return out;
+}
+
+inline void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i]))) << what << " at " << i;
+  }
+}
+
+// Epilogue step `step` on one value.
+inline float ApplyStep(const EpilogueStep& step, float v, float operand) {
+  switch (step.op) {
+    case EpilogueStep::kAdd: return v + operand;
+    case EpilogueStep::kSubtract: return v - operand;
+    case EpilogueStep::kReverseSubtract: return operand - v;
+    case EpilogueStep::kMultiply: return v * operand;
+    case EpilogueStep::kMaximum: return std::max(v, operand);
+    case EpilogueStep::kMinimum: return std::min(v, operand);
+    case EpilogueStep::kRelu: return v > 0 ? v : 0.0f;
+    case EpilogueStep::kClip: return std::min(std::max(v, step.lo), step.hi);
+    case EpilogueStep::kSwish: return v * (1.0f / (1.0f + std::exp(-v)));
+  }
+  return v;
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,99 @@
+// The depthwise NCHW kernel (depthwise_conv2d.cc) against the definition over random shapes: any
+// channel count and channel multiplier, kernels up to 5x5, strides up to 3 (the phase split of
+// the copy), dilations, pads on every side, rows narrower and wider than the vector tiles, with a
+// random chain of epilogue steps; serial and on the thread pool. Compiled with -march=native and
+// for baseline x86-64, like the other kernel tests.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "conv_test_util.h"
+#include "kernel_test_util.h"
+
+namespace kiln::kernels {
+namespace {
+
+Shape RandomDepthwiseShape(std::mt19937& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Shape s{};
+  s.depthwise = true;
+  s.n = pick(1, 2);
+  s.c = pick(1, 13);
+  s.o = s.c * pick(1, 3);
+  s.kh = pick(1, 5);
+  s.kw = pick(1, 5);
+  s.sh = pick(1, 3);
+  s.sw = pick(1, 3);
+  s.dh = pick(1, 2);
+  s.dw = pick(1, 2);
+  s.pt = pick(0, 3);
+  s.pl = pick(0, 3);
+  s.pb = pick(0, 3);
+  s.pr = pick(0, 3);
+  s.h = std::max(pick(1, 19), (s.kh - 1) * s.dh + 1 - s.pt - s.pb);
+  s.w = std::max(pick(1, 75), (s.kw - 1) * s.dw + 1 - s.pl - s.pr);
+  return s;
+}
+
+// Up to three epilogue steps of random ops and operands.
+std::vector<EpilogueStep> RandomEpilogue(std::mt19937& rng, const std::vector<float>& channel,
+                                         const std::vector<float>& tensor, const float* scalar) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<EpilogueStep> steps(pick(0, 3));
+  for (EpilogueStep& step : steps) {
+    step.op = static_cast<EpilogueStep::Op>(pick(EpilogueStep::kAdd, EpilogueStep::kSwish));
+    bool unary = step.op == EpilogueStep::kRelu || step.op == EpilogueStep::kClip || step.op == EpilogueStep::kSwish;
+    step.operand = unary ? EpilogueStep::kNone : static_cast<EpilogueStep::Operand>(pick(1, 3));
+    step.data = step.operand == EpilogueStep::kChannel  ? channel.data()
+                : step.operand == EpilogueStep::kTensor ? tensor.data()
+                : step.operand == EpilogueStep::kScalar ? scalar
+                                                        : nullptr;
+    step.lo = -0.5f;
+    step.hi = 0.75f;
+  }
+  return steps;
+}
+
+void CheckRandomDepthwise(bool parallel, unsigned seed) {
+  UseThreads(parallel);
+  std::mt19937 rng(seed);
+  for (int iteration = 0; iteration < 300; ++iteration) {
+    Shape s = RandomDepthwiseShape(rng);
+    std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * s.kh * s.kw, rng);
+    int64_t positions = s.oh() * s.ow(), out_size = s.n * s.o * positions;
+    std::vector<float> channel = Random(s.o, rng), tensor = Random(out_size, rng);
+    float scalar = 0.25f;
+    std::vector<EpilogueStep> steps = RandomEpilogue(rng, channel, tensor, &scalar);
+    Conv2DParams p{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl, s.c, true};
+    std::vector<float> out(out_size, NAN);
+    ASSERT_EQ(DepthwiseConv2D(p, x.data(), w.data(), out.data(), steps.data(), static_cast<int>(steps.size())), 0)
+        << TVMGetLastError();
+    std::vector<float> want = ReferenceConv(x, w, s);
+    for (int64_t i = 0; i < out_size; ++i) {
+      for (const EpilogueStep& step : steps) {
+        float operand = step.operand == EpilogueStep::kChannel  ? step.data[i / positions % s.o]
+                        : step.operand == EpilogueStep::kScalar ? step.data[0]
+                        : step.operand == EpilogueStep::kTensor ? step.data[i]
+                                                                : 0.0f;
+        want[i] = ApplyStep(step, want[i], operand);
+      }
+    }
+    ExpectNear(out, want, s.Text() + " with " + std::to_string(steps.size()) + " epilogue steps");
+  }
+  UseThreads(false);
+}
+
+TEST(DepthwiseConv2D, MatchesTheReferenceOnRandomShapes) { CheckRandomDepthwise(false, 11); }
+TEST(DepthwiseConv2D, MatchesTheReferenceOnRandomShapesInParallel) { CheckRandomDepthwise(true, 12); }
+
+TEST(DepthwiseConv2D, RejectsAConvolutionThatIsNotDepthwise) {
+  Conv2DParams p{1, 4, 5, 5, 4, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 2, true};
+  std::vector<float> x(100), w(36), out(36);
+  EXPECT_NE(DepthwiseConv2D(p, x.data(), w.data(), out.data(), nullptr, 0), 0);
+  EXPECT_NE(std::string(TVMGetLastError()).find("one group per input channel"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::kernels
