@@ -32,23 +32,24 @@ template <int N>
 struct Vec;
 
 #if defined(KILN_SIMD_AVX2)
-// exp(x) for 8 floats: Cephes' range reduction and polynomial (as in XNNPACK's and
-// avx_mathfun's expf), relative error about 2e-7; x is clamped to [-88.38, 88], so very negative
-// x gives 0 and no result overflows.
+// exp(x) for 8 floats, relative error about 2e-7: x = n ln 2 + t with n = round(x / ln 2) (made
+// by adding x / ln 2 to 1.5 * 2^23 + 127, whose last bits are then n + 127: shifted into the
+// exponent field they are 2^n) and |t| <= ln 2 / 2 (ln 2 in two parts); e^t = 1 + t + t^2 p(t)
+// with p of degree 3 fitted to e^t over that range. x is clamped to [-88, 88]: below about -87.7
+// the result is 0, and no result overflows.
 inline __m256 Exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.3762626647949f)), _mm256_set1_ps(88.0f));
-  __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // x - n * ln 2, in two parts
-  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(x, x), x), _mm256_set1_ps(1.0f));
-  __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));  // y * 2^n
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(88.0f));
+  const __m256 magic = _mm256_set1_ps(12583039.0f);  // 1.5 * 2^23 + 127
+  __m256 n = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+  __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(n), 23));
+  n = _mm256_sub_ps(n, magic);
+  __m256 t = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  t = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), t);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(8.333837613463402e-3f), t, _mm256_set1_ps(4.189857840538025e-2f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.666688621044159e-1f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(4.9999141693115234e-1f));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(t, t), p, t);  // e^t - 1
+  return _mm256_fmadd_ps(p, scale, scale);
 }
 
 template <>

@@ -159,6 +159,7 @@ class ElfLibrary {
     return nullptr;
   }
   bool Mapped(uint64_t address, uint64_t count) const { return SegmentOf(address, count, false) != nullptr; }
+  bool RelroIsData(const Elf64_Phdr& relro) const;
   bool Writable(uint64_t address, uint64_t count) const {
     const Elf64_Phdr* segment = SegmentOf(address, count, false);
     return segment != nullptr && (segment->p_flags & PF_W) != 0;
@@ -245,6 +246,21 @@ void ElfLibrary::CheckHeader() {
   Cover(0, sizeof(Elf64_Ehdr));
 }
 
+// Whether the loader may make `relro`'s pages read-only after relocation: it lies in a writable
+// loadable segment, and the whole pages it covers (which the loader protects, rounding both ends
+// down) hold no other loadable segment's bytes. Otherwise code could lose its execute permission
+// (a flipped address bit moved it into the text segment: _init then faulted).
+bool ElfLibrary::RelroIsData(const Elf64_Phdr& relro) const {
+  const Elf64_Phdr* segment = SegmentOf(relro.p_vaddr, relro.p_memsz, false);
+  if (segment == nullptr || (segment->p_flags & PF_W) == 0) return false;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t first = relro.p_vaddr / page * page, end = (relro.p_vaddr + relro.p_memsz) / page * page;
+  for (const Elf64_Phdr& p : loads_) {
+    if (&p != segment && p.p_memsz > 0 && p.p_vaddr < end && p.p_vaddr + p.p_memsz > first) return false;
+  }
+  return true;
+}
+
 void ElfLibrary::CheckSegments() {
   std::vector<Elf64_Phdr> segments = file_.ReadArray<Elf64_Phdr>(header_.e_phoff, header_.e_phnum, "program headers");
   Cover(header_.e_phoff, header_.e_phnum * sizeof(Elf64_Phdr));
@@ -271,8 +287,9 @@ void ElfLibrary::CheckSegments() {
       file_.Bad("the file is damaged: its loadable segments overlap or are out of order");
     }
   }
-  if (relro_ && !Mapped(relro_->p_vaddr, relro_->p_memsz)) {
-    file_.Bad("the file is damaged: its read-only-after-relocation segment lies outside the library");
+  if (relro_ && !RelroIsData(*relro_)) {
+    file_.Bad("the file is damaged: its read-only-after-relocation segment lies outside the library's writable "
+              "data");
   }
   if (!dynamic_) file_.Bad("the file is damaged: it has no dynamic segment (a shared library has one)");
 }

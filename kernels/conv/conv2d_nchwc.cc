@@ -67,16 +67,11 @@ __attribute__((noinline)) void ApplyEpilogue(const Job& job, const Tile& tile, i
   const int64_t offset = out - job.out;
   for (int s = 0; s < job.epilogue_size; ++s) {
     const EpilogueStep& step = job.epilogue[s];
-    if (step.operand == EpilogueStep::kTensor) {
-      for (int64_t t = 0; t < count; ++t) {
-        Apply<OB>(step, V::Load(out + t * OB), V::Load(step.data + offset + t * OB)).Store(out + t * OB);
-      }
-      continue;
-    }
+    const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + offset : nullptr;
     V y = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + tile.ocb * OB)
           : step.operand == EpilogueStep::kScalar ? V::Broadcast(step.data)
                                                   : V::Zero();
-    for (int64_t t = 0; t < count; ++t) Apply<OB>(step, V::Load(out + t * OB), y).Store(out + t * OB);
+    ApplyStep<OB>(step, out, count, tensor, y);
   }
 }
 

@@ -4,7 +4,7 @@
 // copied row holds its columns q, q + s, q + 2s, ...), so that each tap reads one contiguous run
 // of the copy for a run of outputs and no load needs a check. A tile of a few vectors of one row,
 // or of a few rows when rows are narrow, keeps its sums in registers over the taps; the fused
-// epilogue then runs over each row just stored.
+// epilogue then runs over each plane just stored (in L1 or L2 cache).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -110,25 +110,20 @@ void Tile(const Job& job, const float* copy, const float* w, float* out, int64_t
 // A run of U vectors of each of R rows.
 using TileFn = void (*)(const Job&, const float*, const float*, float*, int64_t, int64_t);
 
-// The epilogue over output row `oh` of plane `nc` (batch n, channel oc), just stored at `row`.
-void RowEpilogue(const Job& job, int64_t nc, int64_t oc, int64_t oh, float* row) {
-  const int64_t width = job.p->out_width;
+// The epilogue over plane `nc` (batch n, output channel oc), just stored at `out`.
+void PlaneEpilogue(const Job& job, int64_t nc, int64_t oc, float* out) {
+  const int64_t size = job.p->out_height * job.p->out_width;
+  const int64_t vectors = size / kLanes, done = vectors * kLanes;
   for (int s = 0; s < job.epilogue_size; ++s) {
     const EpilogueStep& step = job.epilogue[s];
-    const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + (nc * job.p->out_height + oh) * width
-                                                                : nullptr;
+    const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + nc * size : nullptr;
     float operand = step.operand == EpilogueStep::kChannel  ? step.data[oc]
                     : step.operand == EpilogueStep::kScalar ? step.data[0]
                                                             : 0.0f;
-    V y = V::Broadcast(&operand);
-    int64_t i = 0;
-    for (; i + kLanes <= width; i += kLanes) {
-      Apply<kLanes>(step, V::Load(row + i), tensor != nullptr ? V::Load(tensor + i) : y).Store(row + i);
-    }
-    for (; i < width; ++i) {
-      using S = Vec<1>;
-      S x = S::Load(row + i), other = tensor != nullptr ? S::Load(tensor + i) : S::Broadcast(&operand);
-      Apply<1>(step, x, other).Store(row + i);
+    ApplyStep<kLanes>(step, out, vectors, tensor, V::Broadcast(&operand));
+    if (done < size) {
+      ApplyStep<1>(step, out + done, size - done, tensor != nullptr ? tensor + done : nullptr,
+                   Vec<1>::Broadcast(&operand));
     }
   }
 }
@@ -163,9 +158,7 @@ void RunPlanes(int64_t begin, int64_t end, void* context) {
       for (; v + kTileVectors <= job.row_vectors; v += kTileVectors) Tile<1, kTileVectors>(job, copy, w, out, oh, v);
       if (v < job.row_vectors) kRowRuns[job.row_vectors - v](job, copy, w, out, oh, v);
     }
-    if (job.epilogue_size > 0) {
-      for (int64_t r = 0; r < p.out_height; ++r) RowEpilogue(job, nc, oc, r, out + r * p.out_width);
-    }
+    if (job.epilogue_size > 0) PlaneEpilogue(job, nc, oc, out);
   }
 }
 

@@ -1,5 +1,8 @@
-// The fused epilogue of the convolution kernels: one EpilogueStep (kernels.h) on a register of
-// results, with the elementwise op's own definition (elementwise/scalar_ops.h) on vectors.
+// The fused epilogue of the convolution kernels: EpilogueSteps (kernels.h) over results just
+// stored, with the elementwise op's own definition (elementwise/scalar_ops.h) on vectors. Each
+// step is one loop of its own op over the stored results: with the op chosen per vector instead,
+// GCC called the op out of line for each vector (swish then cost five times the 1x1
+// convolution it followed).
 #pragma once
 
 #include "kernels/kernels.h"
@@ -7,22 +10,41 @@
 
 namespace kiln::kernels {
 
-// Step `s` on x; y is its other operand (unused by relu, clip and swish).
+// f(x, y) over `count` vectors at `x`, y from `tensor` (same positions) or else `y`.
+template <int N, typename F>
+KILN_ALWAYS_INLINE void EachVector(float* x, int64_t count, const float* tensor, Vec<N> y, F f) {
+  using V = Vec<N>;
+  if (tensor != nullptr) {
+    for (int64_t i = 0; i < count; ++i) f(V::Load(x + i * N), V::Load(tensor + i * N)).Store(x + i * N);
+  } else {
+    for (int64_t i = 0; i < count; ++i) f(V::Load(x + i * N), y).Store(x + i * N);
+  }
+}
+
+// Step `s` over `count` vectors of N floats at `x`; its other operand is `tensor` at the same
+// positions when not null, else `y` (a kScalar or kChannel value; unused by relu, clip, swish).
 template <int N>
-KILN_ALWAYS_INLINE Vec<N> Apply(const EpilogueStep& s, Vec<N> x, Vec<N> y) {
+void ApplyStep(const EpilogueStep& s, float* x, int64_t count, const float* tensor, Vec<N> y) {
   using V = Vec<N>;
   switch (s.op) {
-    case EpilogueStep::kAdd: return scalar::Add(x, y);
-    case EpilogueStep::kSubtract: return scalar::Subtract(x, y);
-    case EpilogueStep::kReverseSubtract: return scalar::Subtract(y, x);
-    case EpilogueStep::kMultiply: return scalar::Multiply(x, y);
-    case EpilogueStep::kMaximum: return scalar::Maximum(x, y);
-    case EpilogueStep::kMinimum: return scalar::Minimum(x, y);
-    case EpilogueStep::kRelu: return scalar::Relu(x);
-    case EpilogueStep::kClip: return scalar::Clip(x, V::Broadcast(&s.lo), V::Broadcast(&s.hi));
-    case EpilogueStep::kSwish: return scalar::Swish(x);
+    case EpilogueStep::kAdd: return EachVector<N>(x, count, tensor, y, [](V a, V b) { return scalar::Add(a, b); });
+    case EpilogueStep::kSubtract:
+      return EachVector<N>(x, count, tensor, y, [](V a, V b) { return scalar::Subtract(a, b); });
+    case EpilogueStep::kReverseSubtract:
+      return EachVector<N>(x, count, tensor, y, [](V a, V b) { return scalar::Subtract(b, a); });
+    case EpilogueStep::kMultiply:
+      return EachVector<N>(x, count, tensor, y, [](V a, V b) { return scalar::Multiply(a, b); });
+    case EpilogueStep::kMaximum:
+      return EachVector<N>(x, count, tensor, y, [](V a, V b) { return scalar::Maximum(a, b); });
+    case EpilogueStep::kMinimum:
+      return EachVector<N>(x, count, tensor, y, [](V a, V b) { return scalar::Minimum(a, b); });
+    case EpilogueStep::kRelu: return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::Relu(a); });
+    case EpilogueStep::kClip: {
+      V lo = V::Broadcast(&s.lo), hi = V::Broadcast(&s.hi);
+      return EachVector<N>(x, count, nullptr, y, [lo, hi](V a, V) { return scalar::Clip(a, lo, hi); });
+    }
+    case EpilogueStep::kSwish: return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::Swish(a); });
   }
-  return x;
 }
 
 }  // namespace kiln::kernels

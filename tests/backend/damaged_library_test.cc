@@ -274,17 +274,26 @@ TEST_F(DamagedLibraryTest, StructuralChecksNameTheProblem) {
   EXPECT_THAT(LoadError("\x7f" "ELF"), HasSubstr("fewer than an ELF header"));
   EXPECT_THAT(LoadError("MZ this is not a library"), HasSubstr("not an ELF shared library"));
 
-  // The first loadable segment claims more file than there is; the dynamic segment moves away.
-  size_t load = 0, dynamic = 0;
+  // The first loadable segment claims more file than there is; the dynamic segment moves away;
+  // the read-only-after-relocation segment moves into the code (whose pages would lose their
+  // execute permission).
+  size_t load = 0, dynamic = 0, relro = 0;
+  uint64_t code = 0;
   for (size_t i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr p;
     std::memcpy(&p, elf.data() + header.e_phoff + i * sizeof(p), sizeof(p));
     size_t at = header.e_phoff + i * sizeof(p);
     if (p.p_type == PT_LOAD && load == 0) load = at;
+    if (p.p_type == PT_LOAD && (p.p_flags & PF_X) != 0) code = p.p_vaddr;
     if (p.p_type == PT_DYNAMIC) dynamic = at;
+    if (p.p_type == PT_GNU_RELRO) relro = at;
   }
   ASSERT_NE(load, 0u);
   ASSERT_NE(dynamic, 0u);
+  ASSERT_NE(relro, 0u);
+  ASSERT_NE(code, 0u);
+  EXPECT_THAT(with64(relro + offsetof(Elf64_Phdr, p_vaddr), code + 0xcf0),
+              HasSubstr("its read-only-after-relocation segment lies outside the library's writable data"));
   std::string long_segment = elf;
   uint64_t sizes[2] = {elf.size() + 4096, elf.size() + 4096};  // p_filesz, p_memsz
   std::memcpy(&long_segment[load + offsetof(Elf64_Phdr, p_filesz)], sizes, sizeof(sizes));
