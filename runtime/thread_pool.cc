@@ -1,5 +1,6 @@
 // The thread pool behind TVMBackendParallelLaunch: per launching thread, workers spin briefly for
-// the next launch and then sleep on a condition variable.
+// the next launch and then sleep on a condition variable; the tasks of a launch are claimed by
+// whichever of its threads run.
 #include "runtime/thread_pool.h"
 
 #include <pthread.h>
@@ -49,109 +50,143 @@ struct Barrier {
   int num_threads = 1;
 };
 
+// Tasks are claimed, not assigned: the launching thread takes task 0 and then, like each worker,
+// the next unclaimed task, until none is left. A worker that is not running (the machine is busy,
+// or it sleeps) does not hold up a launch: the threads that run take its share, and the launch
+// waits only for tasks that were claimed. (With tasks fixed per thread, one worker preempted by
+// another process made each launch wait for its time slice: ShuffleNet at 2 threads beside a
+// busy core took 117 ms instead of 11.)
+//
+// `state_` holds the launch's generation (high 32 bits) and its next unclaimed task (low 32
+// bits; kClosed while the launch's fields are written). A claim is a compare-and-swap of the
+// state the claimer read the fields under, so a claim never pairs one launch's task number with
+// another launch's fields (the fields and the state are a seqlock).
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads) : num_threads_(num_threads) {
-    for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+    for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   }
 
   ~ThreadPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      shutdown_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
+    shutdown_.store(true);
+    Publish(Generation(state_.load()) + 1, kClosed);
     for (std::thread& t : workers_) t.join();
   }
 
   int num_threads() const { return num_threads_; }
 
   int Launch(FTVMParallelLambda lambda, void* cdata, int num_task) {
-    lambda_ = lambda;
-    cdata_ = cdata;
-    num_task_ = num_task;
-    used_threads_ = std::min(num_task, num_threads_);
-    barrier_.num_threads = used_threads_;
+    const uint64_t generation = Generation(state_.load(std::memory_order_relaxed));
+    // Close claims on the previous launch (all of whose tasks are done) before its fields change.
+    state_.store(generation << 32 | kClosed, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    lambda_.store(lambda, std::memory_order_relaxed);
+    cdata_.store(cdata, std::memory_order_relaxed);
+    num_task_.store(num_task, std::memory_order_relaxed);
+    barrier_.num_threads = std::min(num_task, num_threads_);
     barrier_.arrived.store(0, std::memory_order_relaxed);
     env_.sync_handle = &barrier_;
     env_.num_task = num_task;
+    finished_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
     first_error_.clear();
-    // Every worker acknowledges every launch, so none still reads this launch's fields when the
-    // next one writes them.
-    pending_.store(num_threads_ - 1, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
+    Publish(generation + 1, 1);  // task 0 is the caller's
 
-    RunTasks(0);
-    for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    RunTask(0);
+    int done = 1 + ClaimAndRun();
+    finished_.fetch_add(done, std::memory_order_acq_rel);
+    // Wait for the tasks workers claimed: they are running.
+    for (int spin = 0; finished_.load(std::memory_order_acquire) != num_task; ++spin) {
       if (spin < kSpinIterations) {
         CpuRelax();
       } else {
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+        std::this_thread::yield();
       }
     }
     if (!failed_.load(std::memory_order_acquire)) return 0;
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!first_error_.empty()) SetLastError(first_error_);
     return -1;
   }
 
  private:
-  void RunTasks(int thread_index) {
+  static constexpr uint32_t kClosed = 0xffffffffu;
+  static uint64_t Generation(uint64_t state) { return state >> 32; }
+
+  // Makes launch `generation` visible with `next` as its next unclaimed task, and wakes sleepers.
+  void Publish(uint64_t generation, uint32_t next) {
+    state_.store(generation << 32 | next, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_.notify_all();
+    }
+  }
+
+  void RunTask(int task) {
     inside_task = true;
-    for (int task = thread_index; task < num_task_; task += used_threads_) {
-      if (lambda_(task, &env_, cdata_) != 0 && !failed_.exchange(true)) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        first_error_ = LastError();
-        if (first_error_.empty()) first_error_ = "a parallel task failed without a message";
-      }
+    if (lambda_.load(std::memory_order_relaxed)(task, &env_, cdata_.load(std::memory_order_relaxed)) != 0 &&
+        !failed_.exchange(true)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      first_error_ = LastError();
+      if (first_error_.empty()) first_error_ = "a parallel task failed without a message";
     }
     inside_task = false;
   }
 
-  void WorkerLoop(int thread_index) {
+  // Claims and runs the current launch's unclaimed tasks until none is left; returns how many ran.
+  int ClaimAndRun() {
+    int ran = 0;
+    uint64_t state = state_.load(std::memory_order_acquire);
+    while (static_cast<uint32_t>(state) != kClosed) {
+      int num_task = num_task_.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);  // the read above, then the claim
+      if (static_cast<int64_t>(static_cast<uint32_t>(state)) >= num_task) break;
+      if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        continue;  // `state` now holds the current state
+      }
+      RunTask(static_cast<int>(static_cast<uint32_t>(state)));
+      ++ran;
+      state = state_.load(std::memory_order_acquire);
+    }
+    return ran;
+  }
+
+  void WorkerLoop() {
     uint64_t seen = 0;
     while (true) {
-      for (int spin = 0; generation_.load(std::memory_order_acquire) == seen; ++spin) {
+      uint64_t state = state_.load(std::memory_order_acquire);
+      for (int spin = 0; Generation(state) == seen; ++spin) {
         if (spin < kSpinIterations) {
           CpuRelax();
         } else {
           std::unique_lock<std::mutex> lock(mutex_);
-          wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          wake_.wait(lock, [&] { return Generation(state_.load(std::memory_order_seq_cst)) != seen; });
+          sleepers_.fetch_sub(1, std::memory_order_relaxed);
         }
+        state = state_.load(std::memory_order_acquire);
       }
-      seen = generation_.load(std::memory_order_acquire);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (shutdown_) return;
-      }
-      if (thread_index < used_threads_) RunTasks(thread_index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_one();
-      }
+      seen = Generation(state);
+      if (shutdown_.load()) return;
+      int ran = ClaimAndRun();
+      if (ran > 0) finished_.fetch_add(ran, std::memory_order_acq_rel);
     }
   }
 
   const int num_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::mutex mutex_;  // first_error_, and the sleepers' condition variable
+  std::condition_variable wake_;
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<int> finished_{0};  // tasks of the current launch that have run
   std::atomic<bool> failed_{false};
-  bool shutdown_ = false;
+  std::atomic<bool> shutdown_{false};
   std::string first_error_;
-  // The current launch; written by the launching thread before generation_ is bumped.
-  FTVMParallelLambda lambda_ = nullptr;
-  void* cdata_ = nullptr;
-  int num_task_ = 0;
-  int used_threads_ = 1;
+  // The current launch: written by the launching thread while claims are closed.
+  std::atomic<FTVMParallelLambda> lambda_{nullptr};
+  std::atomic<void*> cdata_{nullptr};
+  std::atomic<int> num_task_{0};
   TVMParallelGroupEnv env_{};
   Barrier barrier_;
 };

@@ -3,8 +3,10 @@
 // lookup (TVMBackendGetFuncFromEnv) and TVMBackendRunOnce.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -250,6 +252,31 @@ void ExpectEveryTaskOnce(int num_task, int expected_tasks) {
   }
 }
 
+// Tasks are claimed by whichever thread of the launch runs: a small task 1 is often done by the
+// caller right after task 0. To see a worker run task 1, the caller's task 0 waits (up to 10 s)
+// until task 1 has started, which then only a worker can have claimed.
+struct WorkerRendezvous {
+  FTVMParallelLambda task;
+  void* cdata;
+  std::atomic<bool> second_started{false};
+};
+
+int AfterTaskOneStarted(int task_id, TVMParallelGroupEnv* env, void* cdata) {
+  auto* r = static_cast<WorkerRendezvous*>(cdata);
+  if (task_id == 1) r->second_started.store(true);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (task_id == 0 && !r->second_started.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  return r->task(task_id, env, r->cdata);
+}
+
+// Launches `task` with task 1 run by a worker.
+int LaunchWithTaskOneOnAWorker(FTVMParallelLambda task, void* cdata, int num_task) {
+  WorkerRendezvous r{task, cdata};
+  return TVMBackendParallelLaunch(AfterTaskOneStarted, &r, num_task);
+}
+
 TEST_F(BackendParallel, ZeroTasksMeansOneTaskPerThread) {
   for (int threads : {2, 4}) {
     SetNumThreads(threads);
@@ -282,14 +309,62 @@ TEST_F(BackendParallel, OneThreadRunsEveryTaskInTheCaller) {
   }
 }
 
-TEST_F(BackendParallel, TheCallerRunsTaskZeroAndWorkersTheRest) {
+TEST_F(BackendParallel, TheCallerRunsTaskZeroAndWorkersClaimTheRest) {
   SetNumThreads(2);
   for (int repeat = 0; repeat < 20; ++repeat) {
     TaskLog log(2);
-    ASSERT_EQ(TVMBackendParallelLaunch(LogTask, &log, 2), 0);
+    ASSERT_EQ(LaunchWithTaskOneOnAWorker(LogTask, &log, 2), 0);
     EXPECT_EQ(log.threads[0], std::this_thread::get_id());
     EXPECT_NE(log.threads[1], std::this_thread::get_id());
   }
+}
+
+// Holds a thread in a signal handler, as a preempted thread is held: it runs nothing meanwhile.
+std::atomic<bool> hold_in_handler{false};
+std::atomic<bool> held_in_handler{false};
+void HoldInHandler(int) {
+  held_in_handler.store(true);
+  while (hold_in_handler.load()) {
+  }
+}
+
+struct ThreadOfTask {
+  std::atomic<pthread_t> thread{};
+};
+int RecordThread(int task_id, TVMParallelGroupEnv*, void* cdata) {
+  if (task_id == 1) static_cast<ThreadOfTask*>(cdata)->thread.store(pthread_self());
+  return 0;
+}
+
+// A worker that does not run (preempted by another process, here held in a signal handler) does
+// not hold up a launch: the caller claims its task too. (With tasks fixed per thread, the launch
+// waited for the worker's time slice.)
+TEST_F(BackendParallel, ALaunchDoesNotWaitForAWorkerThatIsNotRunning) {
+  SetNumThreads(2);
+  ThreadOfTask worker;
+  ASSERT_EQ(LaunchWithTaskOneOnAWorker(RecordThread, &worker, 2), 0);
+  struct sigaction hold {}, previous {};
+  hold.sa_handler = HoldInHandler;
+  ASSERT_EQ(sigaction(SIGUSR1, &hold, &previous), 0);
+  hold_in_handler.store(true);
+  held_in_handler.store(false);
+  ASSERT_EQ(pthread_kill(worker.thread.load(), SIGUSR1), 0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!held_in_handler.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(held_in_handler.load()) << "the worker did not take the signal";
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    TaskLog log(2);
+    ASSERT_EQ(TVMBackendParallelLaunch(LogTask, &log, 2), 0);
+    EXPECT_EQ(log.runs[0].load() + log.runs[1].load(), 2);
+    EXPECT_EQ(log.threads[0], std::this_thread::get_id());
+    EXPECT_EQ(log.threads[1], std::this_thread::get_id());
+  }
+  hold_in_handler.store(false);
+  sigaction(SIGUSR1, &previous, nullptr);
+  // Released, the worker claims tasks again.
+  TaskLog log(2);
+  ASSERT_EQ(LaunchWithTaskOneOnAWorker(LogTask, &log, 2), 0);
+  EXPECT_NE(log.threads[1], std::this_thread::get_id());
 }
 
 TEST_F(BackendParallel, NegativeTaskCountOrNullFunctionIsAnError) {
@@ -376,7 +451,7 @@ TEST_F(BackendParallel, AFailingWorkerTaskReportsItsMessageToTheCaller) {
   SetNumThreads(2);
   std::pair<int, std::thread::id> failing{1, {}};
   TVMAPISetLastError("");
-  EXPECT_NE(TVMBackendParallelLaunch(FailOnTask, &failing, 2), 0);
+  EXPECT_NE(LaunchWithTaskOneOnAWorker(FailOnTask, &failing, 2), 0);
   EXPECT_NE(failing.second, std::this_thread::get_id()) << "task 1 should run on a worker";
   EXPECT_THAT(TVMGetLastError(), HasSubstr("task 1 failed on purpose"));
   // The next launch succeeds again: the failure does not stick to the pool.
@@ -422,7 +497,7 @@ int NestedOuterTask(int task_id, TVMParallelGroupEnv*, void* cdata) {
 TEST_F(BackendParallel, ANestedLaunchRunsSeriallyInTheTasksThread) {
   SetNumThreads(2);
   NestedJob job;
-  ASSERT_EQ(TVMBackendParallelLaunch(NestedOuterTask, &job, 2), 0) << TVMGetLastError();
+  ASSERT_EQ(LaunchWithTaskOneOnAWorker(NestedOuterTask, &job, 2), 0) << TVMGetLastError();
   for (const NestedJob::Outer& outer : job.outer) {
     EXPECT_EQ(outer.inner_status, 0);
     for (int task = 0; task < NestedJob::kInnerTasks; ++task) {
