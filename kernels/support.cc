@@ -1,4 +1,5 @@
 // The context pointers of a model library, argument checks and parallel loops.
+#include <atomic>
 #include <cstdio>
 
 #include "kernels/backend_api.h"
@@ -54,19 +55,28 @@ int CheckArgs(const char* function, const TVMValue* args, const int* type_codes,
 
 namespace {
 
+// Items go in grains, a few per task, taken from a shared counter: a thread that runs slower
+// (preempted by another process, or given costlier items) takes fewer grains and the others
+// more, instead of the launch waiting for a fixed share (with the thread pool's claimed tasks,
+// runtime/thread_pool.cc).
+constexpr int64_t kGrainsPerTask = 4;
+
 struct ParallelForJob {
   int64_t count;
   void (*body)(int64_t, int64_t, void*);
   void* context;
+  std::atomic<int64_t> next{0};
 };
 
-int RunChunk(int task, TVMParallelGroupEnv* env, void* cdata) {
+int RunGrains(int, TVMParallelGroupEnv* env, void* cdata) {
   auto* job = static_cast<ParallelForJob*>(cdata);
-  int64_t chunk = (job->count + env->num_task - 1) / env->num_task;
-  int64_t begin = task * chunk;
-  int64_t end = begin + chunk < job->count ? begin + chunk : job->count;
-  if (begin < end) job->body(begin, end, job->context);
-  return 0;
+  const int64_t grains = int64_t{env->num_task} * kGrainsPerTask;
+  const int64_t grain = (job->count + grains - 1) / grains;
+  for (;;) {
+    int64_t begin = job->next.fetch_add(grain, std::memory_order_relaxed);
+    if (begin >= job->count) return 0;
+    job->body(begin, begin + grain < job->count ? begin + grain : job->count, job->context);
+  }
 }
 
 }  // namespace
@@ -78,7 +88,7 @@ int ParallelFor(int64_t count, void (*body)(int64_t, int64_t, void*), void* cont
     return 0;
   }
   ParallelForJob job{count, body, context};
-  return __TVMBackendParallelLaunch(RunChunk, &job, 0);
+  return __TVMBackendParallelLaunch(RunGrains, &job, 0);
 }
 
 }  // namespace kiln::kernels
