@@ -1,0 +1,147 @@
+"""Small transformer blocks built in PyTorch (seeded, exported by the test, never downloaded) of the
+shapes ONNX Runtime's transformers optimizer fuses for its model types gpt2, clip, t5 and vit, and
+the optimizer's run on them and on the suite's bert_2layer (test_contrib_ops.py)."""
+import math
+
+import torch
+
+HIDDEN, HEADS, SEQUENCE = 64, 4, 16
+
+
+def _heads(x):
+    """[B, S, HIDDEN] as [B, HEADS, S, HIDDEN / HEADS]."""
+    return x.view(x.size(0), x.size(1), HEADS, HIDDEN // HEADS).transpose(1, 2)
+
+
+def _merged(x):
+    """[B, HEADS, S, HIDDEN / HEADS] as [B, S, HIDDEN]."""
+    return x.transpose(1, 2).reshape(x.size(0), x.size(2), HIDDEN)
+
+
+class Gpt2Block(torch.nn.Module):
+    """GPT-2's block: one projection to Q, K and V, a causal mask taken from a buffer with where,
+    pre-norm, and an MLP with the tanh form of GELU (gelu_new)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(HIDDEN), torch.nn.LayerNorm(HIDDEN)
+        self.c_attn, self.c_proj = torch.nn.Linear(HIDDEN, 3 * HIDDEN), torch.nn.Linear(HIDDEN, HIDDEN)
+        self.fc, self.proj = torch.nn.Linear(HIDDEN, 4 * HIDDEN), torch.nn.Linear(4 * HIDDEN, HIDDEN)
+        self.register_buffer("causal", torch.tril(torch.ones(SEQUENCE, SEQUENCE, dtype=torch.bool)))
+
+    def attention(self, x):
+        q, k, v = (_heads(t) for t in self.c_attn(x).split(HIDDEN, dim=2))
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(HIDDEN // HEADS)
+        w = torch.where(self.causal, w, torch.tensor(-1e4))
+        return self.c_proj(_merged(torch.matmul(torch.softmax(w, dim=-1), v)))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        h = self.fc(self.ln_2(x))
+        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+        return x + self.proj(h)
+
+
+class ClipBlock(torch.nn.Module):
+    """CLIP's text encoder layer: Q scaled before the product, an additive causal mask, pre-norm,
+    and an MLP with QuickGELU (x * sigmoid(1.702 x))."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(HIDDEN), torch.nn.LayerNorm(HIDDEN)
+        self.q, self.k, self.v, self.out = (torch.nn.Linear(HIDDEN, HIDDEN) for _ in range(4))
+        self.fc1, self.fc2 = torch.nn.Linear(HIDDEN, 4 * HIDDEN), torch.nn.Linear(4 * HIDDEN, HIDDEN)
+        self.register_buffer("mask", torch.full((SEQUENCE, SEQUENCE), -1e4).triu(1))
+
+    def attention(self, x):
+        q = _heads(self.q(x) * (HIDDEN // HEADS) ** -0.5)
+        k, v = _heads(self.k(x)), _heads(self.v(x))
+        w = torch.matmul(q, k.transpose(-1, -2)) + self.mask
+        return self.out(_merged(torch.matmul(torch.softmax(w, dim=-1), v)))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        h = self.fc1(self.ln_2(x))
+        return x + self.fc2(h * torch.sigmoid(1.702 * h))
+
+
+class T5Norm(torch.nn.Module):
+    """T5's layer norm: root mean square, no mean, no bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1.0 + 0.1 * torch.randn(HIDDEN))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class T5Block(torch.nn.Module):
+    """T5's encoder layer: RMS norms, attention without scaling plus a position bias, a ReLU MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm_1, self.norm_2 = T5Norm(), T5Norm()
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(HIDDEN, HIDDEN, bias=False) for _ in range(4))
+        self.wi, self.wo = torch.nn.Linear(HIDDEN, 4 * HIDDEN, bias=False), torch.nn.Linear(4 * HIDDEN, HIDDEN, bias=False)
+        self.position_bias = torch.nn.Parameter(0.1 * torch.randn(1, HEADS, SEQUENCE, SEQUENCE))
+
+    def forward(self, x):
+        h = self.norm_1(x)
+        w = torch.matmul(_heads(self.q(h)), _heads(self.k(h)).transpose(-1, -2)) + self.position_bias
+        x = x + self.o(_merged(torch.matmul(torch.softmax(w, dim=-1), _heads(self.v(h)))))
+        return x + self.wo(torch.relu(self.wi(self.norm_2(x))))
+
+
+class VitBlock(torch.nn.Module):
+    """A small ViT: 4x4 patches of a 16x16 image embedded by a convolution, a class token and
+    positions, then one pre-norm encoder layer (BERT's attention, erf GELU) and the final norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.patches = torch.nn.Conv2d(3, HIDDEN, 4, stride=4)
+        self.cls = torch.nn.Parameter(0.1 * torch.randn(1, 1, HIDDEN))
+        self.positions = torch.nn.Parameter(0.1 * torch.randn(1, SEQUENCE + 1, HIDDEN))
+        self.ln_1, self.ln_2, self.ln_f = (torch.nn.LayerNorm(HIDDEN, eps=1e-12) for _ in range(3))
+        self.q, self.k, self.v, self.out = (torch.nn.Linear(HIDDEN, HIDDEN) for _ in range(4))
+        self.fc1, self.fc2 = torch.nn.Linear(HIDDEN, 4 * HIDDEN), torch.nn.Linear(4 * HIDDEN, HIDDEN)
+
+    def forward(self, image):
+        x = self.patches(image).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.size(0), -1, -1), x], dim=1) + self.positions
+        h = self.ln_1(x)
+        q, k, v = _heads(self.q(h)), _heads(self.k(h)), _heads(self.v(h))
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(HIDDEN // HEADS)
+        x = x + self.out(_merged(torch.matmul(torch.softmax(w, dim=-1), v)))
+        x = x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln_2(x))))
+        return self.ln_f(x)
+
+
+BLOCKS = {"gpt2": (Gpt2Block, (1, SEQUENCE, HIDDEN)), "clip": (ClipBlock, (1, SEQUENCE, HIDDEN)),
+          "t5": (T5Block, (1, SEQUENCE, HIDDEN)), "vit": (VitBlock, (1, 3, 16, 16))}
+
+
+def export_block(model_type, path, opset=14):
+    """The block of `model_type` exported to `path`; returns its input shapes by name."""
+    torch.manual_seed(0)
+    block, shape = BLOCKS[model_type]
+    example = torch.randn(*shape)
+    torch.onnx.export(block().eval(), example, str(path), opset_version=opset, input_names=["input"],
+                      output_names=["output"], do_constant_folding=True)
+    return {"input": shape}
+
+
+def optimized(source, target, model_type, opt_level, **options):
+    """ONNX Runtime's transformers optimizer run on `source` (at `opt_level`: 0 fuses without an
+    ONNX Runtime session), saved to `target`; `options` set FusionOptions fields."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    fusion = FusionOptions(model_type)
+    for name, value in options.items():
+        setattr(fusion, name, value)
+    heads, hidden = (12, 768) if model_type == "bert" else (HEADS, HIDDEN)
+    model = optimize_model(str(source), model_type=model_type, num_heads=heads, hidden_size=hidden, opt_level=opt_level,
+                           optimization_options=fusion)
+    model.save_model_to_file(str(target))
+    return target
