@@ -385,7 +385,8 @@ Outputs RotaryEmbedding(const NodeContext& c) {
   } else if (p.shape != Ints{batch, sequence}) {
     c.FailAt("input 1", StrCat("must be [", batch, ", ", sequence, "] or hold one value, it is ", ShapeText(p.shape)));
   }
-  Ints angle_shape = x.ndim() == 3 ? Ints{-1, sequence, 1, half} : Ints{-1, 1, sequence, half};
+  int64_t position_batch = positions->type().tensor().shape[0];
+  Ints angle_shape = x.ndim() == 3 ? Ints{position_batch, sequence, 1, half} : Ints{position_batch, 1, sequence, half};
   Attrs rows = MakeAttrs({{"axis", int64_t{0}}});
   Expr cos = Reshape(c, c.Op(kTake, {c.input(2), positions}, rows), angle_shape);
   Expr sin = Reshape(c, c.Op(kTake, {c.input(3), positions}, rows), angle_shape);

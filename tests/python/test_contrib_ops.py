@@ -55,12 +55,12 @@ def kiln_outputs(tmp_path, library, feeds):
     return [out[f"output_{i}"] for i in range(len(out.files))]
 
 
-def check(tmp_path, path, feeds, opt_level=0, relative=1e-4, steps=None):
-    """Compiles `path`, runs it on `feeds` and compares each output with ONNX Runtime's: within
-    `relative` * max(1, max|ort|), integer outputs exactly or, for outputs listed in `steps`, within
-    that many steps. Returns the library."""
+def check(tmp_path, path, feeds, opt_level=0, relative=1e-4, steps=None, want=None):
+    """Compiles `path`, runs it on `feeds` and compares each output with ONNX Runtime's (or `want`):
+    within `relative` * max(1, max|ort|), integer outputs exactly or, for outputs listed in `steps`,
+    within that many steps. Returns the library."""
     library = compiled(tmp_path, path, opt_level)
-    want = onnxruntime_outputs(path, feeds)
+    want = onnxruntime_outputs(path, feeds) if want is None else want
     got = kiln_outputs(tmp_path, library, feeds)
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):
@@ -152,3 +152,208 @@ def test_transformer_block_optimized_matches_onnxruntime(tmp_path, model_type, w
     assert wanted <= ops_of(path), ops_of(path)
     rng = np.random.default_rng(1)
     check(tmp_path, path, {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()})
+
+
+# ---- single-node models: each op's attribute variants --------------------------------------------
+
+F, I32, I64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
+B, S, D, N = 2, 5, 16, 2  # batch, sequence, hidden, heads (head size 8)
+
+
+def node(op, inputs, outputs, **attrs):
+    return helper.make_node(op, inputs, outputs, domain=MS, **attrs)
+
+
+def floats(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_attention_variants(tmp_path):
+    """Attention without a mask; with each mask form ([B, T] of 0 and 1, [B] ends, [2B] ends and
+    starts, [B, S, T]); unidirectional; past with present; attention_bias with a scale; a smaller V
+    (qkv_hidden_sizes); mask_filter_value. (attention_bias is [B, N, S, T]: ONNX Runtime 1.19's CPU
+    kernel misreads one of batch 1, which kiln broadcasts.)"""
+    rng = np.random.default_rng(2)
+    weights = {"W": 0.3 * floats(rng, D, 3 * D), "b": floats(rng, 3 * D), "W_small": 0.3 * floats(rng, D, 40),
+               "b_small": floats(rng, 40)}
+    nodes = [node("Attention", ["x", "W", "b"], ["y0"], num_heads=N),
+             node("Attention", ["x", "W", "b", "raw"], ["y1"], num_heads=N),
+             node("Attention", ["x", "W", "b", "ends"], ["y2"], num_heads=N, unidirectional=1),
+             node("Attention", ["x", "W", "b", "ends_starts"], ["y3"], num_heads=N, mask_filter_value=-1000.0),
+             node("Attention", ["x", "W", "b", "mask3d", "", "attention_bias"], ["y4"], num_heads=N, scale=0.2),
+             node("Attention", ["x", "W", "b", "", "past"], ["y5", "present"], num_heads=N, unidirectional=1),
+             node("Attention", ["x", "W_small", "b_small", "raw"], ["y6"], num_heads=N, qkv_hidden_sizes=[16, 16, 8])]
+    inputs = [("x", F, [B, S, D]), ("raw", I32, [B, S]), ("ends", I32, [B]), ("ends_starts", I32, [2 * B]),
+              ("mask3d", I32, [B, S, S]), ("attention_bias", F, [B, N, S, S]), ("past", F, [2, B, N, 3, 8])]
+    outputs = [(f"y{i}", F, [B, S, 8 if i == 6 else D]) for i in range(7)] + [("present", F, [2, B, N, 3 + S, 8])]
+    path = save(tmp_path, "attention", nodes, inputs, outputs, weights.items())
+    assert ops_of(path) == {(MS, "Attention")}
+    mask3d = (rng.random((B, S, S)) > 0.3).astype(np.int32)
+    mask3d[:, :, 0] = 1
+    feeds = {"x": floats(rng, B, S, D), "raw": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32),
+             "ends": np.array([3, 5], np.int32), "ends_starts": np.array([4, 5, 1, 2], np.int32), "mask3d": mask3d,
+             "attention_bias": floats(rng, B, N, S, S), "past": floats(rng, 2, B, N, 3, 8)}
+    check(tmp_path, path, feeds)
+
+
+def test_multihead_attention_variants(tmp_path):
+    """MultiHeadAttention with separate Q, K and V (cross attention, T != S); with the bias and a
+    key padding mask (self-attention's length: ONNX Runtime 1.19's CPU kernel misreads a [B, T] mask
+    when T != S); with attention_bias ([B, N, S, T], as for Attention), past_key and past_value
+    returning present_key and present_value."""
+    rng = np.random.default_rng(3)
+    T = 7
+    nodes = [node("MultiHeadAttention", ["q", "k", "v"], ["y0"], num_heads=N),
+             node("MultiHeadAttention", ["q", "k_self", "v_self", "bias", "padding"], ["y1"], num_heads=N),
+             node("MultiHeadAttention", ["q", "q", "q", "", "", "attention_bias", "past_key", "past_value"],
+                  ["y2", "present_key", "present_value"], num_heads=N, scale=0.3)]
+    inputs = [("q", F, [B, S, D]), ("k", F, [B, T, D]), ("v", F, [B, T, D]), ("k_self", F, [B, S, D]),
+              ("v_self", F, [B, S, D]), ("padding", I32, [B, S]),
+              ("attention_bias", F, [B, N, S, 3 + S]), ("past_key", F, [B, N, 3, 8]), ("past_value", F, [B, N, 3, 8])]
+    outputs = [(f"y{i}", F, [B, S, D]) for i in range(3)] + [(name, F, [B, N, 3 + S, 8])
+                                                             for name in ("present_key", "present_value")]
+    path = save(tmp_path, "multihead_attention", nodes, inputs, outputs, [("bias", floats(rng, 3 * D))])
+    padding = np.ones((B, S), np.int32)
+    padding[0, 3:] = 0
+    feeds = {"q": floats(rng, B, S, D), "k": floats(rng, B, T, D), "v": floats(rng, B, T, D),
+             "k_self": floats(rng, B, S, D), "v_self": floats(rng, B, S, D), "padding": padding,
+             "attention_bias": floats(rng, B, N, S, 3 + S), "past_key": floats(rng, B, N, 3, 8),
+             "past_value": floats(rng, B, N, 3, 8)}
+    check(tmp_path, path, feeds)
+
+
+def test_activation_and_normalization_variants(tmp_path):
+    """Gelu, BiasGelu, FastGelu with and without its bias, QuickGelu with an alpha;
+    SkipLayerNormalization with bias, beta and the sum as outputs, and without them with the mean and
+    inverse deviation; SkipSimplifiedLayerNormalization; ONNX-domain SimplifiedLayerNormalization
+    and LayerNormalization (with its Mean) at opset 14. Against numpy, what ONNX Runtime 1.19's CPU
+    kernels do not compute: BiasAdd (CUDA only), SkipLayerNormalization's mean and inverse
+    deviation and SkipSimplifiedLayerNormalization's inverse root mean square (left unset), and
+    SkipSimplifiedLayerNormalization's bias (ignored: its documentation adds it to the sum)."""
+    rng = np.random.default_rng(4)
+    weights = {"bias": floats(rng, D), "gamma": 1 + 0.1 * floats(rng, D), "beta": floats(rng, D)}
+    nodes = [node("Gelu", ["x"], ["gelu"]), node("BiasGelu", ["x", "bias"], ["bias_gelu"]),
+             node("FastGelu", ["x"], ["fast_gelu"]), node("FastGelu", ["x", "bias"], ["fast_gelu_bias"]),
+             node("QuickGelu", ["x"], ["quick_gelu"], alpha=1.5),
+             node("SkipLayerNormalization", ["x", "skip", "gamma", "beta", "bias"], ["skip_ln", "", "", "skip_sum"],
+                  epsilon=1e-5),
+             node("SkipLayerNormalization", ["x", "skip", "gamma"], ["skip_ln2"]),
+             node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"], ["skip_rms", "", "", "skip_rms_sum"],
+                  epsilon=1e-6),
+             helper.make_node("SimplifiedLayerNormalization", ["x", "gamma"], ["rms"], epsilon=1e-5),
+             helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["ln", "ln_mean"], epsilon=1e-3)]
+    full, kept = [B, S, D], [B, S, 1]
+    outputs = [(name, F, full) for name in ("gelu", "bias_gelu", "fast_gelu", "fast_gelu_bias", "quick_gelu", "skip_ln",
+                                            "skip_sum", "skip_ln2", "skip_rms", "skip_rms_sum", "rms", "ln")]
+    outputs.append(("ln_mean", F, kept))
+    path = save(tmp_path, "activations", nodes, [("x", F, full), ("skip", F, full)], outputs, weights.items())
+    assert {("", "SimplifiedLayerNormalization"), ("", "LayerNormalization")} <= ops_of(path)
+    feeds = {"x": floats(rng, *full), "skip": floats(rng, *full)}
+    want = onnxruntime_outputs(path, feeds)
+    x, skip, bias, gamma = feeds["x"], feeds["skip"], weights["bias"], weights["gamma"]
+    total = x + skip
+    mean = total.mean(-1, keepdims=True)
+    biased = total + bias
+    inverse_rms = 1 / np.sqrt((biased * biased).mean(-1, keepdims=True) + 1e-6)
+    model = onnx.load(str(path))
+    model.graph.node.extend([
+        node("BiasAdd", ["x", "bias", "skip"], ["bias_add"]),
+        node("SkipLayerNormalization", ["x", "skip", "gamma"], ["skip_ln3", "skip_mean", "skip_inv"]),
+        node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma", "bias"],
+             ["skip_rms_bias", "", "skip_rms_inv", "skip_rms_bias_sum"], epsilon=1e-6)])
+    numpy_outputs = {"bias_add": x + bias + skip, "skip_mean": mean,
+                     "skip_inv": 1 / np.sqrt(((total - mean) ** 2).mean(-1, keepdims=True) + 1e-12),
+                     "skip_rms_bias": biased * inverse_rms * gamma, "skip_rms_inv": inverse_rms, "skip_rms_bias_sum": biased}
+    for name, value in numpy_outputs.items():
+        model.graph.output.append(helper.make_tensor_value_info(name, F, list(value.shape)))
+    onnx.save(model, str(path))
+    check(tmp_path, path, feeds, want=want + [v.astype(np.float32) for v in numpy_outputs.values()])
+
+
+def test_embed_layer_normalization_variants(tmp_path):
+    """EmbedLayerNormalization with segments and a mask (its mask index counts the ones), and
+    without them with position_ids; both with the embedding sum."""
+    rng = np.random.default_rng(5)
+    weights = {"word": floats(rng, 30, D), "position": floats(rng, 10, D), "segment": floats(rng, 2, D),
+               "gamma": 1 + 0.1 * floats(rng, D), "beta": floats(rng, D)}
+    nodes = [node("EmbedLayerNormalization", ["ids", "segments", "word", "position", "segment", "gamma", "beta", "mask"],
+                  ["y0", "mask_index0", "sum0"], epsilon=1e-5),
+             node("EmbedLayerNormalization", ["ids", "", "word", "position", "", "gamma", "beta", "", "positions"],
+                  ["y1", "mask_index1", "sum1"])]
+    inputs = [("ids", I32, [B, S]), ("segments", I32, [B, S]), ("mask", I32, [B, S]), ("positions", I32, [B, S])]
+    outputs = [("y0", F, [B, S, D]), ("mask_index0", I32, [B]), ("sum0", F, [B, S, D]), ("y1", F, [B, S, D]),
+               ("mask_index1", I32, [B]), ("sum1", F, [B, S, D])]
+    path = save(tmp_path, "embed", nodes, inputs, outputs, weights.items())
+    feeds = {"ids": rng.integers(0, 30, (B, S)).astype(np.int32), "segments": rng.integers(0, 2, (B, S)).astype(np.int32),
+             "mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32),
+             "positions": rng.integers(0, 10, (B, S)).astype(np.int32)}
+    library = compiled(tmp_path, path)
+    want, got = onnxruntime_outputs(path, feeds), kiln_outputs(tmp_path, library, feeds)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, i
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-4 if w.dtype == np.float32 else 0, err_msg=f"output {i}")
+
+
+def test_rotary_embedding_variants(tmp_path):
+    """RotaryEmbedding on [B, S, N * H] with num_heads and position_ids [B, S]; interleaved; on
+    [B, N, S, H]; position_ids as one offset; only part of each head rotated."""
+    rng = np.random.default_rng(6)
+    angles = rng.uniform(0, 6, (12, 4))
+    part = rng.uniform(0, 6, (12, 2))
+    weights = {"cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32),
+               "cos_part": np.cos(part).astype(np.float32), "sin_part": np.sin(part).astype(np.float32),
+               "offset": np.array([3], np.int64)}
+    nodes = [node("RotaryEmbedding", ["x", "positions", "cos", "sin"], ["y0"], num_heads=N),
+             node("RotaryEmbedding", ["x", "positions", "cos", "sin"], ["y1"], num_heads=N, interleaved=1),
+             node("RotaryEmbedding", ["x4", "positions", "cos", "sin"], ["y2"]),
+             node("RotaryEmbedding", ["x4", "offset", "cos", "sin"], ["y3"], interleaved=1),
+             node("RotaryEmbedding", ["x", "positions", "cos_part", "sin_part"], ["y4"], num_heads=N,
+                  rotary_embedding_dim=4)]
+    inputs = [("x", F, [B, S, D]), ("x4", F, [B, N, S, 8]), ("positions", I64, [B, S])]
+    outputs = [("y0", F, [B, S, D]), ("y1", F, [B, S, D]), ("y2", F, [B, N, S, 8]), ("y3", F, [B, N, S, 8]),
+               ("y4", F, [B, S, D])]
+    path = save(tmp_path, "rotary", nodes, inputs, outputs, weights.items())
+    check(tmp_path, path, {"x": floats(rng, B, S, D), "x4": floats(rng, B, N, S, 8),
+                           "positions": rng.integers(0, 12, (B, S)).astype(np.int64)})
+
+
+# ---- clear errors ------------------------------------------------------------------------------
+
+
+def test_out_of_scope_and_malformed_contrib_nodes_are_clear_errors(tmp_path):
+    rng = np.random.default_rng(7)
+    x = [("x", F, [B, S, D])]
+    weights = [("W", floats(rng, D, 3 * D))]
+    nchwc = helper.make_node("ReorderInput", ["x"], ["y"], domain="com.microsoft.nchwc")
+    graph = helper.make_graph([nchwc], "nchwc", [helper.make_tensor_value_info("x", F, [1, 8, 4, 4])],
+                              [helper.make_tensor_value_info("y", F, [1, 8, 4, 4])])
+    path = tmp_path / "nchwc.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14),
+                                                      helper.make_opsetid("com.microsoft.nchwc", 1)]), str(path))
+    assert "NCHWc-layout ops (domain 'com.microsoft.nchwc')" in kiln_error(tmp_path, path)
+
+    bits = node("MatMulNBits", ["x", "W"], ["y"], K=D, N=3 * D, bits=4, block_size=16)
+    path = save(tmp_path, "nbits", [bits], x, [("y", F, [B, S, 3 * D])], weights)
+    assert "MatMulNBits (weights quantized in blocks of 2 to 8 bits) is not supported" in kiln_error(tmp_path, path)
+
+    path = save(tmp_path, "no_weights", [node("Attention", ["x"], ["y"], num_heads=N)], x, [("y", F, [B, S, D])])
+    error = kiln_error(tmp_path, path)
+    assert "(Attention)" in error and "input 1" in error and "is missing" in error, error
+
+    path = save(tmp_path, "float_heads", [node("Attention", ["x", "W"], ["y"], num_heads=2.0)], x, [("y", F, [B, S, D])],
+                weights)
+    error = kiln_error(tmp_path, path)
+    assert "attribute 'num_heads'" in error and "must be INT, it is FLOAT" in error, error
+
+    path = save(tmp_path, "bad_heads", [node("Attention", ["x", "W"], ["y"], num_heads=3)], x, [("y", F, [B, S, D])],
+                weights)
+    assert "does not divide into 3 heads" in kiln_error(tmp_path, path)
+
+    model = onnx.load(str(path))
+    del model.opset_import[1]
+    onnx.save(model, str(path))
+    assert "in domain 'com.microsoft', which the model's opset_import does not name" in kiln_error(tmp_path, path)
+
+    unknown = node("SparseAttention", ["x"], ["y"])
+    path = save(tmp_path, "unknown", [unknown], x, [("y", F, [B, S, D])])
+    assert "unsupported op type (SparseAttention)" in kiln_error(tmp_path, path)
