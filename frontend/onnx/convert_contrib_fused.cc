@@ -25,19 +25,26 @@ const OpRef kTanh("tanh");
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
-// The `activation` attribute applied to x, with its activation_params: Relu, Tanh, Sigmoid,
-// LeakyRelu (alpha), Clip (min, max), HardSigmoid (alpha, beta), as ONNX Runtime's fusions write
-// them.
-Expr Activate(const NodeContext& c, const Expr& x) {
-  std::string name = c.attr_string("activation", "");
-  std::vector<float> params = c.attr_floats("activation_params", std::vector<float>{});
+// The `activation` attribute (required, as ONNX Runtime's kernels require it) applied to x, with
+// its parameters: Relu, Tanh, Sigmoid, LeakyRelu (alpha), Clip (min, max), HardSigmoid (alpha,
+// beta), as ONNX Runtime's fusions write them. FusedConv gives the parameters as activation_params,
+// FusedGemm as activation_alpha and activation_beta (each with ONNX's default for the op).
+Expr Activate(const NodeContext& c, const Expr& x, bool gemm) {
+  std::string name = c.attr_string("activation");
+  std::vector<float> params;
+  if (!gemm) {
+    params = c.attr_floats("activation_params", std::vector<float>{});
+  } else if (name == "LeakyRelu") {
+    params = {c.attr_float("activation_alpha", 0.01f)};
+  } else if (name == "HardSigmoid") {
+    params = {c.attr_float("activation_alpha", 0.2f), c.attr_float("activation_beta", 0.5f)};
+  }
   auto param = [&](size_t i, size_t count) -> double {
     if (params.size() != count) {
       c.FailAt("attribute 'activation_params'", StrCat(name, " takes ", count, " parameters, the node gives ", params.size()));
     }
     return params[i];
   };
-  if (name.empty()) return x;
   if (name == "Relu") return c.Op(kRelu, {x});
   if (name == "Tanh") return c.Op(kTanh, {x});
   if (name == "Sigmoid") return c.Op(kSigmoid, {x});
@@ -63,11 +70,11 @@ Outputs FusedConv(const NodeContext& c) {
     }
     y = c.Op(kAdd, {y, c.input(3)});
   }
-  return {Activate(c, y)};
+  return {Activate(c, y, false)};
 }
 
 // FusedGemm: Gemm, then the activation.
-Outputs FusedGemm(const NodeContext& c) { return {Activate(c, Unfused("Gemm")(c).at(0))}; }
+Outputs FusedGemm(const NodeContext& c) { return {Activate(c, Unfused("Gemm")(c).at(0), true)}; }
 
 // A scale input of MatMulIntegerToFloat or DynamicQuantizeMatMul: one value, or one per column of
 // B (b_scale), as it broadcasts against the product [..., N].

@@ -1,6 +1,7 @@
-"""Small transformer blocks built in PyTorch (seeded, exported by the test, never downloaded) of the
-shapes ONNX Runtime's transformers optimizer fuses for its model types gpt2, clip, t5 and vit, and
-the optimizer's run on them and on the suite's bert_2layer (test_contrib_ops.py)."""
+"""Models for test_contrib_ops.py built in PyTorch (seeded, exported by the test, never downloaded):
+small transformer blocks of the shapes ONNX Runtime's transformers optimizer fuses for its model
+types gpt2, clip, t5 and vit, a small CNN and MLP whose ONNX Runtime session's saved optimized model
+holds its fused ops; and the runs of ONNX Runtime's tools that make the models with contrib ops."""
 import math
 
 import torch
@@ -144,4 +145,60 @@ def optimized(source, target, model_type, opt_level, **options):
     model = optimize_model(str(source), model_type=model_type, num_heads=heads, hidden_size=hidden, opt_level=opt_level,
                            optimization_options=fusion)
     model.save_model_to_file(str(target))
+    return target
+
+
+class SmallCnn(torch.nn.Module):
+    """Convolutions with batch norm and ReLU, a residual add, a LeakyReLU convolution, and a linear
+    layer with ReLU: ONNX Runtime's extended optimizations make FusedConv and FusedGemm of them."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.c3 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 1)
+        self.b1, self.b2 = torch.nn.BatchNorm2d(8), torch.nn.BatchNorm2d(8)
+        self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 10)
+        for norm in (self.b1, self.b2):
+            norm.running_mean.uniform_(-0.2, 0.2)
+            norm.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        y = torch.relu(self.b2(self.c2(y)) + y)
+        y = torch.nn.functional.leaky_relu(self.c3(y), 0.1)
+        return self.fc2(torch.relu(self.fc1(torch.sigmoid(y).mean((2, 3)))))
+
+
+class SmallMlp(torch.nn.Module):
+    """Two linear layers reading one input and a third after them: quantized dynamically, the
+    shared input's DynamicQuantizeLinear feeds two MatMulIntegers (MatMulIntegerToFloat once
+    fused), the third's its own (DynamicQuantizeMatMul)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = torch.nn.Linear(32, 64), torch.nn.Linear(32, 64), torch.nn.Linear(64, 16)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.a(x)) * self.b(x))
+
+
+SMALL = {"cnn": (SmallCnn, (1, 3, 16, 16)), "mlp": (SmallMlp, (1, 4, 32))}
+
+
+def export_small(name, path, opset=13):
+    """The small model `name` exported to `path`; returns its input shapes by name."""
+    torch.manual_seed(0)
+    model, shape = SMALL[name]
+    torch.onnx.export(model().eval(), torch.randn(*shape), str(path), opset_version=opset, input_names=["input"],
+                      output_names=["output"])
+    return {"input": shape}
+
+
+def session_optimized(source, target):
+    """The model an ONNX Runtime session at ORT_ENABLE_EXTENDED saves (optimized_model_filepath)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(target)
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
     return target

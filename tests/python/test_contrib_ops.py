@@ -154,6 +154,31 @@ def test_transformer_block_optimized_matches_onnxruntime(tmp_path, model_type, w
     check(tmp_path, path, {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()})
 
 
+def test_session_optimized_cnn_matches_onnxruntime(tmp_path):
+    """A session's saved optimized model (extended level) of a small CNN: FusedConv with Relu and
+    with LeakyRelu, FusedGemm with Relu."""
+    shapes = contrib_models.export_small("cnn", tmp_path / "cnn.onnx")
+    path = contrib_models.session_optimized(tmp_path / "cnn.onnx", tmp_path / "cnn_optimized.onnx")
+    model = onnx.load(str(path))
+    activations = {helper.get_attribute_value(a).decode() for n in model.graph.node if n.op_type == "FusedConv"
+                   for a in n.attribute if a.name == "activation"}
+    assert {(MS, "FusedConv"), (MS, "FusedGemm")} <= ops_of(path) and {"Relu", "LeakyRelu"} <= activations
+    check(tmp_path, path, {"input": floats(np.random.default_rng(8), *shapes["input"])})
+
+
+def test_session_optimized_dynamic_quantized_mlp_matches_onnxruntime(tmp_path):
+    """quantize_dynamic's model (uint8 weights) as a session saves it optimized:
+    MatMulIntegerToFloat where a DynamicQuantizeLinear feeds two products, DynamicQuantizeMatMul
+    where it feeds one."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    shapes = contrib_models.export_small("mlp", tmp_path / "mlp.onnx")
+    quantize_dynamic(str(tmp_path / "mlp.onnx"), str(tmp_path / "mlp_quantized.onnx"), weight_type=QuantType.QUInt8)
+    path = contrib_models.session_optimized(tmp_path / "mlp_quantized.onnx", tmp_path / "mlp_optimized.onnx")
+    assert {(MS, "MatMulIntegerToFloat"), (MS, "DynamicQuantizeMatMul")} <= ops_of(path), ops_of(path)
+    check(tmp_path, path, {"input": floats(np.random.default_rng(9), *shapes["input"])})
+
+
 # ---- single-node models: each op's attribute variants --------------------------------------------
 
 F, I32, I64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
@@ -315,6 +340,24 @@ def test_rotary_embedding_variants(tmp_path):
     path = save(tmp_path, "rotary", nodes, inputs, outputs, weights.items())
     check(tmp_path, path, {"x": floats(rng, B, S, D), "x4": floats(rng, B, N, S, 8),
                            "positions": rng.integers(0, 12, (B, S)).astype(np.int64)})
+
+
+def test_fused_conv_and_gemm_variants(tmp_path):
+    """FusedConv with the sum input Z and each activation ONNX Runtime fuses (Tanh, Sigmoid, Clip,
+    HardSigmoid), strided and grouped; FusedGemm with transB, alpha and beta, and Tanh or LeakyRelu."""
+    rng = np.random.default_rng(10)
+    weights = {"w": floats(rng, 4, 2, 3, 3), "wb": floats(rng, 4), "g": floats(rng, 6, 8), "gb": floats(rng, 6)}
+    nodes = [node("FusedConv", ["x", "w", "wb", "z"], ["c0"], activation="Tanh", pads=[1, 1, 1, 1], group=2),
+             node("FusedConv", ["x", "w", "wb"], ["c1"], activation="Sigmoid", strides=[2, 2], group=2),
+             node("FusedConv", ["x", "w"], ["c2"], activation="Clip", activation_params=[-0.5, 0.5], group=2),
+             node("FusedConv", ["x", "w", "wb"], ["c3"], activation="HardSigmoid", activation_params=[0.3, 0.4], group=2),
+             node("FusedGemm", ["a", "g", "gb"], ["g0"], activation="Tanh", transB=1, alpha=0.5, beta=2.0),
+             node("FusedGemm", ["a", "g"], ["g1"], activation="LeakyRelu", activation_alpha=0.2, transB=1)]
+    inputs = [("x", F, [1, 4, 6, 6]), ("z", F, [1, 4, 6, 6]), ("a", F, [3, 8])]
+    outputs = [("c0", F, [1, 4, 6, 6]), ("c1", F, [1, 4, 2, 2]), ("c2", F, [1, 4, 4, 4]), ("c3", F, [1, 4, 4, 4]),
+               ("g0", F, [3, 6]), ("g1", F, [3, 6])]
+    path = save(tmp_path, "fused", nodes, inputs, outputs, weights.items(), opset=13)
+    check(tmp_path, path, {"x": floats(rng, 1, 4, 6, 6), "z": floats(rng, 1, 4, 6, 6), "a": floats(rng, 3, 8)})
 
 
 # ---- clear errors ------------------------------------------------------------------------------
