@@ -181,7 +181,26 @@ class SmallMlp(torch.nn.Module):
         return self.c(torch.relu(self.a(x)) * self.b(x))
 
 
-SMALL = {"cnn": (SmallCnn, (1, 3, 16, 16)), "mlp": (SmallMlp, (1, 4, 32))}
+class QOperatorNet(torch.nn.Module):
+    """Two convolutions whose outputs are added, multiplied, squashed (sigmoid, LeakyReLU),
+    concatenated, pooled (average, then global average), a linear layer and a softmax:
+    quantize_static's QOperator format makes each a QLinear op of ONNX Runtime's (QGemm for the
+    linear layer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        a, b = self.c1(x), self.c2(x)
+        y = torch.sigmoid((a + b) * b)
+        y = torch.cat([torch.nn.functional.leaky_relu(y, 0.1), a], 1)
+        y = torch.nn.functional.adaptive_avg_pool2d(torch.nn.functional.avg_pool2d(y, 2), 1).flatten(1)
+        return torch.softmax(self.fc(y), -1)
+
+
+SMALL = {"cnn": (SmallCnn, (1, 3, 16, 16)), "mlp": (SmallMlp, (1, 4, 32)), "qoperator": (QOperatorNet, (1, 3, 8, 8))}
 
 
 def export_small(name, path, opset=13):
@@ -201,4 +220,23 @@ def session_optimized(source, target):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     options.optimized_model_filepath = str(target)
     ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    return target
+
+
+def quantized_static_qoperator(source, target, shape):
+    """quantize_static's QOperator format of `source` (uint8 activations and weights), calibrated on
+    four seeded batches."""
+    import numpy as np
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(1)
+            self.batches = iter([{"input": rng.standard_normal(shape).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    quantize_static(str(source), str(target), Calibration(), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8)
     return target
