@@ -1,6 +1,6 @@
 // ONNX Runtime's quantized ops (com.microsoft) of QOperator-format models: QGemm, and the QLinear
 // ops composed as their QDQ twins import (dequantize the inputs, ONNX's float op, quantize the
-// output: round half to even, saturate).
+// output: round half to even, saturate); and quantize_dynamic's DynamicQuantizeLSTM.
 #include "frontend/onnx/converter.h"
 #include "runtime/error.h"
 
@@ -11,7 +11,14 @@ using runtime::StrCat;
 
 namespace {
 
+const OpRef kCast("cast");
+const OpRef kMultiply("multiply");
+const OpRef kReshape("reshape");
+const OpRef kSubtract("subtract");
+const OpRef kTranspose("transpose");
+
 using Outputs = std::vector<Expr>;
+using Ints = std::vector<int64_t>;
 
 // The unfused ops are ONNX's at this opset (QLinearSoftmax's at its `opset` attribute).
 constexpr int64_t kUnfusedOpset = 13;
@@ -89,9 +96,42 @@ Outputs QuantizedGemm(const NodeContext& c) {
   return QGemm(c);
 }
 
+// A DynamicQuantizeLSTM weight (input `weight`: [directions, rows, 4 * hidden], 8-bit) in float32
+// as ONNX's LSTM takes it, [directions, 4 * hidden, rows]: (weight - zero point) * scale, the scale
+// and zero point one per direction ([directions]) or per column ([directions, 4 * hidden]).
+Expr DequantizedLstmWeight(const NodeContext& c, size_t weight, size_t scale, size_t zero_point) {
+  const ir::TensorType& w = c.input_type(weight);
+  if (w.ndim() != 3) c.FailAt(StrCat("input ", weight), "must be [directions, rows, 4 * hidden]");
+  // Input i as it broadcasts against the weight, in float32.
+  auto along_columns = [&](size_t i) {
+    const ir::TensorType& t = c.input_type(i);
+    bool per_direction = t.shape == Ints{w.shape[0]};
+    if (!per_direction && t.shape != Ints{w.shape[0], w.shape[2]}) {
+      c.FailAt(StrCat("input ", i), StrCat("must be [", w.shape[0], "] or [", w.shape[0], ", ", w.shape[2], "]"));
+    }
+    Expr v = c.Op(kReshape, {c.input(i)}, MakeAttrs({{"newshape", Ints{w.shape[0], 1, per_direction ? 1 : w.shape[2]}}}));
+    return c.Op(kCast, {v}, MakeAttrs({{"dtype", std::string("float32")}}));
+  };
+  Expr real = c.Op(kCast, {c.input(weight)}, MakeAttrs({{"dtype", std::string("float32")}}));
+  if (c.has_input(zero_point)) real = c.Op(kSubtract, {real, along_columns(zero_point)});
+  real = c.Op(kMultiply, {real, along_columns(scale)});
+  return c.Op(kTranspose, {real}, MakeAttrs({{"axes", Ints{0, 2, 1}}}));
+}
+
+// DynamicQuantizeLSTM (quantize_dynamic's LSTM): ONNX's LSTM with the weights W (input 1, with
+// W_scale 8 and W_zero_point 9) and R (2, with 10 and 11) dequantized. ONNX Runtime also quantizes
+// X and each step's hidden state for its integer products; kiln computes them in float32, so the
+// outputs differ by that quantization's error.
+Outputs DynamicQuantizeLSTM(const NodeContext& c) {
+  std::vector<Expr> inputs = {c.input(0), DequantizedLstmWeight(c, 1, 8, 9), DequantizedLstmWeight(c, 2, 10, 11)};
+  for (size_t i = 3; i < 8; ++i) inputs.push_back(c.has_input(i) ? c.input(i) : nullptr);
+  return Unfused("LSTM", c, inputs, 14);
+}
+
 }  // namespace
 
 void AddContribQuantizeConverters(ConverterTable& table) {
+  RegisterMicrosoft(table, "DynamicQuantizeLSTM", DynamicQuantizeLSTM);
   RegisterMicrosoft(table, "QGemm", QuantizedGemm);
   RegisterMicrosoft(table, "QLinearAdd", QLinearBinary<kAddOp>);
   RegisterMicrosoft(table, "QLinearMul", QLinearBinary<kMulOp>);

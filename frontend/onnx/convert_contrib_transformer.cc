@@ -1,7 +1,7 @@
 // ONNX Runtime's transformer ops (com.microsoft), as its transformers optimizer fuses them, composed
-// of the IR ops their unfused graphs import as: Attention and MultiHeadAttention (dense layers,
-// batched products and a softmax), the layer normalizations with a skip, embeddings, the Gelu
-// family, BiasAdd and RotaryEmbedding.
+// of the IR ops their unfused graphs import as: Attention, QAttention (quantize_dynamic's) and
+// MultiHeadAttention (dense layers or integer products, batched products and a softmax), the layer
+// normalizations with a skip, embeddings, the Gelu family, BiasAdd and RotaryEmbedding.
 #include <cmath>
 #include <cstring>
 
@@ -163,54 +163,88 @@ Expr AddBias(const NodeContext& c, const Expr& bias, const Expr& extra) {
   return bias == nullptr ? extra : c.Op(kAdd, {bias, extra});
 }
 
-// Attention: input [B, S, D] x weights [D, Dq + Dk + Dv] + bias gives Q, K and V, split in heads
-// (qkv_hidden_sizes, or three equal parts); mask_index (KeyMask), past [2, B, N, P, H] (the keys
-// and values before these, which present returns with these appended), attention_bias
-// [B or 1, N, S, T], unidirectional (causal).
-Outputs Attention(const NodeContext& c) {
-  const TensorType& x = RequireRank(c, 0, 3, "[batch, sequence, hidden]");
-  const TensorType& w = RequireRank(c, 1, 2, "[hidden, Q + K + V hidden]");
-  int64_t heads = NumHeads(c), batch = x.shape[0], queries = x.shape[1];
-  if (w.shape[0] != x.shape[2]) c.FailAt("input 1", StrCat("must have ", x.shape[2], " rows, it has ", w.shape[0]));
+// Where Attention's optional inputs are (QAttention has them elsewhere, and no attention_bias);
+// 0 for none.
+struct AttentionInputs {
+  size_t mask, past, attention_bias;
+};
+
+// Attention once its input is projected to Q, K and V (qkv [B, S, Dq + Dk + Dv]): split in heads
+// (qkv_hidden_sizes, or three equal parts); the mask (KeyMask), past [2, B, N, P, H] (the keys and
+// values before these, which present returns with these appended), attention_bias [B or 1, N, S,
+// T], unidirectional (causal).
+Outputs AttentionOfProjected(const NodeContext& c, const Expr& qkv, const AttentionInputs& at) {
+  const Ints& shape = qkv->type().tensor().shape;
+  int64_t heads = NumHeads(c), batch = shape[0], queries = shape[1], width = shape[2];
   Ints sizes = c.attr_ints("qkv_hidden_sizes", Ints{});
-  if (sizes.empty()) sizes = Ints(3, w.shape[1] / 3);
-  if (sizes.size() != 3 || sizes[0] != sizes[1] || sizes[0] + sizes[1] + sizes[2] != w.shape[1]) {
+  if (sizes.empty()) sizes = Ints(3, width / 3);
+  if (sizes.size() != 3 || sizes[0] != sizes[1] || sizes[0] + sizes[1] + sizes[2] != width) {
     c.FailAt("attribute 'qkv_hidden_sizes'", StrCat("must be three sizes (Q and K equal) adding up to the weights' ",
-                                                    w.shape[1], " columns"));
+                                                    width, " columns"));
   }
   if (c.attr_int("do_rotary", 0) != 0) c.FailAt("attribute 'do_rotary'", "rotary embedding inside Attention is not supported");
   if (c.attr_int("past_present_share_buffer", 0) != 0) {
     c.FailAt("attribute 'past_present_share_buffer'", "a past buffer shared with present is not supported");
   }
-  Expr qkv = MatMulOf(c, c.input(0), c.input(1));
-  if (c.has_input(2)) qkv = c.Op(kAdd, {qkv, RequireVector(c, 2, w.shape[1])});
   Expr q = SplitHeads(c, Slice(c, qkv, 2, 0, sizes[0]), heads);
   Expr k = SplitHeads(c, Slice(c, qkv, 2, sizes[0], 2 * sizes[0]), heads);
-  Expr v = SplitHeads(c, Slice(c, qkv, 2, 2 * sizes[0], w.shape[1]), heads);
-  if (c.has_input(4)) {
-    const TensorType& past = RequireRank(c, 4, 5, "[2, batch, heads, past sequence, head size]");
+  Expr v = SplitHeads(c, Slice(c, qkv, 2, 2 * sizes[0], width), heads);
+  if (at.past != 0 && c.has_input(at.past)) {
+    const TensorType& past = RequireRank(c, at.past, 5, "[2, batch, heads, past sequence, head size]");
     Ints kept = k->type().tensor().shape;
     if (past.shape[0] != 2 || past.shape[1] != batch || past.shape[2] != heads || past.shape[4] != kept[3] ||
         sizes[2] != sizes[0]) {
-      c.FailAt("input 4", StrCat("must be [2, ", batch, ", ", heads, ", past sequence, ", kept[3], "], it is ",
-                                 ShapeText(past.shape)));
+      c.FailAt(StrCat("input ", at.past), StrCat("must be [2, ", batch, ", ", heads, ", past sequence, ", kept[3],
+                                                 "], it is ", ShapeText(past.shape)));
     }
     Ints stacked = {batch, heads, past.shape[3], kept[3]};
-    k = Concatenate(c, {Reshape(c, Slice(c, c.input(4), 0, 0, 1), stacked), k}, 2);
-    v = Concatenate(c, {Reshape(c, Slice(c, c.input(4), 0, 1, 2), stacked), v}, 2);
+    k = Concatenate(c, {Reshape(c, Slice(c, c.input(at.past), 0, 0, 1), stacked), k}, 2);
+    v = Concatenate(c, {Reshape(c, Slice(c, c.input(at.past), 0, 1, 2), stacked), v}, 2);
   }
   int64_t keys = k->type().tensor().shape[2];
   double mask_filter = c.attr_float("mask_filter_value", -10000.0f);
   Expr bias;
-  if (c.has_input(3)) bias = KeyMask(c, 3, batch, queries, keys, mask_filter);
+  if (at.mask != 0 && c.has_input(at.mask)) bias = KeyMask(c, at.mask, batch, queries, keys, mask_filter);
   if (c.attr_int("unidirectional", 0) != 0) bias = AddBias(c, bias, CausalMask(c, queries, keys, mask_filter));
-  if (c.has_input(5)) bias = AddBias(c, bias, c.input(5));
+  if (at.attention_bias != 0 && c.has_input(at.attention_bias)) bias = AddBias(c, bias, c.input(at.attention_bias));
   Expr y = AttentionOf(c, q, k, v, bias, ScoreScale(c, sizes[0] / heads));
   if (c.num_outputs() < 2 || c.node().output(1).empty()) return {y};
   Expr present = Concatenate(c, {c.Op(kExpandDims, {k}, MakeAttrs({{"axis", int64_t{0}}})),
                                  c.Op(kExpandDims, {v}, MakeAttrs({{"axis", int64_t{0}}}))},
                              0);
   return {y, present};
+}
+
+// Attention: input [B, S, D] x weights [D, Dq + Dk + Dv] + bias, then AttentionOfProjected with
+// mask_index (3), past (4) and attention_bias (5).
+Outputs Attention(const NodeContext& c) {
+  const TensorType& x = RequireRank(c, 0, 3, "[batch, sequence, hidden]");
+  const TensorType& w = RequireRank(c, 1, 2, "[hidden, Q + K + V hidden]");
+  if (w.shape[0] != x.shape[2]) c.FailAt("input 1", StrCat("must have ", x.shape[2], " rows, it has ", w.shape[0]));
+  Expr qkv = MatMulOf(c, c.input(0), c.input(1));
+  if (c.has_input(2)) qkv = c.Op(kAdd, {qkv, RequireVector(c, 2, w.shape[1])});
+  return AttentionOfProjected(c, qkv, {3, 4, 5});
+}
+
+// QAttention: Attention of an 8-bit input and weights: (input - input_zero_point) x (weights -
+// weight_zero_point) on int32 (MatMulInteger), * input_scale * weight_scale (one, or one per
+// column) + bias; then AttentionOfProjected with mask_index (5) and past (8).
+Outputs QAttention(const NodeContext& c) {
+  const TensorType& x = RequireRank(c, 0, 3, "[batch, sequence, hidden]");
+  const TensorType& w = RequireRank(c, 1, 2, "[hidden, Q + K + V hidden]");
+  if (w.shape[0] != x.shape[2]) c.FailAt("input 1", StrCat("must have ", x.shape[2], " rows, it has ", w.shape[0]));
+  std::vector<Expr> integer_inputs = {c.input(0), c.input(1), c.has_input(6) ? c.input(6) : nullptr,
+                                      c.has_input(7) ? c.input(7) : nullptr};
+  Expr sum = Converters().at(OpKey{"", "MatMulInteger"}).convert(NodeContext(c.node(), integer_inputs, c.opset())).at(0);
+  if (c.input_type(3).NumElements() != 1) c.FailAt("input 3", "input_scale must hold one value");
+  int64_t columns = w.shape[1], scales = c.input_type(4).NumElements();
+  if (scales != 1 && scales != columns) {
+    c.FailAt("input 4", StrCat("weight_scale must hold one value or one per column (", columns, ")"));
+  }
+  Expr scale = c.Op(kMultiply, {Reshape(c, c.input(3), {}), Reshape(c, c.input(4), scales == 1 ? Ints{} : Ints{columns})});
+  Expr qkv = c.Op(kMultiply, {CastTo(c, sum, runtime::kFloat32), scale});
+  qkv = c.Op(kAdd, {qkv, RequireVector(c, 2, columns)});
+  return AttentionOfProjected(c, qkv, {5, 8, 0});
 }
 
 // MultiHeadAttention: query [B, S, D], key [B, T, D] and value [B, T, Dv] (the 3-D forms), bias
@@ -419,6 +453,7 @@ Outputs RotaryEmbedding(const NodeContext& c) {
 
 void AddContribTransformerConverters(ConverterTable& table) {
   RegisterMicrosoft(table, "Attention", Attention);
+  RegisterMicrosoft(table, "QAttention", QAttention);
   RegisterMicrosoft(table, "MultiHeadAttention", MultiHeadAttention);
   RegisterMicrosoft(table, "SkipLayerNormalization", SkipLayerNormalization);
   RegisterMicrosoft(table, "SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNormalization);

@@ -200,7 +200,19 @@ class QOperatorNet(torch.nn.Module):
         return torch.softmax(self.fc(y), -1)
 
 
-SMALL = {"cnn": (SmallCnn, (1, 3, 16, 16)), "mlp": (SmallMlp, (1, 4, 32)), "qoperator": (QOperatorNet, (1, 3, 8, 8))}
+class SmallLstm(torch.nn.Module):
+    """A bidirectional LSTM read by a linear layer (quantize_dynamic makes DynamicQuantizeLSTM of it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = torch.nn.LSTM(16, 32, bidirectional=True), torch.nn.Linear(64, 8)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+SMALL = {"cnn": (SmallCnn, (1, 3, 16, 16)), "mlp": (SmallMlp, (1, 4, 32)), "qoperator": (QOperatorNet, (1, 3, 8, 8)),
+         "lstm": (SmallLstm, (6, 1, 16))}
 
 
 def export_small(name, path, opset=13):

@@ -57,8 +57,8 @@ def kiln_outputs(tmp_path, library, feeds):
 
 def check(tmp_path, path, feeds, opt_level=0, relative=1e-4, steps=None, want=None):
     """Compiles `path`, runs it on `feeds` and compares each output with ONNX Runtime's (or `want`):
-    within `relative` * max(1, max|ort|), integer outputs exactly or, for outputs listed in `steps`,
-    within that many steps. Returns the library."""
+    within `relative` (or for an output listed in a dict, its own) * max(1, max|ort|), integer
+    outputs exactly or, for outputs listed in `steps`, within that many steps. Returns the library."""
     library = compiled(tmp_path, path, opt_level)
     want = onnxruntime_outputs(path, feeds) if want is None else want
     got = kiln_outputs(tmp_path, library, feeds)
@@ -70,7 +70,8 @@ def check(tmp_path, path, feeds, opt_level=0, relative=1e-4, steps=None, want=No
             bound = (steps or {}).get(i, 0)
         else:
             assert float(np.std(w)) > 1e-3, f"{path.name} output {i}: the reference output is degenerate"
-            bound = relative * max(1.0, float(np.abs(w).max())) + (steps or {}).get(i, 0)
+            share = relative.get(i, 1e-4) if isinstance(relative, dict) else relative
+            bound = share * max(1.0, float(np.abs(w).max())) + (steps or {}).get(i, 0)
         print(f"{path.name} output {i}: max |kiln - ort| = {err:.3g} (bound {bound:.3g})")
         assert err <= bound, f"{path.name} output {i}: max |kiln - ort| = {err:.3g} > {bound:.3g}"
     return library
@@ -116,13 +117,19 @@ def median_ms(library):
     return float(lines[header + 1].split()[1])
 
 
-def test_bert_optimized_reaches_the_unfused_kernels(tmp_path):
+@pytest.fixture(scope="module")
+def bert_fused(tmp_path_factory):
     """bert_2layer through the transformers optimizer (opt_level 1, the embedding fusion off: it
-    needs a mask input the suite's model has none of): Attention, SkipLayerNormalization, BiasGelu
-    and LayerNormalization at opset 14. At -O3 its dense layers, batched products, softmax and
-    layer norms run on the kernels the unfused model's do, and it is no slower."""
-    unfused = model_path("bert_2layer")
-    path = contrib_models.optimized(unfused, tmp_path / "bert_fused.onnx", "bert", 1, enable_embed_layer_norm=False)
+    needs a mask input the suite's model has none of)."""
+    target = tmp_path_factory.mktemp("bert") / "bert_fused.onnx"
+    return contrib_models.optimized(model_path("bert_2layer"), target, "bert", 1, enable_embed_layer_norm=False)
+
+
+def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
+    """The optimized bert_2layer: Attention, SkipLayerNormalization, BiasGelu and LayerNormalization
+    at opset 14. At -O3 its dense layers, batched products, softmax and layer norms run on the
+    kernels the unfused model's do, and it is no slower."""
+    unfused, path = model_path("bert_2layer"), bert_fused
     assert {(MS, "Attention"), (MS, "SkipLayerNormalization"), (MS, "BiasGelu"), ("", "LayerNormalization")} <= ops_of(path)
     assert onnx.load(str(path)).opset_import[0].version == 14
     feeds = seeded_inputs(onnx.load(str(unfused), load_external_data=False))
@@ -229,6 +236,41 @@ def test_qlinear_where_and_int8_variants(tmp_path):
     feeds = {"cond": rng.random((2, 3, 4)) > 0.5, "a": int8(2, 3, 4), "b": int8(2, 3, 4), "row": int8(4),
              "x": rng.integers(0, 256, (1, 2, 3, 4)).astype(np.uint8)}
     check(tmp_path, path, feeds, steps={1: 1, 2: 1})
+
+
+def test_quantize_dynamic_bert_matches_onnxruntime(tmp_path, bert_fused):
+    """quantize_dynamic (uint8 weights) of the optimized bert_2layer: QAttention, MatMulInteger.
+    Within 1e-2 * max|ort|: the activations are quantized dynamically, so a float difference in the
+    last bit before a DynamicQuantizeLinear moves a value by one quantization step (measured:
+    0.023 of 4.6)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    path = tmp_path / "bert_quantized.onnx"
+    quantize_dynamic(str(bert_fused), str(path), weight_type=QuantType.QUInt8,
+                     extra_options={"DefaultTensorType": TensorProto.FLOAT})
+    assert {(MS, "QAttention"), ("", "MatMulInteger")} <= ops_of(path)
+    check(tmp_path, path, seeded_inputs(onnx.load(str(path), load_external_data=False)), relative=1e-2)
+
+
+def test_quantize_dynamic_lstm(tmp_path):
+    """quantize_dynamic's DynamicQuantizeLSTM of a small bidirectional LSTM. kiln computes the
+    products in float32 on the dequantized weights, ONNX Runtime on dynamically quantized X and
+    hidden states: kiln stays within 1e-3 of the float model's output, and no further from ONNX
+    Runtime's than ONNX Runtime's is from the float model's (measured: 0.089 where the outputs reach
+    0.23)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    shapes = contrib_models.export_small("lstm", tmp_path / "lstm.onnx")
+    path = tmp_path / "lstm_quantized.onnx"
+    quantize_dynamic(str(tmp_path / "lstm.onnx"), str(path), weight_type=QuantType.QUInt8, op_types_to_quantize=["LSTM"])
+    assert (MS, "DynamicQuantizeLSTM") in ops_of(path)
+    feeds = {"input": floats(np.random.default_rng(13), *shapes["input"])}
+    got = kiln_outputs(tmp_path, compiled(tmp_path, path), feeds)[0]
+    quantized, real = onnxruntime_outputs(path, feeds)[0], onnxruntime_outputs(tmp_path / "lstm.onnx", feeds)[0]
+    scale = float(np.abs(quantized).max())
+    print(f"|kiln - ort| = {np.abs(got - quantized).max():.3g}, |kiln - float| = {np.abs(got - real).max():.3g}")
+    assert np.abs(got - real).max() <= 1e-3 * max(1.0, scale)
+    assert np.abs(got - quantized).max() <= np.abs(quantized - real).max() + 1e-3
 
 
 # ---- single-node models: each op's attribute variants --------------------------------------------
@@ -410,6 +452,40 @@ def test_fused_conv_and_gemm_variants(tmp_path):
                ("g0", F, [3, 6]), ("g1", F, [3, 6])]
     path = save(tmp_path, "fused", nodes, inputs, outputs, weights.items(), opset=13)
     check(tmp_path, path, {"x": floats(rng, 1, 4, 6, 6), "z": floats(rng, 1, 4, 6, 6), "a": floats(rng, 3, 8)})
+
+
+def test_qattention_and_dynamic_quantize_lstm_single_nodes_match_exactly(tmp_path):
+    """QAttention with zero points, a [B, T] mask, and past with unidirectional (within 1e-4);
+    DynamicQuantizeLSTM bidirectional with initial states, one step, on X and initial_h whose values
+    lie on their own uint8 grid (min -1, max 1.55, zero point 100), which ONNX Runtime's dynamic
+    quantization should keep: within 2e-3 (measured: 8.6e-4; not exact, which is not understood)."""
+    rng = np.random.default_rng(14)
+    I, H = 4, 3
+    on_grid = lambda *shape: ((rng.integers(0, 256, shape) - 100) * 0.01).astype(np.float32)  # noqa: E731
+    x, initial_h = on_grid(1, B, I), on_grid(2, B, H)
+    for t in (x, initial_h):
+        t.flat[0], t.flat[1] = -1.0, 1.55
+    weights = {"Wq": rng.integers(0, 256, (D, 3 * D)).astype(np.uint8), "bq": floats(rng, 3 * D),
+               "xs": np.array(0.02, np.float32), "ws": np.array(0.01, np.float32), "xz": np.array(120, np.uint8),
+               "wz": np.array(130, np.uint8), "W": rng.integers(0, 256, (2, I, 4 * H)).astype(np.uint8),
+               "R": rng.integers(0, 256, (2, H, 4 * H)).astype(np.uint8), "B": floats(rng, 2, 8 * H),
+               "w_scale": np.array([0.01, 0.02], np.float32), "w_zero": np.array([128, 120], np.uint8),
+               "r_scale": np.array([0.02, 0.01], np.float32), "r_zero": np.array([130, 128], np.uint8)}
+    nodes = [node("QAttention", ["q_in", "Wq", "bq", "xs", "ws", "mask", "xz", "wz"], ["y0"], num_heads=N),
+             node("QAttention", ["q_in", "Wq", "bq", "xs", "ws", "", "xz", "wz", "past"], ["y1", "present"], num_heads=N,
+                  unidirectional=1),
+             node("DynamicQuantizeLSTM", ["x", "W", "R", "B", "", "initial_h", "initial_c", "", "w_scale", "w_zero",
+                                          "r_scale", "r_zero"], ["Y", "Y_h", "Y_c"], hidden_size=H,
+                  direction="bidirectional")]
+    inputs = [("q_in", TensorProto.UINT8, [B, S, D]), ("mask", I32, [B, S]), ("past", F, [2, B, N, 3, 8]),
+              ("x", F, [1, B, I]), ("initial_h", F, [2, B, H]), ("initial_c", F, [2, B, H])]
+    outputs = [("y0", F, [B, S, D]), ("y1", F, [B, S, D]), ("present", F, [2, B, N, 3 + S, 8]), ("Y", F, [1, 2, B, H]),
+               ("Y_h", F, [2, B, H]), ("Y_c", F, [2, B, H])]
+    path = save(tmp_path, "quantized_nodes", nodes, inputs, outputs, weights.items())
+    feeds = {"q_in": rng.integers(0, 256, (B, S, D)).astype(np.uint8),
+             "mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32), "past": floats(rng, 2, B, N, 3, 8),
+             "x": x, "initial_h": initial_h, "initial_c": floats(rng, 2, B, H)}
+    check(tmp_path, path, feeds, relative={3: 2e-3, 4: 2e-3, 5: 2e-3})
 
 
 # ---- clear errors ------------------------------------------------------------------------------
