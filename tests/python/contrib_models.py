@@ -118,6 +118,41 @@ class VitBlock(torch.nn.Module):
         return self.ln_f(x)
 
 
+class TinyBert(torch.nn.Module):
+    """Hugging Face BERT's shape at small size: word, position (from a position_ids buffer) and
+    token-type embeddings with a layer norm, an attention mask made additive ((1 - mask) * -10000),
+    one encoder layer. The optimizer fuses its embedding into EmbedLayerNormalization, whose mask
+    index feeds Attention."""
+
+    VOCABULARY = 100
+
+    def __init__(self):
+        super().__init__()
+        self.word, self.position = torch.nn.Embedding(self.VOCABULARY, HIDDEN), torch.nn.Embedding(SEQUENCE, HIDDEN)
+        self.segment = torch.nn.Embedding(2, HIDDEN)
+        self.norm, self.norm_1, self.norm_2 = (torch.nn.LayerNorm(HIDDEN, eps=1e-12) for _ in range(3))
+        self.q, self.k, self.v, self.out = (torch.nn.Linear(HIDDEN, HIDDEN) for _ in range(4))
+        self.fc1, self.fc2 = torch.nn.Linear(HIDDEN, 4 * HIDDEN), torch.nn.Linear(4 * HIDDEN, HIDDEN)
+        self.register_buffer("position_ids", torch.arange(SEQUENCE).expand((1, -1)))
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        x = self.word(input_ids) + self.position(self.position_ids[:, :input_ids.size(1)]) + self.segment(token_type_ids)
+        x = self.norm(x)
+        mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        w = torch.matmul(_heads(self.q(x)), _heads(self.k(x)).transpose(-1, -2)) / math.sqrt(HIDDEN // HEADS) + mask
+        x = self.norm_1(x + self.out(_merged(torch.matmul(torch.softmax(w, -1), _heads(self.v(x))))))
+        return self.norm_2(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+
+
+def export_tiny_bert(path):
+    """TinyBert exported to `path` (int64 inputs [1, SEQUENCE])."""
+    torch.manual_seed(0)
+    example = (torch.randint(0, TinyBert.VOCABULARY, (1, SEQUENCE)), torch.ones(1, SEQUENCE, dtype=torch.int64),
+               torch.zeros(1, SEQUENCE, dtype=torch.int64))
+    torch.onnx.export(TinyBert().eval(), example, str(path), opset_version=14,
+                      input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["output"])
+
+
 BLOCKS = {"gpt2": (Gpt2Block, (1, SEQUENCE, HIDDEN)), "clip": (ClipBlock, (1, SEQUENCE, HIDDEN)),
           "t5": (T5Block, (1, SEQUENCE, HIDDEN)), "vit": (VitBlock, (1, 3, 16, 16))}
 
@@ -132,7 +167,7 @@ def export_block(model_type, path, opset=14):
     return {"input": shape}
 
 
-def optimized(source, target, model_type, opt_level, **options):
+def optimized(source, target, model_type, opt_level, heads=HEADS, hidden=HIDDEN, **options):
     """ONNX Runtime's transformers optimizer run on `source` (at `opt_level`: 0 fuses without an
     ONNX Runtime session), saved to `target`; `options` set FusionOptions fields."""
     from onnxruntime.transformers.fusion_options import FusionOptions
@@ -141,7 +176,6 @@ def optimized(source, target, model_type, opt_level, **options):
     fusion = FusionOptions(model_type)
     for name, value in options.items():
         setattr(fusion, name, value)
-    heads, hidden = (12, 768) if model_type == "bert" else (HEADS, HIDDEN)
     model = optimize_model(str(source), model_type=model_type, num_heads=heads, hidden_size=hidden, opt_level=opt_level,
                            optimization_options=fusion)
     model.save_model_to_file(str(target))

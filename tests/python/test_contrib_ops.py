@@ -122,7 +122,8 @@ def bert_fused(tmp_path_factory):
     """bert_2layer through the transformers optimizer (opt_level 1, the embedding fusion off: it
     needs a mask input the suite's model has none of)."""
     target = tmp_path_factory.mktemp("bert") / "bert_fused.onnx"
-    return contrib_models.optimized(model_path("bert_2layer"), target, "bert", 1, enable_embed_layer_norm=False)
+    return contrib_models.optimized(model_path("bert_2layer"), target, "bert", 1, heads=12, hidden=768,
+                                    enable_embed_layer_norm=False)
 
 
 def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
@@ -144,6 +145,23 @@ def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
     fused_ms, unfused_ms = median_ms(fused_library), median_ms(unfused_library)
     print(f"median ms: fused {fused_ms}, unfused {unfused_ms}")
     assert fused_ms <= 1.25 * unfused_ms + 0.5
+
+
+def test_bert_with_mask_and_segments_optimized_matches_onnxruntime(tmp_path):
+    """A tiny Hugging Face-style BERT through the optimizer (opt_level 0): EmbedLayerNormalization
+    (words, positions, segments, the mask's index) feeding Attention its mask index, a padded batch."""
+    contrib_models.export_tiny_bert(tmp_path / "tiny_bert.onnx")
+    path = contrib_models.optimized(tmp_path / "tiny_bert.onnx", tmp_path / "tiny_bert_fused.onnx", "bert", 0)
+    model = onnx.load(str(path))
+    attention = next(n for n in model.graph.node if n.op_type == "Attention")
+    embedding = next(n for n in model.graph.node if n.op_type == "EmbedLayerNormalization")
+    assert len(attention.input) > 3 and attention.input[3] == embedding.output[1]  # the mask index
+    rng = np.random.default_rng(15)
+    sequence = contrib_models.SEQUENCE
+    feeds = {"input_ids": rng.integers(0, contrib_models.TinyBert.VOCABULARY, (1, sequence)).astype(np.int64),
+             "attention_mask": (np.arange(sequence) < 11).astype(np.int64)[None],
+             "token_type_ids": (np.arange(sequence) >= 8).astype(np.int64)[None]}
+    check(tmp_path, path, feeds)
 
 
 @pytest.mark.parametrize("model_type,wanted", [
