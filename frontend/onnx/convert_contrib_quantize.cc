@@ -1,6 +1,7 @@
 // ONNX Runtime's quantized ops (com.microsoft) of QOperator-format models: QGemm, and the QLinear
 // ops composed as their QDQ twins import (dequantize the inputs, ONNX's float op, quantize the
-// output: round half to even, saturate); and quantize_dynamic's DynamicQuantizeLSTM.
+// output: round half to even, saturate); and quantize_dynamic's DynamicQuantizeLSTM and
+// QEmbedLayerNormalization.
 #include "frontend/onnx/converter.h"
 #include "runtime/error.h"
 
@@ -128,9 +129,29 @@ Outputs DynamicQuantizeLSTM(const NodeContext& c) {
   return Unfused("LSTM", c, inputs, 14);
 }
 
+// QEmbedLayerNormalization (quantize_dynamic's EmbedLayerNormalization): input_ids, segment_ids,
+// the word, position and segment embeddings, gamma and beta (inputs 2 to 6, 8-bit), mask; then
+// their scales (8 to 12) and zero points (13 to 17). EmbedLayerNormalization of them dequantized.
+Outputs QEmbedLayerNormalization(const NodeContext& c) {
+  std::vector<Expr> inputs = {c.input(0), c.has_input(1) ? c.input(1) : nullptr};
+  for (size_t i = 2; i <= 6; ++i) {
+    if (!c.has_input(i)) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    RequirePerTensor(c, i + 6);
+    if (c.has_input(i + 11) && c.input_type(i + 11).NumElements() != 1) c.FailAt(StrCat("input ", i + 11), "must hold one value");
+    Expr zero_point = c.has_input(i + 11) ? c.input(i + 11) : nullptr;
+    inputs.push_back(Unfused("DequantizeLinear", c, {c.input(i), c.input(i + 6), zero_point})[0]);
+  }
+  inputs.push_back(c.has_input(7) ? c.input(7) : nullptr);
+  return Converters().at(OpKey{kMicrosoftDomain, "EmbedLayerNormalization"}).convert(NodeContext(c.node(), inputs, c.opset()));
+}
+
 }  // namespace
 
 void AddContribQuantizeConverters(ConverterTable& table) {
+  RegisterMicrosoft(table, "QEmbedLayerNormalization", QEmbedLayerNormalization);
   RegisterMicrosoft(table, "DynamicQuantizeLSTM", DynamicQuantizeLSTM);
   RegisterMicrosoft(table, "QGemm", QuantizedGemm);
   RegisterMicrosoft(table, "QLinearAdd", QLinearBinary<kAddOp>);
