@@ -201,6 +201,18 @@ def test_session_optimized_cnn_matches_onnxruntime(tmp_path):
     check(tmp_path, path, {"input": floats(np.random.default_rng(8), *shapes["input"])})
 
 
+def test_session_optimized_squeezenet_reaches_the_unfused_kernels(tmp_path):
+    """The suite's squeezenet1_1 as a session saves it optimized (extended level): its 26
+    convolutions with ReLU become FusedConv. At -O3 the library calls the same functions, with the
+    same kernels, as the unfused model's."""
+    unfused = model_path("squeezenet1_1")
+    path = contrib_models.session_optimized(unfused, tmp_path / "squeezenet_optimized.onnx")
+    fused_convolutions = [n for n in onnx.load(str(path)).graph.node if n.op_type == "FusedConv"]
+    assert len(fused_convolutions) == 26
+    library = check(tmp_path, path, seeded_inputs(onnx.load(str(unfused))), opt_level=3)
+    assert library_kernels(library) == library_kernels(compiled(tmp_path, unfused, 3))
+
+
 def test_session_optimized_dynamic_quantized_mlp_matches_onnxruntime(tmp_path):
     """quantize_dynamic's model (uint8 weights) as a session saves it optimized:
     MatMulIntegerToFloat where a DynamicQuantizeLinear feeds two products, DynamicQuantizeMatMul
