@@ -41,11 +41,11 @@ def onnxruntime_outputs(path, feeds, level=ort.GraphOptimizationLevel.ORT_ENABLE
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
-def compiled(tmp_path, path, opt_level=3):
-    """The library of `path`. At -O3 by default: fused, these models have fewer distinct functions to
-    compile than at -O0 (measured, cold object cache: the whole file in 4.3 min against 5.4)."""
+def compiled(tmp_path, path):
+    """The library of `path`, at -O3: fused, these models have fewer distinct functions to compile
+    than at -O0 (measured, cold object cache: the whole file in 4.3 min against 5.4)."""
     library = tmp_path / (pathlib.Path(path).stem + ".so")
-    result = subprocess.run([KILN, "compile", str(path), f"-O{opt_level}", "-o", str(library)], capture_output=True,
+    result = subprocess.run([KILN, "compile", str(path), "-O3", "-o", str(library)], capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr
     return library
@@ -60,11 +60,11 @@ def kiln_outputs(tmp_path, library, feeds):
     return [out[f"output_{i}"] for i in range(len(out.files))]
 
 
-def check(tmp_path, path, feeds, opt_level=3, relative=1e-4, steps=None, want=None):
+def check(tmp_path, path, feeds, relative=1e-4, steps=None, want=None):
     """Compiles `path`, runs it on `feeds` and compares each output with ONNX Runtime's (or `want`):
     within `relative` (or for an output listed in a dict, its own) * max(1, max|ort|), integer
     outputs exactly or, for outputs listed in `steps`, within that many steps. Returns the library."""
-    library = compiled(tmp_path, path, opt_level)
+    library = compiled(tmp_path, path)
     want = onnxruntime_outputs(path, feeds) if want is None else want
     got = kiln_outputs(tmp_path, library, feeds)
     assert len(got) == len(want)
@@ -140,7 +140,7 @@ def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
     assert onnx.load(str(path)).opset_import[0].version == 14
     feeds = seeded_inputs(onnx.load(str(unfused), load_external_data=False))
     fused_library = check(tmp_path, path, feeds)
-    unfused_library = compiled(tmp_path, unfused, 3)
+    unfused_library = compiled(tmp_path, unfused)
     heavy = ("dense", "BatchGemm", "Softmax", "LayerNorm")
     fused_kernels, unfused_kernels = library_kernels(fused_library), library_kernels(unfused_library)
     pick = lambda kernels: {k: n for k, n in kernels.items() if any(h in k for h in heavy)}  # noqa: E731
@@ -215,7 +215,7 @@ def test_session_optimized_squeezenet_reaches_the_unfused_kernels(tmp_path):
     fused_convolutions = [n for n in onnx.load(str(path)).graph.node if n.op_type == "FusedConv"]
     assert len(fused_convolutions) == 26
     library = check(tmp_path, path, seeded_inputs(onnx.load(str(unfused))))
-    assert library_kernels(library) == library_kernels(compiled(tmp_path, unfused, 3))
+    assert library_kernels(library) == library_kernels(compiled(tmp_path, unfused))
 
 
 def test_session_optimized_dynamic_quantized_mlp_matches_onnxruntime(tmp_path):
