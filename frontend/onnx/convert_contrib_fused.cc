@@ -41,7 +41,8 @@ Expr Activate(const NodeContext& c, const Expr& x, bool gemm) {
   }
   auto param = [&](size_t i, size_t count) -> double {
     if (params.size() != count) {
-      c.FailAt("attribute 'activation_params'", StrCat(name, " takes ", count, " parameters, the node gives ", params.size()));
+      c.FailAt("attribute 'activation_params'",
+               StrCat(name, " takes ", count, " parameters, the node gives ", params.size()));
     }
     return params[i];
   };
@@ -94,7 +95,9 @@ Expr ScaledProduct(const NodeContext& c, const Expr& sum, const Expr& a_scale, s
   Expr scale = c.Op(kMultiply, {a_scale, ScaleAlongColumns(c, b_scale, columns)});
   Expr y = c.Op(kMultiply, {c.Op(kCast, {sum}, MakeAttrs({{"dtype", std::string("float32")}})), scale});
   if (c.has_input(bias)) {
-    if (c.input_type(bias).shape != Ints{columns}) c.FailAt(StrCat("input ", bias), StrCat("must be a vector of ", columns, " values"));
+    if (c.input_type(bias).shape != Ints{columns}) {
+      c.FailAt(StrCat("input ", bias), StrCat("must be a vector of ", columns, " values"));
+    }
     y = c.Op(kAdd, {y, c.input(bias)});
   }
   return y;

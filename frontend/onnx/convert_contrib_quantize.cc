@@ -140,12 +140,15 @@ Outputs QEmbedLayerNormalization(const NodeContext& c) {
       continue;
     }
     RequirePerTensor(c, i + 6);
-    if (c.has_input(i + 11) && c.input_type(i + 11).NumElements() != 1) c.FailAt(StrCat("input ", i + 11), "must hold one value");
+    if (c.has_input(i + 11) && c.input_type(i + 11).NumElements() != 1) {
+      c.FailAt(StrCat("input ", i + 11), "must hold one value");
+    }
     Expr zero_point = c.has_input(i + 11) ? c.input(i + 11) : nullptr;
     inputs.push_back(Unfused("DequantizeLinear", c, {c.input(i), c.input(i + 6), zero_point})[0]);
   }
   inputs.push_back(c.has_input(7) ? c.input(7) : nullptr);
-  return Converters().at(OpKey{kMicrosoftDomain, "EmbedLayerNormalization"}).convert(NodeContext(c.node(), inputs, c.opset()));
+  Converter embed = Converters().at(OpKey{kMicrosoftDomain, "EmbedLayerNormalization"}).convert;
+  return embed(NodeContext(c.node(), inputs, c.opset()));
 }
 
 }  // namespace

@@ -132,12 +132,14 @@ Expr KeyMask(const NodeContext& c, size_t i, int64_t batch, int64_t queries, int
     Expr ends = Reshape(c, Slice(c, m, 0, 0, batch), {batch, 1});
     masked = c.Op(kGreaterEqual, {positions, ends});
     if (t.shape[0] == 2 * batch) {
-      masked = c.Op(kLogicalOr, {masked, c.Op(kLess, {positions, Reshape(c, Slice(c, m, 0, batch, 2 * batch), {batch, 1})})});
+      Expr starts = Reshape(c, Slice(c, m, 0, batch, 2 * batch), {batch, 1});
+      masked = c.Op(kLogicalOr, {masked, c.Op(kLess, {positions, starts})});
     }
     return c.Op(kWhere, {Reshape(c, masked, {batch, 1, 1, keys}), filter, zero});
   }
   c.FailAt(StrCat("input ", i), StrCat("a mask of shape ", ShapeText(t.shape), " is not supported (kiln reads [B], [2B], ",
-                                       "[B, T] and [B, S, T] masks; here B = ", batch, ", S = ", queries, ", T = ", keys, ")"));
+                                       "[B, T] and [B, S, T] masks; here B = ", batch, ", S = ", queries,
+                                       ", T = ", keys, ")"));
 }
 
 // Scaled dot-product attention: q [B, N, S, H] over k [B, N, T, H] and v [B, N, T, Hv], with an
@@ -182,7 +184,9 @@ Outputs AttentionOfProjected(const NodeContext& c, const Expr& qkv, const Attent
     c.FailAt("attribute 'qkv_hidden_sizes'", StrCat("must be three sizes (Q and K equal) adding up to the weights' ",
                                                     width, " columns"));
   }
-  if (c.attr_int("do_rotary", 0) != 0) c.FailAt("attribute 'do_rotary'", "rotary embedding inside Attention is not supported");
+  if (c.attr_int("do_rotary", 0) != 0) {
+    c.FailAt("attribute 'do_rotary'", "rotary embedding inside Attention is not supported");
+  }
   if (c.attr_int("past_present_share_buffer", 0) != 0) {
     c.FailAt("attribute 'past_present_share_buffer'", "a past buffer shared with present is not supported");
   }
@@ -395,14 +399,20 @@ Outputs BiasAdd(const NodeContext& c) {
 Outputs RotaryEmbedding(const NodeContext& c) {
   const TensorType& x = c.input_type(0);
   const TensorType& cache = RequireRank(c, 2, 2, "[positions, rotary dimension / 2]");
-  if (c.input_type(3).shape != cache.shape) c.FailAt("input 3", StrCat("must have cos_cache's shape ", ShapeText(cache.shape)));
+  if (c.input_type(3).shape != cache.shape) {
+    c.FailAt("input 3", StrCat("must have cos_cache's shape ", ShapeText(cache.shape)));
+  }
   if (c.attr_int("is_packed_batching", 0) != 0) c.FailAt("attribute 'is_packed_batching'", "is not supported");
   if (c.attr_float("scale", 1.0f) != 1.0f) c.FailAt("attribute 'scale'", "a scale other than 1 is not supported");
-  if (x.ndim() != 3 && x.ndim() != 4) c.FailAt("input 0", "must be [batch, sequence, hidden] or [batch, heads, sequence, head size]");
+  if (x.ndim() != 3 && x.ndim() != 4) {
+    c.FailAt("input 0", "must be [batch, sequence, hidden] or [batch, heads, sequence, head size]");
+  }
   int64_t batch = x.shape[0], sequence = x.shape[x.ndim() == 3 ? 1 : 2], half = cache.shape[1];
   int64_t rotary = c.attr_int("rotary_embedding_dim", 0);
   if (rotary == 0) rotary = 2 * half;
-  if (rotary != 2 * half) c.FailAt("attribute 'rotary_embedding_dim'", StrCat("must be twice cos_cache's ", half, " columns"));
+  if (rotary != 2 * half) {
+    c.FailAt("attribute 'rotary_embedding_dim'", StrCat("must be twice cos_cache's ", half, " columns"));
+  }
   int64_t heads = c.attr_int("num_heads", 0);
   int64_t head_size = x.ndim() == 4 ? x.shape[3] : heads > 0 ? x.shape[2] / heads : rotary;
   if (x.ndim() == 3 && (head_size < rotary || x.shape[2] % head_size != 0)) {
@@ -441,7 +451,8 @@ Outputs RotaryEmbedding(const NodeContext& c) {
   Expr y;
   if (interleaved) {
     Ints pair_shape = {hs[0], hs[1], hs[2], half, 1};
-    y = Reshape(c, Concatenate(c, {Reshape(c, y1, pair_shape), Reshape(c, y2, pair_shape)}, 4), {hs[0], hs[1], hs[2], rotary});
+    Expr pairs = Concatenate(c, {Reshape(c, y1, pair_shape), Reshape(c, y2, pair_shape)}, 4);
+    y = Reshape(c, pairs, {hs[0], hs[1], hs[2], rotary});
   } else {
     y = Concatenate(c, {y1, y2}, 3);
   }

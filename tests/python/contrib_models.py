@@ -188,7 +188,8 @@ class SmallCnn(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.c1, self.c2, self.c3 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 1)
+        self.c1, self.c2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.c3 = torch.nn.Conv2d(8, 8, 1)
         self.b1, self.b2 = torch.nn.BatchNorm2d(8), torch.nn.BatchNorm2d(8)
         self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 10)
         for norm in (self.b1, self.b2):
