@@ -364,18 +364,20 @@ def test_multihead_attention_variants(tmp_path):
     """MultiHeadAttention with separate Q, K and V (cross attention, T != S); with the bias and a
     key padding mask (self-attention's length: ONNX Runtime 1.19's CPU kernel misreads a [B, T] mask
     when T != S); with attention_bias ([B, N, S, T], as for Attention), past_key and past_value
-    returning present_key and present_value."""
+    returning present_key and present_value; unidirectional."""
     rng = np.random.default_rng(3)
     T = 7
     nodes = [node("MultiHeadAttention", ["q", "k", "v"], ["y0"], num_heads=N),
              node("MultiHeadAttention", ["q", "k_self", "v_self", "bias", "padding"], ["y1"], num_heads=N),
              node("MultiHeadAttention", ["q", "q", "q", "", "", "attention_bias", "past_key", "past_value"],
-                  ["y2", "present_key", "present_value"], num_heads=N, scale=0.3)]
+                  ["y2", "present_key", "present_value"], num_heads=N, scale=0.3),
+             node("MultiHeadAttention", ["q", "k_self", "v_self"], ["y3"], num_heads=N, unidirectional=1)]
     inputs = [("q", F, [B, S, D]), ("k", F, [B, T, D]), ("v", F, [B, T, D]), ("k_self", F, [B, S, D]),
               ("v_self", F, [B, S, D]), ("padding", I32, [B, S]),
               ("attention_bias", F, [B, N, S, 3 + S]), ("past_key", F, [B, N, 3, 8]), ("past_value", F, [B, N, 3, 8])]
     outputs = [(f"y{i}", F, [B, S, D]) for i in range(3)] + [(name, F, [B, N, 3 + S, 8])
                                                              for name in ("present_key", "present_value")]
+    outputs.append(("y3", F, [B, S, D]))
     path = save(tmp_path, "multihead_attention", nodes, inputs, outputs, [("bias", floats(rng, 3 * D))])
     padding = np.ones((B, S), np.int32)
     padding[0, 3:] = 0
