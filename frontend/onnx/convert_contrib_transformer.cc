@@ -17,7 +17,6 @@ using runtime::StrCat;
 namespace {
 
 const OpRef kAdd("add");
-const OpRef kCast("cast");
 const OpRef kConcatenate("concatenate");
 const OpRef kEqual("equal");
 const OpRef kExpandDims("expand_dims");
@@ -54,11 +53,6 @@ Expr Slice(const NodeContext& c, const Expr& x, int64_t axis, int64_t begin, int
 
 Expr Concatenate(const NodeContext& c, std::vector<Expr> parts, int64_t axis) {
   return c.Op(kConcatenate, std::move(parts), MakeAttrs({{"axis", axis}}));
-}
-
-Expr CastTo(const NodeContext& c, const Expr& x, DLDataType dtype) {
-  if (x->type().tensor().dtype == dtype) return x;
-  return c.Op(kCast, {x}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
 }
 
 // Input i, which must have `rank` dimensions (`what` says what they are).

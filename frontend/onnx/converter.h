@@ -162,6 +162,8 @@ Normalized LayerNormOf(const NodeContext& context, const ir::Expr& x, const ir::
                        int64_t axis, double epsilon, bool want_moments);
 Normalized RootMeanSquareNormOf(const NodeContext& context, const ir::Expr& x, const ir::Expr& scale, int64_t axis,
                                 double epsilon);
+// x cast to `dtype` (x itself when it has that dtype).
+ir::Expr CastTo(const NodeContext& context, const ir::Expr& x, DLDataType dtype);
 // A scalar constant of a dtype (float32/64, int32/64, bool; float16 as a cast float32 constant),
 // or of `like`'s dtype.
 ir::Expr ScalarOf(DLDataType dtype, double value);
