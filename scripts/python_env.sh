@@ -13,7 +13,8 @@ venv=${KILN_VENV:-$HOME/.cache/kiln/venv}
 pins=(onnx==1.16.2 onnxruntime==1.19.2 numpy==1.26.4 pytest==8.3.3)
 # The bindings' pybind11 for `make` (>= 2.12 reads numpy 2's dtypes; pip's own builds fetch it).
 pins+=(pybind11==3.1.0)
-apt_packages=(python3-torch python3-torchvision libopenblas0-openmp python3-venv)
+# sympy for ONNX Runtime's transformers optimizer (tests/python/test_contrib_ops.py imports it).
+apt_packages=(python3-torch python3-torchvision python3-sympy libopenblas0-openmp python3-venv)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -34,7 +35,7 @@ if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]
   echo "python_env: setting up $venv (${pins[*]})" >&2
   [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
-  "$venv/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, numpy' >&2
+  "$venv/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, numpy, sympy' >&2
   echo "${pins[*]}" >"$stamp"
 fi
 

@@ -252,23 +252,13 @@ Outputs Mish(const NodeContext& c) {
   return {c.Op(kMul, {x, c.Op(kTanh, {c.Op(kSoftplus, {x})})})};
 }
 
-// Gelu: x * (1 + erf(x / sqrt 2)) / 2, or with approximate = "tanh" its tanh form
-// x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
+// Gelu: with approximate = "none" its erf form, with "tanh" its tanh form (GeluOf).
 Outputs Gelu(const NodeContext& c) {
-  Expr x = c.input(0);
   std::string approximate = c.attr_string("approximate", "none");
-  Expr inner;
-  if (approximate == "none") {
-    inner = c.Op(kErf, {c.Op(kMul, {x, ScalarLike(x, M_SQRT1_2)})});
-  } else if (approximate == "tanh") {
-    Expr cube = c.Op(kMul, {c.Op(kMul, {x, x}), x});
-    Expr sum = c.Op(kAdd, {x, c.Op(kMul, {cube, ScalarLike(x, 0.044715)})});
-    inner = c.Op(kTanh, {c.Op(kMul, {sum, ScalarLike(x, std::sqrt(2.0 / M_PI))})});
-  } else {
+  if (approximate != "none" && approximate != "tanh") {
     c.FailAt("attribute 'approximate'", "'" + approximate + "' is not none or tanh");
   }
-  Expr half = c.Op(kMul, {x, ScalarLike(x, 0.5)});
-  return {c.Op(kMul, {half, c.Op(kAdd, {inner, ScalarLike(x, 1.0)})})};
+  return {GeluOf(c, c.input(0), approximate == "tanh")};
 }
 
 // Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
@@ -337,6 +327,19 @@ Expr ScalarOf(DLDataType d, double value) {
 }
 
 Expr ScalarLike(const Expr& like, double value) { return ScalarOf(like->type().tensor().dtype, value); }
+
+Expr GeluOf(const NodeContext& c, const Expr& x, bool tanh_form) {
+  Expr inner;
+  if (!tanh_form) {
+    inner = c.Op(kErf, {c.Op(kMul, {x, ScalarLike(x, M_SQRT1_2)})});
+  } else {
+    Expr cube = c.Op(kMul, {c.Op(kMul, {x, x}), x});
+    Expr sum = c.Op(kAdd, {x, c.Op(kMul, {cube, ScalarLike(x, 0.044715)})});
+    inner = c.Op(kTanh, {c.Op(kMul, {sum, ScalarLike(x, std::sqrt(2.0 / M_PI))})});
+  }
+  Expr half = c.Op(kMul, {x, ScalarLike(x, 0.5)});
+  return c.Op(kMul, {half, c.Op(kAdd, {inner, ScalarLike(x, 1.0)})});
+}
 
 // The oldest opsets: binary ops broadcast both ways since 7 (before, a broadcast attribute);
 // Max/Min/Sum/Mean since 8; unary ops lost consumed_inputs at 6; Clip before 11, Dropout before

@@ -1,6 +1,7 @@
 // ONNX normalizations: LayerNormalization (the IR's nn.layer_norm over the last axis, composed
-// otherwise), and InstanceNormalization, GroupNormalization, LpNormalization and LRN composed of
-// reductions, pooling and arithmetic. (BatchNormalization: convert_nn.cc.)
+// otherwise), ONNX Runtime's SimplifiedLayerNormalization (root mean square), and
+// InstanceNormalization, GroupNormalization, LpNormalization and LRN composed of reductions,
+// pooling and arithmetic. (BatchNormalization: convert_nn.cc.)
 #include <algorithm>
 #include <cstring>
 
@@ -97,29 +98,22 @@ Outputs GroupNormalization(const NodeContext& c) {
 }
 
 // LayerNormalization: x standardized over the axes from `axis` on, * scale + B; outputs Y, and
-// Mean and InvStdDev when asked for. The IR's nn.layer_norm computes Y alone over the last axis.
+// Mean and InvStdDev when asked for. ONNX Runtime runs it in the default domain below opset 17
+// too, in the form ONNX made standard at 17.
 Outputs LayerNormalization(const NodeContext& c) {
-  const TensorType& x = c.input_type(0);
-  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), x.ndim(), c);
-  double epsilon = c.attr_float("epsilon", 1e-5f);
-  bool vector_params = c.input_type(1).ndim() == 1 && (!c.has_input(2) || c.input_type(2).ndim() == 1);
-  if (axis == x.ndim() - 1 && c.num_outputs() == 1 && vector_params) {
-    Expr beta;
-    if (c.has_input(2)) {
-      beta = c.input(2);
-    } else {
-      runtime::NDArray zeros = runtime::NDArray::Empty({x.shape.back()}, x.dtype);
-      std::memset(zeros.data(), 0, zeros.NumBytes());
-      beta = Constant(zeros);
-    }
-    return {c.Op(kLayerNorm, {c.input(0), c.input(1), beta}, MakeAttrs({{"axis", axis}, {"epsilon", epsilon}}))};
-  }
-  Ints axes;
-  for (int64_t d = axis; d < x.ndim(); ++d) axes.push_back(d);
-  Standardized s = StandardizeWithMoments(c, c.input(0), axes, epsilon);
-  Expr y = c.Op(kMultiply, {s.y, c.input(1)});
-  if (c.has_input(2)) y = c.Op(kAdd, {y, c.input(2)});
-  return {y, s.mean, s.inverse_deviation};
+  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim(), c);
+  Normalized n = LayerNormOf(c, c.input(0), c.input(1), c.has_input(2) ? c.input(2) : nullptr, axis,
+                             c.attr_float("epsilon", 1e-5f), c.num_outputs() > 1);
+  if (c.num_outputs() == 1) return {n.y};
+  return {n.y, n.mean, n.inverse_deviation};
+}
+
+// SimplifiedLayerNormalization (ONNX Runtime's, in the default domain): x / sqrt(mean(x^2) +
+// epsilon) * scale over the axes from `axis` on; outputs Y and InvStdDev.
+Outputs SimplifiedLayerNormalization(const NodeContext& c) {
+  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim(), c);
+  Normalized n = RootMeanSquareNormOf(c, c.input(0), c.input(1), axis, c.attr_float("epsilon", 1e-5f));
+  return {n.y, n.inverse_deviation};
 }
 
 // LpNormalization: x divided by its L1 or L2 norm along the axis.
@@ -171,8 +165,38 @@ Outputs LRN(const NodeContext& c) {
 
 }  // namespace
 
+Normalized LayerNormOf(const NodeContext& c, const Expr& x, const Expr& scale, const Expr& bias, int64_t axis,
+                       double epsilon, bool want_moments) {
+  const TensorType& t = x->type().tensor();
+  bool vector_params = scale->type().tensor().ndim() == 1 && (bias == nullptr || bias->type().tensor().ndim() == 1);
+  if (axis == t.ndim() - 1 && !want_moments && vector_params) {
+    Expr beta = bias;
+    if (beta == nullptr) {
+      runtime::NDArray zeros = runtime::NDArray::Empty({t.shape.back()}, t.dtype);
+      std::memset(zeros.data(), 0, zeros.NumBytes());
+      beta = Constant(zeros);
+    }
+    return {c.Op(kLayerNorm, {x, scale, beta}, MakeAttrs({{"axis", axis}, {"epsilon", epsilon}})), nullptr, nullptr};
+  }
+  Ints axes;
+  for (int64_t d = axis; d < t.ndim(); ++d) axes.push_back(d);
+  Standardized s = StandardizeWithMoments(c, x, axes, epsilon);
+  Expr y = c.Op(kMultiply, {s.y, scale});
+  if (bias != nullptr) y = c.Op(kAdd, {y, bias});
+  return {y, s.mean, s.inverse_deviation};
+}
+
+Normalized RootMeanSquareNormOf(const NodeContext& c, const Expr& x, const Expr& scale, int64_t axis, double epsilon) {
+  Ints axes;
+  for (int64_t d = axis; d < x->type().tensor().ndim(); ++d) axes.push_back(d);
+  Expr mean_square = c.Op(kMean, {c.Op(kMultiply, {x, x})}, MakeAttrs({{"axis", axes}, {"keepdims", int64_t{1}}}));
+  Expr inverse = c.Op(kDivide, {ScalarLike(x, 1.0), c.Op(kSqrt, {c.Op(kAdd, {mean_square, ScalarLike(x, epsilon)})})});
+  return {c.Op(kMultiply, {c.Op(kMultiply, {x, inverse}), scale}), nullptr, inverse};
+}
+
 void AddNormalizationConverters(ConverterTable& table) {
-  Register(table, "LayerNormalization", LayerNormalization, 17);
+  Register(table, "LayerNormalization", LayerNormalization, 1);
+  Register(table, "SimplifiedLayerNormalization", SimplifiedLayerNormalization, 1);
   Register(table, "InstanceNormalization", InstanceNormalization, 6);
   Register(table, "GroupNormalization", GroupNormalization, 18);
   Register(table, "LpNormalization", LpNormalization, 1);

@@ -31,11 +31,6 @@ const OpRef kTranspose("transpose");
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
 
-Expr CastTo(const NodeContext& c, const Expr& x, DLDataType dtype) {
-  if (x->type().tensor().dtype == dtype) return x;
-  return c.Op(kCast, {x}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
-}
-
 // A scale or zero point as it broadcasts against x: a scalar (per tensor) as it is, a vector (per
 // axis: one value per channel of the `axis` attribute) reshaped to lie along that axis.
 Expr AlongAxis(const NodeContext& c, const Expr& v, size_t input) {
@@ -221,6 +216,11 @@ Outputs QLinearConv(const NodeContext& c) {
 }
 
 }  // namespace
+
+Expr CastTo(const NodeContext& c, const Expr& x, DLDataType dtype) {
+  if (x->type().tensor().dtype == dtype) return x;
+  return c.Op(kCast, {x}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}));
+}
 
 // QGemm (ONNX Runtime's, which its QDQ transformer makes of DequantizeLinear -> Gemm ->
 // QuantizeLinear): A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (int32 bias or none),

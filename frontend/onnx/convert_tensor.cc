@@ -496,9 +496,32 @@ void AddTensorConverters(ConverterTable& table) {
   Register(table, "ReduceLogSumExp", ReduceComposite<Composite::kLogSumExp>, 1);
 }
 
+namespace {
+
+void RegisterIn(ConverterTable& table, OpKey key, Converter converter, int64_t oldest_opset) {
+  std::string name = key.domain.empty() ? key.type : key.domain + "." + key.type;
+  runtime::CheckInternal(table.emplace(std::move(key), ConverterEntry{converter, oldest_opset}).second, "the ONNX op ",
+                         name, " has two converters");
+}
+
+}  // namespace
+
 void Register(ConverterTable& table, const std::string& op_type, Converter converter, int64_t oldest_opset) {
-  runtime::CheckInternal(table.emplace(op_type, ConverterEntry{converter, oldest_opset}).second, "the ONNX op type ",
-                         op_type, " has two converters");
+  RegisterIn(table, {"", op_type}, converter, oldest_opset);
+}
+
+// ONNX Runtime's contrib ops are all at version 1 of their domain.
+void RegisterMicrosoft(ConverterTable& table, const std::string& op_type, Converter converter) {
+  RegisterIn(table, {kMicrosoftDomain, op_type}, converter, 1);
+}
+
+OpKey KeyOf(const onnx::NodeProto& node) {
+  return {node.domain() == "ai.onnx" ? std::string() : node.domain(), node.op_type()};
+}
+
+const ConverterEntry* FindConverter(const onnx::NodeProto& node) {
+  auto it = Converters().find(KeyOf(node));
+  return it == Converters().end() ? nullptr : &it->second;
 }
 
 const ConverterTable& Converters() {
@@ -518,6 +541,9 @@ const ConverterTable& Converters() {
     AddRecurrentConverters(t);
     AddQuantizeConverters(t);
     AddEinsumConverters(t);
+    AddContribTransformerConverters(t);
+    AddContribFusedConverters(t);
+    AddContribQuantizeConverters(t);
     return t;
   }();
   return table;

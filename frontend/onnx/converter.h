@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ir/expr.h"
@@ -88,11 +89,26 @@ struct ConverterEntry {
 };
 constexpr int64_t kDefaultOldestOpset = 11;  // for converters that do not say
 
-// The converters by ONNX op type. Each file adds its own with Register; an op type registered
-// twice is kiln's bug, and Converters() then throws InternalError naming it.
-using ConverterTable = std::map<std::string, ConverterEntry>;
+// An op as a node names it: its domain ("" for ONNX's own, which "ai.onnx" also names) and type.
+struct OpKey {
+  std::string domain;
+  std::string type;
+  bool operator<(const OpKey& other) const { return std::tie(domain, type) < std::tie(other.domain, other.type); }
+  bool operator==(const OpKey& other) const { return domain == other.domain && type == other.type; }
+};
+// ONNX Runtime's contrib ops (docs/ContribOperators.md in microsoft/onnxruntime).
+inline const std::string kMicrosoftDomain = "com.microsoft";
+// The key of a node's op, its domain's aliases resolved.
+OpKey KeyOf(const onnx::NodeProto& node);
+
+// The converters by (domain, op type); the opset a converter is given and checked against is its
+// domain's, from the model's opset_import. Each file adds its own with Register (ONNX's domain) or
+// RegisterMicrosoft; an op registered twice is kiln's bug, and Converters() then throws
+// InternalError naming it.
+using ConverterTable = std::map<OpKey, ConverterEntry>;
 void Register(ConverterTable& table, const std::string& op_type, Converter converter,
               int64_t oldest_opset = kDefaultOldestOpset);
+void RegisterMicrosoft(ConverterTable& table, const std::string& op_type, Converter converter);
 void AddMathConverters(ConverterTable& table);
 void AddNnConverters(ConverterTable& table);
 void AddTensorConverters(ConverterTable& table);
@@ -107,7 +123,12 @@ void AddLossConverters(ConverterTable& table);
 void AddSignalConverters(ConverterTable& table);
 void AddDataDependentConverters(ConverterTable& table);
 void AddTextConverters(ConverterTable& table);
+void AddContribTransformerConverters(ConverterTable& table);
+void AddContribFusedConverters(ConverterTable& table);
+void AddContribQuantizeConverters(ConverterTable& table);
 const ConverterTable& Converters();
+// The converter of a node's op; null when kiln has none.
+const ConverterEntry* FindConverter(const onnx::NodeProto& node);
 
 // Helpers shared by converters.
 // Throws Error when a constant a converter makes at import (EyeLike's matrix, a mask, a grid) would
@@ -124,9 +145,25 @@ ir::Expr MatMulOf(const NodeContext& context, ir::Expr a, ir::Expr b);
 ir::Expr ConvOf(const NodeContext& context, const ir::Expr& data, const ir::Expr& weight);
 // log(softmax(x)) over `axes`, shifted by the maximum.
 ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::vector<int64_t>& axes);
-// ONNX Runtime's QGemm (com.microsoft), as the importer makes it of a DequantizeLinear -> Gemm ->
-// QuantizeLinear group: not registered (kiln imports no com.microsoft ops).
+// ONNX Runtime's QGemm (com.microsoft), also as the importer makes it of a DequantizeLinear -> Gemm
+// -> QuantizeLinear group.
 std::vector<ir::Expr> QGemm(const NodeContext& context);
+// Gelu of x: x * (1 + erf(x / sqrt 2)) / 2, or its tanh form
+// x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
+ir::Expr GeluOf(const NodeContext& context, const ir::Expr& x, bool tanh_form);
+// x normalized over the axes from `axis` on, * scale (+ bias, when not null): nn.layer_norm when
+// only y is wanted of the last axis, composed otherwise, with the mean and 1 / sqrt(variance +
+// epsilon) it used (the axes kept as size 1). With root_mean_square, x / sqrt(mean(x^2) +
+// epsilon) * scale instead (no mean).
+struct Normalized {
+  ir::Expr y, mean, inverse_deviation;
+};
+Normalized LayerNormOf(const NodeContext& context, const ir::Expr& x, const ir::Expr& scale, const ir::Expr& bias,
+                       int64_t axis, double epsilon, bool want_moments);
+Normalized RootMeanSquareNormOf(const NodeContext& context, const ir::Expr& x, const ir::Expr& scale, int64_t axis,
+                                double epsilon);
+// x cast to `dtype` (x itself when it has that dtype).
+ir::Expr CastTo(const NodeContext& context, const ir::Expr& x, DLDataType dtype);
 // A scalar constant of a dtype (float32/64, int32/64, bool; float16 as a cast float32 constant),
 // or of `like`'s dtype.
 ir::Expr ScalarOf(DLDataType dtype, double value);

@@ -95,11 +95,15 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
   }
 }
 
-std::optional<int64_t> DefaultOpset(const onnx::ModelProto& model) {
+// The operator sets a model imports: domain ("" for ONNX's own, also named "ai.onnx") -> version.
+using OpsetImports = std::map<std::string, int64_t>;
+
+OpsetImports ImportedOpsets(const onnx::ModelProto& model) {
+  OpsetImports opsets;
   for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+    opsets.emplace(opset.domain() == "ai.onnx" ? "" : opset.domain(), opset.version());
   }
-  return std::nullopt;
+  return opsets;
 }
 
 // Where an external-data tensor says its bytes are ("location" entry), for the error message.
@@ -238,24 +242,42 @@ std::vector<const onnx::GraphProto*> Subgraphs(const onnx::NodeProto& node) {
   return graphs;
 }
 
-// Every node unsupported at the model's opset, in the graph and the graphs its nodes hold.
-void ListUnsupported(const onnx::GraphProto& graph, int64_t opset, const std::string& scope, std::string& unsupported,
-                     std::set<std::string>& kinds) {
+// Why kiln does not import a node at the model's opsets: "" when it does.
+std::string UnsupportedReason(const onnx::NodeProto& node, const OpsetImports& opsets) {
+  OpKey key = KeyOf(node);
+  std::string domain = "domain '" + runtime::ValidUtf8(key.domain) + "'";
+  if (key.domain == "com.microsoft.nchwc") {
+    return ": ONNX Runtime's NCHWc-layout ops (" + domain + ") are for its own CPU kernels and kiln does not import "
+           "them; save ONNX Runtime's optimized model at ORT_ENABLE_EXTENDED, below the level that writes them";
+  }
+  if (key == OpKey{kMicrosoftDomain, "MatMulNBits"}) {
+    return ": ONNX Runtime's MatMulNBits (weights quantized in blocks of 2 to 8 bits) is not supported";
+  }
+  const ConverterEntry* converter = FindConverter(node);
+  if (converter == nullptr) return key.domain.empty() ? "" : " in " + domain;
+  auto version = opsets.find(key.domain);
+  if (version == opsets.end()) return StrCat(" in ", domain, ", which the model's opset_import does not name");
+  if (converter->oldest_opset <= version->second) return "";
+  if (!key.domain.empty()) {
+    return StrCat(": kiln converts it from version ", converter->oldest_opset, " of ", domain, ", the model imports ",
+                  version->second);
+  }
+  return StrCat(": kiln converts ", node.op_type(), " from opset ", converter->oldest_opset, ", the model uses opset ",
+                version->second, " (convert it with onnx.version_converter)");
+}
+
+// Every node unsupported at the model's opsets, in the graph and the graphs its nodes hold.
+void ListUnsupported(const onnx::GraphProto& graph, const OpsetImports& opsets, const std::string& scope,
+                     std::string& unsupported, std::set<std::string>& kinds) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& node = graph.node(i);
-    bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    auto converter = Converters().find(node.op_type());
-    bool known = default_domain && converter != Converters().end();
-    if (!known || converter->second.oldest_opset > opset) {
-      std::string why = !default_domain ? " in domain '" + node.domain() + "'"
-                        : known ? StrCat(": kiln converts ", node.op_type(), " from opset ", converter->second.oldest_opset,
-                                         ", the model uses opset ", opset, " (convert it with onnx.version_converter)")
-                                : "";
+    std::string why = UnsupportedReason(node, opsets);
+    if (FindConverter(node) == nullptr || !why.empty()) {
       unsupported += StrCat("\n  ", scope, NodeLabel(node, i), why);
       kinds.insert(node.op_type());
     }
     for (const onnx::GraphProto* g : Subgraphs(node)) {
-      ListUnsupported(*g, opset, StrCat(scope, NodeLabel(node, i), ", graph '", runtime::ValidUtf8(g->name()), "': "),
+      ListUnsupported(*g, opsets, StrCat(scope, NodeLabel(node, i), ", graph '", runtime::ValidUtf8(g->name()), "': "),
                       unsupported, kinds);
     }
   }
@@ -347,10 +369,10 @@ void CheckNodes(const onnx::GraphProto& graph, int64_t opset, const NameScope* o
 
 // Before anything else looks at the nodes: lists every op unsupported at the model's opset at
 // once, then checks the graph inputs' types and each graph's nodes (CheckNodes).
-void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
+void CheckStructure(const onnx::GraphProto& graph_, const OpsetImports& opsets) {
   std::string unsupported;
   std::set<std::string> kinds;
-  ListUnsupported(graph_, opset, "", unsupported, kinds);
+  ListUnsupported(graph_, opsets, "", unsupported, kinds);
   if (!unsupported.empty()) {
     std::string list;
     for (const std::string& k : kinds) list += (list.empty() ? "" : ", ") + k;
@@ -372,15 +394,15 @@ void CheckStructure(const onnx::GraphProto& graph_, int64_t opset) {
                     " (kiln imports tensor inputs of a known element type)");
     }
   }
-  CheckNodes(graph_, opset, nullptr);
+  CheckNodes(graph_, opsets.at(""), nullptr);
 }
 
 // Imports a graph: the model's, or one a node holds (a subgraph), whose nodes also see the values
 // of the graphs around it (`outer`).
 class GraphImporter {
  public:
-  GraphImporter(const onnx::GraphProto& graph, int64_t opset, const GraphImporter* outer = nullptr)
-      : graph_(graph), opset_(opset), outer_(outer), converted_(outer == nullptr ? &converted_here_ : outer->converted_) {}
+  GraphImporter(const onnx::GraphProto& graph, const OpsetImports& opsets, const GraphImporter* outer = nullptr)
+      : graph_(graph), opsets_(opsets), outer_(outer), converted_(outer == nullptr ? &converted_here_ : outer->converted_) {}
 
   Expr Import() {
     std::set<std::string> initializers = ImportInitializers();
@@ -508,16 +530,16 @@ class GraphImporter {
       inputs.push_back(*value);
     }
     SubgraphImporter subgraphs = [this](const onnx::GraphProto& graph, const std::vector<Expr>& bound) {
-      return GraphImporter(graph, opset_, this).ImportSubgraph(bound);
+      return GraphImporter(graph, opsets_, this).ImportSubgraph(bound);
     };
-    NodeContext context(node, std::move(inputs), opset_, subgraphs);
+    NodeContext context(node, std::move(inputs), opsets_.at(KeyOf(node).domain), subgraphs);
     std::vector<Expr> outputs;
     ir::WorkingOn scope(NodeLabel(node, index));  // the calls made here come from this node
     if (auto group = qdq_groups_.find(index); group != qdq_groups_.end()) outputs = ConvertQdqGroup(group->second);
     try {
       if (outputs.empty()) {
         outputs = runtime::ReportingBugsAt([] { return std::string("its converter"); },
-                                           [&] { return Converters().at(node.op_type()).convert(context); });
+                                           [&] { return FindConverter(node)->convert(context); });
       }
     } catch (runtime::Error& e) {
       e.AddLocation({"", NodeLabel(node, index), ""});
@@ -544,9 +566,9 @@ class GraphImporter {
       inputs.push_back(value == nullptr ? nullptr : *value);
     }
     if (!QdqGroupFits(group, inputs)) return {};
-    NodeContext context(fused, std::move(inputs), opset_);
+    NodeContext context(fused, std::move(inputs), opsets_.at(""));
     try {
-      return fused.op_type() == "QGemm" ? QGemm(context) : Converters().at(fused.op_type()).convert(context);
+      return fused.op_type() == "QGemm" ? QGemm(context) : FindConverter(fused)->convert(context);
     } catch (const runtime::Error&) {
       return {};
     }
@@ -554,7 +576,7 @@ class GraphImporter {
 
   const onnx::GraphProto& graph_;
   std::map<int, QdqGroup> qdq_groups_ = FindQdqGroups(graph_);
-  int64_t opset_;
+  const OpsetImports& opsets_;
   const GraphImporter* outer_;
   int64_t converted_here_ = 0;
   int64_t* converted_;  // nodes converted in the whole model, subgraphs and their repeats included
@@ -693,6 +715,42 @@ void CheckWithLibonnx(onnx::ModelProto& model) {
   }
 }
 
+// ONNX Runtime runs ops of the default domain that libonnx 1.12 has no schema for at the model's
+// opset, and its transformers optimizer writes them: LayerNormalization below opset 17 (ONNX made
+// ONNX Runtime's op standard at 17) and SimplifiedLayerNormalization. libonnx's checker rejects a
+// default-domain node it has no schema for; while it runs, the nodes kiln converts among those are
+// moved to a domain of their own, whose nodes it leaves alone (as it does com.microsoft's): their
+// converters check them. Restored when the check ends.
+class DefaultDomainOpsUnknownToLibonnx {
+ public:
+  DefaultDomainOpsUnknownToLibonnx(onnx::ModelProto& model, int64_t opset) : model_(model) {
+    for (auto& node : *model.mutable_graph()->mutable_node()) {
+      bool default_domain = KeyOf(node).domain.empty();
+      if (default_domain && FindConverter(node) != nullptr &&
+          onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), "") == nullptr) {
+        moved_.push_back({&node, node.domain()});
+        node.set_domain(kDomain);
+      }
+    }
+    if (moved_.empty()) return;
+    auto* import = model.add_opset_import();
+    import->set_domain(kDomain);
+    import->set_version(1);
+  }
+  ~DefaultDomainOpsUnknownToLibonnx() {
+    if (moved_.empty()) return;
+    for (auto& [node, domain] : moved_) node->set_domain(domain);
+    model_.mutable_opset_import()->RemoveLast();
+  }
+  DefaultDomainOpsUnknownToLibonnx(const DefaultDomainOpsUnknownToLibonnx&) = delete;
+  DefaultDomainOpsUnknownToLibonnx& operator=(const DefaultDomainOpsUnknownToLibonnx&) = delete;
+
+ private:
+  static constexpr const char* kDomain = "kiln.onnxruntime_default_domain";
+  onnx::ModelProto& model_;
+  std::vector<std::pair<onnx::NodeProto*, std::string>> moved_;
+};
+
 // The model in `bytes`, its external data read from `folder` (none: a model from bytes).
 Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
                  const std::optional<std::filesystem::path>& folder) {
@@ -702,18 +760,24 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   ResolveExternalData(model, folder);
   ForgetNegativeDims(*model.mutable_graph());
   ApplyInputShapes(model, options);
-  std::optional<int64_t> default_opset = DefaultOpset(model);
+  OpsetImports opsets = ImportedOpsets(model);
+  auto default_opset = opsets.find("");
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
-  CheckStructure(model.graph(), std::min(default_opset.value_or(kMaxOpset), kMaxOpset));
-  runtime::Check(default_opset.has_value(), "the model imports no version of the default ONNX operator set");
-  int64_t opset = *default_opset;
+  OpsetImports checked = opsets;
+  checked[""] = std::min(default_opset == opsets.end() ? kMaxOpset : default_opset->second, kMaxOpset);
+  CheckStructure(model.graph(), checked);
+  runtime::Check(default_opset != opsets.end(), "the model imports no version of the default ONNX operator set");
+  int64_t opset = default_opset->second;
   runtime::Check(opset >= 1 && opset <= kMaxOpset, "the model uses ONNX opset ", opset, "; kiln imports opsets up to ",
                  kMaxOpset, " (convert it with onnx.version_converter)");
   // Above the opsets libonnx knows, its inference and checker would reject every node; kiln's own
   // checks hold instead: CheckStructure's, the typed attribute accessors, each converter's and the
   // IR's type inference of every op.
-  if (opset <= kLibonnxMaxOpset) CheckWithLibonnx(model);
-  return GraphImporter(model.graph(), opset).Import();
+  if (opset <= kLibonnxMaxOpset) {
+    DefaultDomainOpsUnknownToLibonnx moved(model, opset);
+    CheckWithLibonnx(model);
+  }
+  return GraphImporter(model.graph(), opsets).Import();
 }
 
 }  // namespace
@@ -735,7 +799,7 @@ Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
 
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> ops;
-  for (const auto& [name, converter] : Converters()) ops.push_back(name);
+  for (const auto& [key, converter] : Converters()) ops.push_back(key.domain.empty() ? key.type : key.domain + "." + key.type);
   return ops;
 }
 

@@ -23,7 +23,8 @@ struct OnnxImportOptions {
 ir::Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
 ir::Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options = {});
 
-// The ONNX op types the frontend converts (for documentation and tests).
+// The ONNX op types the frontend converts (for documentation and tests); those of other domains
+// than ONNX's as domain.type ("com.microsoft.Attention").
 std::vector<std::string> SupportedOnnxOps();
 
 }  // namespace kiln::frontend

@@ -32,5 +32,6 @@ def from_onnx(model_or_path: Any, shape_dict: Optional[Mapping[str, Sequence[int
 
 
 def supported_onnx_ops() -> list:
-    """The ONNX op types the importer converts."""
+    """The ONNX op types the importer converts; those of other domains than ONNX's as domain.type
+    ("com.microsoft.Attention")."""
     return list(_ffi.supported_onnx_ops())
