@@ -94,16 +94,7 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
   s.groups = depthwise || pick(0, 2) == 0 ? 1 : pick(2, 4);  // a third grouped
   s.c = depthwise ? s.ob * pick(1, 3) : s.ib * s.groups * pick(1, s.groups > 1 ? 2 : 4);
   s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 2 : 3);
-  s.kh = pick(1, 5);
-  s.kw = pick(1, 5);
-  s.sh = pick(1, 3);
-  s.sw = pick(1, 3);
-  s.dh = pick(1, 2);
-  s.dw = pick(1, 2);
-  s.pt = pick(0, 3);
-  s.pl = pick(0, 3);
-  s.pb = pick(0, 3);
-  s.pr = pick(0, 3);
+  PickWindow(rng, s);
   s.h = pick(1, 19);
   s.w = pick(1, 41);
   // Keep the window inside the padded input.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,23 @@ struct Shape {
            (groups > 1 ? " groups" + std::to_string(groups) : "");
   }
 };
+
+// A random window for `s`: kernel 1 to 5, strides 1 to 3, dilations 1 or 2, pads 0 to 3 on each
+// side.
+template <typename Rng>
+void PickWindow(Rng& rng, Shape& s) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  s.kh = pick(1, 5);
+  s.kw = pick(1, 5);
+  s.sh = pick(1, 3);
+  s.sw = pick(1, 3);
+  s.dh = pick(1, 2);
+  s.dw = pick(1, 2);
+  s.pt = pick(0, 3);
+  s.pl = pick(0, 3);
+  s.pb = pick(0, 3);
+  s.pr = pick(0, 3);
+}
 
 // The convolution by its definition, in double.
 inline std::vector<float> ReferenceConv(const std::vector<float>& x, const std::vector<float>& w, const Shape& s) {

@@ -22,16 +22,7 @@ Shape RandomDepthwiseShape(std::mt19937& rng) {
   s.n = pick(1, 2);
   s.c = pick(1, 13);
   s.o = s.c * pick(1, 3);
-  s.kh = pick(1, 5);
-  s.kw = pick(1, 5);
-  s.sh = pick(1, 3);
-  s.sw = pick(1, 3);
-  s.dh = pick(1, 2);
-  s.dw = pick(1, 2);
-  s.pt = pick(0, 3);
-  s.pl = pick(0, 3);
-  s.pb = pick(0, 3);
-  s.pr = pick(0, 3);
+  PickWindow(rng, s);
   s.h = std::max(pick(1, 19), (s.kh - 1) * s.dh + 1 - s.pt - s.pb);
   s.w = std::max(pick(1, 75), (s.kw - 1) * s.dw + 1 - s.pl - s.pr);
   return s;
