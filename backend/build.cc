@@ -13,6 +13,7 @@
 #include "backend/graph_codegen.h"
 #include "backend/c_source_module.h"
 #include "backend/host_module.h"
+#include "backend/linked_params.h"
 #include "ir/provenance.h"
 #include "runtime/const_loader_module.h"
 #include "runtime/error.h"
@@ -196,8 +197,11 @@ const std::string& ExecutorFactory::GetSource() const {
 }
 
 void ExecutorFactory::ExportLibrary(const std::string& path) const {
-  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, params_, module_name_, code_);
-  LinkSharedLibrary(Objects(), runtime::SerializeModuleBlob(factory), path, compiler_);
+  // The parameters lie in the library's read-only data, used in place by every executor (TVM's
+  // link-params); the factory keeps only those that cannot be.
+  LinkedParams linked = LinkParams(runtime::ParseGraphJson(graph_json_), params_);
+  runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, linked.unlinked, module_name_, code_);
+  LinkSharedLibrary(Objects(), runtime::SerializeModuleBlob(factory), linked.image, path, compiler_);
 }
 
 runtime::Module ExecutorFactory::Load() const {
@@ -220,7 +224,7 @@ void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {
   // mod.so holds the const loader and the external modules in its import blob, so that it runs
   // on its own.
   std::string blob = code_.get() != host_.get() ? runtime::SerializeModuleBlob(code_) : "";
-  LinkSharedLibrary(Objects(), blob, directory + "/mod.so", compiler_);
+  LinkSharedLibrary(Objects(), blob, "", directory + "/mod.so", compiler_);
   WriteFile(directory + "/mod.json", graph_json_);
   WriteFile(directory + "/mod.params", runtime::SaveParams(params_));
 }

@@ -411,7 +411,7 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
 }
 
 void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
-                       const std::string& output, const CompilerOptions& options) {
+                       const std::string& linked_params, const std::string& output, const CompilerOptions& options) {
   std::string cxx = Compiler(options);
   for (const std::string& object : objects) {
     runtime::Check(IsTrustedObject(object), "the cached object '", object,
@@ -428,22 +428,25 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
   try {
     std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-o", linked};
     argv.insert(argv.end(), objects.begin(), objects.end());
+    // Blobs go in through the assembler's .incbin: fast for any size. The import blob is a dynamic
+    // symbol (loaders look it up); the linked parameters are hidden (only the library's own
+    // _lookup_linked_param reads them).
+    std::string assembly;
+    auto embed = [&](const std::string& symbol, const std::string& bytes, bool hidden) {
+      std::string path = work + "/" + symbol + ".bin";
+      WriteFile(path, bytes);
+      assembly += ".section .rodata." + symbol + ",\"a\"\n" + ".globl " + symbol + "\n" + (hidden ? ".hidden " + symbol + "\n" : "") +
+                  ".type " + symbol + ", @object\n" + ".balign 64\n" + symbol + ":\n" + ".incbin \"" + path + "\"\n" +
+                  ".size " + symbol + ", . - " + symbol + "\n";
+    };
     if (!import_blob.empty()) {
-      // The blob goes in through the assembler's .incbin: fast for any size.
-      std::string blob_path = work + "/blob.bin";
       uint64_t size = import_blob.size();
-      WriteFile(blob_path, std::string(reinterpret_cast<const char*>(&size), sizeof(size)) + import_blob);
-      std::string assembly = work + "/devc.S";
-      WriteFile(assembly,
-                ".section .rodata.__tvm_dev_mblob,\"a\"\n"
-                ".globl __tvm_dev_mblob\n"
-                ".type __tvm_dev_mblob, @object\n"
-                ".balign 64\n"
-                "__tvm_dev_mblob:\n"
-                ".incbin \"" + blob_path + "\"\n"
-                ".size __tvm_dev_mblob, . - __tvm_dev_mblob\n"
-                ".section .note.GNU-stack,\"\",@progbits\n");
-      argv.push_back(assembly);
+      embed("__tvm_dev_mblob", std::string(reinterpret_cast<const char*>(&size), sizeof(size)) + import_blob, false);
+    }
+    if (!linked_params.empty()) embed("__kiln_linked_params", linked_params, true);
+    if (!assembly.empty()) {
+      WriteFile(work + "/blobs.S", assembly + ".section .note.GNU-stack,\"\",@progbits\n");
+      argv.push_back(work + "/blobs.S");
     }
     Wait(Spawn(argv, work + "/link.log", "the library " + output));
     runtime::AppendLibraryIsa(linked, CpuFeatures(cxx, options));

@@ -16,6 +16,20 @@ std::string NodeLabel(const Graph& graph, uint32_t node) {
   return StrCat("graph node ", node, " '", graph.nodes[node].name, "'");
 }
 
+// The `bytes` bytes at `data` inside the library `lib`, as an array that keeps the library loaded.
+NDArray LibraryBytes(void* data, size_t bytes, const Module& lib) {
+  struct Holder {
+    DLManagedTensor managed;
+    int64_t shape;
+    Module lib;
+  };
+  auto* holder = new Holder{{}, static_cast<int64_t>(bytes), lib};
+  holder->managed.dl_tensor = DLTensor{data, kCPU, 1, kBytes, &holder->shape, nullptr, 0};
+  holder->managed.manager_ctx = holder;
+  holder->managed.deleter = [](DLManagedTensor* self) { delete static_cast<Holder*>(self->manager_ctx); };
+  return NDArray::FromDLPack(&holder->managed);
+}
+
 }  // namespace
 
 GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice>& devices)
@@ -58,14 +72,27 @@ void GraphExecutor::AllocateStorage() {
     num_storage = std::max(num_storage, sid + 1);
   }
   storage_.resize(num_storage);
+  storage_linked_.assign(num_storage, false);
+  entry_linked_.assign(num_entries, false);
   entries_.resize(num_entries);
+  // Parameters linked into the library (TVM's link-params) are used where they lie, as TVM's
+  // executor does: the library's lookup gives their address by storage id.
+  PackedFunc lookup_linked = lib_.GetFunction("_lookup_linked_param", /*query_imports=*/true);
   for (size_t e = 0; e < num_entries; ++e) {
     uint32_t sid = graph_.storage_ids[e];
+    if (!storage_[sid].defined() && lookup_linked.defined()) {
+      if (void* linked = lookup_linked(static_cast<int64_t>(sid)).AsArg().AsHandle()) {
+        storage_[sid] = LibraryBytes(linked, bytes[sid], lib_);
+        storage_linked_[sid] = true;
+      }
+    }
     if (!storage_[sid].defined()) {
       storage_[sid] = NDArray::Empty({static_cast<int64_t>(bytes[sid])}, kBytes);
     }
     entries_[e] = storage_[sid].CreateView(graph_.shapes[e], graph_.dtypes[e]);
+    entry_linked_[e] = storage_linked_[sid];
   }
+  for (int i = 0; i < NumInputs(); ++i) is_param_[i] = entry_linked_[InputEntry(i)];
   entry_data_.resize(num_entries);
   for (size_t e = 0; e < num_entries; ++e) entry_data_[e] = entries_[e].data();
   entry_args_.assign(num_entries, {});
@@ -281,6 +308,17 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
   Check(data.device.device_type == kDLCPU, what,
         ": the data is not in CPU memory");
   Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
+  if (entry_linked_[e]) {
+    // The library's data is read-only and shared: the input gets memory of its own.
+    NDArray own = NDArray::Empty({static_cast<int64_t>(DataBytes(*entries_[e].get()))}, kBytes);
+    for (uint32_t member : alias_members_[alias_root_[e]]) {
+      entries_[member] = own.CreateView(graph_.shapes[member], graph_.dtypes[member]);
+      entry_linked_[member] = entry_shared_[member] = false;
+    }
+    uint32_t sid = graph_.storage_ids[e];
+    storage_[sid] = own;
+    storage_linked_[sid] = false;
+  }
   if (entry_data_[e] != entries_[e].data()) Bind(e, entries_[e].data());
   entries_[e].CopyFrom(data);
 }
@@ -368,6 +406,7 @@ void GraphExecutor::ShareParams(const GraphExecutor& other, std::string_view par
     for (uint32_t member : alias_members_[alias_root_[e]]) {
       entries_[member] = shared.CreateView(graph_.shapes[member], graph_.dtypes[member]);
       entry_shared_[member] = true;
+      entry_linked_[member] = other.entry_linked_[other.InputEntry(other_index)];
     }
     Bind(e, shared.data());
     is_param_[index] = true;
@@ -381,13 +420,18 @@ void GraphExecutor::ReleaseUnusedStorage() {
     if (!entry_shared_[e]) used[graph_.storage_ids[e]] = true;
   }
   for (size_t sid = 0; sid < storage_.size(); ++sid) {
-    if (!used[sid]) storage_[sid] = NDArray();
+    if (!used[sid]) {
+      storage_[sid] = NDArray();
+      storage_linked_[sid] = false;
+    }
   }
 }
 
 size_t GraphExecutor::OwnedStorageBytes() const {
   size_t total = 0;
-  for (const NDArray& s : storage_) total += s.defined() ? s.NumBytes() : 0;
+  for (size_t sid = 0; sid < storage_.size(); ++sid) {
+    if (storage_[sid].defined() && !storage_linked_[sid]) total += storage_[sid].NumBytes();
+  }
   return total;
 }
 

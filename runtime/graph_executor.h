@@ -1,7 +1,7 @@
 // The graph executor: runs a graph JSON over the operators of a library.
 //
-// Construction does all the work: one buffer per storage id (64-byte aligned), one view per
-// entry, and for every operator node a prepared call (function, DLTensor arguments, type codes).
+// Construction does all the work: one buffer per storage id (64-byte aligned; a parameter linked
+// into the library is used where it lies, read-only), one view per entry, and for every operator node a prepared call (function, DLTensor arguments, type codes).
 // Run() only walks the prepared calls: no allocation, lookup or lock.
 //
 // Thread safety: one executor is used by one thread at a time. Any number of executors, including
@@ -61,6 +61,8 @@ class GraphExecutor {
   // Makes the operators write the output into `data` itself (same conditions).
   void SetOutputZeroCopy(int index, const DLTensor& data);
   NDArray GetInput(int index) const;
+  // Whether the input is a parameter read where it lies in the library (until written).
+  bool IsLinkedParam(int index) const { return entry_linked_[InputEntry(index)]; }
   // A view of the output's memory (the caller's buffer after SetOutputZeroCopy). An output whose
   // extent depends on the data has the shape the last run gave it (0 along its axis before any).
   NDArray GetOutput(int index) const;
@@ -83,7 +85,7 @@ class GraphExecutor {
   // Runs the step's node, or nothing when one of its run conditions does not hold.
   void RunStep(size_t step);
   const Graph& graph() const { return graph_; }
-  // Bytes of all storage this executor allocated itself (shared parameters excluded).
+  // Bytes of all storage this executor allocated itself (shared and linked parameters excluded).
   size_t OwnedStorageBytes() const;
 
  private:
@@ -124,6 +126,10 @@ class GraphExecutor {
   std::vector<uint32_t> alias_root_;
   std::vector<std::vector<uint32_t>> alias_members_;
   std::vector<bool> entry_shared_;                   // per entry: memory from another executor
+  // Per storage id / entry: the library's read-only data (a linked parameter, the entry's perhaps
+  // shared from another executor). Writing such an entry gives it memory of its own first.
+  std::vector<bool> storage_linked_;
+  std::vector<bool> entry_linked_;
   std::vector<bool> is_param_;                       // per input index
   std::unordered_map<std::string, int> input_index_;
   std::vector<Step> steps_;

@@ -55,13 +55,17 @@ int InspectCommand(const std::vector<std::string>& args) {
   for (const runtime::TensorInfo& info : exec.GetInputInfo()) {
     std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info.shape, info.dtype).c_str());
   }
-  size_t params = exec.NumInputs() - exec.GetInputInfo().size();
+  size_t params = exec.NumInputs() - exec.GetInputInfo().size(), linked = 0;
   int64_t param_bytes = 0;
-  for (int i = 0; i < exec.NumInputs(); ++i) param_bytes += exec.GetInput(i).NumBytes();
+  for (int i = 0; i < exec.NumInputs(); ++i) {
+    param_bytes += exec.GetInput(i).NumBytes();
+    linked += exec.IsLinkedParam(i) ? 1 : 0;
+  }
   for (const runtime::TensorInfo& info : exec.GetInputInfo()) {
     param_bytes -= static_cast<int64_t>(exec.GetInput(exec.InputIndex(info.name)).NumBytes());
   }
-  std::printf("Parameters: %zu arrays, %.2f MB\n", params, param_bytes / 1048576.0);
+  std::printf("Parameters: %zu arrays, %.2f MB (%zu read in place from the library)\n", params,
+              param_bytes / 1048576.0, linked);
   std::printf("Outputs:\n");
   for (const runtime::TensorInfo& info : exec.GetOutputInfo()) {
     std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info.shape, info.dtype).c_str());
