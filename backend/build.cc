@@ -197,7 +197,7 @@ const std::string& ExecutorFactory::GetSource() const {
 }
 
 void ExecutorFactory::ExportLibrary(const std::string& path) const {
-  // The parameters lie in the library's read-only data, used in place by every executor (TVM's
+  // The parameters lie in the library's data, used in place by every executor (TVM's
   // link-params); the factory keeps only those that cannot be.
   LinkedParams linked = LinkParams(runtime::ParseGraphJson(graph_json_), params_);
   runtime::Module factory = runtime::CreateGraphExecutorFactory(graph_json_, linked.unlinked, module_name_, code_);

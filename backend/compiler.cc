@@ -428,14 +428,18 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
   try {
     std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-o", linked};
     argv.insert(argv.end(), objects.begin(), objects.end());
-    // Blobs go in through the assembler's .incbin: fast for any size. The import blob is a dynamic
-    // symbol (loaders look it up); the linked parameters are hidden (only the library's own
-    // _lookup_linked_param reads them).
+    // Blobs go in through the assembler's .incbin: fast for any size. The import blob is read-only
+    // and a dynamic symbol (loaders look it up). The linked parameters are hidden (only the
+    // library's own _lookup_linked_param reads them) and writable data: pages of the file, shared
+    // by every process until one writes them. kiln's executor never does; TVM's set_input on a
+    // linked parameter does, and then gets its own copy of the page instead of a fault (tvmc run
+    // fills every input TVM's get_input_info lists, linked parameters included).
     std::string assembly;
     auto embed = [&](const std::string& symbol, const std::string& bytes, bool hidden) {
       std::string path = work + "/" + symbol + ".bin";
       WriteFile(path, bytes);
-      assembly += ".section .rodata." + symbol + ",\"a\"\n" + ".globl " + symbol + "\n" + (hidden ? ".hidden " + symbol + "\n" : "") +
+      assembly += (hidden ? ".section .data." + symbol + ",\"aw\"\n" : ".section .rodata." + symbol + ",\"a\"\n") +
+                  ".globl " + symbol + "\n" + (hidden ? ".hidden " + symbol + "\n" : "") +
                   ".type " + symbol + ", @object\n" + ".balign 64\n" + symbol + ":\n" + ".incbin \"" + path + "\"\n" +
                   ".size " + symbol + ", . - " + symbol + "\n";
     };

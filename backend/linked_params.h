@@ -1,4 +1,4 @@
-// Which parameters an exported library links into its read-only data (TVM's link-params), and
+// Which parameters an exported library links into its data (TVM's link-params), and
 // the image that holds them (layout: kernels/linked_params.h).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Parameters linked into a model library (TVM's link-params): the weights lie in the library's
-// read-only data, where every executor of the library, in every process, reads the same file pages;
+// data, where every executor of the library, in every process, reads the same file pages;
 // `_lookup_linked_param` (linked_params.cc) tells the executor where each one is.
 //
 // The image, at the hidden symbol __kiln_linked_params (aligned to kLinkedParamAlignment): a

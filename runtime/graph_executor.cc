@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "runtime/error.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln::runtime {
 namespace {
@@ -181,7 +182,14 @@ void GraphExecutor::Run() {
   for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
 }
 
+void GraphExecutor::SetNumThreads(int num_threads) {
+  Check(num_threads >= 0 && num_threads <= 1024, "set_num_threads: expected a thread count from 0 (the process's) ",
+        "to 1024, got ", num_threads);
+  num_threads_ = num_threads;
+}
+
 void GraphExecutor::RunStep(size_t index) {
+  ScopedThreadCount threads(num_threads_);
   Step& step = steps_[index];
   for (const auto& [entry, taken] : step.run_if) {
     if ((*static_cast<const uint8_t*>(entry_data_[entry]) != 0) != taken) return;
@@ -309,7 +317,7 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
         ": the data is not in CPU memory");
   Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
   if (entry_linked_[e]) {
-    // The library's data is read-only and shared: the input gets memory of its own.
+    // The library's pages are shared by every executor and process: the input gets memory of its own.
     NDArray own = NDArray::Empty({static_cast<int64_t>(DataBytes(*entries_[e].get()))}, kBytes);
     for (uint32_t member : alias_members_[alias_root_[e]]) {
       entries_[member] = own.CreateView(graph_.shapes[member], graph_.dtypes[member]);

@@ -1,7 +1,8 @@
 // The graph executor: runs a graph JSON over the operators of a library.
 //
 // Construction does all the work: one buffer per storage id (64-byte aligned; a parameter linked
-// into the library is used where it lies, read-only), one view per entry, and for every operator node a prepared call (function, DLTensor arguments, type codes).
+// into the library is used where it lies, never written), one view per entry, and for every
+// operator node a prepared call (function, DLTensor arguments, type codes).
 // Run() only walks the prepared calls: no allocation, lookup or lock.
 //
 // Thread safety: one executor is used by one thread at a time. Any number of executors, including
@@ -78,6 +79,10 @@ class GraphExecutor {
   void ShareParams(const GraphExecutor& other, std::string_view params_bytes);
 
   void Run();
+  // This executor's thread count for its operators' parallel loops (0: the process's, see
+  // thread_pool.h). Executors of different counts may run at once in different threads.
+  void SetNumThreads(int num_threads);
+  int num_threads() const { return num_threads_; }
 
   // Step-wise access for the profiling executor.
   size_t NumSteps() const { return steps_.size(); }
@@ -126,7 +131,7 @@ class GraphExecutor {
   std::vector<uint32_t> alias_root_;
   std::vector<std::vector<uint32_t>> alias_members_;
   std::vector<bool> entry_shared_;                   // per entry: memory from another executor
-  // Per storage id / entry: the library's read-only data (a linked parameter, the entry's perhaps
+  // Per storage id / entry: the library's data (a linked parameter, the entry's perhaps
   // shared from another executor). Writing such an entry gives it memory of its own first.
   std::vector<bool> storage_linked_;
   std::vector<bool> entry_linked_;
@@ -134,6 +139,7 @@ class GraphExecutor {
   std::unordered_map<std::string, int> input_index_;
   std::vector<Step> steps_;
   int num_outputs_ = 0;
+  int num_threads_ = 0;
   RetValue result_;
 };
 

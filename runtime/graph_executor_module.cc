@@ -66,6 +66,14 @@ class GraphExecutorModuleNode final : public ModuleNode {
         exec->Run();
       });
     }
+    if (name == "set_num_threads" || name == "get_num_threads") {
+      bool set = name == "set_num_threads";
+      return PackedFunc([exec, set](const Args& args, RetValue* result) {
+        args.CheckCount(set ? "set_num_threads" : "get_num_threads", set ? 1 : 0, set ? 1 : 0);
+        if (set) exec->SetNumThreads(static_cast<int>(args[0].AsInt()));
+        result->SetInt(exec->num_threads());
+      });
+    }
     if (name == "get_output") {
       return PackedFunc([exec, output_index](const Args& args, RetValue* result) {
         args.CheckCount("get_output", 1, 2);

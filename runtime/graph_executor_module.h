@@ -2,7 +2,8 @@
 // the form that `lib["default"](dev)` and the C API hand out. The debug form adds profiling.
 //
 // Packed functions beyond TVM's: get_input_info / get_output_info return a JSON string
-// {"shape": {name: [dims]}, "dtype": {name: "float32"}}; get_input_name(i); and, in the debug
+// {"shape": {name: [dims]}, "dtype": {name: "float32"}}; get_input_name(i); set_num_threads(n) and
+// get_num_threads() (the executor's own thread count, 0: the process's); and, in the debug
 // form, profile() (table), profile_chrome_trace() (trace JSON of the last profile) and
 // run_individual(number, repeat, min_repeat_ms) returning a JSON list of per-node lists of
 // microseconds.

@@ -34,7 +34,16 @@ int ThreadCountFromEnvironment() {
 }
 
 std::atomic<int> configured_threads{0};  // 0: from the environment
+thread_local int scoped_threads = 0;     // 0: none (ScopedThreadCount)
 thread_local bool inside_task = false;
+
+// The process's thread count: SetNumThreads's, else the environment's.
+int ProcessThreads() {
+  int configured = configured_threads.load(std::memory_order_relaxed);
+  if (configured > 0) return configured;
+  static const int from_environment = ThreadCountFromEnvironment();
+  return from_environment;
+}
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -203,25 +212,31 @@ ThreadPool& ThisThreadsPool() {
   thread_local uint64_t pool_forks = 0;
   uint64_t forks = forks_seen.load(std::memory_order_relaxed);
   if (pool != nullptr && pool_forks != forks) (void)pool.release();  // its threads died with the fork
-  int wanted = NumThreads();
-  if (pool == nullptr || pool->num_threads() != wanted) {
+  // The pool has the process's thread count, or more while an executor of more threads runs here;
+  // an executor of fewer launches fewer tasks on it (so executors of different counts that take
+  // turns on one thread do not remake it each time).
+  thread_local int pool_process_threads = 0;
+  int process = ProcessThreads();
+  if (pool == nullptr || pool->num_threads() < NumThreads() || pool_process_threads != process) {
     pool.reset();
-    pool = std::make_unique<ThreadPool>(wanted);
+    pool = std::make_unique<ThreadPool>(std::max(NumThreads(), process));
     pool_forks = forks;
+    pool_process_threads = process;
   }
   return *pool;
 }
 
 }  // namespace
 
-int NumThreads() {
-  int configured = configured_threads.load(std::memory_order_relaxed);
-  if (configured > 0) return configured;
-  static const int from_environment = ThreadCountFromEnvironment();
-  return from_environment;
-}
+int NumThreads() { return scoped_threads > 0 ? scoped_threads : ProcessThreads(); }
 
 void SetNumThreads(int num_threads) { configured_threads.store(std::max(0, num_threads)); }
+
+ScopedThreadCount::ScopedThreadCount(int num_threads) : previous_(scoped_threads) {
+  if (num_threads > 0) scoped_threads = num_threads;
+}
+
+ScopedThreadCount::~ScopedThreadCount() { scoped_threads = previous_; }
 
 int ParallelLaunch(FTVMParallelLambda lambda, void* cdata, int num_task) {
   if (lambda == nullptr || num_task < 0) {
@@ -238,8 +253,7 @@ int ParallelLaunch(FTVMParallelLambda lambda, void* cdata, int num_task) {
     inside_task = nested;
     return status == 0 ? 0 : -1;
   }
-  ThreadPool& pool = ThisThreadsPool();
-  return pool.Launch(lambda, cdata, num_task == 0 ? pool.num_threads() : num_task);
+  return ThisThreadsPool().Launch(lambda, cdata, num_task == 0 ? NumThreads() : num_task);
 }
 
 int ParallelBarrier(int task_id, TVMParallelGroupEnv* env) {

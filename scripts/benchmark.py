@@ -16,9 +16,14 @@ fma_peak.cc); per model: compile time, load time (library + executor, session, c
 the first run, anonymous resident memory after loading (RssAnon) and peak resident memory, and the
 largest difference between kiln's outputs and ONNX Runtime's.
 
+Throughput: --batch B gives every model's inputs batch B (the ONNX file rewritten, shapes inferred
+again); --executors K runs K executors of each engine at once in one process, each of the thread
+count (kiln: executors of one library with their own thread counts; ONNX Runtime: sessions;
+OpenVINO: compiled models), and adds items per second (B x K / median run).
+
     PYTHONPATH=build/python python scripts/benchmark.py [--models resnet18,bert_2layer]
         [--threads 2,1] [--repeats 3] [--runs 20] [--warmup 0.5] [--engines kiln,onnxruntime,openvino]
-        [--markdown table.md]
+        [--batch 8] [--executors 2] [--markdown table.md]
 """
 import argparse
 import datetime
@@ -54,6 +59,8 @@ def parse_args():
     parser.add_argument("--engines", default="kiln,onnxruntime,openvino", help=f"of {', '.join(ENGINES)}")
     parser.add_argument("--kiln", default=str(ROOT / "build/bin/kiln"))
     parser.add_argument("--python-path", default=str(ROOT / "build/python"), help="where the kiln package is")
+    parser.add_argument("--batch", type=int, default=1, help="batch size of every input")
+    parser.add_argument("--executors", type=int, default=1, help="executors of each engine running at once")
     parser.add_argument("--markdown", help="also write the tables to this file")
     args = parser.parse_args()
     args.models = args.models.split(",")
@@ -108,6 +115,19 @@ def model_flops(model):
     return 2 * macs
 
 
+def with_batch(model, batch):
+    """The model with `batch` as the first dimension of its inputs and outputs (other shapes
+    inferred again by the engines)."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    initializers = {i.name for i in model.graph.initializer}
+    for value in list(model.graph.input) + list(model.graph.output):
+        dims = value.type.tensor_type.shape.dim
+        if value.name not in initializers and len(dims) > 0:
+            dims[0].dim_value = batch
+    del model.graph.value_info[:]
+    return model
+
+
 def compile_kiln(args, path, library, flags, cache):
     """Seconds of `kiln compile -O3` with the object cache at `cache` as it is."""
     start = time.perf_counter()
@@ -125,7 +145,7 @@ def run_worker(args, engine, path, library, inputs, outputs, threads):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [python, str(WORKER), "--engine", "kiln" if engine.startswith("kiln") else engine, "--model", str(path),
                "--inputs", str(inputs), "--threads", str(threads), "--runs", str(args.runs),
-               "--warmup", str(args.warmup)]
+               "--warmup", str(args.warmup), "--executors", str(args.executors)]
     if library:
         command += ["--library", str(library)]
     if outputs:
@@ -139,6 +159,10 @@ def run_worker(args, engine, path, library, inputs, outputs, threads):
 def benchmark_model(args, name, work):
     path = model_suite.model_path(name)
     model = onnx.load(str(path))
+    if args.batch > 1:
+        model = with_batch(model, args.batch)
+        path = pathlib.Path(work) / f"{name}.batch{args.batch}.onnx"
+        onnx.save(model, str(path))
     feeds = model_suite.seeded_inputs(model)
     inputs = pathlib.Path(work) / f"{name}.in.npz"
     np.savez(inputs, **feeds)
@@ -185,6 +209,9 @@ def latency_table(args, results, peaks):
     if len(peers) > 1:
         header += [f"{short[k]} / best" for k in kiln_engines]
     header += ["kiln GFLOP/s (% of peak)"]
+    items = args.batch * args.executors
+    if items > 1:
+        header += [f"items/s ({', '.join(short[e] for e in args.engines)})"]
     rows, geomeans = [], {}
     for threads in args.threads:
         for r in results:
@@ -202,10 +229,12 @@ def latency_table(args, results, peaks):
                     geomeans.setdefault((k, "best", threads), []).append(ratio)
                     row.append(f"**{ratio:.2f}**")
             if "kiln" in args.engines:
-                rate = r["gflop"] / s[("kiln", threads)]
-                row.append(f"{rate:.0f} ({100 * rate / peaks[threads]:.0f}%)")
+                rate = r["gflop"] * args.executors / s[("kiln", threads)]
+                row.append(f"{rate:.0f} ({100 * rate / (peaks[threads] * args.executors):.0f}%)")
             else:
                 row.append("")
+            if items > 1:
+                row.append(" / ".join(f"{items / s[(e, threads)]:.0f}" for e in args.engines))
             rows.append(row)
     lines = table(header, rows)
     for (k, p, threads), values in geomeans.items():
@@ -255,6 +284,9 @@ def main():
         peaks = {t: fma_peak(work, t) for t in args.threads}
         title = [f"{datetime.date.today()}, {cpu_description()}; FP32 FMA peak measured "
                  + ", ".join(f"{peaks[t]:.0f} GFLOP/s on {t} thread{'s' * (t > 1)}" for t in args.threads)]
+        if args.batch * args.executors > 1:
+            title.append(f"batch {args.batch}; {args.executors} executor{'s' * (args.executors > 1)} of each engine at "
+                         "once, each of the thread count (threads per executor; the peak is per executor's threads)")
         if args.peers_python:
             title.append(f"ONNX Runtime {versions[0]}, OpenVINO {versions[1].split('-')[0]} (CPU, LATENCY, f32); kiln -O3; "
                          f"best of {args.repeats} processes' medians of {args.runs} runs each")

@@ -111,6 +111,16 @@ class GraphModule:
         """Makes the parameters named in `params_bytes` use `other`'s arrays (no copy)."""
         self._share_params(other.module, bytes(params_bytes))
 
+    def set_num_threads(self, num_threads: int) -> None:
+        """This module's thread count for its operators (0: the process's, from TVM_NUM_THREADS or
+        the cores). Modules of different counts may run at once in different threads, as ONNX
+        Runtime sessions of different intra_op_num_threads do."""
+        self.module["set_num_threads"](num_threads)
+
+    def get_num_threads(self) -> int:
+        """This module's thread count (0: the process's)."""
+        return self.module["get_num_threads"]()
+
     def benchmark(self, device: Optional[Device] = None, repeat: int = 5, number: int = 5,
                   min_repeat_ms: Optional[int] = None, end_to_end: bool = False, **kwargs: Any) -> BenchmarkResult:
         """Times whole runs: `repeat` measurements of the mean of `number` runs (after one warm-up

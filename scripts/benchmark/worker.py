@@ -5,13 +5,18 @@ OpenVINO: read and compile the model and create an infer request), each timed ru
 peak resident memory, and anonymous resident memory after loading; writes the outputs.
 
     python worker.py --engine kiln|onnxruntime|openvino --model M.onnx [--library M.so]
-        --inputs in.npz --outputs out.npz --threads N --batches 3 --warmup 0.5 --runs 20
+        --inputs in.npz --outputs out.npz --threads N --warmup 0.5 --runs 20 [--executors K]
+
+With --executors K, K executors (kiln executors of one loaded library; ONNX Runtime sessions;
+OpenVINO compiled models), each of N threads, run at once in K Python threads (every engine lets go
+of the GIL while it runs); the times are all their runs'.
 
 kiln runs from the Python package on PYTHONPATH with KILN_NUM_THREADS set by the caller; the peers
 run from the peers' venv (scripts/peers_env.sh). Each run is end to end: inputs in, outputs out
 as numpy arrays."""
 import argparse
 import json
+import threading
 import time
 
 import numpy as np
@@ -30,6 +35,7 @@ def load_kiln(args, feeds):
     import kiln
 
     module = kiln.graph_executor.GraphModule(kiln.runtime.load_module(args.library)["default"](kiln.cpu()))
+    module.set_num_threads(args.threads)
 
     def run():
         module.run(**feeds)
@@ -74,11 +80,13 @@ def main():
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds of untimed runs first")
     parser.add_argument("--runs", type=int, default=20, help="timed runs")
+    parser.add_argument("--executors", type=int, default=1, help="executors running at once")
     args = parser.parse_args()
     feeds = dict(np.load(args.inputs))
     anon_before = status_bytes("RssAnon")
     start = time.perf_counter()
-    run = {"kiln": load_kiln, "onnxruntime": load_onnxruntime, "openvino": load_openvino}[args.engine](args, feeds)
+    load = {"kiln": load_kiln, "onnxruntime": load_onnxruntime, "openvino": load_openvino}[args.engine]
+    run = load(args, feeds)
     load_seconds = time.perf_counter() - start
     anon_after_load = status_bytes("RssAnon")
     start = time.perf_counter()
@@ -86,14 +94,23 @@ def main():
     first_run_seconds = time.perf_counter() - start
     if args.outputs:
         np.savez(args.outputs, *outputs)
-    start = time.perf_counter()
-    while time.perf_counter() - start < args.warmup:
-        run()
+    runners = [run] + [load(args, feeds) for _ in range(args.executors - 1)]
     times = []
-    for _ in range(args.runs):
+
+    def time_runs(run):
         start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+        while time.perf_counter() - start < args.warmup:
+            run()
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=time_runs, args=(r,)) for r in runners]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     print(json.dumps({"load_seconds": load_seconds, "first_run_seconds": first_run_seconds, "times": times,
                       "anon_load_bytes": anon_after_load - anon_before,
                       "peak_rss_bytes": status_bytes("VmHWM")}))

@@ -1,4 +1,4 @@
-// Weights in place: an exported library links its parameters into its read-only data (TVM's
+// Weights in place: an exported library links its parameters into its data (TVM's
 // link-params); every executor of it reads them there, none copies them, writing one gives that
 // executor a copy of its own, and the library's memory is never written.
 #include <dlfcn.h>

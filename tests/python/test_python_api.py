@@ -455,6 +455,33 @@ def test_executors_sharing_params_run_in_threads(tmp_path, two_io_lib):
         close(got, want)
 
 
+def test_executors_with_their_own_thread_counts_run_at_once(two_io_lib):
+    a, b = rand(2, 4, seed=5), rand(2, 4, seed=6)
+    want = ort_run(two_inputs_two_outputs(), {"a": a, "b": b})
+    modules = [gmod_of(two_io_lib) for _ in range(3)]
+    for gmod, count in zip(modules, (1, 2, 0)):
+        gmod.set_num_threads(count)
+        assert gmod.get_num_threads() == count
+    errors = []
+
+    def work(gmod):
+        try:
+            for _ in range(20):
+                gmod.run(a=a, b=b)
+                close(gmod.get_output(0).numpy(), want[0])
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(gmod,)) for gmod in modules]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with pytest.raises(kiln.KilnError, match="expected a thread count from 0"):
+        modules[0].set_num_threads(-2)
+
+
 # ---- processes: fork ----------------------------------------------------------------------------
 
 def _matmul_relu():

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "runtime/error.h"
 #include "runtime/thread_pool.h"
@@ -439,6 +440,49 @@ TEST_F(GraphExecutorTest, TensorSizeLimitIsConfigurable) {
   EXPECT_EQ(at_bound, "(no error)");
   EXPECT_EQ(executor_at_bound, "(no error)");
   EXPECT_THAT(bad_setting, HasSubstr("KILN_MAX_TENSOR_BYTES must be a positive number of bytes, got 'lots'"));
+}
+
+// One node that writes the task count of a default launch: the thread count its run had.
+const char* kThreadCountGraph = R"({
+  "nodes": [
+    {"op": "null", "name": "x", "inputs": []},
+    {"op": "tvm_op", "name": "count", "inputs": [[0, 0, 0]],
+     "attrs": {"func_name": "test_thread_count", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}}],
+  "arg_nodes": [0], "heads": [[1, 0, 0]], "node_row_ptr": [0, 1, 2],
+  "attrs": {"dltype": ["list_str", ["float32", "float32"]], "shape": ["list_shape", [[1], [1]]],
+            "storage_id": ["list_int", [0, 1]]}})";
+
+float ThreadsOfRun(GraphExecutor& exec) {
+  exec.Run();
+  return ToVector(exec.GetOutput(0))[0];
+}
+
+TEST_F(GraphExecutorTest, ExecutorsRunConcurrentlyWithTheirOwnThreadCounts) {
+  auto process = Make(kThreadCountGraph), three = Make(kThreadCountGraph), one = Make(kThreadCountGraph);
+  three->SetNumThreads(3);
+  one->SetNumThreads(1);
+  EXPECT_EQ(process->num_threads(), 0);
+  // Taking turns on one thread.
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(ThreadsOfRun(*process), 2.0f);  // SetNumThreads(2) in SetUp
+    EXPECT_EQ(ThreadsOfRun(*three), 3.0f);
+    EXPECT_EQ(ThreadsOfRun(*one), 1.0f);
+  }
+  EXPECT_EQ(NumThreads(), 2);  // the process's count is as it was
+  // At once, in two threads.
+  std::vector<float> seen_three, seen_process;
+  std::thread a([&] { for (int i = 0; i < 200; ++i) seen_three.push_back(ThreadsOfRun(*three)); });
+  std::thread b([&] { for (int i = 0; i < 200; ++i) seen_process.push_back(ThreadsOfRun(*process)); });
+  a.join();
+  b.join();
+  EXPECT_EQ(std::count(seen_three.begin(), seen_three.end(), 3.0f), 200);
+  EXPECT_EQ(std::count(seen_process.begin(), seen_process.end(), 2.0f), 200);
+  // Back to the process's count, which follows SetNumThreads.
+  three->SetNumThreads(0);
+  SetNumThreads(4);
+  EXPECT_EQ(ThreadsOfRun(*three), 4.0f);
+  EXPECT_THAT(ErrorOf([&] { one->SetNumThreads(-1); }), HasSubstr("expected a thread count from 0"));
+  EXPECT_EQ(ThreadsOfRun(*one), 1.0f);
 }
 
 TEST_F(GraphExecutorTest, SingleThreadRunGivesTheSameResult) {

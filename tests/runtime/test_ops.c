@@ -172,6 +172,18 @@ OP(test_parallel_mirror) {
   return status;
 }
 
+static int count_task(int task_id, TVMParallelGroupEnv* env, void* cdata) {
+  if (task_id == 0) *(float*)cdata = (float)env->num_task;
+  return 0;
+}
+
+/* out[0] = the number of tasks a launch of the default count (0) gets: the thread count. */
+OP(test_thread_count) {
+  UNUSED;
+  if (check_float_args("test_thread_count", args, codes, num_args, 2) != 0) return -1;
+  return CALL_LAUNCH(count_task, DATA(1), 0);
+}
+
 /* out = a, requiring 1-D arguments (the graph node has flatten_data = 1). */
 OP(test_flat_copy) {
   UNUSED;
