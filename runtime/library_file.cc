@@ -84,15 +84,19 @@ class LibraryFile {
   }
 
   std::string Read(uint64_t offset, uint64_t count, const char* what) const {
-    RequireInFile(offset, count, what);
     std::string bytes(count, '\0');
+    ReadInto(offset, count, bytes.data(), what);
+    return bytes;
+  }
+
+  void ReadInto(uint64_t offset, uint64_t count, char* bytes, const char* what) const {
+    RequireInFile(offset, count, what);
     for (uint64_t done = 0; done < count;) {
-      ssize_t n = pread(fd_, bytes.data() + done, count - done, static_cast<off_t>(offset + done));
+      ssize_t n = pread(fd_, bytes + done, count - done, static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) Bad("cannot read its ", what, ": ", n < 0 ? std::strerror(errno) : "the file shrank while read");
       done += static_cast<uint64_t>(n);
     }
-    return bytes;
   }
 
   template <typename T>
@@ -114,15 +118,15 @@ class LibraryFile {
 
   // XXH3-64 of bytes [0, count).
   uint64_t Hash(uint64_t count) const {
-    XXH3_state_t* state = XXH3_createState();
-    XXH3_64bits_reset(state);
+    XXH3_state_t state;  // a complete type with XXH_INLINE_ALL
+    XXH3_64bits_reset(&state);
+    std::string chunk(std::min(kChunkBytes, count), '\0');  // one buffer for every chunk
     for (uint64_t offset = 0; offset < count; offset += kChunkBytes) {
-      std::string chunk = Read(offset, std::min(kChunkBytes, count - offset), "contents");
-      XXH3_64bits_update(state, chunk.data(), chunk.size());
+      uint64_t bytes = std::min(kChunkBytes, count - offset);
+      ReadInto(offset, bytes, chunk.data(), "contents");
+      XXH3_64bits_update(&state, chunk.data(), bytes);
     }
-    uint64_t hash = XXH3_64bits_digest(state);
-    XXH3_freeState(state);
-    return hash;
+    return XXH3_64bits_digest(&state);
   }
 
  private:

@@ -6,6 +6,7 @@
 // or of a few rows when rows are narrow, keeps its sums in registers over the taps; the fused
 // epilogue then runs over each plane just stored (in L1 or L2 cache).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Job {
   int64_t phase_width;   // floats of one phase of a copied row
   int64_t row_floats;    // floats of a copied row: stride_w * phase_width
   const int64_t* taps;   // where tap (kh, kw) reads, from the copy of the tile's first position
+  std::atomic<bool>* out_of_workspace;  // set by a thread that got no workspace (its planes unwritten)
 };
 
 // Input plane `in` into `copy`, padding as zeros, each row split into stride_w phases.
@@ -132,7 +134,10 @@ void RunPlanes(int64_t begin, int64_t end, void* context) {
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DParams& p = *job.p;
   Workspace workspace(job.copy_rows * job.row_floats * sizeof(float));
-  if (!workspace.ok()) return;  // reported by DepthwiseConv2D, which checks first
+  if (!workspace.ok()) {  // reported by DepthwiseConv2D when the loop is done
+    job.out_of_workspace->store(true, std::memory_order_relaxed);
+    return;
+  }
   float* copy = workspace.as<float>();
   const int64_t multiplier = p.out_channels / p.in_channels;
   // Narrow rows: several rows per tile, so that a tile has kTileVectors independent sums.
@@ -170,7 +175,7 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
       p.out_height < 1 || p.out_width < 1 || p.stride_h < 1 || p.stride_w < 1) {
     return Fail("DepthwiseConv2D: a depthwise convolution needs one group per input channel");
   }
-  Job job{&p, data, weight, out, epilogue, epilogue_size, 0, 0, 0, 0, nullptr};
+  Job job{&p, data, weight, out, epilogue, epilogue_size, 0, 0, 0, 0, nullptr, nullptr};
   job.row_vectors = (p.out_width + kLanes - 1) / kLanes;
   job.copy_rows = (p.out_height - 1) * p.stride_h + (p.kernel_height - 1) * p.dilation_h + 1;
   job.phase_width = job.row_vectors * kLanes + (p.kernel_width - 1) * p.dilation_w / p.stride_w;
@@ -190,7 +195,12 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
     Workspace probe(job.copy_rows * job.row_floats * sizeof(float));
     if (!probe.ok()) return Fail("DepthwiseConv2D: out of workspace memory");
   }
-  return ParallelFor(p.batch * p.out_channels, RunPlanes, &job);
+  std::atomic<bool> out_of_workspace{false};
+  job.out_of_workspace = &out_of_workspace;
+  int status = ParallelFor(p.batch * p.out_channels, RunPlanes, &job);
+  // (A thread's allocation can fail after the probe's succeeded: another thread's took the memory.)
+  if (status == 0 && out_of_workspace.load()) return Fail("DepthwiseConv2D: out of workspace memory");
+  return status;
 }
 
 }  // namespace kiln::kernels
