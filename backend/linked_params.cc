@@ -4,9 +4,9 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "kernels/linked_params.h"
-#include "runtime/error.h"
 
 namespace kiln::backend {
 

@@ -138,6 +138,13 @@ TEST_F(LinkedParamsTest, TheThreeFileFormLinksNothing) {
   runtime::PackedFunc lookup = lib.GetFunction("_lookup_linked_param");
   ASSERT_TRUE(lookup.defined());
   for (int64_t storage_id = 0; storage_id < 4; ++storage_id) EXPECT_TRUE(lookup(storage_id).IsNull());
+  // A call that is not TVM's (storage id, an integer) is an error, not a guess.
+  try {
+    lookup(std::string("p0"));
+    FAIL() << "a string storage id was accepted";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("_lookup_linked_param: expected one argument, an integer storage id"));
+  }
 }
 
 // Loading the library and creating an executor adds little anonymous memory beside weights of
