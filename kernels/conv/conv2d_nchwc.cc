@@ -7,8 +7,10 @@
 // convolution over a small plane runs as one long row. Tiles that still touch the border, or
 // are narrower than the compiled tiles, check each tap.
 //
-// Work items are (batch, output channel block, a few output rows or a part of a long one, as 1-D
-// layers have), split across threads. Input channel blocks are taken in chunks whose weights fit
+// Where a block is one vector of 8 channels, a tile computes up to three output channel blocks
+// at once (kernel_config.h), so that each broadcast input value feeds three FMAs. Work items are
+// (batch, set of output channel blocks, a few output rows or a part of a long one, as 1-D layers
+// have), split across threads. Input channel blocks are taken in chunks whose weights fit
 // in L1 cache; between chunks the partial sums wait in the output (no operator works in place, so
 // the output aliases no input).
 #include <algorithm>
@@ -37,15 +39,17 @@ struct Job {
   int64_t in_blocks, out_blocks;    // C / ib, O / ob
   int64_t group_in_blocks;           // input channel blocks of one group: (C / groups) / ib
   int64_t group_out_blocks;          // output channel blocks of one group: (O / groups) / ob
-  int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, output block)
-  int64_t row_parts, tiles_per_part;  // each row range split along the row: parts of so many tiles
+  int64_t tile_blocks;               // output channel blocks a tile computes together (fewer at a group's end)
+  int64_t block_sets;                // sets of tile_blocks blocks in one group
+  int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, block set)
+  int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
   int64_t chunk;                     // input channel blocks per chunk
-  int64_t tiles, tile_base, tile_extra;  // an output row is `tiles` tiles, the first `tile_extra` one wider
 };
 
-// One call of a tile function: output positions [ow0, ow0 + count) of row oh of block ocb.
+// One call of a tile function: output positions [ow0, ow0 + count) of row oh of blocks
+// [ocb, ocb + blocks).
 struct Tile {
-  int64_t n, ocb, oh, ow0, count;
+  int64_t n, ocb, blocks, oh, ow0, count;
   int64_t icb_begin, icb_end;  // the chunk of input channel blocks
   bool first, last;            // first chunk: start from zero; last chunk: epilogue
 };
@@ -57,58 +61,72 @@ inline void ValidRange(int64_t start, int64_t step, int64_t size, int64_t count,
   if (*begin > *end) *begin = *end;
 }
 
-// Applies the epilogue to the `count` positions just stored at `out`. Kept out of the tile
-// functions: inlined there, its registers made GCC keep half of the accumulators in memory
+// Applies the epilogue to the `count` positions of block ocb just stored at `out`. Kept out of the
+// tile functions: inlined there, its registers made GCC keep half of the accumulators in memory
 // through the whole tile (measured on AVX2 with 16-channel blocks: the direct convolution at 36
 // GFLOP/s of the core's 97, 59 without), while a pass over the tile in L1 cache costs little.
 template <int OB>
-__attribute__((noinline)) void ApplyEpilogue(const Job& job, const Tile& tile, int64_t count, float* out) {
+__attribute__((noinline)) void ApplyEpilogue(const Job& job, int64_t ocb, int64_t count, float* out) {
   using V = Vec<OB>;
   const int64_t offset = out - job.out;
   for (int s = 0; s < job.epilogue_size; ++s) {
     const EpilogueStep& step = job.epilogue[s];
     const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + offset : nullptr;
-    V y = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + tile.ocb * OB)
+    V y = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + ocb * OB)
           : step.operand == EpilogueStep::kScalar ? V::Broadcast(step.data)
                                                   : V::Zero();
     ApplyStep<OB>(step, out, count, tensor, y);
   }
 }
 
-// Stores the first `count` positions at `out`, then (on the last chunk) applies the epilogue.
-template <int OB, int T>
-KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[T], float* out) {
+// Distance between two output channel blocks of one image, in floats.
+inline int64_t OutBlockStride(const Job& job, int64_t ob) { return job.p->out_height * job.p->out_width * ob; }
+
+// Stores the first `count` positions of each of the NB blocks (acc[b * T + t]: block b, position
+// t) from `out`, the first block's, then (on the last chunk) applies the epilogue.
+template <int OB, int NB, int T>
+KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[NB * T], float* out) {
+  const int64_t block_stride = OutBlockStride(job, OB);
 #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) {
-    if (t < count) acc[t].Store(out + t * OB);
+  for (int i = 0; i < NB * T; ++i) {
+    if (i % T < count) acc[i].Store(out + i / T * block_stride + i % T * OB);
   }
-  if (tile.last && job.epilogue_size > 0) ApplyEpilogue<OB>(job, tile, count, out);
+  if (!tile.last || job.epilogue_size == 0) return;
+  for (int b = 0; b < NB; ++b) ApplyEpilogue<OB>(job, tile.ocb + b, count, out + b * block_stride);
 }
 
-template <int OB, int T>
-KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[T]) {
+template <int OB, int NB, int T>
+KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[NB * T]) {
   const Conv2DNCHWcParams& p = *job.p;
+  const int64_t block_stride = OutBlockStride(job, OB);
   float* out = job.out + (((tile.n * job.out_blocks + tile.ocb) * p.out_height + tile.oh) * p.out_width + tile.ow0) * OB;
 #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] = tile.first || t >= count ? Vec<OB>::Zero() : Vec<OB>::Load(out + t * OB);
+  for (int i = 0; i < NB * T; ++i) {
+    acc[i] = tile.first || i % T >= count ? Vec<OB>::Zero() : Vec<OB>::Load(out + i / T * block_stride + i % T * OB);
+  }
   return out;
 }
 
-// Not depthwise: each input channel's value of the output block's group is broadcast against OB
-// weights. Unchecked tiles
-// have count == T and all taps inside the input; checked ones test each tap and position.
-template <int OB, int T, bool kChecked>
+// Not depthwise: each input channel's value of the blocks' group is broadcast against the NB
+// blocks' weights (more blocks per tile: fewer broadcasts per FMA; with one 8-channel block per
+// tile on AVX2, as many broadcasts as FMAs held the direct convolution at 57 GFLOP/s of 97, with
+// three 70-76). Unchecked tiles have count == T and all taps inside the input; checked ones test
+// each tap and position. (Compiling interior tiles for each input block and stride, so that the
+// loop over the block's channels unrolls, measured slower with three blocks: the registers ran
+// out.)
+template <int OB, int NB, int T, bool kChecked>
 void ConvTile(const Job& job, const Tile& tile) {
   using V = Vec<OB>;
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t ib = p.in_block, width = p.in_width, x_step = p.stride_w * ib;
   const int64_t count = kChecked ? tile.count : T;
-  V acc[T];
-  float* out = TileStart<OB, T>(job, tile, count, acc);
+  V acc[NB * T];
+  float* out = TileStart<OB, NB, T>(job, tile, count, acc);
   int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
   const int64_t w_tap = ib * OB;
+  const int64_t w_block_stride = job.group_in_blocks * p.kernel_height * p.kernel_width * w_tap;
   // The group's first input channel block; the tile's chunk counts from it.
   const int64_t first_icb = tile.ocb / job.group_out_blocks * job.group_in_blocks;
   for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
@@ -120,41 +138,40 @@ void ConvTile(const Job& job, const Tile& tile) {
       for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
         int64_t iw0 = iw_first + kw * p.dilation_w;
         const float* w = w_row + kw * w_tap;
-        if (!kChecked) {
-          const float* x = x_row + iw0 * ib;
-          for (int64_t ic = 0; ic < ib; ++ic) {
-            V wv = V::Load(w + ic * OB);
-            wv.Pin();
-#pragma GCC unroll 16
-            for (int t = 0; t < T; ++t) acc[t] = V::Fma(V::Broadcast(x + t * x_step + ic), wv, acc[t]);
-          }
-          continue;
-        }
-        int64_t t_begin, t_end;
-        ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
+        int64_t t_begin = 0, t_end = T;
+        if (kChecked) ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
+        const float* x = x_row + iw0 * ib;
         for (int64_t ic = 0; ic < ib; ++ic) {
-          V wv = V::Load(w + ic * OB);
-          wv.Pin();
+          V wv[NB];
+#pragma GCC unroll 4
+          for (int b = 0; b < NB; ++b) {
+            wv[b] = V::Load(w + b * w_block_stride + ic * OB);
+            wv[b].Pin();
+          }
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
-            if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::Broadcast(x_row + (iw0 + t * p.stride_w) * ib + ic), wv, acc[t]);
+            if (kChecked && (t < t_begin || t >= t_end)) continue;
+            V xv = V::Broadcast(x + t * x_step + ic);
+#pragma GCC unroll 4
+            for (int b = 0; b < NB; ++b) acc[b * T + t] = V::Fma(xv, wv[b], acc[b * T + t]);
           }
         }
       }
     }
   }
-  Finish<OB, T>(job, tile, count, acc, out);
+  Finish<OB, NB, T>(job, tile, count, acc, out);
 }
 
 // Depthwise: channel c of the output reads channel c of the input; vectors on both sides.
-template <int OB, int T, bool kChecked>
+template <int OB, int NB, int T, bool kChecked>
 void DepthwiseTile(const Job& job, const Tile& tile) {
+  static_assert(NB == 1, "a depthwise tile computes one block");
   using V = Vec<OB>;
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t width = p.in_width, x_step = p.stride_w * OB;
   const int64_t count = kChecked ? tile.count : T;
   V acc[T];
-  float* out = TileStart<OB, T>(job, tile, count, acc);
+  float* out = TileStart<OB, 1, T>(job, tile, count, acc);
   int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
@@ -179,58 +196,82 @@ void DepthwiseTile(const Job& job, const Tile& tile) {
       }
     }
   }
-  Finish<OB, T>(job, tile, count, acc, out);
+  Finish<OB, 1, T>(job, tile, count, acc, out);
 }
 
 using TileFn = void (*)(const Job&, const Tile&);
 
-// Register tiles of kMinTile<OB> .. kTileWidth<OB> positions are compiled (fewer would leave
-// too few independent accumulators); a narrower tile runs checked in the narrowest of them.
+// Output channel blocks a (not depthwise) tile computes together, at most (kernel_config.h).
 template <int OB>
-constexpr int kMinTile = (kTileWidth<OB> + 1) / 2;
+constexpr int kTileBlocks = OB == 8 ? kCompiledConfig.conv_tile_blocks_8 : 1;
+// Tiles of NB blocks keep kMinTile .. kMaxTile positions in registers (fewer would leave too few
+// independent accumulators); a narrower tile runs checked in the narrowest of them.
+template <int OB, int NB>
+constexpr int kMaxTile = kTileWidth<OB> / NB;
+template <int OB, int NB>
+constexpr int kMinTile = (kMaxTile<OB, NB> + 1) / 2;
 
-// table[T - kMinTile] computes tiles with T positions in registers.
-template <int OB, bool kDepthwise, bool kChecked, int... I>
+// The tile functions of NB blocks: table[T - kMinTile] keeps T positions in registers.
+template <int OB, int NB, bool kDepthwise, bool kChecked, int... I>
 std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
   if constexpr (kDepthwise) {
-    return {&DepthwiseTile<OB, kMinTile<OB> + I, kChecked>...};
+    return {&DepthwiseTile<OB, NB, kMinTile<OB, NB> + I, kChecked>...};
   } else {
-    return {&ConvTile<OB, kMinTile<OB> + I, kChecked>...};
+    return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, kChecked>...};
   }
 }
 
+// Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB blocks, as even as the
+// widest compiled tile allows.
+template <int OB, int NB, bool kDepthwise>
+void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
+  constexpr int kMin = kMinTile<OB, NB>, kMax = kMaxTile<OB, NB>;
+  static const auto interior = TileTable<OB, NB, kDepthwise, false>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  static const auto border = TileTable<OB, NB, kDepthwise, true>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
+  const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
+  int64_t ow0 = ow_begin;
+  for (int64_t k = 0; k < tiles; ++k) {
+    int64_t count = base + (k < extra ? 1 : 0);
+    tile.ow0 = ow0;
+    tile.count = count;
+    int64_t first_iw = ow0 * p.stride_w - p.pad_left;
+    int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
+    bool inside = first_iw >= 0 && last_iw < p.in_width && count >= kMin;
+    (inside ? interior : border)[std::max<int64_t>(count, kMin) - kMin](job, tile);
+    ow0 += count;
+  }
+}
+
+// Work item: (image, group, set of tile_blocks output blocks, a few rows, a part of each row).
 template <int OB, bool kDepthwise>
 void RunItems(int64_t begin, int64_t end, void* context) {
-  constexpr int kTiles = kTileWidth<OB> - kMinTile<OB> + 1;
-  static const auto interior = TileTable<OB, kDepthwise, false>(std::make_integer_sequence<int, kTiles>());
-  static const auto border = TileTable<OB, kDepthwise, true>(std::make_integer_sequence<int, kTiles>());
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DNCHWcParams& p = *job.p;
   int64_t in_total = kDepthwise ? 1 : job.group_in_blocks;
   for (int64_t item = begin; item < end; ++item) {
     int64_t part = item % job.row_parts, row_item = item / job.row_parts % job.row_items;
-    int64_t block = item / job.row_parts / job.row_items;
+    int64_t set = item / job.row_parts / job.row_items;  // over (n, group, set within the group)
+    int64_t groups = job.out_blocks / job.group_out_blocks;
+    int64_t n = set / job.block_sets / groups, group = set / job.block_sets % groups;
+    int64_t first_block = set % job.block_sets * job.tile_blocks;
+    int64_t blocks = std::min(job.tile_blocks, job.group_out_blocks - first_block);
     int64_t oh_begin = row_item * job.rows_per_item;
     int64_t oh_end = std::min(p.out_height, oh_begin + job.rows_per_item);
-    int64_t k_begin = part * job.tiles_per_part, k_end = std::min(job.tiles, k_begin + job.tiles_per_part);
-    // Tile k starts at k * tile_base plus the wider tiles before it.
-    int64_t ow_begin = k_begin * job.tile_base + std::min(k_begin, job.tile_extra);
+    int64_t ow_begin = part * job.part_width, ow_end = std::min(p.out_width, ow_begin + job.part_width);
     for (int64_t c0 = 0; c0 < in_total; c0 += job.chunk) {
-      Tile tile{block / job.out_blocks, block % job.out_blocks, 0, 0, 0, c0, std::min(in_total, c0 + job.chunk),
+      Tile tile{n, group * job.group_out_blocks + first_block, blocks, 0, 0, 0, c0, std::min(in_total, c0 + job.chunk),
                 c0 == 0, c0 + job.chunk >= in_total};
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
-        int64_t ow0 = ow_begin;
-        for (int64_t k = k_begin; k < k_end; ++k) {
-          int64_t count = job.tile_base + (k < job.tile_extra ? 1 : 0);
-          tile.ow0 = ow0;
-          tile.count = count;
-          int64_t first_iw = ow0 * p.stride_w - p.pad_left;
-          int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
-          bool inside = first_iw >= 0 && last_iw < p.in_width && count >= kMinTile<OB>;
-          int64_t width = std::max<int64_t>(count, kMinTile<OB>);
-          (inside ? interior : border)[width - kMinTile<OB>](job, tile);
-          ow0 += count;
+        if constexpr (kDepthwise || kTileBlocks<OB> == 1) {
+          RunRow<OB, 1, kDepthwise>(job, tile, ow_begin, ow_end);
+        } else {
+          static_assert(kTileBlocks<OB> == 3, "tiles of 1, 2 or 3 blocks are compiled");
+          if (blocks == 3) RunRow<OB, 3, false>(job, tile, ow_begin, ow_end);
+          else if (blocks == 2) RunRow<OB, 2, false>(job, tile, ow_begin, ow_end);
+          else RunRow<OB, 1, false>(job, tile, ow_begin, ow_end);
         }
       }
     }
@@ -240,19 +281,17 @@ void RunItems(int64_t begin, int64_t end, void* context) {
 template <int OB>
 int Run(Job& job) {
   const Conv2DNCHWcParams& p = *job.p;
-  constexpr int64_t kMaxTile = kTileWidth<OB>;
-  job.tiles = (p.out_width + kMaxTile - 1) / kMaxTile;
-  job.tile_base = p.out_width / job.tiles;
-  job.tile_extra = p.out_width % job.tiles;
-  int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * static_cast<int64_t>(sizeof(float));
+  job.tile_blocks = p.depthwise ? 1 : std::min<int64_t>(kTileBlocks<OB>, job.group_out_blocks);
+  job.block_sets = (job.group_out_blocks + job.tile_blocks - 1) / job.tile_blocks;
+  int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * job.tile_blocks * static_cast<int64_t>(sizeof(float));
   job.chunk = std::max<int64_t>(1, kChunkWeightBytes / chunk_bytes);
   job.rows_per_item = std::min(p.out_height, std::max<int64_t>(1, (kPositionsPerItem + p.out_width - 1) / p.out_width));
   job.row_items = (p.out_height + job.rows_per_item - 1) / job.rows_per_item;
   job.row_parts = (p.out_width + kRowPartPositions - 1) / kRowPartPositions;
-  job.tiles_per_part = (job.tiles + job.row_parts - 1) / job.row_parts;
-  job.row_parts = (job.tiles + job.tiles_per_part - 1) / job.tiles_per_part;
-  int64_t items = p.batch * job.out_blocks * job.row_items * job.row_parts;
-  return ParallelFor(items, p.depthwise ? RunItems<OB, true> : RunItems<OB, false>, &job);
+  job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
+  job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
+  int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
+  return ParallelFor(sets * job.row_items * job.row_parts, p.depthwise ? RunItems<OB, true> : RunItems<OB, false>, &job);
 }
 
 // A copy of the input that makes the convolution simpler: with its padding written out as zeros,
@@ -355,7 +394,6 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
           p.out_channels / p.out_block,
           p.in_channels / groups / p.in_block,
           p.out_channels / groups / p.out_block,
-          0,
           0,
           0,
           0,

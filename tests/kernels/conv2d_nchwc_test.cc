@@ -93,7 +93,8 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
   s.ib = depthwise ? s.ob : in_blocks[pick(0, 4)];
   s.groups = depthwise || pick(0, 2) == 0 ? 1 : pick(2, 4);  // a third grouped
   s.c = depthwise ? s.ob * pick(1, 3) : s.ib * s.groups * pick(1, s.groups > 1 ? 2 : 4);
-  s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 2 : 3);
+  // Up to five output blocks per group: tiles of three 8-channel blocks, and the one or two left.
+  s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 4 : 5);
   PickWindow(rng, s);
   s.h = pick(1, 19);
   s.w = pick(1, 41);
