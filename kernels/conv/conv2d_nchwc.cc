@@ -111,14 +111,17 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // blocks' weights (more blocks per tile: fewer broadcasts per FMA; with one 8-channel block per
 // tile on AVX2, as many broadcasts as FMAs held the direct convolution at 57 GFLOP/s of 97, with
 // three 70-76). Unchecked tiles have count == T and all taps inside the input; checked ones test
-// each tap and position. (Compiling interior tiles for each input block and stride, so that the
-// loop over the block's channels unrolls, measured slower with three blocks: the registers ran
-// out.)
-template <int OB, int NB, int T, bool kChecked>
+// each tap and position. IB, where not 0, is the input block of a tile at stride 1, known at
+// compile time: each broadcast then reads at a constant offset and the loop over the block's
+// channels unrolls (AVX2, 1x1 layers of one 16-channel block per tile: 55 -> 71 GFLOP/s with
+// 8-channel input blocks, 72 -> 76-80 with 16; with three blocks per tile the registers ran out,
+// and it was slower).
+template <int OB, int NB, int T, bool kChecked, int IB = 0>
 void ConvTile(const Job& job, const Tile& tile) {
+  static_assert(IB == 0 || (NB == 1 && !kChecked), "input blocks are compiled in for interior tiles of one block");
   using V = Vec<OB>;
   const Conv2DNCHWcParams& p = *job.p;
-  const int64_t ib = p.in_block, width = p.in_width, x_step = p.stride_w * ib;
+  const int64_t ib = IB > 0 ? IB : p.in_block, width = p.in_width, x_step = (IB > 0 ? 1 : p.stride_w) * ib;
   const int64_t count = kChecked ? tile.count : T;
   V acc[NB * T];
   float* out = TileStart<OB, NB, T>(job, tile, count, acc);
@@ -141,6 +144,7 @@ void ConvTile(const Job& job, const Tile& tile) {
         int64_t t_begin = 0, t_end = T;
         if (kChecked) ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
         const float* x = x_row + iw0 * ib;
+#pragma GCC unroll 16
         for (int64_t ic = 0; ic < ib; ++ic) {
           V wv[NB];
 #pragma GCC unroll 4
@@ -211,13 +215,14 @@ constexpr int kMaxTile = kTileWidth<OB> / NB;
 template <int OB, int NB>
 constexpr int kMinTile = (kMaxTile<OB, NB> + 1) / 2;
 
-// The tile functions of NB blocks: table[T - kMinTile] keeps T positions in registers.
-template <int OB, int NB, bool kDepthwise, bool kChecked, int... I>
+// The tile functions of NB blocks (input block IB, see ConvTile): table[T - kMinTile] keeps T
+// positions in registers.
+template <int OB, int NB, bool kDepthwise, bool kChecked, int IB, int... I>
 std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
   if constexpr (kDepthwise) {
     return {&DepthwiseTile<OB, NB, kMinTile<OB, NB> + I, kChecked>...};
   } else {
-    return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, kChecked>...};
+    return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, kChecked, IB>...};
   }
 }
 
@@ -226,9 +231,16 @@ std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
 template <int OB, int NB, bool kDepthwise>
 void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kMinTile<OB, NB>, kMax = kMaxTile<OB, NB>;
-  static const auto interior = TileTable<OB, NB, kDepthwise, false>(std::make_integer_sequence<int, kMax - kMin + 1>());
-  static const auto border = TileTable<OB, NB, kDepthwise, true>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  using Tiles = std::make_integer_sequence<int, kMax - kMin + 1>;
+  // Input blocks compiled in (ConvTile) where tiles have one 16-channel block: 8-channel output
+  // blocks mostly run three per tile.
+  constexpr bool kCompiledBlocks = OB == 16 && NB == 1 && !kDepthwise;
+  static const auto interior = TileTable<OB, NB, kDepthwise, false, 0>(Tiles());
+  static const auto interior_8 = TileTable<OB, NB, kDepthwise, false, kCompiledBlocks ? 8 : 0>(Tiles());
+  static const auto interior_16 = TileTable<OB, NB, kDepthwise, false, kCompiledBlocks ? 16 : 0>(Tiles());
+  static const auto border = TileTable<OB, NB, kDepthwise, true, 0>(Tiles());
   const Conv2DNCHWcParams& p = *job.p;
+  const auto& unchecked = p.stride_w != 1 ? interior : p.in_block == 8 ? interior_8 : p.in_block == 16 ? interior_16 : interior;
   const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
   const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
   int64_t ow0 = ow_begin;
@@ -239,7 +251,7 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
     int64_t first_iw = ow0 * p.stride_w - p.pad_left;
     int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
     bool inside = first_iw >= 0 && last_iw < p.in_width && count >= kMin;
-    (inside ? interior : border)[std::max<int64_t>(count, kMin) - kMin](job, tile);
+    (inside ? unchecked : border)[std::max<int64_t>(count, kMin) - kMin](job, tile);
     ow0 += count;
   }
 }
