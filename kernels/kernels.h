@@ -103,7 +103,8 @@ void Pool2DElementwise(const Pool2DParams& p, int64_t block, const float* data, 
 // Data in NCHW[x]c is [N, C / x, H, W, x]; x = 1 is plain NCHW. Convolution weights are
 // [O / ob, (C / groups) / ib, KH, KW, ib, ob] ("OIHW{ib}i{ob}o" of the OIHW weight
 // [O, C / groups, KH, KW]) with ib the data's block, each group's channels whole blocks on both
-// sides, or for a depthwise convolution (groups == C == O, ib == ob) [O / ob, 1, KH, KW, 1, ob].
+// sides, or for a block-local convolution (`depthwise`: C == O, ib == ob, C / groups = G of 1, 2
+// or 4 channels per group, each group inside one block) [O / ob, G, KH, KW, 1, ob].
 // The output block ob is 8 or 16.
 
 // An elementwise op applied to a convolution's result while it is in registers, in order:
@@ -126,6 +127,8 @@ struct Conv2DNCHWcParams {
   int64_t batch, in_channels, in_height, in_width, in_block;
   int64_t out_channels, out_block, kernel_height, kernel_width, out_height, out_width;
   int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups;
+  // Block-local: output block b reads only input block b. A depthwise convolution (one channel per
+  // group), or one of groups of 2 or 4 channels (in_channels / groups), in and out.
   bool depthwise;
   // How the input is read, chosen with the implementation (strategy/conv2d.cc): copied first with
   // its padding written out as zeros, so that no tile checks its taps (not depthwise); for a

@@ -3,7 +3,8 @@
 // ymm register, with AVX2 + FMA two / one ymm registers, and otherwise plain arrays that the
 // compiler vectorizes as well as the target allows. Loads and stores are unaligned.
 //
-// Exp(x) is a vector exp where the target has one (about 2e-7 relative error). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
+// Exp(x) is a vector exp where the target has one (about 2e-7 relative error).
+// GroupBroadcast<G, C>(x) fills each group of G lanes with the group's lane C (G = 2 or 4). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
 // vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
 // when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
 // std::max(x, lo).
@@ -52,6 +53,15 @@ inline __m256 Exp8(__m256 x) {
   return _mm256_fmadd_ps(p, scale, scale);
 }
 
+// Lane l of the result is lane (l / G) * G + C of v: each group of G lanes filled with its lane C
+// (G = 2 or 4, within each 128-bit half: one vpermilps).
+template <int G, int C>
+inline __m256 GroupBroadcast8(__m256 v) {
+  static_assert((G == 2 || G == 4) && C >= 0 && C < G, "groups of 2 or 4 lanes");
+  constexpr int kImm = G == 4 ? C * 0x55 : (C | C << 2 | (C + 2) << 4 | (C + 2) << 6);
+  return _mm256_permute_ps(v, kImm);
+}
+
 template <>
 struct Vec<8> {
   __m256 v;
@@ -67,6 +77,8 @@ struct Vec<8> {
   static Vec Max(Vec a, Vec b) { return {_mm256_max_ps(a.v, b.v)}; }
   static Vec Min(Vec a, Vec b) { return {_mm256_min_ps(a.v, b.v)}; }
   static Vec Exp(Vec a) { return {Exp8(a.v)}; }
+  template <int G, int C>
+  static Vec GroupBroadcast(Vec a) { return {GroupBroadcast8<G, C>(a.v)}; }
   void Pin() { asm("" : "+x"(v)); }
 };
 #endif
@@ -90,6 +102,12 @@ struct Vec<16> {
     __m256 lo = Exp8(_mm512_castps512_ps256(a.v));
     __m256 hi = Exp8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
     return {_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1))};
+  }
+  template <int G, int C>
+  static Vec GroupBroadcast(Vec a) {
+    static_assert((G == 2 || G == 4) && C >= 0 && C < G, "groups of 2 or 4 lanes");
+    constexpr int kImm = G == 4 ? C * 0x55 : (C | C << 2 | (C + 2) << 4 | (C + 2) << 6);
+    return {_mm512_permute_ps(a.v, kImm)};
   }
   void Pin() { asm("" : "+v"(v)); }
 };
@@ -115,6 +133,8 @@ struct Vec<16> {
   static Vec Max(Vec a, Vec b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
   static Vec Min(Vec a, Vec b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
   static Vec Exp(Vec a) { return {Exp8(a.lo), Exp8(a.hi)}; }
+  template <int G, int C>
+  static Vec GroupBroadcast(Vec a) { return {GroupBroadcast8<G, C>(a.lo), GroupBroadcast8<G, C>(a.hi)}; }
   void Pin() { asm("" : "+x"(lo), "+x"(hi)); }
 };
 #endif
@@ -172,6 +192,12 @@ struct Vec {
   static Vec Exp(Vec a) {
     for (int i = 0; i < N; ++i) a.v[i] = std::exp(a.v[i]);
     return a;
+  }
+  template <int G, int C>
+  static Vec GroupBroadcast(Vec a) {
+    Vec r;
+    for (int i = 0; i < N; ++i) r.v[i] = a.v[i / G * G + C];
+    return r;
   }
   void Pin() {}
 };

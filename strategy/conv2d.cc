@@ -44,6 +44,35 @@ Conv2DLayouts DepthwiseLayouts(const Conv2DProblem& p, const KernelConfig& confi
   return {ir::BlockedDataLayout(block), BlockedKernelLayout(1, block), ir::BlockedDataLayout(block)};
 }
 
+// Groups of 2 or 4 channels, in and out (ResNeXt 32x4d's first stage): each group inside one
+// block, output block b reading input block b (kernels.h: block-local), in the output's block.
+int64_t SmallGroup(const Conv2DProblem& p) {
+  if (p.groups < 2 || p.depthwise() || p.channels != p.out_channels || p.channels % p.groups != 0) return 0;
+  int64_t group = p.channels / p.groups;
+  return group == 2 || group == 4 ? group : 0;
+}
+
+bool SmallGroupsApplies(const Conv2DProblem& p, const KernelConfig& config) {
+  return p.float32 && SmallGroup(p) != 0 && OutBlock(config.conv_block, p.out_channels) != 0;
+}
+
+bool SmallGroupsComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  int64_t out_block = ir::ChannelBlock(l.out), in_block = ir::ChannelBlock(l.data);
+  std::string kernel = BlockedKernelLayout(1, out_block);
+  if (!p.float32) {
+    *why = "the kernel computes float32 only";
+  } else if (SmallGroup(p) == 0) {
+    *why = "it is not a convolution of groups of 2 or 4 channels in and out";
+  } else if ((out_block != 8 && out_block != 16) || in_block != out_block) {
+    *why = "the data and output blocks must be equal, 8 or 16";
+  } else if (l.kernel != kernel) {
+    *why = "the kernel layout must be " + kernel;
+  } else {
+    return true;
+  }
+  return false;
+}
+
 // Plain data with at least this many channels is blocked first (a layout_transform): read plain,
 // each input channel is a load from its own plane and a pass of the loops around it, which costs
 // more than the transform (ShuffleNet's 1x1 convolutions after a channel shuffle, 464 -> 1024 on
@@ -220,6 +249,8 @@ Conv2DLayouts Conv2DLayoutsOf(const ir::CallNode& call) {
 const std::vector<Conv2DImplementation>& Conv2DImplementations() {
   static const std::vector<Conv2DImplementation> list = {
       {"conv2d.nchwc_depthwise", Conv2DKernel::kConv2DNCHWcDepthwise, DepthwiseApplies, DepthwiseLayouts, DepthwiseComputes},
+      {"conv2d.nchwc_small_groups", Conv2DKernel::kConv2DNCHWcDepthwise, SmallGroupsApplies, DepthwiseLayouts,
+       SmallGroupsComputes},
       {"conv2d.nchwc_1x1", Conv2DKernel::kConv2DNCHWc, PointwiseApplies, DirectLayouts, PointwiseComputes},
       {"conv2d.nchwc_direct", Conv2DKernel::kConv2DNCHWc, DirectApplies, DirectLayouts, DirectComputes},
       {"conv2d.nchwc_grouped", Conv2DKernel::kConv2DNCHWc, GroupedApplies, GroupedLayouts, GroupedComputes},

@@ -46,7 +46,7 @@ enum class Conv2DKernel {
   kConv2D,                // NCHW / OIHW: im2col + GEMM per group
   kConv2DDepthwise,       // Conv2D per channel (depthwise)
   kConv2DNCHWc,           // blocked layouts, with a fused epilogue
-  kConv2DNCHWcDepthwise,  // Conv2DNCHWc, depthwise
+  kConv2DNCHWcDepthwise,  // Conv2DNCHWc, block-local: depthwise, or groups of 2 or 4 channels
 };
 
 struct Conv2DImplementation {

@@ -7,6 +7,10 @@
 // convolution over a small plane runs as one long row. Tiles that still touch the border, or
 // are narrower than the compiled tiles, check each tap.
 //
+// Block-local convolutions (depthwise, or groups of 2 or 4 channels: output block b reads input
+// block b) broadcast nothing: the input's vectors are multiplied lane by lane, for groups after a
+// shuffle that spreads each of a group's channels over the group's lanes.
+//
 // Where a block is one vector of 8 channels, a tile computes up to three output channel blocks
 // at once (kernel_config.h), so that each broadcast input value feeds three FMAs. Work items are
 // (batch, set of output channel blocks, a few output rows or a part of a long one, as 1-D layers
@@ -166,37 +170,56 @@ void ConvTile(const Job& job, const Tile& tile) {
   Finish<OB, NB, T>(job, tile, count, acc, out);
 }
 
-// Depthwise: channel c of the output reads channel c of the input; vectors on both sides.
-template <int OB, int NB, int T, bool kChecked>
-void DepthwiseTile(const Job& job, const Tile& tile) {
-  static_assert(NB == 1, "a depthwise tile computes one block");
+// One tap of a tile of groups of G channels inside a block (BlockLocalTile): for each of the
+// group's input channels C, the channel broadcast over its group's lanes, times the weights of
+// that input channel (w + C * w_step), for positions t_begin <= t < t_end.
+template <int OB, int G, int T, int C = 0>
+KILN_ALWAYS_INLINE void GroupTap(Vec<OB> (&acc)[T], const float* x, int64_t x_step, const float* w, int64_t w_step,
+                                 int64_t t_begin, int64_t t_end) {
+  using V = Vec<OB>;
+  V wv = V::Load(w + C * w_step);
+  wv.Pin();
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::template GroupBroadcast<G, C>(V::Load(x + t * x_step)), wv, acc[t]);
+  }
+  if constexpr (C + 1 < G) GroupTap<OB, G, T, C + 1>(acc, x, x_step, w, w_step, t_begin, t_end);
+}
+
+// Block-local: output block ocb reads input block ocb. Depthwise (G == 1): channel c of the
+// output reads channel c of the input, vectors on both sides. Groups of G = 2 or 4 channels
+// (ResNeXt's 32x4d stage, 4 channels per group): lane c reads the G channels of its group, each
+// broadcast over the group's lanes with one shuffle; the weight is [blocks, G, KH, KW, OB].
+template <int OB, int G, int T, bool kChecked>
+void BlockLocalTile(const Job& job, const Tile& tile) {
   using V = Vec<OB>;
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t width = p.in_width, x_step = p.stride_w * OB;
   const int64_t count = kChecked ? tile.count : T;
+  const int64_t taps = p.kernel_height * p.kernel_width;
   V acc[T];
   float* out = TileStart<OB, 1, T>(job, tile, count, acc);
   int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
   const float* x_plane = job.data + (tile.n * job.out_blocks + tile.ocb) * p.in_height * width * OB;
-  const float* w_block = job.weight + tile.ocb * p.kernel_height * p.kernel_width * OB;
+  const float* w_block = job.weight + tile.ocb * G * taps * OB;
   for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
     const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * OB;
     for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
       int64_t iw0 = iw_first + kw * p.dilation_w;
-      V wv = V::Load(w_block + (kh * p.kernel_width + kw) * OB);
-      if (!kChecked) {
-        const float* x = x_row + iw0 * OB;
-#pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) acc[t] = V::Fma(V::Load(x + t * x_step), wv, acc[t]);
+      const float* w = w_block + (kh * p.kernel_width + kw) * OB;
+      int64_t t_begin = 0, t_end = T;
+      if (kChecked) ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
+      const float* x = x_row + iw0 * OB;
+      if constexpr (G > 1) {
+        GroupTap<OB, G, T>(acc, x, x_step, w, taps * OB, t_begin, t_end);
         continue;
       }
-      int64_t t_begin, t_end;
-      ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
+      V wv = V::Load(w);
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) {
-        if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::Load(x_row + (iw0 + t * p.stride_w) * OB), wv, acc[t]);
+        if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::Load(x + t * x_step), wv, acc[t]);
       }
     }
   }
@@ -205,7 +228,7 @@ void DepthwiseTile(const Job& job, const Tile& tile) {
 
 using TileFn = void (*)(const Job&, const Tile&);
 
-// Output channel blocks a (not depthwise) tile computes together, at most (kernel_config.h).
+// Output channel blocks a tile (not block-local) computes together, at most (kernel_config.h).
 template <int OB>
 constexpr int kTileBlocks = OB == 8 ? kCompiledConfig.conv_tile_blocks_8 : 1;
 // Tiles of NB blocks keep kMinTile .. kMaxTile positions in registers (fewer would leave too few
@@ -215,12 +238,14 @@ constexpr int kMaxTile = kTileWidth<OB> / NB;
 template <int OB, int NB>
 constexpr int kMinTile = (kMaxTile<OB, NB> + 1) / 2;
 
+// kLocalGroup: 0 for ConvTile; G for BlockLocalTile with groups of G channels (1: depthwise).
 // The tile functions of NB blocks (input block IB, see ConvTile): table[T - kMinTile] keeps T
 // positions in registers.
-template <int OB, int NB, bool kDepthwise, bool kChecked, int IB, int... I>
+template <int OB, int NB, int kLocalGroup, bool kChecked, int IB, int... I>
 std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
-  if constexpr (kDepthwise) {
-    return {&DepthwiseTile<OB, NB, kMinTile<OB, NB> + I, kChecked>...};
+  if constexpr (kLocalGroup > 0) {
+    static_assert(NB == 1, "a block-local tile computes one block");
+    return {&BlockLocalTile<OB, kLocalGroup, kMinTile<OB, NB> + I, kChecked>...};
   } else {
     return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, kChecked, IB>...};
   }
@@ -228,17 +253,17 @@ std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
 
 // Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB blocks, as even as the
 // widest compiled tile allows.
-template <int OB, int NB, bool kDepthwise>
+template <int OB, int NB, int kLocalGroup>
 void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kMinTile<OB, NB>, kMax = kMaxTile<OB, NB>;
   using Tiles = std::make_integer_sequence<int, kMax - kMin + 1>;
   // Input blocks compiled in (ConvTile) where tiles have one 16-channel block: 8-channel output
   // blocks mostly run three per tile.
-  constexpr bool kCompiledBlocks = OB == 16 && NB == 1 && !kDepthwise;
-  static const auto interior = TileTable<OB, NB, kDepthwise, false, 0>(Tiles());
-  static const auto interior_8 = TileTable<OB, NB, kDepthwise, false, kCompiledBlocks ? 8 : 0>(Tiles());
-  static const auto interior_16 = TileTable<OB, NB, kDepthwise, false, kCompiledBlocks ? 16 : 0>(Tiles());
-  static const auto border = TileTable<OB, NB, kDepthwise, true, 0>(Tiles());
+  constexpr bool kCompiledBlocks = OB == 16 && NB == 1 && kLocalGroup == 0;
+  static const auto interior = TileTable<OB, NB, kLocalGroup, false, 0>(Tiles());
+  static const auto interior_8 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 8 : 0>(Tiles());
+  static const auto interior_16 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 16 : 0>(Tiles());
+  static const auto border = TileTable<OB, NB, kLocalGroup, true, 0>(Tiles());
   const Conv2DNCHWcParams& p = *job.p;
   const auto& unchecked = p.stride_w != 1 ? interior : p.in_block == 8 ? interior_8 : p.in_block == 16 ? interior_16 : interior;
   const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
@@ -257,11 +282,11 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
 }
 
 // Work item: (image, group, set of tile_blocks output blocks, a few rows, a part of each row).
-template <int OB, bool kDepthwise>
+template <int OB, int kLocalGroup>
 void RunItems(int64_t begin, int64_t end, void* context) {
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DNCHWcParams& p = *job.p;
-  int64_t in_total = kDepthwise ? 1 : job.group_in_blocks;
+  int64_t in_total = kLocalGroup > 0 ? 1 : job.group_in_blocks;
   for (int64_t item = begin; item < end; ++item) {
     int64_t part = item % job.row_parts, row_item = item / job.row_parts % job.row_items;
     int64_t set = item / job.row_parts / job.row_items;  // over (n, group, set within the group)
@@ -277,13 +302,13 @@ void RunItems(int64_t begin, int64_t end, void* context) {
                 c0 == 0, c0 + job.chunk >= in_total};
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
-        if constexpr (kDepthwise || kTileBlocks<OB> == 1) {
-          RunRow<OB, 1, kDepthwise>(job, tile, ow_begin, ow_end);
+        if constexpr (kLocalGroup > 0 || kTileBlocks<OB> == 1) {
+          RunRow<OB, 1, kLocalGroup>(job, tile, ow_begin, ow_end);
         } else {
           static_assert(kTileBlocks<OB> == 3, "tiles of 1, 2 or 3 blocks are compiled");
-          if (blocks == 3) RunRow<OB, 3, false>(job, tile, ow_begin, ow_end);
-          else if (blocks == 2) RunRow<OB, 2, false>(job, tile, ow_begin, ow_end);
-          else RunRow<OB, 1, false>(job, tile, ow_begin, ow_end);
+          if (blocks == 3) RunRow<OB, 3, 0>(job, tile, ow_begin, ow_end);
+          else if (blocks == 2) RunRow<OB, 2, 0>(job, tile, ow_begin, ow_end);
+          else RunRow<OB, 1, 0>(job, tile, ow_begin, ow_end);
         }
       }
     }
@@ -303,7 +328,10 @@ int Run(Job& job) {
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
   int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
-  return ParallelFor(sets * job.row_items * job.row_parts, p.depthwise ? RunItems<OB, true> : RunItems<OB, false>, &job);
+  // Block-local: depthwise (one channel per group) or groups of 2 or 4 channels inside a block.
+  int64_t local_group = p.depthwise ? p.in_channels / p.groups : 0;
+  auto items = local_group == 4 ? RunItems<OB, 4> : local_group == 2 ? RunItems<OB, 2> : local_group == 1 ? RunItems<OB, 1> : RunItems<OB, 0>;
+  return ParallelFor(sets * job.row_items * job.row_parts, items, &job);
 }
 
 // A copy of the input that makes the convolution simpler: with its padding written out as zeros,
@@ -353,8 +381,12 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
   bool shape_ok = p.in_block >= 1 && p.in_channels % p.in_block == 0 && (p.out_block == 8 || p.out_block == 16) &&
                   p.out_channels % p.out_block == 0 && p.out_height > 0 && p.out_width > 0;
   if (!shape_ok) return Fail("Conv2DNCHWc: channels do not fit the blocks (output block must be 8 or 16)");
-  if (p.depthwise && (p.in_channels != p.out_channels || p.in_block != p.out_block || p.groups != p.in_channels)) {
-    return Fail("Conv2DNCHWc: a depthwise convolution needs equal channels and blocks on both sides, one group each");
+  bool local_groups_fit = p.in_channels == p.out_channels && p.in_block == p.out_block && p.groups >= 1 &&
+                          p.in_channels % p.groups == 0 &&
+                          (p.in_channels / p.groups == 1 || p.in_channels / p.groups == 2 || p.in_channels / p.groups == 4);
+  if (p.depthwise && !local_groups_fit) {
+    return Fail("Conv2DNCHWc: a depthwise convolution (or one of groups of 2 or 4 channels) needs equal channels and "
+                "blocks on both sides, and 1, 2 or 4 channels per group");
   }
   bool groups_fit = p.groups >= 1 && p.in_channels % p.groups == 0 && p.out_channels % p.groups == 0 &&
                     (p.in_channels / p.groups) % p.in_block == 0 && (p.out_channels / p.groups) % p.out_block == 0;

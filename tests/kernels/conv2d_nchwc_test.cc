@@ -1,6 +1,6 @@
 // The blocked-layout kernels (conv2d_nchwc.cc, pool_nchwc.cc) against a naive reference in this
 // file and against the NCHW kernels, over random shapes: input and output blocks, strides,
-// padding, dilation, groups (depthwise, and groups of whole blocks), odd widths, fused epilogues, every way of reading the input
+// padding, dilation, groups (depthwise, groups of 2 or 4 channels, and groups of whole blocks), odd widths, fused epilogues, every way of reading the input
 // (padded copy, strided gather, flat planes); serial and on the thread pool. Compiled with -march=native like model libraries, so the vector path of this machine is
 // the one tested.
 #include <gmock/gmock.h>
@@ -34,9 +34,9 @@ std::vector<float> Unblock(const std::vector<float>& y, int64_t n, int64_t c, in
   return x;
 }
 
-// OIHW [O, I, KH, KW] -> [O / ob, I / ib, KH, KW, ib, ob] with I = C / groups (depthwise: I = ib = 1).
+// OIHW [O, I, KH, KW] -> [O / ob, I / ib, KH, KW, ib, ob] with I = C / groups (block-local: ib = 1).
 std::vector<float> PackWeights(const std::vector<float>& w, const Shape& s) {
-  int64_t in = s.depthwise ? 1 : s.c / s.groups, ib = s.depthwise ? 1 : s.ib, taps = s.kh * s.kw;
+  int64_t in = s.c / s.Groups(), ib = s.depthwise ? 1 : s.ib, taps = s.kh * s.kw;
   std::vector<float> packed(w.size());
   for (int64_t o = 0; o < s.o; ++o)
     for (int64_t i = 0; i < in; ++i)
@@ -68,7 +68,7 @@ Conv2DNCHWcParams Params(const Shape& s) {
   bool copy_padded = !s.depthwise && m.padded, gather_strided = !s.depthwise && m.CanGather();
   bool flat_plane = m.CanFlatten(copy_padded, gather_strided) && s.oh() * s.ow() <= 256;
   return {s.n,  s.c,  s.h,  s.w,  s.depthwise ? s.ob : s.ib, s.o, s.ob, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw,
-          s.dh, s.dw, s.pt, s.pl, s.depthwise ? s.c : s.groups, s.depthwise, copy_padded, gather_strided, flat_plane};
+          s.dh, s.dw, s.pt, s.pl, s.Groups(), s.depthwise, copy_padded, gather_strided, flat_plane};
 }
 
 // Any input modes the kernel takes for `s`, at random: each way of reading the input computes
@@ -93,6 +93,8 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
   s.ib = depthwise ? s.ob : in_blocks[pick(0, 4)];
   s.groups = depthwise || pick(0, 2) == 0 ? 1 : pick(2, 4);  // a third grouped
   s.c = depthwise ? s.ob * pick(1, 3) : s.ib * s.groups * pick(1, s.groups > 1 ? 2 : 4);
+  // Block-local: half depthwise, half groups of 2 or 4 channels.
+  if (depthwise && pick(0, 1) == 1) s.groups = s.c / (pick(0, 1) == 1 ? 4 : 2);
   // Up to five output blocks per group: tiles of three 8-channel blocks, and the one or two left.
   s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 4 : 5);
   PickWindow(rng, s);
@@ -110,7 +112,7 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
   for (int iteration = 0; iteration < 150; ++iteration) {
     Shape s = RandomShape(rng, depthwise);
     std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng);
-    std::vector<float> w = Random(s.o * (depthwise ? 1 : s.c / s.groups) * s.kh * s.kw, rng);
+    std::vector<float> w = Random(s.o * (s.c / s.Groups()) * s.kh * s.kw, rng);
     int64_t ib = depthwise ? s.ob : s.ib, out_size = s.n * s.o * s.oh() * s.ow();
     std::vector<float> out(out_size, NAN);
     Conv2DNCHWcParams p = iteration % 2 == 0 ? Params(s) : RandomModes(s, rng);
@@ -122,7 +124,7 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), want, s.Text() + modes);
     // The NCHW kernel agrees too.
     Conv2DParams nchw{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl,
-                      depthwise ? s.c : s.groups, depthwise && iteration % 2 == 0};  // depthwise: by channel or by GEMM
+                      s.Groups(), s.Groups() == s.c && iteration % 2 == 0};  // depthwise: by channel or by GEMM
     std::vector<float> old(out_size);
     ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data()), 0);
     ExpectNear(old, want, s.Text() + " (NCHW kernel)");

@@ -16,8 +16,9 @@ namespace kiln::kernels {
 
 struct Shape {
   int64_t n, c, h, w, o, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, ib, ob;
-  bool depthwise;
+  bool depthwise;  // block-local: one channel per group, or (groups > 1) c / groups = 2 or 4 per group
   int64_t groups = 1;  // not depthwise: each group's channels whole blocks
+  int64_t Groups() const { return depthwise && groups == 1 ? c : groups; }
   int64_t oh() const { return (h + pt + pb - (kh - 1) * dh - 1) / sh + 1; }
   int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
   std::string Text() const {
@@ -49,7 +50,7 @@ void PickWindow(Rng& rng, Shape& s) {
 
 // The convolution by its definition, in double.
 inline std::vector<float> ReferenceConv(const std::vector<float>& x, const std::vector<float>& w, const Shape& s) {
-  int64_t oh = s.oh(), ow = s.ow(), groups = s.depthwise ? s.c : s.groups;
+  int64_t oh = s.oh(), ow = s.ow(), groups = s.Groups();
   int64_t in_per_group = s.c / groups, out_per_group = s.o / groups;
   std::vector<float> out(s.n * s.o * oh * ow);
   for (int64_t n = 0; n < s.n; ++n)

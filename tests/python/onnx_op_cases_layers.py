@@ -17,6 +17,10 @@ def conv(opset=14):
     g.node("Conv", [x, g.weight((6, 2, 1, 1))], group=2)
     g.node("Conv", [x, g.weight((2, 4, 2, 3))], auto_pad="SAME_LOWER")
     g.node("Conv", [x, g.weight((7, 4, 4, 4))], auto_pad="VALID", strides=[1, 2])
+    # Groups of 4 and of 2 channels, each inside a 16-channel block (ResNeXt 32x4d's first stage).
+    x16 = g.input((1, 16, 11, 13))
+    g.node("Conv", [x16, g.weight((16, 4, 3, 3)), g.weight((16,))], group=4, pads=[1, 1, 1, 1])
+    g.node("Conv", [x16, g.weight((16, 2, 3, 3))], group=8, strides=[2, 2], pads=[1, 0, 1, 1])
     # 1-D data (an audio front end, a byte CNN) as 2-D of height 1.
     x1 = g.input((2, 4, 17))
     g.node("Conv", [x1, g.weight((6, 4, 5)), g.weight((6,))], strides=[2], pads=[2, 1])

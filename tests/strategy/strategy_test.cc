@@ -67,7 +67,10 @@ TEST(Conv2DStrategy, ChoosesByShapeGroupsAndType) {
   EXPECT_EQ(Chosen(Conv(24, 48, 3, "groups=24")), "conv2d.nchw_depthwise");  // channel multiplier 2
   EXPECT_EQ(Chosen(Conv(64, 64, 3, "groups=2")), "conv2d.nchwc_grouped");   // 32 channels per group
   EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=4")), "conv2d.nchwc_grouped");   // 8 per group
-  EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=8")), "conv2d.nchw_im2col_gemm");  // 4 per group: no block
+  EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=8")), "conv2d.nchwc_small_groups");   // 4 per group, inside a block
+  EXPECT_EQ(Chosen(Conv(32, 32, 3, "groups=16")), "conv2d.nchwc_small_groups");  // 2 per group
+  EXPECT_EQ(Chosen(Conv(32, 64, 3, "groups=8")), "conv2d.nchwc_grouped");  // 4 in, 8 out per group: not local
+  EXPECT_EQ(Chosen(Conv(24, 24, 3, "groups=8")), "conv2d.nchw_im2col_gemm");     // 3 per group
   EXPECT_EQ(Chosen(Conv(16, 12, 3)), "conv2d.nchw_im2col_gemm");
   EXPECT_EQ(Chosen(Conv(16, 32, 3, "", "float64")), "none");
   KernelConfig unblocked = kernels::kAvx2Config;

@@ -217,6 +217,21 @@ TEST(AlterOpLayout, TransformPairsCancelAndCompose) {
   })");
 }
 
+TEST(AlterOpLayout, GroupsOfTwoOrFourChannelsRunInsideBlocks) {
+  // ResNeXt 32x4d's grouped layers: each group's channels inside one block of the data, and the
+  // weight [O / 16, 2, KH, KW, 1, 16].
+  ExpectAltered(R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, groups=16); %0
+  })",
+                R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 2, 3, 3), float32]) {
+    %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %1 = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW1i16o");
+    %2 = nn.conv2d(%0, %1, groups=16, data_layout="NCHW16c", kernel_layout="OIHW1i16o", out_layout="NCHW16c",
+                   implementation="conv2d.nchwc_small_groups");
+    %3 = layout_transform(%2, src_layout="NCHW16c", dst_layout="NCHW"); %3
+  })");
+}
+
 TEST(AlterOpLayout, DoesNotFireWhereItShouldNot) {
   // Output channels that fit no block (12 with blocks 16 and 8), and so their consumers neither:
   // the NCHW implementation is chosen.
@@ -224,9 +239,10 @@ TEST(AlterOpLayout, DoesNotFireWhereItShouldNot) {
     %0 = nn.conv2d(%x, %w%s); %1 = nn.relu(%0); %2 = nn.max_pool2d(%1, pool_size=[2, 2]); %2
   })";
   ExpectAltered(With(unblocked, ""), With(unblocked, ", implementation=\"conv2d.nchw_im2col_gemm\""));
-  // A grouped convolution whose groups have 2 output channels: no block fits them.
-  const char* grouped = R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %w: Tensor[(32, 2, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w, groups=16%s); %0
+  // A grouped convolution whose groups have 3 channels: no block fits them, nor do they lie
+  // inside one.
+  const char* grouped = R"(fn (%x: Tensor[(1, 24, 4, 4), float32], %w: Tensor[(24, 3, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, groups=8%s); %0
   })";
   ExpectAltered(With(grouped, ""), With(grouped, ", implementation=\"conv2d.nchw_im2col_gemm\""));
   // A dense layer whose weight is not a constant, and a constant weight whose N (8) is not a
