@@ -115,17 +115,18 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // blocks' weights (more blocks per tile: fewer broadcasts per FMA; with one 8-channel block per
 // tile on AVX2, as many broadcasts as FMAs held the direct convolution at 57 GFLOP/s of 97, with
 // three 70-76). Unchecked tiles have count == T and all taps inside the input; checked ones test
-// each tap and position. IB, where not 0, is the input block of a tile at stride 1, known at
-// compile time: each broadcast then reads at a constant offset and the loop over the block's
-// channels unrolls (AVX2, 1x1 layers of one 16-channel block per tile: 55 -> 71 GFLOP/s with
-// 8-channel input blocks, 72 -> 76-80 with 16; with three blocks per tile the registers ran out,
-// and it was slower).
-template <int OB, int NB, int T, bool kChecked, int IB = 0>
+// each tap and position. IB and S, where IB is not 0, are the input block and the stride along
+// the row known at compile time: each broadcast then reads at a constant offset and the loop over
+// the block's channels unrolls (AVX2, 1x1 layers of one 16-channel block per tile: 55 -> 71
+// GFLOP/s with 8-channel input blocks, 72 -> 76-80 with 16; an image's 3 plain channels in
+// ResNet's 7x7 stride-2 stem, 57 -> 84; with three blocks per tile the registers ran out, and it
+// was slower).
+template <int OB, int NB, int T, bool kChecked, int IB = 0, int S = 1>
 void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || (NB == 1 && !kChecked), "input blocks are compiled in for interior tiles of one block");
   using V = Vec<OB>;
   const Conv2DNCHWcParams& p = *job.p;
-  const int64_t ib = IB > 0 ? IB : p.in_block, width = p.in_width, x_step = (IB > 0 ? 1 : p.stride_w) * ib;
+  const int64_t ib = IB > 0 ? IB : p.in_block, width = p.in_width, x_step = (IB > 0 ? S : p.stride_w) * ib;
   const int64_t count = kChecked ? tile.count : T;
   V acc[NB * T];
   float* out = TileStart<OB, NB, T>(job, tile, count, acc);
@@ -239,15 +240,15 @@ template <int OB, int NB>
 constexpr int kMinTile = (kMaxTile<OB, NB> + 1) / 2;
 
 // kLocalGroup: 0 for ConvTile; G for BlockLocalTile with groups of G channels (1: depthwise).
-// The tile functions of NB blocks (input block IB, see ConvTile): table[T - kMinTile] keeps T
-// positions in registers.
-template <int OB, int NB, int kLocalGroup, bool kChecked, int IB, int... I>
+// The tile functions of NB blocks (input block IB and stride S, see ConvTile): table[T - kMinTile]
+// keeps T positions in registers.
+template <int OB, int NB, int kLocalGroup, bool kChecked, int IB, int S, int... I>
 std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
   if constexpr (kLocalGroup > 0) {
     static_assert(NB == 1, "a block-local tile computes one block");
     return {&BlockLocalTile<OB, kLocalGroup, kMinTile<OB, NB> + I, kChecked>...};
   } else {
-    return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, kChecked, IB>...};
+    return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, kChecked, IB, S>...};
   }
 }
 
@@ -257,15 +258,20 @@ template <int OB, int NB, int kLocalGroup>
 void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kMinTile<OB, NB>, kMax = kMaxTile<OB, NB>;
   using Tiles = std::make_integer_sequence<int, kMax - kMin + 1>;
-  // Input blocks compiled in (ConvTile) where tiles have one 16-channel block: 8-channel output
-  // blocks mostly run three per tile.
+  // Input blocks and strides compiled in (ConvTile) where tiles have one 16-channel block (8-channel
+  // output blocks mostly run three per tile): blocks of 8 and 16 at stride 1, and an image's plain
+  // channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet).
   constexpr bool kCompiledBlocks = OB == 16 && NB == 1 && kLocalGroup == 0;
-  static const auto interior = TileTable<OB, NB, kLocalGroup, false, 0>(Tiles());
-  static const auto interior_8 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 8 : 0>(Tiles());
-  static const auto interior_16 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 16 : 0>(Tiles());
-  static const auto border = TileTable<OB, NB, kLocalGroup, true, 0>(Tiles());
+  static const auto interior = TileTable<OB, NB, kLocalGroup, false, 0, 1>(Tiles());
+  static const auto interior_8 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 8 : 0, 1>(Tiles());
+  static const auto interior_16 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 16 : 0, 1>(Tiles());
+  static const auto interior_plain_2 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 1 : 0, 2>(Tiles());
+  static const auto border = TileTable<OB, NB, kLocalGroup, true, 0, 1>(Tiles());
   const Conv2DNCHWcParams& p = *job.p;
-  const auto& unchecked = p.stride_w != 1 ? interior : p.in_block == 8 ? interior_8 : p.in_block == 16 ? interior_16 : interior;
+  const auto& unchecked = p.stride_w == 1 && p.in_block == 8    ? interior_8
+                          : p.stride_w == 1 && p.in_block == 16 ? interior_16
+                          : p.stride_w == 2 && p.in_block == 1  ? interior_plain_2
+                                                                : interior;
   const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
   const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
   int64_t ow0 = ow_begin;
