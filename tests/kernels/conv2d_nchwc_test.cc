@@ -248,6 +248,11 @@ TEST(Conv2DNCHWc, UnsupportedBlocksAreErrors) {
   p.in_block = 8;
   EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("depthwise"));
+  // Block-local groups of 8 channels: only 1, 2 or 4 per group are computed inside a block.
+  p = Params(d);
+  p.groups = 4;
+  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("1, 2 or 4 channels per group"));
   // Input modes that do not fit the convolution.
   p = Params(d);
   p.copy_padded = true;  // a depthwise convolution reads its input as it is
