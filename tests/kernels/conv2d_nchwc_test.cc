@@ -18,22 +18,6 @@
 namespace kiln::kernels {
 namespace {
 
-// NCHW -> NCHW[b]c and back.
-std::vector<float> Block(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw, int64_t b) {
-  std::vector<float> y(x.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t p = 0; p < hw; ++p) y[((i * (c / b) + k / b) * hw + p) * b + k % b] = x[(i * c + k) * hw + p];
-  return y;
-}
-std::vector<float> Unblock(const std::vector<float>& y, int64_t n, int64_t c, int64_t hw, int64_t b) {
-  std::vector<float> x(y.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t p = 0; p < hw; ++p) x[(i * c + k) * hw + p] = y[((i * (c / b) + k / b) * hw + p) * b + k % b];
-  return x;
-}
-
 // OIHW [O, I, KH, KW] -> [O / ob, I / ib, KH, KW, ib, ob] with I = C / groups (block-local: ib = 1).
 std::vector<float> PackWeights(const std::vector<float>& w, const Shape& s) {
   int64_t in = s.c / s.Groups(), ib = s.depthwise ? 1 : s.ib, taps = s.kh * s.kw;

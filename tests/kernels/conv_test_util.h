@@ -31,6 +31,22 @@ struct Shape {
   }
 };
 
+// NCHW -> NCHW[b]c and back.
+inline std::vector<float> Block(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw, int64_t b) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < hw; ++p) y[((i * (c / b) + k / b) * hw + p) * b + k % b] = x[(i * c + k) * hw + p];
+  return y;
+}
+inline std::vector<float> Unblock(const std::vector<float>& y, int64_t n, int64_t c, int64_t hw, int64_t b) {
+  std::vector<float> x(y.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < hw; ++p) x[(i * c + k) * hw + p] = y[((i * (c / b) + k / b) * hw + p) * b + k % b];
+  return x;
+}
+
 // A random window for `s`: kernel 1 to 5, strides 1 to 3, dilations 1 or 2, pads 0 to 3 on each
 // side.
 template <typename Rng>
