@@ -53,13 +53,19 @@ inline __m256 Exp8(__m256 x) {
   return _mm256_fmadd_ps(p, scale, scale);
 }
 
+// The vpermilps immediate that fills each group of G lanes (G = 2 or 4, within each 128-bit
+// lane) with the group's lane C.
+template <int G, int C>
+constexpr int GroupPermute() {
+  static_assert((G == 2 || G == 4) && C >= 0 && C < G, "groups of 2 or 4 lanes");
+  return G == 4 ? C * 0x55 : (C | C << 2 | (C + 2) << 4 | (C + 2) << 6);
+}
+
 // Lane l of the result is lane (l / G) * G + C of v: each group of G lanes filled with its lane C
-// (G = 2 or 4, within each 128-bit half: one vpermilps).
+// (one vpermilps).
 template <int G, int C>
 inline __m256 GroupBroadcast8(__m256 v) {
-  static_assert((G == 2 || G == 4) && C >= 0 && C < G, "groups of 2 or 4 lanes");
-  constexpr int kImm = G == 4 ? C * 0x55 : (C | C << 2 | (C + 2) << 4 | (C + 2) << 6);
-  return _mm256_permute_ps(v, kImm);
+  return _mm256_permute_ps(v, GroupPermute<G, C>());
 }
 
 template <>
@@ -105,9 +111,7 @@ struct Vec<16> {
   }
   template <int G, int C>
   static Vec GroupBroadcast(Vec a) {
-    static_assert((G == 2 || G == 4) && C >= 0 && C < G, "groups of 2 or 4 lanes");
-    constexpr int kImm = G == 4 ? C * 0x55 : (C | C << 2 | (C + 2) << 4 | (C + 2) << 6);
-    return {_mm512_permute_ps(a.v, kImm)};
+    return {_mm512_permute_ps(a.v, GroupPermute<G, C>())};
   }
   void Pin() { asm("" : "+v"(v)); }
 };
