@@ -71,16 +71,7 @@ inline void ValidRange(int64_t start, int64_t step, int64_t size, int64_t count,
 // GFLOP/s of the core's 97, 59 without), while a pass over the tile in L1 cache costs little.
 template <int OB>
 __attribute__((noinline)) void ApplyEpilogue(const Job& job, int64_t ocb, int64_t count, float* out) {
-  using V = Vec<OB>;
-  const int64_t offset = out - job.out;
-  for (int s = 0; s < job.epilogue_size; ++s) {
-    const EpilogueStep& step = job.epilogue[s];
-    const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + offset : nullptr;
-    V y = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + ocb * OB)
-          : step.operand == EpilogueStep::kScalar ? V::Broadcast(step.data)
-                                                  : V::Zero();
-    ApplyStep<OB>(step, out, count, tensor, y);
-  }
+  ApplySteps<OB>(job.epilogue, job.epilogue_size, ocb, out, count, out - job.out);
 }
 
 // Distance between two output channel blocks of one image, in floats.

@@ -140,15 +140,8 @@ void TransformOutputs(int64_t begin, int64_t end, void* context) {
         for (int64_t j = 0; j < cols; ++j) y[i * kTile + j].Store(plane + ((y0 + i) * p.out_width + x0 + j) * B);
       }
     }
-    for (int s = 0; s < job.epilogue_size; ++s) {
-      const EpilogueStep& step = job.epilogue[s];
-      V operand = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + ocb * B)
-                  : step.operand == EpilogueStep::kScalar ? V::Broadcast(step.data)
-                                                          : V::Zero();
-      float* first = plane + y0 * p.out_width * B;
-      const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + (first - job.out) : nullptr;
-      ApplyStep<B>(step, first, rows * p.out_width, tensor, operand);
-    }
+    float* first = plane + y0 * p.out_width * B;
+    ApplySteps<B>(job.epilogue, job.epilogue_size, ocb, first, rows * p.out_width, first - job.out);
   }
 }
 

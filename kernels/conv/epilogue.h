@@ -47,4 +47,19 @@ void ApplyStep(const EpilogueStep& s, float* x, int64_t count, const float* tens
   }
 }
 
+// Steps [0, size) in order over `count` vectors at `x`, of output channel block `block`; `offset`
+// is x's place in the output (floats), where a kTensor operand is read.
+template <int N>
+void ApplySteps(const EpilogueStep* steps, int size, int64_t block, float* x, int64_t count, int64_t offset) {
+  using V = Vec<N>;
+  for (int s = 0; s < size; ++s) {
+    const EpilogueStep& step = steps[s];
+    const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + offset : nullptr;
+    V y = step.operand == EpilogueStep::kChannel  ? V::Load(step.data + block * N)
+          : step.operand == EpilogueStep::kScalar ? V::Broadcast(step.data)
+                                                  : V::Zero();
+    ApplyStep<N>(step, x, count, tensor, y);
+  }
+}
+
 }  // namespace kiln::kernels

@@ -161,13 +161,7 @@ TEST(Conv2DNCHWc, EpilogueStepsApplyInOrder) {
     std::vector<float> want = Block(ReferenceConv(x, w, s), s.n, s.o, positions, 16);
     for (int64_t i = 0; i < out_size; ++i) {
       int64_t channel = (i / (positions * 16)) % (s.o / 16) * 16 + i % 16;
-      for (const EpilogueStep& step : steps) {
-        float operand = step.operand == EpilogueStep::kChannel  ? step.data[channel]
-                        : step.operand == EpilogueStep::kScalar ? step.data[0]
-                        : step.operand == EpilogueStep::kTensor ? step.data[i]
-                                                                : 0.0f;
-        want[i] = ApplyStep(step, want[i], operand);
-      }
+      want[i] = ApplySteps(steps, want[i], channel, i);
     }
     ExpectNear(out, want, depthwise ? "depthwise epilogue" : "epilogue");
   }

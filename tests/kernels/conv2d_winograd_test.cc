@@ -118,13 +118,7 @@ TEST(Conv2DWinograd, EpilogueStepsApplyInOrder) {
     std::vector<float> scale = Block(ReferenceConv(Abs(x), Abs(w), s), s.n, s.o, positions, block);
     for (int64_t i = 0; i < out_size; ++i) {
       int64_t channel = (i / (positions * block)) % (s.o / block) * block + i % block;
-      for (const EpilogueStep& step : steps) {
-        float operand = step.operand == EpilogueStep::kChannel  ? step.data[channel]
-                        : step.operand == EpilogueStep::kScalar ? step.data[0]
-                        : step.operand == EpilogueStep::kTensor ? step.data[i]
-                                                                : 0.0f;
-        want[i] = ApplyStep(step, want[i], operand);
-      }
+      want[i] = ApplySteps(steps, want[i], channel, i);
     }
     ExpectWithinWinogradError(got, want, scale, "epilogue, block " + std::to_string(block));
   }

@@ -111,4 +111,16 @@ inline float ApplyStep(const EpilogueStep& step, float v, float operand) {
   return v;
 }
 
+// The steps applied in order to value `index` of a blocked output, of output channel `channel`.
+inline float ApplySteps(const std::vector<EpilogueStep>& steps, float v, int64_t channel, int64_t index) {
+  for (const EpilogueStep& step : steps) {
+    float operand = step.operand == EpilogueStep::kChannel  ? step.data[channel]
+                    : step.operand == EpilogueStep::kScalar ? step.data[0]
+                    : step.operand == EpilogueStep::kTensor ? step.data[index]
+                                                            : 0.0f;
+    v = ApplyStep(step, v, operand);
+  }
+  return v;
+}
+
 }  // namespace kiln::kernels
