@@ -1,8 +1,8 @@
 // 3x3 stride-1 convolutions in blocked layouts by Winograd's minimal filtering F(4x4, 3x3) (Lavin
 // and Gray, "Fast Algorithms for Convolutional Neural Networks", 2015): the output in tiles of 4x4
-// positions, each computed from a 6x6 window of the input as A^T [(G g G^T) . (B^T d B)] A, with
-// 36 products per pair of channels where the direct convolution has 144. Three passes, each split
-// across threads:
+// positions, each computed from a 6x6 window of the input as A^T [(G g G^T) . (B^T d B)] A: 36
+// products per tile and pair of channels where the direct convolution has 144. Three passes, each
+// split across threads:
 //   1. each 6x6 window of each input channel block becomes 36 vectors (B^T d B), stored as 36
 //      blocked planes whose positions are the tiles;
 //   2. the 36 sums over input channels are one grouped 1x1 convolution (Conv2DNCHWc, 36 groups:
