@@ -149,8 +149,8 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
 // A 3x3 convolution with stride 1 and dilation 1 (one group) by Winograd's F(4x4, 3x3), in blocked
 // layouts as Conv2DNCHWc: data [N, C / ib, H, W, ib], out [N, O / ob, OH, OW, ob] (ib and ob 8 or
 // 16), padding at the top and left as given, the rest by the output's size; the weight as
-// WinogradWeight writes it. Returns non-zero (with the error message set) when the parameters do
-// not fit.
+// WinogradWeight (kernels/conv/winograd.h) writes it. Returns non-zero (with the error message
+// set) when the parameters do not fit.
 struct Conv2DWinogradParams {
   int64_t batch, in_channels, in_height, in_width, in_block;
   int64_t out_channels, out_block, out_height, out_width, pad_top, pad_left;
@@ -161,10 +161,6 @@ struct Conv2DWinogradParams {
 };
 int Conv2DWinograd(const Conv2DWinogradParams& p, const float* data, const float* weight, float* out,
                    const EpilogueStep* epilogue, int epilogue_size);
-// The weight of Conv2DWinograd from an OIHW 3x3 one: G w G^T for each pair of channels, as
-// [36, O / ob, C / ib, ib, ob] (element e = 6 i + j of the 6x6 transform).
-void WinogradWeight(int64_t out_channels, int64_t in_channels, int64_t in_block, int64_t out_block,
-                    const float* weight, float* out);
 
 // A depthwise Conv2D (p.depthwise; out[N, O, OH, OW], O a multiple of C) with a fused epilogue
 // (a kChannel operand holds one value per output channel, a kTensor one has

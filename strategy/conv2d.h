@@ -14,6 +14,7 @@
 #include "ir/expr.h"
 #include "kernels/kernel_config.h"
 #include "kernels/kernels.h"
+#include "runtime/ndarray.h"
 
 namespace kiln::strategy {
 
@@ -23,6 +24,7 @@ struct Conv2DProblem {
   int64_t out_channels = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0, groups = 1;
   std::vector<int64_t> strides, dilation, padding;  // padding: top, left, bottom, right
   bool float32 = false;                             // data and weight
+  bool constant_weight = false;                     // so that it can be transformed at build time
 
   bool depthwise() const { return groups > 1 && groups == channels && out_channels == channels; }
 };
@@ -47,6 +49,7 @@ enum class Conv2DKernel {
   kConv2DDepthwise,       // Conv2D per channel (depthwise)
   kConv2DNCHWc,           // blocked layouts, with a fused epilogue
   kConv2DNCHWcDepthwise,  // Conv2DNCHWc, block-local: depthwise, or groups of 2 or 4 channels
+  kConv2DWinograd,        // blocked layouts, F(4x4, 3x3): AlterOpLayout writes nn.conv2d_winograd
 };
 
 struct Conv2DImplementation {
@@ -76,5 +79,13 @@ const Conv2DImplementation& Conv2DImplementationOf(const ir::CallNode& call);
 kernels::Conv2DParams Conv2DKernelParams(const ir::CallNode& call, const Conv2DImplementation& implementation);
 kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
                                                    const Conv2DImplementation& implementation);
+
+// The implementation that AlterOpLayout computes as an nn.conv2d_winograd call (kConv2DWinograd).
+extern const char* const kConv2DWinogradName;
+// A constant OIHW 3x3 float32 weight in Winograd's domain, as that call takes it
+// (kernels/conv/winograd.h), for data in blocks of `in_block` channels and output in `out_block`.
+runtime::NDArray WinogradWeightOf(const runtime::NDArray& weight, int64_t in_block, int64_t out_block);
+// The parameters of Conv2DWinograd for an nn.conv2d_winograd call.
+kernels::Conv2DWinogradParams Conv2DWinogradKernelParams(const ir::CallNode& call);
 
 }  // namespace kiln::strategy

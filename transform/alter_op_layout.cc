@@ -24,6 +24,7 @@ namespace {
 // The ops this pass makes.
 const OpRef kAdd("add");
 const OpRef kLayoutTransform("layout_transform");
+const OpRef kConv2DWinograd("nn.conv2d_winograd");
 const OpRef kReshape("reshape");
 
 // A value of the rewritten function: the original value's computation, in NCHW[block]c when
@@ -184,6 +185,7 @@ class LayoutRewriter {
     const strategy::Conv2DImplementation* chosen = strategy::ChooseConv2D(problem, config_);
     if (chosen == nullptr) return Plain(call, args);
     strategy::Conv2DLayouts layouts = chosen->layouts(problem, config_, args[0].block);
+    if (chosen->kernel == strategy::Conv2DKernel::kConv2DWinograd) return Winograd(call, args, layouts);
     Attrs attrs = call.attrs;
     attrs.Set("implementation", std::string(chosen->name));
     if (!(layouts == plain)) {
@@ -194,6 +196,20 @@ class LayoutRewriter {
     Expr data = ToBlocked(args[0], ChannelBlock(layouts.data));
     Expr weight = Transform(ToPlain(args[1]), "OIHW", layouts.kernel);
     return {Call(*call.op, {data, weight}, attrs), ChannelBlock(layouts.out)};
+  }
+
+  // A 3x3 convolution computed by Winograd's F(4x4, 3x3): an nn.conv2d_winograd call with its
+  // constant weight transformed now, so that no run transforms it.
+  Value Winograd(const CallNode& call, const std::vector<Value>& args, const strategy::Conv2DLayouts& layouts) {
+    const auto* weight = call.args[1]->As<ConstantNode>();
+    runtime::CheckInternal(weight != nullptr, "the Winograd convolution's weight is not a constant");
+    int64_t in_block = ChannelBlock(layouts.data), out_block = ChannelBlock(layouts.out);
+    Attrs attrs;
+    attrs.Set("padding", call.attrs.GetInts("padding"));
+    attrs.Set("data_layout", layouts.data);
+    attrs.Set("out_layout", layouts.out);
+    Expr transformed = Constant(strategy::WinogradWeightOf(weight->value, in_block, out_block));
+    return {Call(kConv2DWinograd, {ToBlocked(args[0], in_block), transformed}, attrs), out_block};
   }
 
   // A dense layer gets the weight layout of the implementation chosen for it, a constant weight

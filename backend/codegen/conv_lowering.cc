@@ -3,7 +3,9 @@
 // epilogue, kernels/conv/depthwise_conv2d.cc), and for blocked layouts (NCHW[x]c
 // data, packed OIHW{i}i{o}o weights) the blocked direct convolution
 // (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
-// residual add, relu, clip, x * sigmoid(x)) as its fused epilogue. nn.conv2d_transpose and
+// residual add, relu, clip, x * sigmoid(x)) as its fused epilogue. nn.conv2d_winograd (written by
+// AlterOpLayout for conv2d.nchwc_winograd) as a call of the Winograd convolution
+// (kernels/conv/conv2d_winograd.cc), with the same epilogue. nn.conv2d_transpose and
 // nn.conv3d_transpose as calls of the transposed convolution (kernels/conv/conv_transpose.cc).
 #include <algorithm>
 #include <array>
@@ -103,18 +105,42 @@ KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplem
   return k;
 }
 
-}  // namespace
+bool AllFloat32(const std::vector<TensorType>& types) {
+  return std::all_of(types.begin(), types.end(), IsFloat32);
+}
 
-size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
-                            const std::vector<FusedOp>& chain) {
-  for (const TensorType& input : anchor_inputs) {
-    if (!IsFloat32(input)) return 0;  // planning says why
-  }
-  if (!TakesEpilogue(strategy::Conv2DImplementationOf(anchor))) return 0;
+// How many ops of `chain`, from the first, a convolution kernel that takes an epilogue applies.
+size_t ChainStepsLength(const ir::CallNode& anchor, const std::vector<FusedOp>& chain) {
   const TensorType& out = anchor.type().tensor();
   size_t length = 0;
   while (length < chain.size() && StepFor(chain[length], out)) ++length;
   return length;
+}
+
+}  // namespace
+
+// Inputs other than float32: none (planning says why).
+size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
+                            const std::vector<FusedOp>& chain) {
+  if (!AllFloat32(anchor_inputs) || !TakesEpilogue(strategy::Conv2DImplementationOf(anchor))) return 0;
+  return ChainStepsLength(anchor, chain);
+}
+
+size_t Conv2DWinogradEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
+                                    const std::vector<FusedOp>& chain) {
+  return AllFloat32(anchor_inputs) ? ChainStepsLength(anchor, chain) : 0;
+}
+
+KernelCall PlanConv2DWinograd(const KernelOperands& o) {
+  RequireFloat32(o);
+  KernelCall k;
+  k.kernel = "Conv2DWinograd";
+  k.implementation = strategy::kConv2DWinogradName;
+  k.params = TypedParams("Conv2DWinogradParams", strategy::Conv2DWinogradKernelParams(o.call));
+  k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
+  k.takes_epilogue = true;
+  k.epilogue = EpilogueOf(o);
+  return k;
 }
 
 KernelCall PlanConv2D(const KernelOperands& o) {

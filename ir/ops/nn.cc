@@ -3,6 +3,7 @@
 #include "ir/layout.h"
 #include "ir/op.h"
 #include "ir/ops/infer_util.h"
+#include "kernels/conv/winograd.h"
 
 namespace kiln::ir {
 namespace {
@@ -75,6 +76,28 @@ Type Conv2D(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t ow = PooledSize(data[3], padding[1], padding[3], weight[3], strides[1], dilation[1], false);
   return InLayout({data[0], weight[0], oh, ow}, out_layout.empty() ? data_layout : out_layout,
                   TensorArg(args, 0).dtype);
+}
+
+// A 3x3 convolution at stride 1 whose weight is already in Winograd's domain
+// (kernels/conv/winograd.h: [36, O / ob, C / ib, ib, ob], ib the data's block, ob the output's).
+Type Conv2DWinograd(const std::vector<Type>& args, const Attrs& attrs) {
+  CheckSameDType(args);
+  const std::string& data_layout = attrs.GetString("data_layout");
+  const std::string& out_layout = attrs.GetString("out_layout");
+  std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), data_layout, "NCHW", "data");
+  int64_t in_block = ChannelBlock(data_layout), out_block = ChannelBlock(out_layout);
+  Check(in_block > 0 && out_block > 0, "data and output layouts must be blocked (NCHW[x]c), got ", data_layout,
+        " and ", out_layout);
+  const std::vector<int64_t>& weight = TensorArg(args, 1).shape;
+  Check(weight.size() == 5 && weight[0] == kernels::kWinogradPoints && weight[2] * in_block == data[1] &&
+            weight[3] == in_block && weight[4] == out_block,
+        "the weight must be [", kernels::kWinogradPoints, ", O / ", out_block, ", ", data[1] / in_block, ", ", in_block,
+        ", ", out_block, "] (a 3x3 weight in Winograd's domain), got ", ShapeText(weight));
+  const auto& padding = attrs.GetInts("padding");
+  CheckPadding(padding);
+  int64_t oh = PooledSize(data[2], padding[0], padding[2], 3, 1, 1, false);
+  int64_t ow = PooledSize(data[3], padding[1], padding[3], 3, 1, 1, false);
+  return InLayout({data[0], weight[1] * out_block, oh, ow}, out_layout, TensorArg(args, 0).dtype);
 }
 
 // The extent of a transposed convolution's output along one axis.
@@ -282,6 +305,13 @@ void RegisterNnOps(OpTable& table) {
                {"implementation", AttrKind::kString, std::string(""),
                 "the implementation chosen (strategy/conv2d.h); empty: the first that computes the layouts"}},
               OpPattern::kOutEWiseFusable, Conv2D, "2-D convolution", nullptr, LayoutRule::kConvolution});
+  Add(table, {"nn.conv2d_winograd", 2, 2,
+              {{"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},
+               {"data_layout", AttrKind::kString, std::string("NCHW16c"), "data layout, blocked"},
+               {"out_layout", AttrKind::kString, std::string("NCHW16c"), "output layout, blocked"}},
+              OpPattern::kOutEWiseFusable, Conv2DWinograd,
+              "3x3 convolution at stride 1 by Winograd's F(4x4, 3x3), the weight transformed at build time "
+              "(AlterOpLayout writes it for implementation conv2d.nchwc_winograd)"});
   Add(table, {"nn.conv2d_transpose", 2, 2,
               {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},
                {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},

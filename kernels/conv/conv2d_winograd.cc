@@ -8,20 +8,19 @@
 //   2. the 36 sums over input channels are one grouped 1x1 convolution (Conv2DNCHWc, 36 groups:
 //      group e multiplies plane e by transformed weight e, the tiles as positions);
 //   3. each tile's 36 sums become its 4x4 outputs (A^T m A), then the epilogue runs over the rows.
-// The weights are transformed once, when the library is built (WinogradWeight).
+// The weights are transformed once, when the library is built (WinogradWeight, winograd.h).
 #include <algorithm>
 
 #include "kernels/backend_api.h"
 #include "kernels/conv/epilogue.h"
+#include "kernels/conv/winograd.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
 namespace kiln::kernels {
 namespace {
 
-constexpr int kTile = 4;                   // output positions along each side of a tile
-constexpr int kWindow = kTile + 2;         // input positions along each side of its window
-constexpr int kPoints = kWindow * kWindow;  // the 36 products of a tile
+constexpr int kTile = kWinogradTile, kWindow = kWinogradWindow, kPoints = kWinogradPoints;
 
 // The sizes the three passes share.
 struct Plan {
@@ -170,33 +169,6 @@ int Conv2DWinograd(const Conv2DWinogradParams& p, const float* data, const float
   ParallelFor(p.batch * plan.out_blocks * plan.tile_rows,
               p.out_block == 16 ? TransformOutputs<16> : TransformOutputs<8>, &output);
   return 0;
-}
-
-void WinogradWeight(int64_t out_channels, int64_t in_channels, int64_t in_block, int64_t out_block,
-                    const float* weight, float* out) {
-  // G of F(4x4, 3x3), rows for the points 0, 1, -1, 2, -2 and infinity.
-  static const double g[kWindow][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                       {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-  const int64_t in_blocks = in_channels / in_block, out_blocks = out_channels / out_block;
-  for (int64_t o = 0; o < out_channels; ++o) {
-    for (int64_t c = 0; c < in_channels; ++c) {
-      const float* w = weight + (o * in_channels + c) * 9;
-      double gw[kWindow][3];  // G w
-      for (int i = 0; i < kWindow; ++i) {
-        for (int k = 0; k < 3; ++k) gw[i][k] = g[i][0] * w[k] + g[i][1] * w[3 + k] + g[i][2] * w[6 + k];
-      }
-      for (int i = 0; i < kWindow; ++i) {
-        for (int j = 0; j < kWindow; ++j) {
-          double u = gw[i][0] * g[j][0] + gw[i][1] * g[j][1] + gw[i][2] * g[j][2];  // (G w G^T)[i][j]
-          int64_t e = i * kWindow + j;
-          int64_t at = (((e * out_blocks + o / out_block) * in_blocks + c / in_block) * in_block + c % in_block) *
-                           out_block + o % out_block;
-          out[at] = static_cast<float>(u);
-        }
-      }
-    }
-  }
 }
 
 }  // namespace kiln::kernels

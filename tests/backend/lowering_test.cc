@@ -97,6 +97,32 @@ TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   EXPECT_EQ(tail.members[0].output, plan.Output(0));
 }
 
+// nn.conv2d_winograd (AlterOpLayout's form of conv2d.nchwc_winograd) is a Conv2DWinograd call
+// that applies the bias, the residual add and relu after it; the kernel writes the output.
+TEST(Lowering, WinogradConvolutionTakesTheEpilogue) {
+  Plan plan = Lower(R"(fn (%p0: Tensor[(2, 3, 13, 10, 8), float32], %p1: Tensor[(36, 2, 3, 8, 16), float32], %p2: Tensor[(1, 2, 1, 1, 16), float32], %p3: Tensor[(2, 2, 14, 10, 16), float32]) {
+    %0 = nn.conv2d_winograd(%p0, %p1, padding=[2, 0, 1, 2], data_layout="NCHW8c", out_layout="NCHW16c");
+    %1 = add(%0, %p2);
+    %2 = add(%1, %p3);
+    %3 = nn.relu(%2);
+    %3
+  })");
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  EXPECT_EQ(conv.kernel, "Conv2DWinograd");
+  EXPECT_EQ(conv.implementation, "conv2d.nchwc_winograd");
+  // N, C, H, W, in block, O, out block, OH, OW, pads top and left.
+  ExpectParams(conv, "Conv2DWinogradParams", kernels::Conv2DWinogradParams{2, 24, 13, 10, 8, 32, 16, 14, 10, 2, 0});
+  EXPECT_EQ(ArgOf(conv, "weight"), KernelArg::Value(plan.Param(1)));
+  EXPECT_EQ(ArgOf(conv, "out"), KernelArg::Value(plan.Output(0)));
+  ASSERT_TRUE(conv.takes_epilogue);
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[0].operand, Step::kChannel);
+  EXPECT_EQ(conv.epilogue[1].operand, Step::kTensor);
+  EXPECT_EQ(conv.epilogue[1].data, plan.Param(3));
+  EXPECT_EQ(conv.epilogue[2].op, Step::kRelu);
+}
+
 TEST(Lowering, SwishAndReluJoinTheEpilogueAndTheKernelWritesTheOutput) {
   Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 1, 1, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32]) {
     %0 = nn.conv2d(%p0, %p1, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");

@@ -176,6 +176,16 @@ TEST(LayoutOps, BlockedConvolutionAndPoolingTypes) {
               HasSubstr("weight has 16 input channels per group but the data has 32 channels"));
   EXPECT_THAT(ErrorOf("nn.conv2d", {In({1, 3, 8, 8}), In({4, 3, 3, 3})}, A({{"data_layout", std::string("NHWC")}})),
               HasSubstr("data layout NHWC must have the primal axes NCHW"));
+  // Winograd's: the weight [36, O / ob, C / ib, ib, ob] of a 3x3 window at stride 1.
+  EXPECT_EQ(TypeOf("nn.conv2d_winograd", {In({1, 2, 14, 14, 16}), In({36, 3, 2, 16, 8})},
+                   A({{"padding", Ints{1, 1, 1, 1}}, {"out_layout", std::string("NCHW8c")}})),
+            "Tensor[(1, 3, 14, 14, 8), float32]");
+  EXPECT_THAT(ErrorOf("nn.conv2d_winograd", {In({1, 2, 14, 14, 16}), In({36, 3, 2, 8, 8})},
+                      A({{"out_layout", std::string("NCHW8c")}})),
+              HasSubstr("the weight must be [36, O / 8, 2, 16, 8] (a 3x3 weight in Winograd's domain), got (36, 3, 2, 8, 8)"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_winograd", {In({1, 32, 14, 14}), In({36, 3, 2, 16, 8})},
+                      A({{"data_layout", std::string("NCHW")}})),
+              HasSubstr("data and output layouts must be blocked"));
   EXPECT_EQ(TypeOf("nn.max_pool2d", {In({1, 4, 112, 112, 16})},
                    A({{"pool_size", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}},
                       {"layout", std::string("NCHW16c")}})),

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/conv/winograd.h"
 #include "kernels/kernels.h"
 #include "conv_test_util.h"
 #include "kernel_test_util.h"

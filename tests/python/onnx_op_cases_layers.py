@@ -21,6 +21,14 @@ def conv(opset=14):
     x16 = g.input((1, 16, 11, 13))
     g.node("Conv", [x16, g.weight((16, 4, 3, 3)), g.weight((16,))], group=4, pads=[1, 1, 1, 1])
     g.node("Conv", [x16, g.weight((16, 2, 3, 3))], group=8, strides=[2, 2], pads=[1, 0, 1, 1])
+    # 3x3 stride-1 layers of 16 channels or more whose output planes are 8x8 or more, with constant
+    # weights: Winograd's F(4x4, 3x3) at -O3 (conv2d.nchwc_winograd; strategy_test checks the
+    # choice). Planes that are not multiples of its 4x4 tile, every padding of the window, batches,
+    # 8-channel blocks (24 channels in or out) and a fused bias.
+    xw = g.input((2, 16, 13, 10))
+    g.node("Conv", [xw, g.weight((32, 16, 3, 3)), g.weight((32,))], pads=[1, 1, 1, 1])
+    g.node("Conv", [xw, g.weight((24, 16, 3, 3))], pads=[2, 0, 1, 2])
+    g.node("Conv", [g.input((1, 24, 9, 11)), g.weight((16, 24, 3, 3))], pads=[0, 1, 2, 0])
     # 1-D data (an audio front end, a byte CNN) as 2-D of height 1.
     x1 = g.input((2, 4, 17))
     g.node("Conv", [x1, g.weight((6, 4, 5)), g.weight((6,))], strides=[2], pads=[2, 1])

@@ -78,6 +78,86 @@ TEST(Conv2DStrategy, ChoosesByShapeGroupsAndType) {
   EXPECT_EQ(Chosen(Conv(16, 32, 3), unblocked), "conv2d.nchw_im2col_gemm");
 }
 
+// A 3x3 convolution at stride 1 of 16 channels into 32 with a constant weight, output 14x14.
+Conv2DProblem WinogradProblem() {
+  Conv2DProblem p;
+  p.batch = 1;
+  p.channels = 16;
+  p.height = p.width = p.out_h = p.out_w = 14;
+  p.out_channels = 32;
+  p.kernel_h = p.kernel_w = 3;
+  p.strides = p.dilation = {1, 1};
+  p.padding = {1, 1, 1, 1};
+  p.float32 = p.constant_weight = true;
+  return p;
+}
+
+// Winograd's F(4x4, 3x3) for 3x3 stride-1 layers with a constant weight (transformed when the
+// library is built) on planes of 8x8 or more; the direct convolution otherwise.
+TEST(Conv2DStrategy, WinogradForConstant3x3WeightsOnPlanesOf8OrMore) {
+  auto name = [](const Conv2DProblem& p, const KernelConfig& config = kernels::kAvx2Config) {
+    const Conv2DImplementation* chosen = ChooseConv2D(p, config);
+    return chosen == nullptr ? std::string("none") : std::string(chosen->name);
+  };
+  Conv2DProblem p = WinogradProblem();
+  EXPECT_EQ(name(p), "conv2d.nchwc_winograd");
+  EXPECT_EQ(name(p, kernels::kBaselineConfig), "conv2d.nchwc_winograd");  // in blocks of 8
+  p.out_channels = 24;
+  EXPECT_EQ(name(p), "conv2d.nchwc_winograd");  // output blocks of 8
+  auto direct = [&](auto change) {
+    Conv2DProblem q = WinogradProblem();
+    change(q);
+    return name(q);
+  };
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.constant_weight = false; }), "conv2d.nchwc_direct");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.out_h = q.out_w = 7; }), "conv2d.nchwc_direct");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.out_h = 1; }), "conv2d.nchwc_direct");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.strides = {2, 2}; }), "conv2d.nchwc_direct");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.dilation = {1, 2}; }), "conv2d.nchwc_direct");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.kernel_w = 5; }), "conv2d.nchwc_direct");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.channels = 8; }), "conv2d.nchwc_direct");    // read plain
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.channels = 20; }), "conv2d.nchwc_direct");   // no block fits
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.groups = 2; }), "conv2d.nchwc_grouped");
+  EXPECT_EQ(direct([](Conv2DProblem& q) { q.out_channels = 12; }), "conv2d.nchw_im2col_gemm");
+  // Its layouts: the data in the producer's block of 8 or 16, else the target's; the output in the
+  // target's block.
+  const Conv2DImplementation& winograd = *ChooseConv2D(p, kernels::kAvx2Config);
+  EXPECT_EQ(winograd.layouts(p, kernels::kAvx2Config, 8).data, "NCHW8c");
+  EXPECT_EQ(winograd.layouts(p, kernels::kAvx2Config, 0).data, "NCHW16c");
+  EXPECT_EQ(winograd.layouts(p, kernels::kAvx2Config, 0).out, "NCHW8c");
+  p.out_channels = 32;
+  EXPECT_EQ(winograd.layouts(p, kernels::kAvx2Config, 16).out, "NCHW16c");
+}
+
+// The weight in Winograd's domain, and the parameters of an nn.conv2d_winograd call.
+TEST(Conv2DStrategy, WinogradWeightAndKernelParameters) {
+  runtime::NDArray weight = runtime::NDArray::Empty({16, 8, 3, 3}, runtime::kFloat32);
+  auto* w = static_cast<float*>(weight.data());
+  for (int i = 0; i < 16 * 8 * 9; ++i) w[i] = 0.0f;
+  w[(5 * 8 + 3) * 9 + 4] = 1.0f;  // output 5, input 3: the centre tap only
+  runtime::NDArray transformed = WinogradWeightOf(weight, 8, 16);
+  EXPECT_EQ(transformed.shape(), (std::vector<int64_t>{36, 1, 1, 8, 16}));
+  // G e_1 G^T for the centre tap: the outer product of G's middle column (0, -1/6, 1/6, 1/12,
+  // -1/12, 0) with itself.
+  const double g1[6] = {0, -1.0 / 6, 1.0 / 6, 1.0 / 12, -1.0 / 12, 0};
+  const auto* t = static_cast<const float*>(transformed.data());
+  for (int e = 0; e < 36; ++e) {
+    for (int c = 0; c < 8; ++c) {
+      for (int o = 0; o < 16; ++o) {
+        double want = c == 3 && o == 5 ? g1[e / 6] * g1[e % 6] : 0.0;
+        ASSERT_NEAR(t[(e * 8 + c) * 16 + o], want, 1e-7) << "point " << e << " input " << c << " output " << o;
+      }
+    }
+  }
+  ir::Expr holder;
+  const ir::CallNode& call = FirstCall(R"(fn (%x: Tensor[(2, 3, 13, 10, 8), float32], %w: Tensor[(36, 2, 3, 8, 16), float32]) {
+      %0 = nn.conv2d_winograd(%x, %w, padding=[2, 0, 1, 2], data_layout="NCHW8c", out_layout="NCHW16c"); %0 })",
+                                       "nn.conv2d_winograd", &holder);
+  EXPECT_EQ(call.type().tensor().shape, (std::vector<int64_t>{2, 2, 14, 10, 16}));
+  kernels::Conv2DWinogradParams params = Conv2DWinogradKernelParams(call);
+  EXPECT_EQ(params.Fields(), (kernels::Conv2DWinogradParams{2, 24, 13, 10, 8, 32, 16, 14, 10, 2, 0}.Fields()));
+}
+
 TEST(Conv2DStrategy, LayoutsFollowTheProducerAndTheBlock) {
   ir::Expr holder;
   Conv2DProblem direct = Conv2DProblemOf(FirstCall(Conv(16, 24, 3), "nn.conv2d", &holder));
@@ -122,6 +202,12 @@ TEST(Conv2DStrategy, LoweringFindsTheImplementationOfACallAsLaidOut) {
     ADD_FAILURE() << "a depthwise implementation computed a dense convolution";
   } catch (const runtime::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("its implementation conv2d.nchwc_depthwise does not compute it"));
+  }
+  try {
+    of(Conv(16, 16, 3, "implementation=\"conv2d.nchwc_winograd\""));
+    ADD_FAILURE() << "an nn.conv2d call was computed by the Winograd implementation";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("it computes nn.conv2d_winograd calls, which AlterOpLayout writes"));
   }
   try {
     of(with(", implementation=\"conv2d.winograd\""));

@@ -7,10 +7,12 @@
 
 #include <gmock/gmock.h>
 
+#include <cstring>
 #include <sstream>
 
 #include "pass_test_util.h"
 #include "runtime/error.h"
+#include "strategy/conv2d.h"
 #include "transform/pipeline.h"
 
 namespace kiln::transform {
@@ -79,6 +81,59 @@ TEST(AlterOpLayout, ConstantsArePackedAtBuildTime) {
     %1 = add(%0, %b);
     %2 = layout_transform(%1, src_layout="NCHW8c", dst_layout="NCHW");
     %2
+  })",
+                8);
+}
+
+// A 3x3 stride-1 convolution with a constant weight on an 8x8 plane becomes nn.conv2d_winograd:
+// the data blocked, the weight put in Winograd's domain now ([36, O / ob, C / ib, ib, ob], as
+// strategy::WinogradWeightOf writes it, whose values strategy_test checks), the output brought
+// back to NCHW. A weight that is a parameter keeps the direct convolution.
+TEST(AlterOpLayout, Constant3x3WeightsAreTransformedForWinograd) {
+  std::string values;
+  for (int i = 0; i < 8 * 16 * 9; ++i) values += (i == 0 ? "" : ", ") + std::to_string(i % 7 - 3);
+  ir::Expr before = ir::ParseFunction(R"(fn (%x: Tensor[(1, 16, 8, 8), float32]) {
+    %w = const(Tensor[(8, 16, 3, 3), float32], [)" + values + R"(]);
+    %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+    %1 = nn.relu(%0);
+    %1
+  })");
+  AlterOpLayoutOptions options;
+  options.block = 8;
+  ir::Expr after = AlterOpLayout(before, options);
+  const ir::CallNode* winograd = nullptr;
+  for (const ir::Expr& e : ir::PostOrder(after.get()->As<ir::FunctionNode>()->body)) {
+    const auto* call = e->As<ir::CallNode>();
+    ASSERT_FALSE(call != nullptr && call->op->name == "nn.conv2d") << ir::PrintFunction(after);
+    if (call != nullptr && call->op->name == "nn.conv2d_winograd") winograd = call;
+  }
+  ASSERT_NE(winograd, nullptr) << ir::PrintFunction(after);
+  EXPECT_EQ(winograd->attrs.GetInts("padding"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(winograd->attrs.GetString("data_layout"), "NCHW8c");
+  EXPECT_EQ(winograd->attrs.GetString("out_layout"), "NCHW8c");
+  EXPECT_EQ(winograd->args[0]->type().tensor().shape, (std::vector<int64_t>{1, 2, 8, 8, 8}));
+  const auto* weight = winograd->args[1]->As<ir::ConstantNode>();
+  ASSERT_NE(weight, nullptr);
+  const ir::ConstantNode* original = nullptr;
+  for (const ir::Expr& e : ir::PostOrder(before.get()->As<ir::FunctionNode>()->body)) {
+    if (e->As<ir::ConstantNode>() != nullptr) original = e->As<ir::ConstantNode>();
+  }
+  ASSERT_NE(original, nullptr);
+  runtime::NDArray want = strategy::WinogradWeightOf(original->value, 8, 8);
+  ASSERT_EQ(weight->value.shape(), (std::vector<int64_t>{36, 1, 2, 8, 8}));
+  EXPECT_EQ(std::memcmp(weight->value.data(), want.data(), want.NumBytes()), 0);
+  EXPECT_THAT(ir::PrintFunction(after), HasSubstr("%3 = nn.relu(%2);\n  %4 = layout_transform(%3, dst_layout=\"NCHW\", src_layout=\"NCHW8c\")"));
+  // With the weight a parameter there is nothing to transform at build time.
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 8, 8), float32], %w: Tensor[(8, 16, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+    %0
+  })",
+                R"(fn (%x: Tensor[(1, 16, 8, 8), float32], %w: Tensor[(8, 16, 3, 3), float32]) {
+    %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW8c");
+    %1 = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW8i8o");
+    %2 = nn.conv2d(%0, %1, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_direct");
+    %3 = layout_transform(%2, src_layout="NCHW8c", dst_layout="NCHW");
+    %3
   })",
                 8);
 }
