@@ -33,6 +33,35 @@ constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of inp
 constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
 constexpr int64_t kRowPartPositions = 512;        // rows wider than this are split into parts
 
+// An epilogue of a bias per channel and then relu or clip (each optional; the common tail of a
+// convolution) is applied to the accumulators before they are stored, not in passes over the
+// stored tile: layers of few input channels (SqueezeNet's, MobileNet's, the text detector's, of 16
+// or 24) are bound by stores, and each pass stores the tile again.
+struct RegisterEpilogue {
+  bool active = false;
+  const float* bias = nullptr;  // [O]; null: none
+  enum Activation { kNone, kRelu, kClip } activation = kNone;
+  float lo = 0, hi = 0;  // kClip
+};
+
+// The register form of `steps`, or an inactive one when they are not of that form.
+inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size) {
+  RegisterEpilogue r;
+  int s = 0;
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) r.bias = steps[s++].data;
+  if (s < size && steps[s].op == EpilogueStep::kRelu) {
+    r.activation = RegisterEpilogue::kRelu;
+    ++s;
+  } else if (s < size && steps[s].op == EpilogueStep::kClip) {
+    r.activation = RegisterEpilogue::kClip;
+    r.lo = steps[s].lo;
+    r.hi = steps[s].hi;
+    ++s;
+  }
+  r.active = size > 0 && s == size;
+  return r;
+}
+
 struct Job {
   const Conv2DNCHWcParams* p;
   const float* data;
@@ -48,6 +77,7 @@ struct Job {
   int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, block set)
   int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
   int64_t chunk;                     // input channel blocks per chunk
+  RegisterEpilogue in_registers;     // the epilogue, when it is applied before the store
 };
 
 // One call of a tile function: output positions [ow0, ow0 + count) of row oh of blocks
@@ -82,11 +112,31 @@ inline int64_t OutBlockStride(const Job& job, int64_t ob) { return job.p->out_he
 template <int OB, int NB, int T>
 KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[NB * T], float* out) {
   const int64_t block_stride = OutBlockStride(job, OB);
+  const RegisterEpilogue& r = job.in_registers;
+  if (tile.last && r.active) {
+    using V = Vec<OB>;
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) {
+      if (r.bias != nullptr) {
+        V bias = V::Load(r.bias + (tile.ocb + b) * OB);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) acc[b * T + t] = scalar::Add(acc[b * T + t], bias);
+      }
+    }
+    if (r.activation == RegisterEpilogue::kRelu) {
+#pragma GCC unroll 16
+      for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Relu(acc[i]);
+    } else if (r.activation == RegisterEpilogue::kClip) {
+      V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
+#pragma GCC unroll 16
+      for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
+    }
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < NB * T; ++i) {
     if (i % T < count) acc[i].Store(out + i / T * block_stride + i % T * OB);
   }
-  if (!tile.last || job.epilogue_size == 0) return;
+  if (!tile.last || job.epilogue_size == 0 || r.active) return;
   for (int b = 0; b < NB; ++b) ApplyEpilogue<OB>(job, tile.ocb + b, count, out + b * block_stride);
 }
 
@@ -315,6 +365,7 @@ void RunItems(int64_t begin, int64_t end, void* context) {
 template <int OB>
 int Run(Job& job) {
   const Conv2DNCHWcParams& p = *job.p;
+  job.in_registers = RegisterEpilogueOf(job.epilogue, job.epilogue_size);
   job.tile_blocks = p.depthwise ? 1 : std::min<int64_t>(kTileBlocks<OB>, job.group_out_blocks);
   job.block_sets = (job.group_out_blocks + job.tile_blocks - 1) / job.tile_blocks;
   int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * job.tile_blocks * static_cast<int64_t>(sizeof(float));
@@ -441,7 +492,8 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
           0,
           0,
           0,
-          0};
+          0,
+          {}};
   return p.out_block == 16 ? Run<16>(job) : Run<8>(job);
 }
 

@@ -90,6 +90,22 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
   return s;
 }
 
+// The epilogue of iteration `i`, cycling through none, the forms applied in registers (a bias per
+// channel, then relu or clip, each optional) and a chain that is not of that form (a residual).
+std::vector<EpilogueStep> EpilogueOfIteration(int i, const std::vector<float>& bias, const std::vector<float>& residual) {
+  using S = EpilogueStep;
+  switch (i % 7) {
+    case 1: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}};
+    case 2: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}, {S::kRelu, S::kNone, nullptr, 0, 0}};
+    case 3: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}, {S::kClip, S::kNone, nullptr, -0.25f, 0.5f}};
+    case 4: return {{S::kRelu, S::kNone, nullptr, 0, 0}};
+    case 5: return {{S::kClip, S::kNone, nullptr, 0.0f, 6.0f}};
+    case 6: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}, {S::kAdd, S::kTensor, residual.data(), 0, 0},
+                    {S::kRelu, S::kNone, nullptr, 0, 0}};
+    default: return {};
+  }
+}
+
 void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
   UseThreads(parallel);
   std::mt19937 rng(seed);
@@ -97,21 +113,28 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     Shape s = RandomShape(rng, depthwise);
     std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng);
     std::vector<float> w = Random(s.o * (s.c / s.Groups()) * s.kh * s.kw, rng);
-    int64_t ib = depthwise ? s.ob : s.ib, out_size = s.n * s.o * s.oh() * s.ow();
+    int64_t ib = depthwise ? s.ob : s.ib, positions = s.oh() * s.ow(), out_size = s.n * s.o * positions;
+    std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);  // residual: NCHW
+    std::vector<float> blocked_residual = Block(residual, s.n, s.o, positions, s.ob);
+    std::vector<EpilogueStep> steps = EpilogueOfIteration(iteration, bias, blocked_residual);
     std::vector<float> out(out_size, NAN);
     Conv2DNCHWcParams p = iteration % 2 == 0 ? Params(s) : RandomModes(s, rng);
-    ASSERT_EQ(Conv2DNCHWc(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(), nullptr, 0), 0)
+    ASSERT_EQ(Conv2DNCHWc(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
+                          steps.data(), static_cast<int>(steps.size())),
+              0)
         << TVMGetLastError();
-    std::vector<float> want = ReferenceConv(x, w, s);
+    std::vector<float> conv = ReferenceConv(x, w, s), want = conv;
+    std::vector<EpilogueStep> nchw_steps = EpilogueOfIteration(iteration, bias, residual);
+    for (int64_t i = 0; i < out_size; ++i) want[i] = ApplySteps(nchw_steps, want[i], i / positions % s.o, i);
     std::string modes = std::string(p.copy_padded ? " copy_padded" : "") + (p.gather_strided ? " gather_strided" : "") +
-                        (p.flat_plane ? " flat_plane" : "");
-    ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), want, s.Text() + modes);
-    // The NCHW kernel agrees too.
+                        (p.flat_plane ? " flat_plane" : "") + " epilogue of " + std::to_string(steps.size()) + " steps";
+    ExpectNear(Unblock(out, s.n, s.o, positions, s.ob), want, s.Text() + modes);
+    // The NCHW kernel agrees too (without an epilogue).
     Conv2DParams nchw{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl,
                       s.Groups(), s.Groups() == s.c && iteration % 2 == 0};  // depthwise: by channel or by GEMM
     std::vector<float> old(out_size);
     ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data()), 0);
-    ExpectNear(old, want, s.Text() + " (NCHW kernel)");
+    ExpectNear(old, conv, s.Text() + " (NCHW kernel)");
   }
   UseThreads(false);
 }
