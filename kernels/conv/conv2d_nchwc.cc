@@ -33,13 +33,14 @@ constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of inp
 constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
 constexpr int64_t kRowPartPositions = 512;        // rows wider than this are split into parts
 
-// An epilogue of a bias per channel and then relu or clip (each optional; the common tail of a
-// convolution) is applied to the accumulators before they are stored, not in passes over the
-// stored tile: layers of few input channels (SqueezeNet's, MobileNet's, the text detector's, of 16
-// or 24) are bound by stores, and each pass stores the tile again.
+// An epilogue of a bias per channel, a residual and then relu or clip (each optional; the common
+// tails of a convolution) is applied to the accumulators before they are stored, not in passes over
+// the stored tile: layers of few input channels (SqueezeNet's, MobileNet's, the text detector's, of
+// 16 or 24) are bound by stores, and each pass stores the tile again.
 struct RegisterEpilogue {
   bool active = false;
-  const float* bias = nullptr;  // [O]; null: none
+  const float* bias = nullptr;      // [O]; null: none
+  const float* residual = nullptr;  // of the output's shape and layout; null: none
   enum Activation { kNone, kRelu, kClip } activation = kNone;
   float lo = 0, hi = 0;  // kClip
 };
@@ -49,6 +50,9 @@ inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size) 
   RegisterEpilogue r;
   int s = 0;
   if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) r.bias = steps[s++].data;
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kTensor) {
+    r.residual = steps[s++].data;
+  }
   if (s < size && steps[s].op == EpilogueStep::kRelu) {
     r.activation = RegisterEpilogue::kRelu;
     ++s;
@@ -121,6 +125,13 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
         V bias = V::Load(r.bias + (tile.ocb + b) * OB);
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) acc[b * T + t] = scalar::Add(acc[b * T + t], bias);
+      }
+    }
+    if (r.residual != nullptr) {
+      const float* residual = r.residual + (out - job.out);
+#pragma GCC unroll 16
+      for (int i = 0; i < NB * T; ++i) {
+        if (i % T < count) acc[i] = scalar::Add(acc[i], V::Load(residual + i / T * block_stride + i % T * OB));
       }
     }
     if (r.activation == RegisterEpilogue::kRelu) {

@@ -91,10 +91,14 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
 }
 
 // The epilogue of iteration `i`, cycling through none, the forms applied in registers (a bias per
-// channel, then relu or clip, each optional) and a chain that is not of that form (a residual).
+// channel, a residual, then relu or clip, each optional) and chains that are not of that form.
 std::vector<EpilogueStep> EpilogueOfIteration(int i, const std::vector<float>& bias, const std::vector<float>& residual) {
   using S = EpilogueStep;
-  switch (i % 7) {
+  switch (i % 10) {
+    case 7: return {{S::kAdd, S::kTensor, residual.data(), 0, 0}};
+    case 8: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}, {S::kRelu, S::kNone, nullptr, 0, 0},
+                    {S::kAdd, S::kTensor, residual.data(), 0, 0}};
+    case 9: return {{S::kMultiply, S::kChannel, bias.data(), 0, 0}, {S::kClip, S::kNone, nullptr, -0.5f, 0.5f}};
     case 1: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}};
     case 2: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}, {S::kRelu, S::kNone, nullptr, 0, 0}};
     case 3: return {{S::kAdd, S::kChannel, bias.data(), 0, 0}, {S::kClip, S::kNone, nullptr, -0.25f, 0.5f}};
@@ -109,7 +113,7 @@ std::vector<EpilogueStep> EpilogueOfIteration(int i, const std::vector<float>& b
 void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
   UseThreads(parallel);
   std::mt19937 rng(seed);
-  for (int iteration = 0; iteration < 150; ++iteration) {
+  for (int iteration = 0; iteration < 200; ++iteration) {
     Shape s = RandomShape(rng, depthwise);
     std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng);
     std::vector<float> w = Random(s.o * (s.c / s.Groups()) * s.kh * s.kw, rng);
