@@ -183,11 +183,14 @@ bool PointwiseComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::stri
 
 // ---- Winograd (Conv2DWinograd) -----------------------------------------------------------------
 
-// Output planes at least this wide and high: on 7x7 planes (4 tiles of 4x4 covering 8x8) the
-// products of 512 channels took 0.79x the direct kernel's time with the weights in cache, and the
-// weights in Winograd's domain are 4x as large (37.7 MB for one of ResNet's 512-channel layers).
+// Output planes at least this wide and high. On 7x7 planes (4 tiles of 4x4 covering 8x8) a layer of
+// 512 channels took 0.79x the direct kernel's time with its weights in cache, but ResNet-18's
+// three such layers took as long as direct ones (AVX2, 1 core), their weights in Winograd's domain
+// being 4x as large (37.7 MB each): those keep the direct kernel, and the smaller library.
 constexpr int64_t kMinWinogradPlane = 8;
 
+// 3x3 at stride 1, one group, a constant weight (transformed when the library is built), input
+// channels that are read blocked (16 or more, in blocks of 8 or 16).
 bool WinogradApplies(const Conv2DProblem& p, const KernelConfig& config) {
   return p.float32 && p.constant_weight && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 &&
          p.strides == std::vector<int64_t>{1, 1} && p.dilation == std::vector<int64_t>{1, 1} &&
@@ -368,7 +371,8 @@ runtime::NDArray WinogradWeightOf(const runtime::NDArray& weight, int64_t in_blo
                          "WinogradWeightOf: a float32 OIHW 3x3 weight whose channels fill the blocks");
   runtime::NDArray out = runtime::NDArray::Empty(
       {kernels::kWinogradPoints, shape[0] / out_block, shape[1] / in_block, in_block, out_block}, runtime::kFloat32);
-  kernels::WinogradWeight(shape[0], shape[1], in_block, out_block, static_cast<const float*>(weight.data()), static_cast<float*>(out.data()));
+  kernels::WinogradWeight(shape[0], shape[1], in_block, out_block, static_cast<const float*>(weight.data()),
+                          static_cast<float*>(out.data()));
   return out;
 }
 
