@@ -86,11 +86,14 @@ Type Conv2DWinograd(const std::vector<Type>& args, const Attrs& attrs) {
   const std::string& out_layout = attrs.GetString("out_layout");
   std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), data_layout, "NCHW", "data");
   int64_t in_block = ChannelBlock(data_layout), out_block = ChannelBlock(out_layout);
-  Check(in_block > 0 && out_block > 0, "data and output layouts must be blocked (NCHW[x]c), got ", data_layout,
-        " and ", out_layout);
+  auto blocked = [](int64_t block, const std::string& layout) {
+    return (block == 8 || block == 16) && layout == BlockedDataLayout(block);
+  };
+  Check(blocked(in_block, data_layout) && blocked(out_block, out_layout),
+        "data and output layouts must be NCHW8c or NCHW16c, got ", data_layout, " and ", out_layout);
   const std::vector<int64_t>& weight = TensorArg(args, 1).shape;
-  Check(weight.size() == 5 && weight[0] == kernels::kWinogradPoints && weight[2] * in_block == data[1] &&
-            weight[3] == in_block && weight[4] == out_block,
+  Check(data[1] >= 1 && weight.size() == 5 && weight[0] == kernels::kWinogradPoints && weight[1] >= 1 &&
+            weight[2] * in_block == data[1] && weight[3] == in_block && weight[4] == out_block,
         "the weight must be [", kernels::kWinogradPoints, ", O / ", out_block, ", ", data[1] / in_block, ", ", in_block,
         ", ", out_block, "] (a 3x3 weight in Winograd's domain), got ", ShapeText(weight));
   const auto& padding = attrs.GetInts("padding");

@@ -185,7 +185,16 @@ TEST(LayoutOps, BlockedConvolutionAndPoolingTypes) {
               HasSubstr("the weight must be [36, O / 8, 2, 16, 8] (a 3x3 weight in Winograd's domain), got (36, 3, 2, 8, 8)"));
   EXPECT_THAT(ErrorOf("nn.conv2d_winograd", {In({1, 32, 14, 14}), In({36, 3, 2, 16, 8})},
                       A({{"data_layout", std::string("NCHW")}})),
-              HasSubstr("data and output layouts must be blocked"));
+              HasSubstr("data and output layouts must be NCHW8c or NCHW16c, got NCHW and NCHW16c"));
+  // Blocks the kernel does not take, blocks not innermost, no output channels.
+  EXPECT_THAT(ErrorOf("nn.conv2d_winograd", {In({1, 8, 14, 14, 4}), In({36, 1, 8, 4, 16})},
+                      A({{"data_layout", std::string("NCHW4c")}})),
+              HasSubstr("must be NCHW8c or NCHW16c, got NCHW4c"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_winograd", {In({1, 4, 8, 12, 16}), In({36, 1, 4, 8, 16})},
+                      A({{"data_layout", std::string("NC8cHW")}})),
+              HasSubstr("must be NCHW8c or NCHW16c, got NC8cHW"));
+  EXPECT_THAT(ErrorOf("nn.conv2d_winograd", {In({1, 2, 14, 14, 16}), In({36, 0, 2, 16, 16})}, A({})),
+              HasSubstr("the weight must be"));
   EXPECT_EQ(TypeOf("nn.max_pool2d", {In({1, 4, 112, 112, 16})},
                    A({{"pool_size", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}},
                       {"layout", std::string("NCHW16c")}})),
