@@ -65,7 +65,8 @@ constexpr int GroupPermute() {
 // (one vpermilps).
 template <int G, int C>
 inline __m256 GroupBroadcast8(__m256 v) {
-  return _mm256_permute_ps(v, GroupPermute<G, C>());
+  constexpr int kPermute = GroupPermute<G, C>();  // a name: the intrinsic may be a macro (-O0)
+  return _mm256_permute_ps(v, kPermute);
 }
 
 template <>
@@ -111,7 +112,8 @@ struct Vec<16> {
   }
   template <int G, int C>
   static Vec GroupBroadcast(Vec a) {
-    return {_mm512_permute_ps(a.v, GroupPermute<G, C>())};
+    constexpr int kPermute = GroupPermute<G, C>();
+    return {_mm512_permute_ps(a.v, kPermute)};
   }
   void Pin() { asm("" : "+v"(v)); }
 };
