@@ -19,14 +19,15 @@ struct KernelConfig {
                                 // once (1 or 3), its positions conv_tile_8 / blocks
   int gemm_panel;               // columns of a packed matrix panel ("NK16n" dense weights)
   int gemm_tile_rows;           // rows of C a matrix micro-kernel keeps in registers
+  int gemm_tile_panels;         // panels of C it keeps for each row (columns: gemm_panel each)
   int64_t parallel_elements;    // elementwise loops over fewer values run on the calling thread
 };
 
 // As many accumulators as the register file holds beside a weight vector and a broadcast: 16
 // registers of 8 floats with AVX2, 32 of 16 with AVX-512, 16 of 4 (SSE) otherwise.
-inline constexpr KernelConfig kBaselineConfig{"baseline", 4, 8, 8, 4, 1, 16, 4, 1 << 15};
-inline constexpr KernelConfig kAvx2Config{"avx2", 8, 16, 12, 6, 3, 16, 6, 1 << 15};
-inline constexpr KernelConfig kAvx512Config{"avx512", 16, 16, 14, 14, 3, 16, 14, 1 << 15};
+inline constexpr KernelConfig kBaselineConfig{"baseline", 4, 8, 8, 4, 1, 16, 4, 1, 1 << 15};
+inline constexpr KernelConfig kAvx2Config{"avx2", 8, 16, 12, 6, 3, 16, 6, 1, 1 << 15};
+inline constexpr KernelConfig kAvx512Config{"avx512", 16, 16, 14, 14, 3, 16, 8, 3, 1 << 15};
 
 #if defined(__AVX512F__)
 inline constexpr const KernelConfig& kCompiledConfig = kAvx512Config;

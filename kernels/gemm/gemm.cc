@@ -1,12 +1,15 @@
 // Matrix products on packed panels of B. B is laid out as [ceil(N / 16), K, 16] (layout "NK16n"
 // of a dense weight [N, K]; the last panel padded with zeros): dense layers get their constant
 // weights packed so at build time, other products pack B into workspace per call. A micro-kernel
-// keeps a tile of kTileRows rows x 16 columns of C in registers and walks K with one load of a
-// panel row and one broadcast of A per tile row. C is split across threads in blocks of rows x
-// panels, and K is walked in blocks so that a panel's part stays in L1 while it meets every row
-// of the block.
+// keeps a tile of kTileRows rows x kTilePanels panels of C in registers (kernel_config.h) and walks
+// K with one load per panel row and one broadcast of A per tile row. C is split across threads in
+// blocks of rows x panels; K is walked in blocks, and each task first copies its rows' part of A
+// into tiles [k][rows], so that the broadcasts read one stream (A's rows read in place, at a
+// stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set: 50 GFLOP/s of 113
+// on AVX-512, 1 core).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -18,46 +21,79 @@ namespace kiln::kernels {
 namespace {
 
 using V = Vec<kGemmPanel>;
-constexpr int kTileRows = kCompiledConfig.gemm_tile_rows;  // 6 with AVX2 (12 ymm accumulators), 14 with AVX-512
-constexpr int64_t kBlockK = 256;                   // a panel's block: 256 x 16 floats, 16 KiB
-constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 96 x 256 floats with AVX2
-constexpr int64_t kBlockPanels = 4;                // 64 columns of C per task
+constexpr int kTileRows = kCompiledConfig.gemm_tile_rows;
+constexpr int kTilePanels = kCompiledConfig.gemm_tile_panels;
+constexpr int64_t kBlockK = 256;                    // K per block: a panel's part 16 KiB
+constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 16 tiles of rows
+constexpr int64_t kBlockPanels = 12;               // columns of C per task: 192
 
-// C[rows, 16] (+)= A[rows, k] * panel[k, 16], with row strides lda and ldc.
-template <int R>
-void Tile(int64_t k, const float* a, int64_t lda, const float* panel, bool accumulate, float* c, int64_t ldc) {
-  V acc[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) acc[r] = accumulate ? V::Load(c + r * ldc) : V::Zero();
+// C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
+// C with row stride ldc.
+template <int R, int P>
+void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, bool accumulate, float* c,
+          int64_t ldc) {
+  V acc[R * P];
+#pragma GCC unroll 32
+  for (int i = 0; i < R * P; ++i) acc[i] = accumulate ? V::Load(c + i / P * ldc + i % P * kGemmPanel) : V::Zero();
   for (int64_t x = 0; x < k; ++x) {
-    V w = V::Load(panel + x * kGemmPanel);
-    w.Pin();
+    V w[P];
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) {
+      w[q] = V::Load(panel + q * panel_stride + x * kGemmPanel);
+      w[q].Pin();
+    }
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) acc[r] = V::Fma(V::Broadcast(a + r * lda + x), w, acc[r]);
+    for (int r = 0; r < R; ++r) {
+      V b = V::Broadcast(a + x * R + r);
+#pragma GCC unroll 4
+      for (int q = 0; q < P; ++q) acc[r * P + q] = V::Fma(b, w[q], acc[r * P + q]);
+    }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) acc[r].Store(c + r * ldc);
+#pragma GCC unroll 32
+  for (int i = 0; i < R * P; ++i) acc[i].Store(c + i / P * ldc + i % P * kGemmPanel);
 }
 
-using TileFunction = void (*)(int64_t, const float*, int64_t, const float*, bool, float*, int64_t);
+using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, bool, float*, int64_t);
 
-template <int... I>
+template <int P, int... I>
 constexpr auto MakeTiles(std::integer_sequence<int, I...>) {
-  return std::array<TileFunction, sizeof...(I)>{Tile<I + 1>...};
+  return std::array<TileFunction, sizeof...(I)>{Tile<I + 1, P>...};
 }
-// kTiles[r - 1] computes r rows.
-constexpr auto kTiles = MakeTiles(std::make_integer_sequence<int, kTileRows>());
+template <int... P>
+constexpr auto MakeTileTable(std::integer_sequence<int, P...>) {
+  return std::array<std::array<TileFunction, kTileRows>, sizeof...(P)>{
+      MakeTiles<P + 1>(std::make_integer_sequence<int, kTileRows>())...};
+}
+// kTiles[p - 1][r - 1] computes r rows of p panels.
+constexpr auto kTiles = MakeTileTable(std::make_integer_sequence<int, kTilePanels>());
 
-// A tile of `rows` x `cols` (cols < 16 at C's right edge goes through a full-width copy).
-void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* panel, bool accumulate,
-             float* c, int64_t ldc) {
-  if (cols == kGemmPanel) return kTiles[rows - 1](k, a, lda, panel, accumulate, c, ldc);
-  float tile[kTileRows * kGemmPanel] = {};  // columns past `cols` are computed and dropped
+// A tile of `rows` x `cols` (cols <= kTilePanels * 16; a partial last panel at C's right edge goes
+// through a full-width copy).
+void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
+             bool accumulate, float* c, int64_t ldc) {
+  int64_t panels = (cols + kGemmPanel - 1) / kGemmPanel;
+  TileFunction tile = kTiles[panels - 1][rows - 1];
+  if (cols == panels * kGemmPanel) return tile(k, a, panel, panel_stride, accumulate, c, ldc);
+  constexpr int64_t kWidth = kTilePanels * kGemmPanel;
+  float copy[kTileRows * kWidth] = {};  // columns past `cols` are computed and dropped
   if (accumulate) {
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(tile + r * kGemmPanel, c + r * ldc, cols * sizeof(float));
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(copy + r * kWidth, c + r * ldc, cols * sizeof(float));
   }
-  kTiles[rows - 1](k, a, lda, panel, accumulate, tile, kGemmPanel);
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kGemmPanel, cols * sizeof(float));
+  tile(k, a, panel, panel_stride, accumulate, copy, kWidth);
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, copy + r * kWidth, cols * sizeof(float));
+}
+
+// Rows [0, rows) x columns [0, k) of A (row stride lda) as tiles of kTileRows rows (fewer in the
+// last), each [k][tile rows].
+void PackA(int64_t rows, int64_t k, const float* a, int64_t lda, float* packed) {
+  for (int64_t i = 0; i < rows; i += kTileRows) {
+    int64_t r = std::min<int64_t>(kTileRows, rows - i);
+    for (int64_t j = 0; j < r; ++j) {
+      const float* row = a + (i + j) * lda;
+      for (int64_t x = 0; x < k; ++x) packed[x * r + j] = row[x];
+    }
+    packed += r * k;
+  }
 }
 
 // `batch` products; operand X of product i at X + i * x_stride (0: shared by all).
@@ -70,10 +106,17 @@ struct PackedJob {
   float* c;
   int64_t ldc, c_stride;
   int64_t row_blocks, block_rows, col_blocks;
+  std::atomic<bool>* out_of_workspace;  // set by a task that could not get its copy of A
 };
 
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackedJob*>(context);
+  Workspace a_copy(g.block_rows * std::min(kBlockK, g.k) * sizeof(float));
+  if (!a_copy.ok()) {  // reported by RunPacked when the loop is done
+    g.out_of_workspace->store(true, std::memory_order_relaxed);
+    return;
+  }
+  float* packed_a = a_copy.as<float>();
   int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
   int64_t blocks = g.row_blocks * g.col_blocks;
   for (int64_t task = begin; task < end; ++task) {
@@ -85,12 +128,13 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     int64_t p0 = block % g.col_blocks * kBlockPanels, p1 = std::min(panels, p0 + kBlockPanels);
     for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
       int64_t kc = std::min(kBlockK, g.k - k0);
-      for (int64_t p = p0; p < p1; ++p) {
+      PackA(i1 - i0, kc, a + i0 * g.lda + k0, g.lda, packed_a);
+      for (int64_t p = p0; p < p1; p += kTilePanels) {
         const float* panel = b + (p * g.k + k0) * kGemmPanel;
-        int64_t cols = std::min<int64_t>(kGemmPanel, g.n - p * kGemmPanel);
+        int64_t cols = std::min<int64_t>(std::min<int64_t>(p1 - p, kTilePanels) * kGemmPanel, g.n - p * kGemmPanel);
         for (int64_t i = i0; i < i1; i += kTileRows) {
-          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, a + i * g.lda + k0, g.lda, panel, k0 > 0,
-                  c + i * g.ldc + p * kGemmPanel, g.ldc);
+          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, packed_a + (i - i0) * kc, panel, g.k * kGemmPanel,
+                  k0 > 0, c + i * g.ldc + p * kGemmPanel, g.ldc);
         }
       }
     }
@@ -115,7 +159,16 @@ int RunPacked(int64_t batch, PackedJob job) {
   job.row_blocks = (job.m + job.block_rows - 1) / job.block_rows;
   int64_t panels = (job.n + kGemmPanel - 1) / kGemmPanel;
   job.col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
-  return ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
+  {  // the copy of A each thread takes, tried once here so that a failure is reported
+    Workspace probe(job.block_rows * std::min(kBlockK, job.k) * sizeof(float));
+    if (!probe.ok()) return Fail("Gemm: out of workspace memory");
+  }
+  std::atomic<bool> out_of_workspace{false};
+  job.out_of_workspace = &out_of_workspace;
+  int status = ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
+  // (A thread's allocation can fail after the probe's succeeded: another thread's took the memory.)
+  if (status == 0 && out_of_workspace.load()) return Fail("Gemm: out of workspace memory");
+  return status;
 }
 
 // Few rows times a transposed B (a dense layer at batch 1 whose weight is not packed): each
@@ -181,7 +234,7 @@ void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* 
 
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
                int64_t ldc) {
-  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, b_packed, 0, c, ldc, 0, 0, 0, 0});
+  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, b_packed, 0, c, ldc, 0, 0, 0, 0, nullptr});
 }
 
 int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,
@@ -208,8 +261,8 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
   for (int64_t i = 0; i < b_count; ++i) {
     PackB(n, k, b + i * b_stride, ldb, b_transposed, b_packed.as<float>() + i * packed_size);
   }
-  PackedJob job{m, n, k, a, lda, a_stride, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size, c, ldc, c_stride,
-                0, 0, 0};
+  PackedJob job{m,      n,   k,   a,   lda, a_stride, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
+                c,      ldc, c_stride, 0, 0, 0, nullptr};
   return RunPacked(batch, job);
 }
 

@@ -87,13 +87,6 @@ TEST(DepthwiseConv2D, RejectsAConvolutionThatIsNotDepthwise) {
   EXPECT_NE(std::string(TVMGetLastError()).find("one group per input channel"), std::string::npos);
 }
 
-// Workspace the first `granted` requests get; those after it fail.
-int granted = 0;
-void* RationedWorkspace(int device_type, int device_id, uint64_t bytes, int dtype_code, int dtype_bits) {
-  if (granted-- <= 0) return nullptr;
-  return TVMBackendAllocWorkspace(device_type, device_id, bytes, dtype_code, dtype_bits);
-}
-
 // The kernel tries a workspace before its loop, so that running out is an error; a thread whose
 // own workspace fails after that (another thread's took the memory) makes it an error too, not an
 // output left unwritten.
@@ -102,7 +95,7 @@ TEST(DepthwiseConv2D, AWorkspaceRefusedInTheLoopIsAnError) {
   Conv2DParams p{1, 4, 9, 9, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 4, true};
   std::vector<float> x(4 * 81, 1.0f), w(36, 1.0f), out(4 * 81);
   for (int grant : {0, 1}) {
-    granted = grant;  // 0: the try fails; 1: the try gets it, the loop's does not
+    workspace_grants = grant;  // 0: the try fails; 1: the try gets it, the loop's does not
     __TVMBackendAllocWorkspace = RationedWorkspace;
     int status = DepthwiseConv2D(p, x.data(), w.data(), out.data(), nullptr, 0);
     __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;

@@ -1,6 +1,6 @@
 // Gemm, BatchGemm, GemmPacked and BatchGemmInt32 against the definition (sums in double): every combination of transposed
 // operands, row strides wider than the rows, sizes around the micro-kernel's tile (rows), panel
-// (16 columns) and K block (256), row blocks, batch-1 dense layers (the dot-product path);
+// (16 columns), tile of panels (3 with AVX-512), K block (256), row blocks and blocks of panels, batch-1 dense layers (the dot-product path);
 // serial and on the thread pool. Compiled with -march=native (the vector path of this machine)
 // and for baseline x86-64 (the portable path).
 #include <gmock/gmock.h>
@@ -74,7 +74,7 @@ void ExpectProduct(const Problem& p, const Operands& o, const std::vector<float>
 std::vector<Problem> Problems() {
   std::vector<Problem> problems;
   for (int64_t m : {1, 2, 4, 5, 6, 7, 13, 97, 200}) {
-    for (int64_t n : {1, 15, 16, 17, 33, 100}) {
+    for (int64_t n : {1, 15, 16, 17, 33, 48, 100, 400}) {
       for (int64_t k : {1, 7, 256, 300}) {
         for (int transposes = 0; transposes < 4; ++transposes) {
           problems.push_back({m, n, k, (transposes & 1) != 0, (transposes & 2) != 0, (m + n + k) % 3});
@@ -178,6 +178,24 @@ TEST(Gemm, MissingWorkspaceIsAnError) {
   EXPECT_NE(status, 0);
   EXPECT_THAT(std::string(TVMGetLastError()), ::testing::HasSubstr("Gemm: out of workspace memory"));
   for (float v : c) EXPECT_TRUE(std::isnan(v));
+}
+
+// GemmPacked copies A's blocks into workspace: a refused workspace is an error, whether the try
+// before the loop fails or (another thread having taken the memory) a task's own does.
+TEST(GemmPacked, AWorkspaceRefusedIsAnError) {
+  UseThreads(false);
+  const int64_t m = 20, n = 40, k = 30;
+  std::vector<float> a(m * k, 1.0f), packed((n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel, 1.0f), c(m * n, NAN);
+  for (int grant : {0, 1}) {
+    workspace_grants = grant;  // 0: the try fails; 1: the try gets it, the loop's does not
+    __TVMBackendAllocWorkspace = RationedWorkspace;
+    int status = GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n);
+    __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
+    EXPECT_NE(status, 0) << "with " << grant << " workspace granted";
+    EXPECT_THAT(std::string(TVMGetLastError()), ::testing::HasSubstr("Gemm: out of workspace memory"));
+  }
+  ASSERT_EQ(GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n), 0);  // enough memory again
+  for (float v : c) ASSERT_EQ(v, float(k));
 }
 
 TEST(GemmPacked, EmptyInnerDimensionGivesZeros) {

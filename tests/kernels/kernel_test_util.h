@@ -28,6 +28,14 @@ inline void UseThreads(bool parallel) {
   __TVMBackendParallelBarrier = parallel ? TVMBackendParallelBarrier : nullptr;
 }
 
+// Workspace the first `workspace_grants` requests get; those after it fail (install it as
+// __TVMBackendAllocWorkspace).
+inline int workspace_grants = 0;
+inline void* RationedWorkspace(int device_type, int device_id, uint64_t bytes, int dtype_code, int dtype_bits) {
+  if (workspace_grants-- <= 0) return nullptr;
+  return TVMBackendAllocWorkspace(device_type, device_id, bytes, dtype_code, dtype_bits);
+}
+
 // Uniform in [-1, 1].
 inline std::vector<float> Random(size_t size, std::mt19937& rng) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
