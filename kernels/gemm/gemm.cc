@@ -2,14 +2,14 @@
 // of a dense weight [N, K]; the last panel padded with zeros): dense layers get their constant
 // weights packed so at build time, other products pack B into workspace per call. A micro-kernel
 // keeps a tile of kTileRows rows x kTilePanels panels of C in registers (kernel_config.h) and walks
-// K with one load per panel row and one broadcast of A per tile row. C is split across threads in
-// blocks of rows x panels; K is walked in blocks, and each task first copies its rows' part of A
-// into tiles [k][rows], so that the broadcasts read one stream (A's rows read in place, at a
-// stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set: 50 GFLOP/s of 113
-// on AVX-512, 1 core).
+// K with one load per panel row and one broadcast of A per tile row. A is first copied into tiles
+// of rows, [k][rows] each (transposed A too), so that the broadcasts read one stream: A's rows read
+// in place, at a stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set (50
+// GFLOP/s of 113 on AVX-512, 1 core; 88 with the copy). C is split across threads in blocks of
+// rows x panels, and K is walked in blocks so that a panel's part stays in L1 while it meets every
+// row of the block.
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -83,66 +83,70 @@ void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float*
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, copy + r * kWidth, cols * sizeof(float));
 }
 
-// Rows [0, rows) x columns [0, k) of A (row stride lda) as tiles of kTileRows rows (fewer in the
-// last), each [k][tile rows].
-void PackA(int64_t rows, int64_t k, const float* a, int64_t lda, float* packed) {
-  for (int64_t i = 0; i < rows; i += kTileRows) {
-    int64_t r = std::min<int64_t>(kTileRows, rows - i);
-    for (int64_t j = 0; j < r; ++j) {
-      const float* row = a + (i + j) * lda;
-      for (int64_t x = 0; x < k; ++x) packed[x * r + j] = row[x];
-    }
-    packed += r * k;
-  }
-}
-
 // `batch` products; operand X of product i at X + i * x_stride (0: shared by all).
 struct PackedJob {
   int64_t m, n, k;
-  const float* a;
+  const float* a;  // [m, k] with row stride lda, or [k, m] when a_transposed
   int64_t lda, a_stride;
+  bool a_transposed;
   const float* b;  // [panels, k, 16] per product
   int64_t b_stride;
   float* c;
   int64_t ldc, c_stride;
   int64_t row_blocks, block_rows, col_blocks;
-  std::atomic<bool>* out_of_workspace;  // set by a task that could not get its copy of A
+  float* packed_a;  // per product of A: its row tiles, tile of rows [i, i + r) at i * k as [k][r]
 };
+
+inline int64_t RowTiles(int64_t m) { return (m + kTileRows - 1) / kTileRows; }
+
+// Row tiles [begin, end) over all products of A, copied into job.packed_a.
+void PackATiles(int64_t begin, int64_t end, void* context) {
+  const auto& g = *static_cast<const PackedJob*>(context);
+  const int64_t tiles = RowTiles(g.m);
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t product = task / tiles, i = task % tiles * kTileRows, r = std::min<int64_t>(kTileRows, g.m - i);
+    const float* a = g.a + product * g.a_stride;
+    float* packed = g.packed_a + product * g.m * g.k + i * g.k;
+    const int64_t row_step = g.a_transposed ? 1 : g.lda, column_step = g.a_transposed ? g.lda : 1;
+    for (int64_t j = 0; j < r; ++j) {
+      const float* row = a + (i + j) * row_step;
+      for (int64_t x = 0; x < g.k; ++x) packed[x * r + j] = row[x * column_step];
+    }
+  }
+}
 
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackedJob*>(context);
-  Workspace a_copy(g.block_rows * std::min(kBlockK, g.k) * sizeof(float));
-  if (!a_copy.ok()) {  // reported by RunPacked when the loop is done
-    g.out_of_workspace->store(true, std::memory_order_relaxed);
-    return;
-  }
-  float* packed_a = a_copy.as<float>();
   int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
   int64_t blocks = g.row_blocks * g.col_blocks;
   for (int64_t task = begin; task < end; ++task) {
     int64_t product = task / blocks, block = task % blocks;
-    const float* a = g.a + product * g.a_stride;
+    const float* a = g.packed_a + (g.a_stride == 0 ? 0 : product * g.m * g.k);
     const float* b = g.b + product * g.b_stride;
     float* c = g.c + product * g.c_stride;
     int64_t i0 = block / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
     int64_t p0 = block % g.col_blocks * kBlockPanels, p1 = std::min(panels, p0 + kBlockPanels);
     for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
       int64_t kc = std::min(kBlockK, g.k - k0);
-      PackA(i1 - i0, kc, a + i0 * g.lda + k0, g.lda, packed_a);
       for (int64_t p = p0; p < p1; p += kTilePanels) {
         const float* panel = b + (p * g.k + k0) * kGemmPanel;
         int64_t cols = std::min<int64_t>(std::min<int64_t>(p1 - p, kTilePanels) * kGemmPanel, g.n - p * kGemmPanel);
         for (int64_t i = i0; i < i1; i += kTileRows) {
-          AnyTile(std::min<int64_t>(kTileRows, i1 - i), cols, kc, packed_a + (i - i0) * kc, panel, g.k * kGemmPanel,
-                  k0 > 0, c + i * g.ldc + p * kGemmPanel, g.ldc);
+          int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
+          AnyTile(rows, cols, kc, a + i * g.k + k0 * rows, panel, g.k * kGemmPanel, k0 > 0,
+                  c + i * g.ldc + p * kGemmPanel, g.ldc);
         }
       }
     }
   }
 }
 
-// All products of the job, B packed: zeros for an empty K, else row blocks of equal size (a
-// multiple of the tile, so that threads get equal work) x blocks of panels, of every product.
+// Copies below this many floats of A are made on the calling thread.
+constexpr int64_t kParallelPackFloats = 1 << 15;
+
+// All products of the job, B packed: zeros for an empty K, else A copied into row tiles (once per
+// product, not per block of C), then row blocks of equal size (a multiple of the tile, so that
+// threads get equal work) x blocks of panels, of every product.
 int RunPacked(int64_t batch, PackedJob job) {
   if (batch <= 0 || job.m <= 0 || job.n <= 0) return 0;
   if (job.k == 0) {
@@ -154,21 +158,22 @@ int RunPacked(int64_t batch, PackedJob job) {
     }
     return 0;
   }
+  const int64_t a_count = job.a_stride == 0 ? 1 : batch;
+  Workspace packed_a(a_count * job.m * job.k * sizeof(float));
+  if (!packed_a.ok()) return Fail("Gemm: out of workspace memory");
+  job.packed_a = packed_a.as<float>();
+  const int64_t pack_tasks = a_count * RowTiles(job.m);
+  if (a_count * job.m * job.k < kParallelPackFloats) {
+    PackATiles(0, pack_tasks, &job);
+  } else if (int status = ParallelFor(pack_tasks, PackATiles, &job); status != 0) {
+    return status;
+  }
   int64_t row_blocks = (job.m + kMaxBlockRows - 1) / kMaxBlockRows;
   job.block_rows = ((job.m + row_blocks - 1) / row_blocks + kTileRows - 1) / kTileRows * kTileRows;
   job.row_blocks = (job.m + job.block_rows - 1) / job.block_rows;
   int64_t panels = (job.n + kGemmPanel - 1) / kGemmPanel;
   job.col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
-  {  // the copy of A each thread takes, tried once here so that a failure is reported
-    Workspace probe(job.block_rows * std::min(kBlockK, job.k) * sizeof(float));
-    if (!probe.ok()) return Fail("Gemm: out of workspace memory");
-  }
-  std::atomic<bool> out_of_workspace{false};
-  job.out_of_workspace = &out_of_workspace;
-  int status = ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
-  // (A thread's allocation can fail after the probe's succeeded: another thread's took the memory.)
-  if (status == 0 && out_of_workspace.load()) return Fail("Gemm: out of workspace memory");
-  return status;
+  return ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
 }
 
 // Few rows times a transposed B (a dense layer at batch 1 whose weight is not packed): each
@@ -223,18 +228,11 @@ void PackB(int64_t n, int64_t k, const float* b, int64_t ldb, bool transposed, f
   }
 }
 
-// dst[cols, rows] = src[rows, cols]^T with row stride ld.
-void Transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * ld + c];
-  }
-}
-
 }  // namespace
 
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
                int64_t ldc) {
-  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, b_packed, 0, c, ldc, 0, 0, 0, 0, nullptr});
+  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, false, b_packed, 0, c, ldc, 0, 0, 0, 0, nullptr});
 }
 
 int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,
@@ -247,22 +245,15 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
     }
     return 0;
   }
-  int64_t a_count = a_stride == 0 ? 1 : batch, b_count = b_stride == 0 ? 1 : batch;
+  int64_t b_count = b_stride == 0 ? 1 : batch;
   int64_t packed_size = (n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel;
-  Workspace a_copy(a_transposed ? a_count * m * k * sizeof(float) : 0);
   Workspace b_packed(b_count * packed_size * sizeof(float));
-  if (!a_copy.ok() || !b_packed.ok()) return Fail("Gemm: out of workspace memory");
-  if (a_transposed) {  // each a is [k, m]
-    for (int64_t i = 0; i < a_count; ++i) Transpose(a + i * a_stride, k, m, lda, a_copy.as<float>() + i * m * k);
-    a = a_copy.as<float>();
-    lda = k;
-    a_stride = a_stride == 0 ? 0 : m * k;
-  }
+  if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
   for (int64_t i = 0; i < b_count; ++i) {
     PackB(n, k, b + i * b_stride, ldb, b_transposed, b_packed.as<float>() + i * packed_size);
   }
-  PackedJob job{m,      n,   k,   a,   lda, a_stride, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
-                c,      ldc, c_stride, 0, 0, 0, nullptr};
+  PackedJob job{m, n,   k,        a, lda, a_stride, a_transposed, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
+                c, ldc, c_stride, 0, 0, 0,        nullptr};
   return RunPacked(batch, job);
 }
 
