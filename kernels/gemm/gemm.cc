@@ -141,7 +141,7 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
   }
 }
 
-// Copies below this many floats of A are made on the calling thread.
+// Copies of A or B below this many floats are made on the calling thread.
 constexpr int64_t kParallelPackFloats = 1 << 15;
 
 // All products of the job, B packed: zeros for an empty K, else A copied into row tiles (once per
@@ -209,20 +209,35 @@ void DotColumns(int64_t begin, int64_t end, void* context) {
   }
 }
 
-// B [k, n] (or [n, k] when transposed), row stride ldb, as panels [ceil(n / 16), k, 16].
-void PackB(int64_t n, int64_t k, const float* b, int64_t ldb, bool transposed, float* packed) {
-  for (int64_t p = 0; p * kGemmPanel < n; ++p) {
-    float* panel = packed + p * k * kGemmPanel;
-    int64_t cols = std::min<int64_t>(kGemmPanel, n - p * kGemmPanel);
-    if (cols < kGemmPanel) std::fill(panel, panel + k * kGemmPanel, 0.0f);
-    if (transposed) {
+// B [k, n] (or [n, k] when transposed), row stride ldb, of each product (b_stride apart) as panels
+// [ceil(n / 16), k, 16], packed_size floats apart.
+struct PackBJob {
+  int64_t n, k;
+  const float* b;
+  int64_t ldb, b_stride;
+  bool transposed;
+  float* packed;
+  int64_t packed_size;
+};
+
+// Panels [begin, end) over all products.
+void PackBPanels(int64_t begin, int64_t end, void* context) {
+  const auto& g = *static_cast<const PackBJob*>(context);
+  const int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t product = task / panels, p = task % panels;
+    const float* b = g.b + product * g.b_stride;
+    float* panel = g.packed + product * g.packed_size + p * g.k * kGemmPanel;
+    int64_t cols = std::min<int64_t>(kGemmPanel, g.n - p * kGemmPanel);
+    if (cols < kGemmPanel) std::fill(panel, panel + g.k * kGemmPanel, 0.0f);
+    if (g.transposed) {
       for (int64_t j = 0; j < cols; ++j) {
-        const float* column = b + (p * kGemmPanel + j) * ldb;
-        for (int64_t x = 0; x < k; ++x) panel[x * kGemmPanel + j] = column[x];
+        const float* column = b + (p * kGemmPanel + j) * g.ldb;
+        for (int64_t x = 0; x < g.k; ++x) panel[x * kGemmPanel + j] = column[x];
       }
     } else {
-      for (int64_t x = 0; x < k; ++x) {
-        std::memcpy(panel + x * kGemmPanel, b + x * ldb + p * kGemmPanel, cols * sizeof(float));
+      for (int64_t x = 0; x < g.k; ++x) {
+        std::memcpy(panel + x * kGemmPanel, b + x * g.ldb + p * kGemmPanel, cols * sizeof(float));
       }
     }
   }
@@ -249,8 +264,12 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
   int64_t packed_size = (n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel;
   Workspace b_packed(b_count * packed_size * sizeof(float));
   if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
-  for (int64_t i = 0; i < b_count; ++i) {
-    PackB(n, k, b + i * b_stride, ldb, b_transposed, b_packed.as<float>() + i * packed_size);
+  PackBJob pack{n, k, b, ldb, b_stride, b_transposed, b_packed.as<float>(), packed_size};
+  const int64_t pack_tasks = b_count * ((n + kGemmPanel - 1) / kGemmPanel);
+  if (b_count * packed_size < kParallelPackFloats) {
+    PackBPanels(0, pack_tasks, &pack);
+  } else if (int status = ParallelFor(pack_tasks, PackBPanels, &pack); status != 0) {
+    return status;
   }
   PackedJob job{m, n,   k,        a, lda, a_stride, a_transposed, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
                 c, ldc, c_stride, 0, 0, 0,        nullptr};
