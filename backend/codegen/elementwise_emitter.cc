@@ -29,34 +29,20 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
 // of its last dimension.
 constexpr int64_t kChunk = 4096;
 
-// Opens `ParallelFor(tasks, body, context_)` with the body a captureless lambda over
-// [begin_, end_): the buffers the members read and write travel in an array of pointers and get
-// their names and types back inside.
+// Opens the parallel loop's function over the buffers its members read and write.
 void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan, int64_t tasks) {
-  std::vector<std::pair<std::string, std::string>> buffers;  // (name, element type with const)
-  auto add = [&](BufferId id, const std::string& constness) {
-    std::string name = BufferName(plan.buffers[id]);
-    for (const auto& b : buffers) {
-      if (b.first == name) return;
-    }
-    buffers.emplace_back(name, constness + CType(plan.buffers[id].type.dtype));
-  };
+  std::vector<ParallelBuffer> buffers;
   for (const ElementwiseLoop::Member& member : loop.members) {
     for (const ElementwiseLoop::Operand& operand : member.operands) {
-      if (operand.member < 0) add(operand.buffer, "const ");
+      if (operand.member < 0) {
+        AddParallelBuffer(&buffers, BufferName(plan.buffers[operand.buffer]), plan.buffers[operand.buffer].type, false);
+      }
     }
-    if (member.output) add(*member.output, "");
+    if (member.output) {
+      AddParallelBuffer(&buffers, BufferName(plan.buffers[*member.output]), plan.buffers[*member.output].type, true);
+    }
   }
-  std::string list;
-  for (const auto& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.first;
-  code.Line("void* context_[] = {" + list + "};");
-  code.Open("if (kiln::kernels::ParallelFor(" + std::to_string(tasks) +
-            "LL, [](int64_t begin_, int64_t end_, void* pointers_)");
-  code.Line("void** context_ = static_cast<void**>(pointers_);");
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    code.Line(buffers[i].second + "* " + buffers[i].first + " = static_cast<" + buffers[i].second + "*>(context_[" +
-              std::to_string(i) + "]);");
-  }
+  OpenParallelFor(code, buffers, tasks);
 }
 
 }  // namespace
@@ -149,7 +135,7 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
   }
   int loops = flat || ndim == 0 ? 1 : parallel ? 2 : ndim;
   for (int d = 0; d < loops; ++d) code.Close();
-  if (parallel) code.Close(", context_) != 0) return -1;");
+  if (parallel) CloseParallelFor(code);
 }
 
 }  // namespace kiln::backend

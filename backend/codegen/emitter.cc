@@ -93,6 +93,72 @@ void CloseLoops(CodeWriter& code, int count) {
   for (int k = 0; k < count; ++k) code.Close();
 }
 
+void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& name, const ir::TensorType& type,
+                       bool writable) {
+  for (ParallelBuffer& b : *buffers) {
+    if (b.name != name) continue;
+    if (writable) b.type = CType(type.dtype);
+    return;
+  }
+  buffers->push_back({name, (writable ? "" : "const ") + CType(type.dtype)});
+}
+
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks) {
+  std::string list;
+  for (const ParallelBuffer& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.name;
+  code.Line("void* context_[] = {" + list + "};");
+  code.Open("if (kiln::kernels::ParallelFor(" + IntLiteral(tasks) + ", [](int64_t begin_, int64_t end_, void* pointers_)");
+  code.Line("void** context_ = static_cast<void**>(pointers_);");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    code.Line(buffers[i].type + "* " + buffers[i].name + " = static_cast<" + buffers[i].type + "*>(context_[" +
+              std::to_string(i) + "]);");
+  }
+}
+
+void CloseParallelFor(CodeWriter& code) { code.Close(", context_) != 0) return -1;"); }
+
+// A task of OpenOutputLoops' split loops covers at least this many output elements (its inner
+// dimensions), where the output has enough dimensions.
+constexpr int64_t kMinInnerElements = 64;
+
+OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter) {
+  const std::vector<int64_t>& shape = c.output_types[0].shape;
+  if (!c.parallel || shape.size() < 2 || c.output_types[0].NumElements() == 0) {
+    c.code.Line("int64_t " + counter + " = 0;");
+    return {OpenLoops(c.code, shape), false};
+  }
+  std::vector<ParallelBuffer> buffers;
+  for (size_t k = 0; k < c.inputs.size(); ++k) AddParallelBuffer(&buffers, c.inputs[k], c.input_types[k], false);
+  for (size_t k = 0; k < c.outputs.size(); ++k) AddParallelBuffer(&buffers, c.outputs[k], c.output_types[k], true);
+  c.code.Open("");  // a scope of its own: an operator function may hold several such loops
+  // Tasks over the outer dimensions, the inner ones (at least kMinInnerElements, when the outer
+  // leave one dimension) looped inside: each task's index is split into its outer indices once.
+  const int ndim = static_cast<int>(shape.size());
+  int first_inner = ndim - 1;
+  int64_t inner = shape.back();
+  while (first_inner > 1 && inner < kMinInnerElements) inner *= shape[--first_inner];
+  OpenParallelFor(c.code, buffers, c.output_types[0].NumElements() / inner);
+  c.code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
+  c.code.Line("int64_t " + counter + " = task_ * " + IntLiteral(inner) + ";");
+  c.code.Line("int64_t rest_ = task_;");
+  for (int d = first_inner - 1; d >= 0; --d) {
+    c.code.Line("const int64_t i" + std::to_string(d) + " = rest_ % " + IntLiteral(shape[d]) + ";");
+    if (d > 0) c.code.Line("rest_ /= " + IntLiteral(shape[d]) + ";");
+  }
+  for (int d = first_inner; d < ndim; ++d) {
+    std::string i = "i" + std::to_string(d);
+    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
+  }
+  return {ndim - first_inner + 1, true};
+}
+
+void CloseOutputLoops(EmitContext& c, const OutputLoops& loops) {
+  CloseLoops(c.code, loops.open);
+  if (!loops.parallel) return;
+  CloseParallelFor(c.code);
+  c.code.Close();
+}
+
 void ReadIndex(EmitContext& c, const std::string& name, const std::string& value, int64_t extent) {
   c.code.Line("int64_t " + name + " = static_cast<int64_t>(" + value + ");");
   c.code.Line("if (" + name + " < 0) " + name + " += " + IntLiteral(extent) + ";");

@@ -35,6 +35,7 @@ struct EmitContext {
   std::vector<std::string> outputs;  // one per output tensor
   std::vector<ir::TensorType> output_types;
   std::string function;  // the generated function's name, for error messages
+  bool parallel = false;  // OpenOutputLoops may split its loops across the runtime's threads
 };
 
 // Writes the loops computing one op (a LoopOp of the plan).
@@ -70,6 +71,31 @@ AxisView ViewAroundAxis(const ir::CallNode& call, const std::vector<int64_t>& sh
 // Opens one loop per dimension of `shape` (i0, i1, ...); returns how many CloseLoops closes.
 int OpenLoops(CodeWriter& code, const std::vector<int64_t>& shape);
 void CloseLoops(CodeWriter& code, int count);
+
+// A buffer a parallel loop's function reads or writes: its name in the operator function and its
+// element type ("const float").
+struct ParallelBuffer {
+  std::string name, type;
+};
+// Adds a buffer once (read-only unless some use writes it).
+void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& name, const ir::TensorType& type,
+                       bool writable);
+// Opens `ParallelFor(tasks, body, context_)` with the body a captureless lambda over [begin_, end_):
+// the buffers travel in an array of pointers and are declared again inside under their names
+// (static tables stay visible). The body must not return; CloseParallelFor closes it, and the
+// operator function fails when a task did.
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks);
+void CloseParallelFor(CodeWriter& code);
+
+// Opens loops i0, i1, ... over the output's shape in order, with `counter` (declared here) its flat
+// index; when c.parallel, the output is split across the runtime's threads in tasks of its inner
+// dimensions (OpenParallelFor: the body must not return). CloseOutputLoops closes what this opened.
+struct OutputLoops {
+  int open = 0;
+  bool parallel = false;
+};
+OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter);
+void CloseOutputLoops(EmitContext& c, const OutputLoops& loops);
 
 // Declares int64_t `name` = `value`, counted from the end of an axis of length `extent` when
 // negative; the function fails naming the op when it is outside [0, extent).

@@ -45,7 +45,7 @@ class StepPrinter {
   void operator()(const ElementwiseLoop& loop) { EmitElementwiseLoop(code_, loop, plan_); }
 
   void operator()(const LoopOp& op) {
-    EmitContext context{code_, *op.call, {}, {}, {}, {}, plan_.symbol};
+    EmitContext context{code_, *op.call, {}, {}, {}, {}, plan_.symbol, op.parallel};
     for (BufferId b : op.inputs) {
       context.inputs.push_back(Name(b));
       context.input_types.push_back(plan_.buffers[b].type);

@@ -55,8 +55,7 @@ void EmitResize(EmitContext& c) {
     axes.push_back(tables);
   }
   std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  int open = OpenLoops(c.code, out);
+  OutputLoops loops = OpenOutputLoops(c, counter);
   std::string target = c.outputs[0] + "[" + counter + "++]";
   std::string outside;
   for (const AxisTables& a : axes) {
@@ -89,7 +88,7 @@ void EmitResize(EmitContext& c) {
     for (int k = 0; k < tap_loops; ++k) c.code.Close();
     c.code.Line(target + " = sum;");
   }
-  CloseLoops(c.code, open);
+  CloseOutputLoops(c, loops);
 }
 
 }  // namespace kiln::backend

@@ -100,7 +100,9 @@ class Lowerer {
         if (lowering->copy) {
           plan_.steps.push_back(Copy{inputs.at(0), results.at(0)});
         } else {
-          plan_.steps.push_back(LoopOp{call, inputs, results});
+          bool large = e->type().is_tensor() &&
+                       e->type().tensor().NumElements() >= strategy::ConfigFor(target_).parallel_elements;
+          plan_.steps.push_back(LoopOp{call, inputs, results, large});
         }
       }
     }

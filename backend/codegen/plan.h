@@ -75,6 +75,7 @@ struct ElementwiseLoop {
 struct LoopOp {
   const ir::CallNode* call = nullptr;
   std::vector<BufferId> inputs, outputs;
+  bool parallel = false;  // loops written over the output in order (OpenOutputLoops) split across threads
 };
 
 // The bytes of one buffer into another of the same size.

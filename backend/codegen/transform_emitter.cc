@@ -13,12 +13,11 @@ namespace {
 // expressions in the output's loop indices i0, i1, ...
 void CopyByOffset(EmitContext& c, const std::vector<std::string>& terms) {
   std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  int open = OpenLoops(c.code, c.output_types[0].shape);
+  OutputLoops loops = OpenOutputLoops(c, counter);
   std::string offset;
   for (const std::string& term : terms) offset += (offset.empty() ? "" : " + ") + term;
   c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + (offset.empty() ? "0" : offset) + "];");
-  CloseLoops(c.code, open);
+  CloseOutputLoops(c, loops);
 }
 
 std::string Index(size_t d) { return "i" + std::to_string(d); }
@@ -145,8 +144,7 @@ void EmitPad(EmitContext& c) {
   const std::string& mode = c.call.attrs.GetString("pad_mode");
   std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  int open = OpenLoops(c.code, c.output_types[0].shape);
+  OutputLoops loops = OpenOutputLoops(c, counter);
   c.code.Line("bool inside = true;");
   c.code.Line("int64_t index = 0;");
   for (size_t d = 0; d < in.size(); ++d) {
@@ -171,7 +169,7 @@ void EmitPad(EmitContext& c) {
   std::string t = CType(c.input_types[0].dtype);
   c.code.Line(c.outputs[0] + "[" + counter + "++] = inside ? " + c.inputs[0] + "[index] : " + t + "(" +
               FloatLiteral(c.call.attrs.GetFloat("pad_value")) + ");");
-  CloseLoops(c.code, open);
+  CloseOutputLoops(c, loops);
 }
 
 // Loops over the destination; each source index from the primal coordinates.
@@ -179,7 +177,6 @@ void EmitLayoutTransform(EmitContext& c) {
   using ir::Layout;
   Layout src = Layout::Parse(c.call.attrs.GetString("src_layout"));
   Layout dst = Layout::Parse(c.call.attrs.GetString("dst_layout"));
-  const auto& dst_shape = c.output_types[0].shape;
   std::vector<int64_t> src_strides = ir::RowStrides(c.input_types[0].shape);
   // The primal coordinate of each axis letter, in destination loop indices.
   auto coordinate = [&](char letter) {
@@ -211,13 +208,9 @@ void EmitLayoutTransform(EmitContext& c) {
     index += (index.empty() ? "" : " + ") + term + " * " + IntLiteral(src_strides[d]);
   }
   std::string counter = c.code.Fresh("o");
-  c.code.Line("int64_t " + counter + " = 0;");
-  for (size_t d = 0; d < dst_shape.size(); ++d) {
-    std::string i = "i" + std::to_string(d);
-    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(dst_shape[d]) + "; ++" + i + ")");
-  }
+  OutputLoops loops = OpenOutputLoops(c, counter);
   c.code.Line(c.outputs[0] + "[" + counter + "++] = " + c.inputs[0] + "[" + index + "];");
-  for (size_t d = 0; d < dst_shape.size(); ++d) c.code.Close();
+  CloseOutputLoops(c, loops);
 }
 
 }  // namespace kiln::backend

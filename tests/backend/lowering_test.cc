@@ -267,6 +267,31 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_FALSE(StepAt<ElementwiseLoop>(plain, 1).parallel);
 }
 
+// Data-movement loops over large outputs (transpose, pad, resize, layout_transform) split the
+// output's rows across the runtime's threads; small ones stay on the calling thread.
+TEST(Lowering, LargeDataMovementLoopsSplitAcrossThreads) {
+  Plan large = Lower(R"(fn (%x: Tensor[(128, 12, 64), float32]) {
+    transpose(%x, axes=[1, 0, 2])
+  })");
+  ASSERT_EQ(large.steps.size(), 1u);
+  EXPECT_TRUE(StepAt<LoopOp>(large, 0).parallel);
+  std::string source = GenerateOperatorSource(large);
+  EXPECT_THAT(source, HasSubstr("kiln::kernels::ParallelFor(1536LL"));  // 12 x 128 rows of 64
+  EXPECT_THAT(source, HasSubstr("task_ * 64LL"));
+  // Rows shorter than 64 elements: each task takes whole planes of them.
+  Plan blocked = Lower(R"(fn (%x: Tensor[(1, 64, 40, 40), float32]) {
+    layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c")
+  })");
+  std::string blocked_source = GenerateOperatorSource(blocked);
+  EXPECT_THAT(blocked_source, HasSubstr("kiln::kernels::ParallelFor(160LL"));  // 4 blocks x 40 rows of 40 x 16
+  EXPECT_THAT(blocked_source, HasSubstr("task_ * 640LL"));
+  Plan small = Lower(R"(fn (%x: Tensor[(4, 3, 8), float32]) {
+    transpose(%x, axes=[1, 0, 2])
+  })");
+  EXPECT_FALSE(StepAt<LoopOp>(small, 0).parallel);
+  EXPECT_THAT(GenerateOperatorSource(small), ::testing::Not(HasSubstr("ParallelFor")));
+}
+
 TEST(Lowering, GlobalPoolingOfFloat64IsAClearError) {
   Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 3, 3), float64]) { %0 = nn.global_avg_pool2d(%x); %0 })");
   try {
