@@ -107,7 +107,8 @@ void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffer
   std::string list;
   for (const ParallelBuffer& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.name;
   code.Line("void* context_[] = {" + list + "};");
-  code.Open("if (kiln::kernels::ParallelFor(" + IntLiteral(tasks) + ", [](int64_t begin_, int64_t end_, void* pointers_)");
+  code.Open("if (kiln::kernels::ParallelFor(" + IntLiteral(tasks) +
+            ", [](int64_t begin_, int64_t end_, void* pointers_)");
   code.Line("void** context_ = static_cast<void**>(pointers_);");
   for (size_t i = 0; i < buffers.size(); ++i) {
     code.Line(buffers[i].type + "* " + buffers[i].name + " = static_cast<" + buffers[i].type + "*>(context_[" +

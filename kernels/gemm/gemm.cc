@@ -4,10 +4,12 @@
 // keeps a tile of kTileRows rows x kTilePanels panels of C in registers (kernel_config.h) and walks
 // K with one load per panel row and one broadcast of A per tile row. A is first copied into tiles
 // of rows, [k][rows] each (transposed A too), so that the broadcasts read one stream: A's rows read
-// in place, at a stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set (50
-// GFLOP/s of 113 on AVX-512, 1 core; 88 with the copy). C is split across threads in blocks of
-// rows x panels, and K is walked in blocks so that a panel's part stays in L1 while it meets every
-// row of the block.
+// in place, at a stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set (BERT's
+// dense layers on one AVX-512 core, tiles of 14 rows x 1 panel: 50-88 GFLOP/s of 117; with the
+// copy and 8 x 3: 98-112). C is split across threads in blocks of rows x 12 panels (4 blocks for a
+// layer of 768 columns: enough for the 2 cores measured, few for many more), and K is walked in
+// blocks of 256, so that the tile's panels' part (16 KiB per panel) stays in L1 or L2 while it
+// meets every row of the block.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -23,9 +25,15 @@ namespace {
 using V = Vec<kGemmPanel>;
 constexpr int kTileRows = kCompiledConfig.gemm_tile_rows;
 constexpr int kTilePanels = kCompiledConfig.gemm_tile_panels;
-constexpr int64_t kBlockK = 256;                    // K per block: a panel's part 16 KiB
+constexpr int64_t kBlockK = 256;                   // K per block: a panel's part 16 KiB
 constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 16 tiles of rows
 constexpr int64_t kBlockPanels = 12;               // columns of C per task: 192
+static_assert(kBlockPanels % kTilePanels == 0, "a task's panels are whole tiles of panels");
+// Copies of A or B below this many floats are made on the calling thread.
+constexpr int64_t kParallelPackFloats = kCompiledConfig.parallel_elements;
+
+// Panels of 16 columns that n columns take.
+inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
 
 // C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
 // C with row stride ldc.
@@ -71,7 +79,7 @@ constexpr auto kTiles = MakeTileTable(std::make_integer_sequence<int, kTilePanel
 // through a full-width copy).
 void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
              bool accumulate, float* c, int64_t ldc) {
-  int64_t panels = (cols + kGemmPanel - 1) / kGemmPanel;
+  int64_t panels = Panels(cols);
   TileFunction tile = kTiles[panels - 1][rows - 1];
   if (cols == panels * kGemmPanel) return tile(k, a, panel, panel_stride, accumulate, c, ldc);
   constexpr int64_t kWidth = kTilePanels * kGemmPanel;
@@ -107,17 +115,22 @@ void PackATiles(int64_t begin, int64_t end, void* context) {
     int64_t product = task / tiles, i = task % tiles * kTileRows, r = std::min<int64_t>(kTileRows, g.m - i);
     const float* a = g.a + product * g.a_stride;
     float* packed = g.packed_a + product * g.m * g.k + i * g.k;
-    const int64_t row_step = g.a_transposed ? 1 : g.lda, column_step = g.a_transposed ? g.lda : 1;
+    if (g.a_transposed) {  // A[i + j, x] at a[x * lda + i + j]: r neighbours per x
+      for (int64_t x = 0; x < g.k; ++x) {
+        for (int64_t j = 0; j < r; ++j) packed[x * r + j] = a[x * g.lda + i + j];
+      }
+      continue;
+    }
     for (int64_t j = 0; j < r; ++j) {
-      const float* row = a + (i + j) * row_step;
-      for (int64_t x = 0; x < g.k; ++x) packed[x * r + j] = row[x * column_step];
+      const float* row = a + (i + j) * g.lda;
+      for (int64_t x = 0; x < g.k; ++x) packed[x * r + j] = row[x];
     }
   }
 }
 
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackedJob*>(context);
-  int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
+  int64_t panels = Panels(g.n);
   int64_t blocks = g.row_blocks * g.col_blocks;
   for (int64_t task = begin; task < end; ++task) {
     int64_t product = task / blocks, block = task % blocks;
@@ -140,9 +153,6 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     }
   }
 }
-
-// Copies of A or B below this many floats are made on the calling thread.
-constexpr int64_t kParallelPackFloats = 1 << 15;
 
 // All products of the job, B packed: zeros for an empty K, else A copied into row tiles (once per
 // product, not per block of C), then row blocks of equal size (a multiple of the tile, so that
@@ -171,7 +181,7 @@ int RunPacked(int64_t batch, PackedJob job) {
   int64_t row_blocks = (job.m + kMaxBlockRows - 1) / kMaxBlockRows;
   job.block_rows = ((job.m + row_blocks - 1) / row_blocks + kTileRows - 1) / kTileRows * kTileRows;
   job.row_blocks = (job.m + job.block_rows - 1) / job.block_rows;
-  int64_t panels = (job.n + kGemmPanel - 1) / kGemmPanel;
+  int64_t panels = Panels(job.n);
   job.col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
   return ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
 }
@@ -223,7 +233,7 @@ struct PackBJob {
 // Panels [begin, end) over all products.
 void PackBPanels(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackBJob*>(context);
-  const int64_t panels = (g.n + kGemmPanel - 1) / kGemmPanel;
+  const int64_t panels = Panels(g.n);
   for (int64_t task = begin; task < end; ++task) {
     int64_t product = task / panels, p = task % panels;
     const float* b = g.b + product * g.b_stride;
@@ -261,11 +271,11 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
     return 0;
   }
   int64_t b_count = b_stride == 0 ? 1 : batch;
-  int64_t packed_size = (n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel;
+  int64_t packed_size = Panels(n) * k * kGemmPanel;
   Workspace b_packed(b_count * packed_size * sizeof(float));
   if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
   PackBJob pack{n, k, b, ldb, b_stride, b_transposed, b_packed.as<float>(), packed_size};
-  const int64_t pack_tasks = b_count * ((n + kGemmPanel - 1) / kGemmPanel);
+  const int64_t pack_tasks = b_count * Panels(n);
   if (b_count * packed_size < kParallelPackFloats) {
     PackBPanels(0, pack_tasks, &pack);
   } else if (int status = ParallelFor(pack_tasks, PackBPanels, &pack); status != 0) {

@@ -79,34 +79,59 @@ TEST_F(BlockedBuildTest, LayoutTransformsMatchTheReference) {
   EXPECT_EQ(test::ToVector(out[3]), test::ToVector(*ir::TransformLayout(w, Layout::Parse("OIHW"), Layout::Parse("OIHW16i8o"))));
 }
 
-// Large data-movement loops run split across threads (lowering_test: each task a run of rows):
-// layout transforms with rows of 16 and 8 elements, a transpose and a pad, at 3 threads, equal the
-// reference element by element.
+// Large data-movement loops run split across threads (lowering_test: tasks of inner dimensions):
+// layout transforms with rows of 16 and 8 elements, a transpose, a pad, a strided slice and
+// nearest and linear resizes, at 3 threads, equal the reference element by element (the linear
+// one within float rounding).
 TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReference) {
+  constexpr int N = 2, C = 64, H = 30, W = 20;
   std::mt19937 rng(4);
-  runtime::NDArray x = Random({2, 48, 30, 20}, rng);
-  runtime::SetNumThreads(3);
-  std::vector<runtime::NDArray> out = Run(R"(fn (%x: Tensor[(2, 48, 30, 20), float32]) {
-    %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
-    %1 = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW8c");
-    %2 = transpose(%x, axes=[0, 2, 3, 1]);
-    %3 = nn.pad(%x, pad_width=[0, 0, 0, 0, 2, 1, 1, 3], pad_value=0.5);
-    (%0, %1, %2, %3)
-  })", 0, {}, {x});
-  runtime::SetNumThreads(0);
+  runtime::NDArray x = Random({N, C, H, W}, rng);
+  std::vector<runtime::NDArray> out;
+  {
+    runtime::ScopedThreadCount threads(3);
+    out = Run(R"(fn (%x: Tensor[(2, 64, 30, 20), float32]) {
+      %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+      %1 = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW8c");
+      %2 = transpose(%x, axes=[0, 2, 3, 1]);
+      %3 = nn.pad(%x, pad_width=[0, 0, 0, 0, 2, 1, 1, 3], pad_value=0.5);
+      %4 = strided_slice(%x, begin=[1], end=[30], strides=[2], axes=[2]);
+      %5 = image.resize(%x, size=[2, 64, 60, 40], scales=[1.0, 1.0, 2.0, 2.0], method="nearest_neighbor",
+                        coordinate_transformation_mode="asymmetric", rounding_method="floor");
+      %6 = image.resize(%x, size=[2, 64, 60, 40], scales=[1.0, 1.0, 2.0, 2.0], method="linear",
+                        coordinate_transformation_mode="asymmetric");
+      (%0, %1, %2, %3, %4, %5, %6)
+    })", 0, {}, {x});
+  }
   using ir::Layout;
   Layout nchw = Layout::Parse("NCHW");
   EXPECT_EQ(test::ToVector(out[0]), test::ToVector(*ir::TransformLayout(x, nchw, Layout::Parse("NCHW16c"))));
   EXPECT_EQ(test::ToVector(out[1]), test::ToVector(*ir::TransformLayout(x, nchw, Layout::Parse("NCHW8c"))));
   std::vector<float> in = test::ToVector(x), transposed = test::ToVector(out[2]), padded = test::ToVector(out[3]);
-  for (int n = 0; n < 2; ++n) {
-    for (int c = 0; c < 48; ++c) {
-      for (int h = 0; h < 33; ++h) {
-        for (int w = 0; w < 24; ++w) {
-          bool inside = h >= 2 && h < 32 && w >= 1 && w < 21;
-          float want = inside ? in[((n * 48 + c) * 30 + h - 2) * 20 + w - 1] : 0.5f;
-          ASSERT_EQ(padded[((n * 48 + c) * 33 + h) * 24 + w], want) << n << " " << c << " " << h << " " << w;
-          if (h < 30 && w < 20) ASSERT_EQ(transposed[((n * 30 + h) * 20 + w) * 48 + c], in[((n * 48 + c) * 30 + h) * 20 + w]);
+  std::vector<float> sliced = test::ToVector(out[4]), nearest = test::ToVector(out[5]), linear = test::ToVector(out[6]);
+  auto at = [&](int n, int c, int h, int w) { return in[((n * C + c) * H + h) * W + w]; };
+  // Along a doubled axis, asymmetric: output o reads input o / 2, halfway to the next (the last
+  // input repeated past the end) when o is odd.
+  auto lerp = [&](int n, int c, int oh, int w) {
+    int h = oh / 2, h1 = std::min(h + 1, H - 1);
+    return oh % 2 == 0 ? at(n, c, h, w) : 0.5f * at(n, c, h, w) + 0.5f * at(n, c, h1, w);
+  };
+  for (int n = 0; n < N; ++n) {
+    for (int c = 0; c < C; ++c) {
+      for (int h = 0; h < 2 * H; ++h) {
+        for (int w = 0; w < 2 * W; ++w) {
+          std::string where =
+              std::to_string(n) + " " + std::to_string(c) + " " + std::to_string(h) + " " + std::to_string(w);
+          ASSERT_EQ(nearest[((n * C + c) * 2 * H + h) * 2 * W + w], at(n, c, h / 2, w / 2)) << where;
+          int w0 = w / 2, w1 = std::min(w0 + 1, W - 1);
+          float want = w % 2 == 0 ? lerp(n, c, h, w0) : 0.5f * lerp(n, c, h, w0) + 0.5f * lerp(n, c, h, w1);
+          ASSERT_NEAR(linear[((n * C + c) * 2 * H + h) * 2 * W + w], want, 1e-6f) << where;
+          if (h < H + 3 && w < W + 4) {
+            bool inside = h >= 2 && h < H + 2 && w >= 1 && w < W + 1;
+            ASSERT_EQ(padded[((n * C + c) * (H + 3) + h) * (W + 4) + w], inside ? at(n, c, h - 2, w - 1) : 0.5f) << where;
+          }
+          if (h < H && w < W) ASSERT_EQ(transposed[((n * H + h) * W + w) * C + c], at(n, c, h, w)) << where;
+          if (h < H / 2 && w < W) ASSERT_EQ(sliced[((n * C + c) * (H / 2) + h) * W + w], at(n, c, 2 * h + 1, w)) << where;
         }
       }
     }

@@ -267,8 +267,9 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_FALSE(StepAt<ElementwiseLoop>(plain, 1).parallel);
 }
 
-// Data-movement loops over large outputs (transpose, pad, resize, layout_transform) split the
-// output's rows across the runtime's threads; small ones stay on the calling thread.
+// Data-movement loops over large outputs (transpose, strided_slice, tile, pad, resize,
+// layout_transform) split the output across the runtime's threads in tasks of its inner
+// dimensions; small ones stay on the calling thread.
 TEST(Lowering, LargeDataMovementLoopsSplitAcrossThreads) {
   Plan large = Lower(R"(fn (%x: Tensor[(128, 12, 64), float32]) {
     transpose(%x, axes=[1, 0, 2])

@@ -1,8 +1,9 @@
-// Gemm, BatchGemm, GemmPacked and BatchGemmInt32 against the definition (sums in double): every combination of transposed
-// operands, row strides wider than the rows, sizes around the micro-kernel's tile (rows), panel
-// (16 columns), tile of panels (3 with AVX-512), K block (256), row blocks and blocks of panels, batch-1 dense layers (the dot-product path);
-// serial and on the thread pool. Compiled with -march=native (the vector path of this machine)
-// and for baseline x86-64 (the portable path).
+// Gemm, BatchGemm, GemmPacked and BatchGemmInt32 against the definition (sums in double): every
+// combination of transposed operands, row strides wider than the rows, sizes around the
+// micro-kernel's tile (rows), panel (16 columns), tile of panels (3 with AVX-512), K block (256),
+// row blocks and blocks of panels, batch-1 dense layers (the dot-product path); serial and on the
+// thread pool. A refused workspace is an error that writes nothing. Compiled with -march=native
+// (the vector path of this machine) and for baseline x86-64 (the portable path).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -167,24 +168,29 @@ TEST(GemmPacked, AgainstTheDefinition) {
   UseThreads(false);
 }
 
-void* NoWorkspace(int, int, uint64_t, int, int) { return nullptr; }
-
-// Without workspace for packing B, Gemm fails with a message instead of writing anything.
+// Gemm packs B, then A, into workspace: refused either (the first or the second request), it
+// fails with a message and writes nothing; with workspace again it computes.
 TEST(Gemm, MissingWorkspaceIsAnError) {
   std::vector<float> a(6 * 8, 1.0f), b(8 * 20, 1.0f), c(6 * 20, NAN);
-  __TVMBackendAllocWorkspace = NoWorkspace;
-  int status = Gemm(6, 20, 8, a.data(), 8, false, b.data(), 20, false, c.data(), 20);
-  __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
-  EXPECT_NE(status, 0);
-  EXPECT_THAT(std::string(TVMGetLastError()), ::testing::HasSubstr("Gemm: out of workspace memory"));
-  for (float v : c) EXPECT_TRUE(std::isnan(v));
+  for (int grant : {0, 1}) {
+    workspace_grants = grant;
+    __TVMBackendAllocWorkspace = RationedWorkspace;
+    int status = Gemm(6, 20, 8, a.data(), 8, false, b.data(), 20, false, c.data(), 20);
+    __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
+    EXPECT_NE(status, 0) << "with " << grant << " workspace granted";
+    EXPECT_THAT(std::string(TVMGetLastError()), ::testing::HasSubstr("Gemm: out of workspace memory"));
+    for (float v : c) ASSERT_TRUE(std::isnan(v));
+  }
+  ASSERT_EQ(Gemm(6, 20, 8, a.data(), 8, false, b.data(), 20, false, c.data(), 20), 0);
+  for (float v : c) ASSERT_EQ(v, 8.0f);
 }
 
 // GemmPacked copies A into workspace first: without it, the call fails and writes nothing.
 TEST(GemmPacked, MissingWorkspaceIsAnError) {
   const int64_t m = 20, n = 40, k = 30;
   std::vector<float> a(m * k, 1.0f), packed((n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel, 1.0f), c(m * n, NAN);
-  __TVMBackendAllocWorkspace = NoWorkspace;
+  workspace_grants = 0;
+  __TVMBackendAllocWorkspace = RationedWorkspace;
   int status = GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n);
   __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
   EXPECT_NE(status, 0);
