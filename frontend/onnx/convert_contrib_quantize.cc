@@ -13,10 +13,13 @@ using runtime::StrCat;
 namespace {
 
 const OpRef kCast("cast");
+const OpRef kLess("less");
+const OpRef kMax("max");
 const OpRef kMultiply("multiply");
 const OpRef kReshape("reshape");
 const OpRef kSubtract("subtract");
 const OpRef kTranspose("transpose");
+const OpRef kWhere("where");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -119,14 +122,47 @@ Expr DequantizedLstmWeight(const NodeContext& c, size_t weight, size_t scale, si
   return c.Op(kTranspose, {real}, MakeAttrs({{"axes", Ints{0, 2, 1}}}));
 }
 
+// x after ONNX Runtime's dynamic quantization and back: (levels - zero point) * scale.
+Expr DynamicallyQuantized(const NodeContext& c, const Expr& x) {
+  DynamicQuantization q = DynamicQuantizationOf(c, x);
+  return c.Op(kMultiply, {c.Op(kSubtract, {q.levels, q.zero_point}), q.scale});
+}
+
+// DynamicQuantizeLSTM's X as ONNX Runtime quantizes it, once over the steps up to the longest
+// sequence (steps past it are zero here: they change neither the range, which holds 0, nor any
+// output, which is past every sequence's end there).
+Expr QuantizedLstmInput(const NodeContext& c) {
+  Expr x = c.input(0);
+  if (c.has_input(4)) {
+    const ir::TensorType& lengths = c.input_type(4);
+    const ir::TensorType& t = c.input_type(0);
+    int64_t time_axis = c.attr_int("layout", 0) == 0 ? 0 : 1;
+    if (t.ndim() != 3) c.FailAt("input 0", StrCat("must have rank 3, got ", t.ndim()));
+    runtime::NDArray steps = runtime::NDArray::Empty(time_axis == 0 ? Ints{t.shape[0], 1, 1} : Ints{1, t.shape[1], 1},
+                                                     lengths.dtype);
+    for (int64_t i = 0; i < t.shape[time_axis]; ++i) {
+      if (lengths.dtype.bits == 64) {
+        static_cast<int64_t*>(steps.data())[i] = i;
+      } else {
+        static_cast<int32_t*>(steps.data())[i] = static_cast<int32_t>(i);
+      }
+    }
+    Expr longest = c.Op(kMax, {c.input(4)}, MakeAttrs({{"axis", Ints{}}, {"keepdims", int64_t{0}}}));
+    x = c.Op(kWhere, {c.Op(kLess, {Constant(steps), longest}), x, ScalarLike(x, 0.0)});
+  }
+  return DynamicallyQuantized(c, x);
+}
+
 // DynamicQuantizeLSTM (quantize_dynamic's LSTM): ONNX's LSTM with the weights W (input 1, with
-// W_scale 8 and W_zero_point 9) and R (2, with 10 and 11) dequantized. ONNX Runtime also quantizes
-// X and each step's hidden state for its integer products; kiln computes them in float32, so the
-// outputs differ by that quantization's error.
+// W_scale 8 and W_zero_point 9) and R (2, with 10 and 11) dequantized, and its matrix products'
+// other operands quantized as ONNX Runtime's kernel quantizes them as it runs: X once, each step's
+// hidden state before its recurrent product (over the whole batch: ONNX Runtime does that at one
+// thread; with more threads it may quantize a batch's rows in parts). The products then run in
+// float32 on those levels, which gives the integer products' sums up to float rounding.
 Outputs DynamicQuantizeLSTM(const NodeContext& c) {
-  std::vector<Expr> inputs = {c.input(0), DequantizedLstmWeight(c, 1, 8, 9), DequantizedLstmWeight(c, 2, 10, 11)};
+  std::vector<Expr> inputs = {QuantizedLstmInput(c), DequantizedLstmWeight(c, 1, 8, 9), DequantizedLstmWeight(c, 2, 10, 11)};
   for (size_t i = 3; i < 8; ++i) inputs.push_back(c.has_input(i) ? c.input(i) : nullptr);
-  return Unfused("LSTM", c, inputs, 14);
+  return LstmOf(NodeContext(c.node(), inputs, 14), [&c](const Expr& h) { return DynamicallyQuantized(c, h); });
 }
 
 // QEmbedLayerNormalization (quantize_dynamic's EmbedLayerNormalization): input_ids, segment_ids,

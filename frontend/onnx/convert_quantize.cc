@@ -18,6 +18,7 @@ const OpRef kAdd("add");
 const OpRef kCast("cast");
 const OpRef kClip("clip");
 const OpRef kDivide("divide");
+const OpRef kEqual("equal");
 const OpRef kMax("max");
 const OpRef kMaximum("maximum");
 const OpRef kMin("min");
@@ -27,6 +28,7 @@ const OpRef kReshape("reshape");
 const OpRef kRound("round");
 const OpRef kSubtract("subtract");
 const OpRef kTranspose("transpose");
+const OpRef kWhere("where");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -84,18 +86,27 @@ Outputs DequantizeLinear(const NodeContext& c) {
   return {c.Op(kMultiply, {y, AlongAxis(c, c.input(1), 1)})};
 }
 
-// uint8 y, scale = (max(0, max x) - min(0, min x)) / 255, zero_point = saturate(round(-min / scale)).
-Outputs DynamicQuantizeLinear(const NodeContext& c) {
-  Expr x = c.input(0);
+}  // namespace
+
+DynamicQuantization DynamicQuantizationOf(const NodeContext& c, const Expr& x) {
   Attrs all = MakeAttrs({{"axis", Ints{}}, {"keepdims", int64_t{0}}});
   Expr zero = ScalarLike(x, 0.0);
   Expr high = c.Op(kMaximum, {c.Op(kMax, {x}, all), zero}), low = c.Op(kMinimum, {c.Op(kMin, {x}, all), zero});
-  Expr scale = c.Op(kDivide, {c.Op(kSubtract, {high, low}), ScalarLike(x, 255.0)});
+  Expr range = c.Op(kSubtract, {high, low});
+  Expr scale = c.Op(kWhere, {c.Op(kEqual, {range, zero}), ScalarLike(x, 1.0), c.Op(kDivide, {range, ScalarLike(x, 255.0)})});
   Attrs to_uint8 = MakeAttrs({{"a_min", 0.0}, {"a_max", 255.0}});
-  Expr zero_point_real = c.Op(kClip, {c.Op(kRound, {c.Op(kSubtract, {zero, c.Op(kDivide, {low, scale})})})}, to_uint8);
-  Expr y = c.Op(kAdd, {c.Op(kRound, {c.Op(kDivide, {x, scale})}), zero_point_real});
+  Expr zero_point = c.Op(kClip, {c.Op(kRound, {c.Op(kSubtract, {zero, c.Op(kDivide, {low, scale})})})}, to_uint8);
+  Expr levels = c.Op(kAdd, {c.Op(kRound, {c.Op(kDivide, {x, scale})}), zero_point});
+  return {c.Op(kClip, {levels}, to_uint8), scale, zero_point};
+}
+
+namespace {
+
+// DynamicQuantizeLinear: uint8 y, its scale and zero point, as DynamicQuantizationOf computes them.
+Outputs DynamicQuantizeLinear(const NodeContext& c) {
+  DynamicQuantization q = DynamicQuantizationOf(c, c.input(0));
   DLDataType uint8{kDLUInt, 8, 1};
-  return {CastTo(c, c.Op(kClip, {y}, to_uint8), uint8), scale, CastTo(c, zero_point_real, uint8)};
+  return {CastTo(c, q.levels, uint8), q.scale, CastTo(c, q.zero_point, uint8)};
 }
 
 // A matrix product's zero point or scale (input `input`, of operand `operand`) as it broadcasts

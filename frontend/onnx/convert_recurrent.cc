@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "frontend/onnx/converter.h"
 #include "runtime/error.h"
@@ -54,8 +55,9 @@ struct Activation {
 // What every recurrent layer shares: the node, its sizes, and the ops it is made of.
 class Recurrence {
  public:
-  Recurrence(const NodeContext& c, int64_t gates, std::vector<std::string> default_activations)
-      : c_(c), gates_(gates) {
+  Recurrence(const NodeContext& c, int64_t gates, std::vector<std::string> default_activations,
+             std::function<Expr(const Expr&)> hidden_operand = {})
+      : c_(c), gates_(gates), hidden_operand_(std::move(hidden_operand)) {
     const TensorType& x = c.input_type(0);
     if (x.ndim() != 3) c.FailAt("input 0", StrCat("must have rank 3, got ", x.ndim()));
     layout_ = c.attr_int("layout", 0);
@@ -217,8 +219,11 @@ class Recurrence {
   Expr Add(const Expr& a, const Expr& b) const { return c_.Op(kAdd, {a, b}); }
   Expr Mul(const Expr& a, const Expr& b) const { return c_.Op(kMultiply, {a, b}); }
   Expr OneMinus(const Expr& a) const { return c_.Op(kSubtract, {ScalarLike(a, 1.0), a}); }
-  // h [B, H] times R's entry [gates * H, H] transposed: [B, gates * H].
-  Expr Recurrent(const Expr& h, const Expr& r) const { return c_.Op(kDense, {h, r}); }
+  // h [B, H] (through the hidden operand's function, when set) times R's entry [gates * H, H]
+  // transposed: [B, gates * H].
+  Expr Recurrent(const Expr& h, const Expr& r) const {
+    return c_.Op(kDense, {hidden_operand_ ? hidden_operand_(h) : h, r});
+  }
 
  private:
   void ReadActivations(const std::vector<std::string>& defaults) {
@@ -274,6 +279,7 @@ class Recurrence {
   std::vector<Activation> activations_;
   double clip_ = 0;
   Expr input_;
+  std::function<Expr(const Expr&)> hidden_operand_;
 };
 
 // What a step reads besides its input: one direction's weights, sliced once.
@@ -317,10 +323,12 @@ Outputs Run(const Recurrence& r, bool with_cell, const StepFn& step) {
   return with_cell ? r.Assemble(ys, {hs, cells}) : r.Assemble(ys, {hs});
 }
 
+}  // namespace
+
 // LSTM (gates i, o, f, c in W, R and B): outputs Y, Y_h, Y_c.
-Outputs LSTM(const NodeContext& c) {
+Outputs LstmOf(const NodeContext& c, const std::function<Expr(const Expr&)>& hidden_operand) {
   bool couple = c.attr_int("input_forget", 0) != 0;
-  return Run(Recurrence(c, 4, {"Sigmoid", "Tanh", "Tanh"}), true,
+  return Run(Recurrence(c, 4, {"Sigmoid", "Tanh", "Tanh"}, hidden_operand), true,
              [couple](const Recurrence& r, int d, const DirectionWeights& w, const Expr& x, const State& s) {
                Expr gates = r.Add(x, r.Recurrent(s.h, w.recurrent));
                if (w.recurrent_bias) gates = r.Add(gates, w.recurrent_bias);
@@ -334,6 +342,10 @@ Outputs LSTM(const NodeContext& c) {
                return State{r.Mul(o, r.Activate(d, 2, cell)), cell};
              });
 }
+
+namespace {
+
+Outputs LSTM(const NodeContext& c) { return LstmOf(c, {}); }
 
 // GRU (gates z, r, h): outputs Y, Y_h.
 Outputs GRU(const NodeContext& c) {

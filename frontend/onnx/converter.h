@@ -148,6 +148,17 @@ ir::Expr LogSoftmaxOf(const NodeContext& context, const ir::Expr& x, const std::
 // ONNX Runtime's QGemm (com.microsoft), also as the importer makes it of a DequantizeLinear -> Gemm
 // -> QuantizeLinear group.
 std::vector<ir::Expr> QGemm(const NodeContext& context);
+// x's dynamic 8-bit quantization as ONNX Runtime computes it (DynamicQuantizeLinear, and the operands
+// its integer kernels quantize as they run), in x's float dtype: scale = (max(0, max x) - min(0,
+// min x)) / 255, or 1 when x is all zeros; zero_point = saturate(round(-min / scale)); levels =
+// saturate(round(x / scale) + zero_point), halves to even.
+struct DynamicQuantization {
+  ir::Expr levels, scale, zero_point;
+};
+DynamicQuantization DynamicQuantizationOf(const NodeContext& context, const ir::Expr& x);
+// ONNX's LSTM of the node's inputs, each step's hidden state passed through `hidden_operand` (when
+// set) before its recurrent product: DynamicQuantizeLSTM quantizes it there.
+std::vector<ir::Expr> LstmOf(const NodeContext& context, const std::function<ir::Expr(const ir::Expr&)>& hidden_operand);
 // Gelu of x: x * (1 + erf(x / sqrt 2)) / 2, or its tanh form
 // x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
 ir::Expr GeluOf(const NodeContext& context, const ir::Expr& x, bool tanh_form);

@@ -269,6 +269,7 @@ def quantization(opset=13):
         ym = g.node("MatMul", [ad, md], output=False)
         g.node("QuantizeLinear", [ym, g.const(2 * f32(sa * sb)), g.const(125, dtype=np.uint8)])
     g.node("DynamicQuantizeLinear", [g.input((3, 8), low=-2.0, high=5.0)], n_outputs=3)
+    g.node("DynamicQuantizeLinear", [g.input((4,), values=np.zeros(4))], n_outputs=3)  # an empty range: scale 1
     # Integer products: uint8 activations with uint8 or int8 weights, zero points per tensor and
     # per column of B (ONNX Runtime takes no per-row zero point of A), batched; QLinearMatMul requantizing with saturation.
     au = g.input((5, 16), dtype=np.uint8, low=0, high=256)
