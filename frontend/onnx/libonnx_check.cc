@@ -23,18 +23,11 @@ namespace {
 // ONNX Runtime's op standard at 17) and SimplifiedLayerNormalization. libonnx's checker rejects a
 // default-domain node it has no schema for; while it runs, the nodes kiln converts among those are
 // moved to a domain of their own, whose nodes it leaves alone (as it does com.microsoft's): their
-// converters check them. Restored when the check ends.
+// converters check them. In subgraphs too. Restored when the check ends.
 class DefaultDomainOpsUnknownToLibonnx {
  public:
   DefaultDomainOpsUnknownToLibonnx(onnx::ModelProto& model, int64_t opset) : model_(model) {
-    for (auto& node : *model.mutable_graph()->mutable_node()) {
-      bool default_domain = KeyOf(node).domain.empty();
-      if (default_domain && FindConverter(node) != nullptr &&
-          onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), "") == nullptr) {
-        moved_.push_back({&node, node.domain()});
-        node.set_domain(kDomain);
-      }
-    }
+    MoveAside(*model.mutable_graph(), opset);
     if (moved_.empty()) return;
     auto* import = model.add_opset_import();
     import->set_domain(kDomain);
@@ -49,6 +42,23 @@ class DefaultDomainOpsUnknownToLibonnx {
   DefaultDomainOpsUnknownToLibonnx& operator=(const DefaultDomainOpsUnknownToLibonnx&) = delete;
 
  private:
+  // The graph's nodes of those ops, and those of the graphs its nodes hold (If's branches, Loop's
+  // and Scan's bodies), at any depth.
+  void MoveAside(onnx::GraphProto& graph, int64_t opset) {
+    for (auto& node : *graph.mutable_node()) {
+      bool default_domain = KeyOf(node).domain.empty();
+      if (default_domain && FindConverter(node) != nullptr &&
+          onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), "") == nullptr) {
+        moved_.push_back({&node, node.domain()});
+        node.set_domain(kDomain);
+      }
+      for (auto& attribute : *node.mutable_attribute()) {
+        if (attribute.has_g()) MoveAside(*attribute.mutable_g(), opset);
+        for (auto& body : *attribute.mutable_graphs()) MoveAside(body, opset);
+      }
+    }
+  }
+
   static constexpr const char* kDomain = "kiln.onnxruntime_default_domain";
   onnx::ModelProto& model_;
   std::vector<std::pair<onnx::NodeProto*, std::string>> moved_;

@@ -432,6 +432,37 @@ def test_activation_and_normalization_variants(tmp_path):
     check(tmp_path, path, feeds, want=want + [v.astype(np.float32) for v in numpy_outputs.values()])
 
 
+def test_default_domain_ops_unknown_to_libonnx_inside_if_and_loop(tmp_path):
+    """LayerNormalization at opset 14 and SimplifiedLayerNormalization inside an If's branches (the
+    condition a graph input) and inside a Loop's body nested in the else branch: libonnx's checker
+    knows neither at that opset, in subgraphs as in the main graph."""
+    rng = np.random.default_rng(6)
+    gamma, beta = 1 + 0.1 * floats(rng, D), floats(rng, D)
+    full = [B, S, D]
+
+    def branch(name, nodes, output):
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(output, F, full)],
+                                 [numpy_helper.from_array(gamma, f"{name}_gamma"), numpy_helper.from_array(beta, f"{name}_beta")])
+
+    then_branch = branch("then", [helper.make_node("LayerNormalization", ["x", "then_gamma", "then_beta"], ["then_y"],
+                                                   epsilon=1e-5)], "then_y")
+    body = helper.make_graph(
+        [helper.make_node("SimplifiedLayerNormalization", ["state", "body_gamma"], ["rms"], epsilon=1e-6),
+         helper.make_node("Add", ["rms", "body_beta"], ["next"]), helper.make_node("Identity", ["keep_going"], ["again"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("keep_going", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("state", F, full)],
+        [helper.make_tensor_value_info("again", TensorProto.BOOL, []), helper.make_tensor_value_info("next", F, full)],
+        [numpy_helper.from_array(gamma, "body_gamma"), numpy_helper.from_array(beta, "body_beta")])
+    loop = helper.make_node("Loop", ["trips", "", "x"], ["else_y"], body=body)
+    else_branch = helper.make_graph([loop], "else", [], [helper.make_tensor_value_info("else_y", F, full)])
+    nodes = [helper.make_node("If", ["condition"], ["y"], then_branch=then_branch, else_branch=else_branch)]
+    path = save(tmp_path, "subgraphs", nodes, [("condition", TensorProto.BOOL, []), ("x", F, full)], [("y", F, full)],
+                [("trips", np.array(3, np.int64))])
+    for taken in (True, False):
+        check(tmp_path, path, {"condition": np.array(taken), "x": floats(rng, *full)})
+
+
 def test_embed_layer_normalization_variants(tmp_path):
     """EmbedLayerNormalization with segments and a mask (its mask index counts the ones), and
     without them with position_ids; both with the embedding sum."""
