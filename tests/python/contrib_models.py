@@ -1,6 +1,6 @@
 """Models for test_contrib_ops.py built in PyTorch (seeded, exported by the test, never downloaded):
 small transformer blocks of the shapes ONNX Runtime's transformers optimizer fuses for its model
-types gpt2, clip, t5 and vit, a small CNN and MLP whose ONNX Runtime session's saved optimized model
+types gpt2 (also with a key/value cache), clip, t5 and vit, a small CNN and MLP whose ONNX Runtime session's saved optimized model
 holds its fused ops; and the runs of ONNX Runtime's tools that make the models with contrib ops."""
 import math
 
@@ -151,6 +151,67 @@ def export_tiny_bert(path):
                torch.zeros(1, SEQUENCE, dtype=torch.int64))
     torch.onnx.export(TinyBert().eval(), example, str(path), opset_version=14,
                       input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["output"])
+
+
+class Conv1D(torch.nn.Module):
+    """Hugging Face GPT-2's projection: x as 2-D times the weight with addmm (a Gemm between
+    Reshapes in ONNX, the form the optimizer's GPT-2 attention fusion matches)."""
+
+    def __init__(self, inputs, outputs):
+        super().__init__()
+        self.weight = torch.nn.Parameter(0.02 * torch.randn(inputs, outputs))
+        self.bias = torch.nn.Parameter(0.02 * torch.randn(outputs))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(*x.shape[:-1], self.weight.size(1))
+
+
+class Gpt2PastBlock(torch.nn.Module):
+    """GPT-2's block with its key/value cache as Hugging Face transformers exported it before the
+    tuple cache: the past one tensor [2, B, HEADS, P, HIDDEN / HEADS] whose key and value are
+    concatenated before the new ones, present their stack; the causal mask sliced from a bool buffer
+    by the scores' shape. The optimizer fuses it into Attention with past and present (unidirectional)."""
+
+    POSITIONS = 32  # the causal mask buffer's size: past and new tokens together
+
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(HIDDEN), torch.nn.LayerNorm(HIDDEN)
+        for norm in (self.ln_1, self.ln_2):
+            torch.nn.init.normal_(norm.weight, 1.0, 0.1)
+            torch.nn.init.normal_(norm.bias, 0.0, 0.1)
+        self.c_attn, self.c_proj = Conv1D(HIDDEN, 3 * HIDDEN), Conv1D(HIDDEN, HIDDEN)
+        self.c_fc, self.mlp_proj = Conv1D(HIDDEN, 4 * HIDDEN), Conv1D(4 * HIDDEN, HIDDEN)
+        causal = torch.tril(torch.ones(self.POSITIONS, self.POSITIONS, dtype=torch.bool))
+        self.register_buffer("causal", causal.view(1, 1, self.POSITIONS, self.POSITIONS))
+        self.register_buffer("masked", torch.tensor(-1e4))
+
+    def attention(self, x, past):
+        q, k, v = (_heads(t) for t in self.c_attn(x).split(HIDDEN, dim=2))
+        k, v = torch.cat((past[0], k), dim=-2), torch.cat((past[1], v), dim=-2)
+        present = torch.stack((k, v))
+        w = torch.matmul(q, k.transpose(-1, -2)) / (float(v.size(-1)) ** 0.5)
+        new, total = w.size(-2), w.size(-1)
+        w = torch.where(self.causal[:, :, total - new:total, :total], w, self.masked)
+        return self.c_proj(_merged(torch.matmul(torch.softmax(w, dim=-1), v))), present
+
+    def forward(self, x, past):
+        a, present = self.attention(self.ln_1(x), past)
+        x = x + a
+        h = self.c_fc(self.ln_2(x))
+        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+        return x + self.mlp_proj(h), present
+
+
+def export_gpt2_past_block(path):
+    """Gpt2PastBlock exported to `path` with batch, sequence and past length dynamic (exported with
+    fixed ones, the mask's slicing folds to constants and the optimizer fuses nothing)."""
+    torch.manual_seed(0)
+    example = (torch.randn(1, 4, HIDDEN), torch.randn(2, 1, HEADS, 6, HIDDEN // HEADS))
+    axes = {"input": {0: "batch", 1: "sequence"}, "past": {1: "batch", 3: "past_sequence"},
+            "output": {0: "batch", 1: "sequence"}, "present": {1: "batch", 3: "total_sequence"}}
+    torch.onnx.export(Gpt2PastBlock().eval(), example, str(path), opset_version=14, input_names=["input", "past"],
+                      output_names=["output", "present"], dynamic_axes=axes, do_constant_folding=True)
 
 
 BLOCKS = {"gpt2": (Gpt2Block, (1, SEQUENCE, HIDDEN)), "clip": (ClipBlock, (1, SEQUENCE, HIDDEN)),

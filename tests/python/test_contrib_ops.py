@@ -42,11 +42,13 @@ def onnxruntime_outputs(path, feeds, level=ort.GraphOptimizationLevel.ORT_ENABLE
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
-def compiled(tmp_path, path):
-    """The library of `path`, at -O3: fused, these models have fewer distinct functions to compile
-    than at -O0 (measured, cold object cache: the whole file in 4.3 min against 5.4)."""
+def compiled(tmp_path, path, shapes=None):
+    """The library of `path`, at -O3 (for input shapes {name: shape} when given): fused, these
+    models have fewer distinct functions to compile than at -O0 (measured, cold object cache: the
+    whole file in 4.3 min against 5.4)."""
     library = tmp_path / (pathlib.Path(path).stem + ".so")
-    result = subprocess.run([KILN, "compile", str(path), "-O3", "-o", str(library)], capture_output=True,
+    fixed = ["--input-shapes", " ".join(f"{k}:[{','.join(map(str, v))}]" for k, v in shapes.items())] if shapes else []
+    result = subprocess.run([KILN, "compile", str(path), "-O3", "-o", str(library), *fixed], capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr
     return library
@@ -61,11 +63,12 @@ def kiln_outputs(tmp_path, library, feeds):
     return [out[f"output_{i}"] for i in range(len(out.files))]
 
 
-def check(tmp_path, path, feeds, relative=1e-4, steps=None, want=None):
-    """Compiles `path`, runs it on `feeds` and compares each output with ONNX Runtime's (or `want`):
-    within `relative` (or for an output listed in a dict, its own) * max(1, max|ort|), integer
-    outputs exactly or, for outputs listed in `steps`, within that many steps. Returns the library."""
-    library = compiled(tmp_path, path)
+def check(tmp_path, path, feeds, relative=1e-4, steps=None, want=None, fixed_shapes=False):
+    """Compiles `path` (for the feeds' shapes with fixed_shapes), runs it on `feeds` and compares
+    each output with ONNX Runtime's (or `want`): within `relative` (or for an output listed in a
+    dict, its own) * max(1, max|ort|), integer outputs exactly or, for outputs listed in `steps`,
+    within that many steps. Returns the library."""
+    library = compiled(tmp_path, path, {k: v.shape for k, v in feeds.items()} if fixed_shapes else None)
     want = onnxruntime_outputs(path, feeds) if want is None else want
     got = kiln_outputs(tmp_path, library, feeds)
     assert len(got) == len(want)
@@ -193,6 +196,33 @@ def test_transformer_block_optimized_matches_onnxruntime(tmp_path, model_type, w
     assert wanted <= ops_of(path), ops_of(path)
     rng = np.random.default_rng(1)
     check(tmp_path, path, {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()})
+
+
+def test_bert_fused_into_multi_head_attention_matches_onnxruntime(tmp_path, tiny_bert_fused):
+    """The tiny BERT through the optimizer with use_multi_head_attention: MultiHeadAttention (Q, K
+    and V projected apart, one bias for the three, EmbedLayerNormalization's mask index as its key
+    padding mask) in place of Attention, on the padded batch."""
+    source = tiny_bert_fused.parent / "tiny_bert.onnx"
+    path = contrib_models.optimized(source, tmp_path / "tiny_bert_mha.onnx", "bert", 0, use_multi_head_attention=True)
+    assert (MS, "MultiHeadAttention") in ops_of(path) and (MS, "Attention") not in ops_of(path), ops_of(path)
+    check(tmp_path, path, tiny_bert_feeds())
+
+
+def test_gpt2_block_with_past_optimized_matches_onnxruntime(tmp_path):
+    """A GPT-2 block with its key/value cache, fused by the optimizer (gpt2, opt_level 0) into
+    Attention with past (input 4) and present (output 1): compiled for a prompt (4 new tokens after
+    6 cached) and for one decoding step (1 after 9)."""
+    contrib_models.export_gpt2_past_block(tmp_path / "gpt2_past.onnx")
+    path = contrib_models.optimized(tmp_path / "gpt2_past.onnx", tmp_path / "gpt2_past_fused.onnx", "gpt2", 0)
+    attention = [n for n in onnx.load(str(path)).graph.node if n.op_type == "Attention"]
+    assert len(attention) == 1 and attention[0].domain == MS, ops_of(path)
+    assert attention[0].input[4] == "past" and attention[0].output[1] == "present", attention[0]
+    assert ("", "MatMul") in ops_of(path) and ("", "Softmax") not in ops_of(path), ops_of(path)
+    rng = np.random.default_rng(8)
+    for new, cached in ((4, 6), (1, 9)):
+        feeds = {"input": floats(rng, 1, new, contrib_models.HIDDEN),
+                 "past": floats(rng, 2, 1, contrib_models.HEADS, cached, contrib_models.HIDDEN // contrib_models.HEADS)}
+        check(tmp_path, path, feeds, fixed_shapes=True)
 
 
 def test_session_optimized_cnn_matches_onnxruntime(tmp_path):
