@@ -172,10 +172,13 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // the block's channels unrolls (AVX2, 1x1 layers of one 16-channel block per tile: 55 -> 71
 // GFLOP/s with 8-channel input blocks, 72 -> 76-80 with 16; an image's 3 plain channels in
 // ResNet's 7x7 stride-2 stem, 57 -> 84; with three blocks per tile the registers ran out, and it
-// was slower).
+// was slower). With AVX-512's 32 registers, three 8-channel blocks per tile are compiled for 8- and
+// 16-channel input blocks too, used for 1x1 layers (on AMD Zen 4: 440 -> 440 channels on 7x7,
+// 67 -> 79 GFLOP/s; 208 -> 440 on 14x14, 80-86 -> 89-90; 72 -> 24 on 160x160, 61 -> 72; 3x3
+// layers gained nothing).
 template <int OB, int NB, int T, bool kChecked, int IB = 0, int S = 1>
 void ConvTile(const Job& job, const Tile& tile) {
-  static_assert(IB == 0 || (NB == 1 && !kChecked), "input blocks are compiled in for interior tiles of one block");
+  static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
   using V = Vec<OB>;
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t ib = IB > 0 ? IB : p.in_block, width = p.in_width, x_step = (IB > 0 ? S : p.stride_w) * ib;
@@ -312,18 +315,22 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   using Tiles = std::make_integer_sequence<int, kMax - kMin + 1>;
   // Input blocks and strides compiled in (ConvTile) where tiles have one 16-channel block (8-channel
   // output blocks mostly run three per tile): blocks of 8 and 16 at stride 1, and an image's plain
-  // channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet).
+  // channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet). With AVX-512, tiles of 8-
+  // channel blocks have them too for 1x1 layers.
   constexpr bool kCompiledBlocks = OB == 16 && NB == 1 && kLocalGroup == 0;
+  constexpr bool kCompiledPointwise = OB == 8 && NB > 1 && kCompiledConfig.vector_floats == 16 && kLocalGroup == 0;
+  constexpr bool kCompiledInputBlocks = kCompiledBlocks || kCompiledPointwise;
   static const auto interior = TileTable<OB, NB, kLocalGroup, false, 0, 1>(Tiles());
-  static const auto interior_8 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 8 : 0, 1>(Tiles());
-  static const auto interior_16 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 16 : 0, 1>(Tiles());
+  static const auto interior_8 = TileTable<OB, NB, kLocalGroup, false, kCompiledInputBlocks ? 8 : 0, 1>(Tiles());
+  static const auto interior_16 = TileTable<OB, NB, kLocalGroup, false, kCompiledInputBlocks ? 16 : 0, 1>(Tiles());
   static const auto interior_plain_2 = TileTable<OB, NB, kLocalGroup, false, kCompiledBlocks ? 1 : 0, 2>(Tiles());
   static const auto border = TileTable<OB, NB, kLocalGroup, true, 0, 1>(Tiles());
   const Conv2DNCHWcParams& p = *job.p;
-  const auto& unchecked = p.stride_w == 1 && p.in_block == 8    ? interior_8
-                          : p.stride_w == 1 && p.in_block == 16 ? interior_16
-                          : p.stride_w == 2 && p.in_block == 1  ? interior_plain_2
-                                                                : interior;
+  const bool input_blocks = !kCompiledPointwise || (p.kernel_height == 1 && p.kernel_width == 1);
+  const auto& unchecked = p.stride_w == 1 && p.in_block == 8 && input_blocks    ? interior_8
+                          : p.stride_w == 1 && p.in_block == 16 && input_blocks ? interior_16
+                          : p.stride_w == 2 && p.in_block == 1                  ? interior_plain_2
+                                                                                : interior;
   const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
   const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
   int64_t ow0 = ow_begin;

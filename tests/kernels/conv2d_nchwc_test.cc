@@ -161,6 +161,36 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
   UseThreads(false);
 }
 
+// 1x1 layers of 8-channel output blocks (tiles of three blocks and of the two left; with AVX-512
+// their input blocks of 8 or 16 are compiled in): rows of the plane and the plane as one row,
+// stride 1 and the strided gather, with a bias, a residual and relu.
+TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
+  std::mt19937 rng(9);
+  for (int64_t ib : {8, 16}) {
+    for (int64_t stride : {1, 2}) {
+      for (int64_t side : {7, 23}) {
+        Shape s{1, 3 * ib, side, side + 2, 40, 1, 1, stride, stride, 1, 1, 0, 0, 0, 0, ib, 8, false};
+        std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c, rng), bias = Random(s.o, rng);
+        int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
+        std::vector<float> residual = Random(out_size, rng);
+        std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                           {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                           {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+        std::vector<float> out(out_size, NAN);
+        ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
+                              steps.data(), static_cast<int>(steps.size())),
+                  0)
+            << TVMGetLastError();
+        std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, 8);
+        for (int64_t i = 0; i < out_size; ++i) {
+          want[i] = std::max(0.0f, want[i] + bias[i / (positions * 8) * 8 + i % 8] + residual[i]);
+        }
+        ExpectNear(out, want, s.Text() + (Params(s).flat_plane ? " flat_plane" : ""));
+      }
+    }
+  }
+}
+
 // Every epilogue op with every operand kind, in one chain, against applying the chain to the
 // reference result (blocked output positions: channel = block * ob + lane).
 TEST(Conv2DNCHWc, EpilogueStepsApplyInOrder) {
