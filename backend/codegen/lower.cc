@@ -100,8 +100,7 @@ class Lowerer {
         if (lowering->copy) {
           plan_.steps.push_back(Copy{inputs.at(0), results.at(0)});
         } else {
-          bool large = e->type().is_tensor() &&
-                       e->type().tensor().NumElements() >= strategy::ConfigFor(target_).parallel_elements;
+          bool large = e->type().is_tensor() && SplitAcrossThreads(e->type().tensor());
           plan_.steps.push_back(LoopOp{call, inputs, results, large});
         }
       }
@@ -273,11 +272,17 @@ class Lowerer {
         values_[e.get()] = {b};
       }
     }
-    // Not a question of the target's cores: the runtime's thread count decides where the model
-    // runs, and with one thread the split loop runs on the calling thread.
-    loop.parallel = shape_type.NumElements() >= strategy::ConfigFor(target_).parallel_elements;
+    loop.parallel = SplitAcrossThreads(shape_type);
     plan_.steps.push_back(std::move(loop));
     return end;
+  }
+
+  // Whether a loop writing `output` is split across the runtime's threads: when it writes
+  // enough values (the kernel configuration's parallel_elements). Not a question of the target's
+  // cores: the runtime's thread count decides where the model runs, and with one thread the split
+  // loop runs on the calling thread.
+  bool SplitAcrossThreads(const TensorType& output) const {
+    return output.NumElements() >= strategy::ConfigFor(target_).parallel_elements;
   }
 
   const FunctionNode& f_;

@@ -29,8 +29,15 @@ constexpr int64_t kBlockK = 256;                   // K per block: a panel's par
 constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 16 tiles of rows
 constexpr int64_t kBlockPanels = 12;               // columns of C per task: 192
 static_assert(kBlockPanels % kTilePanels == 0, "a task's panels are whole tiles of panels");
-// Copies of A or B below this many floats are made on the calling thread.
-constexpr int64_t kParallelPackFloats = kCompiledConfig.parallel_elements;
+// A copy of A or B in `tasks` tasks, on the calling thread when it moves fewer than the kernel
+// configuration's parallel_elements floats, else split across the runtime's threads.
+int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, void*), void* job) {
+  if (floats < kCompiledConfig.parallel_elements) {
+    pack(0, tasks, job);
+    return 0;
+  }
+  return ParallelFor(tasks, pack, job);
+}
 
 // Panels of 16 columns that n columns take.
 inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
@@ -172,10 +179,7 @@ int RunPacked(int64_t batch, PackedJob job) {
   Workspace packed_a(a_count * job.m * job.k * sizeof(float));
   if (!packed_a.ok()) return Fail("Gemm: out of workspace memory");
   job.packed_a = packed_a.as<float>();
-  const int64_t pack_tasks = a_count * RowTiles(job.m);
-  if (a_count * job.m * job.k < kParallelPackFloats) {
-    PackATiles(0, pack_tasks, &job);
-  } else if (int status = ParallelFor(pack_tasks, PackATiles, &job); status != 0) {
+  if (int status = PackInTasks(a_count * job.m * job.k, a_count * RowTiles(job.m), PackATiles, &job); status != 0) {
     return status;
   }
   int64_t row_blocks = (job.m + kMaxBlockRows - 1) / kMaxBlockRows;
@@ -275,14 +279,11 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
   Workspace b_packed(b_count * packed_size * sizeof(float));
   if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
   PackBJob pack{n, k, b, ldb, b_stride, b_transposed, b_packed.as<float>(), packed_size};
-  const int64_t pack_tasks = b_count * Panels(n);
-  if (b_count * packed_size < kParallelPackFloats) {
-    PackBPanels(0, pack_tasks, &pack);
-  } else if (int status = ParallelFor(pack_tasks, PackBPanels, &pack); status != 0) {
+  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack); status != 0) {
     return status;
   }
-  PackedJob job{m, n,   k,        a, lda, a_stride, a_transposed, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
-                c, ldc, c_stride, 0, 0, 0,        nullptr};
+  PackedJob job{m, n, k, a, lda, a_stride, a_transposed, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
+                c, ldc, c_stride, 0, 0, 0, nullptr};
   return RunPacked(batch, job);
 }
 
