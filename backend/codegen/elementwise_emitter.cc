@@ -25,8 +25,8 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
   return strides;
 }
 
-// A parallel flat loop is split in chunks of this many elements; a parallel nested loop in rows
-// of its last dimension.
+// A parallel flat loop is split in chunks of this many elements; a parallel nested loop in tasks of
+// its inner dimensions (SplitIntoTasks).
 constexpr int64_t kChunk = 4096;
 
 // Opens the parallel loop's function over the buffers its members read and write.
@@ -88,8 +88,8 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
   bool parallel = loop.parallel;
-  if (parallel)
-    OpenParallelLoop(code, loop, plan, flat || ndim == 0 ? (count + kChunk - 1) / kChunk : count / shape.back());
+  int loops = flat || ndim == 0 ? 1 : ndim;
+  if (parallel && (flat || ndim == 0)) OpenParallelLoop(code, loop, plan, (count + kChunk - 1) / kChunk);
   if (flat || ndim == 0) {
     if (parallel) {
       code.Open("for (int64_t i = begin_ * " + std::to_string(kChunk) + "LL; i < std::min<int64_t>(end_ * " +
@@ -97,16 +97,10 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
     } else {
       code.Open("for (int64_t i = 0; i < " + std::to_string(count) + "LL; ++i)");
     }
-  } else if (parallel) {  // rows of the last dimension; a row's index split into the outer indices
-    code.Open("for (int64_t row_ = begin_; row_ < end_; ++row_)");
-    code.Line("int64_t rest_ = row_;");
-    for (int d = ndim - 2; d >= 0; --d) {
-      std::string extent = std::to_string(shape[d]) + "LL";
-      code.Line("const int64_t i" + std::to_string(d) + " = rest_ % " + extent + ";");
-      if (d > 0) code.Line("rest_ /= " + extent + ";");
-    }
-    std::string i = "i" + std::to_string(ndim - 1);
-    code.Open("for (int64_t " + i + " = 0; " + i + " < " + std::to_string(shape.back()) + "LL; ++" + i + ")");
+  } else if (parallel) {
+    TaskSplit split = SplitIntoTasks(shape);
+    OpenParallelLoop(code, loop, plan, split.tasks);
+    loops = OpenTaskLoops(code, shape, split, "");
   } else {
     for (int d = 0; d < ndim; ++d) {
       std::string i = "i" + std::to_string(d);
@@ -133,7 +127,6 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
       code.Line(BufferName(plan.buffers[*member.output]) + "[" + index_of(out_strides) + "] = " + value + ";");
     }
   }
-  int loops = flat || ndim == 0 ? 1 : parallel ? 2 : ndim;
   for (int d = 0; d < loops; ++d) code.Close();
   if (parallel) CloseParallelFor(code);
 }

@@ -118,9 +118,37 @@ void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffer
 
 void CloseParallelFor(CodeWriter& code) { code.Close(", context_) != 0) return -1;"); }
 
-// A task of OpenOutputLoops' split loops covers at least this many output elements (its inner
-// dimensions), where the output has enough dimensions.
+// A task of a split loop nest covers at least this many elements (its inner dimensions), where the
+// nest has enough dimensions.
 constexpr int64_t kMinInnerElements = 64;
+
+TaskSplit SplitIntoTasks(const std::vector<int64_t>& shape) {
+  TaskSplit split;
+  split.first_inner = static_cast<int>(shape.size()) - 1;
+  split.inner = shape.back();
+  while (split.first_inner > 1 && split.inner < kMinInnerElements) split.inner *= shape[--split.first_inner];
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  split.tasks = split.inner == 0 ? 0 : count / split.inner;
+  return split;
+}
+
+int OpenTaskLoops(CodeWriter& code, const std::vector<int64_t>& shape, const TaskSplit& split,
+                  const std::string& counter) {
+  code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
+  if (!counter.empty()) code.Line("int64_t " + counter + " = task_ * " + IntLiteral(split.inner) + ";");
+  code.Line("int64_t rest_ = task_;");
+  for (int d = split.first_inner - 1; d >= 0; --d) {
+    code.Line("const int64_t i" + std::to_string(d) + " = rest_ % " + IntLiteral(shape[d]) + ";");
+    if (d > 0) code.Line("rest_ /= " + IntLiteral(shape[d]) + ";");
+  }
+  const int ndim = static_cast<int>(shape.size());
+  for (int d = split.first_inner; d < ndim; ++d) {
+    std::string i = "i" + std::to_string(d);
+    code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
+  }
+  return ndim - split.first_inner + 1;
+}
 
 OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter) {
   const std::vector<int64_t>& shape = c.output_types[0].shape;
@@ -132,25 +160,9 @@ OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter) {
   for (size_t k = 0; k < c.inputs.size(); ++k) AddParallelBuffer(&buffers, c.inputs[k], c.input_types[k], false);
   for (size_t k = 0; k < c.outputs.size(); ++k) AddParallelBuffer(&buffers, c.outputs[k], c.output_types[k], true);
   c.code.Open("");  // a scope of its own: an operator function may hold several such loops
-  // Tasks over the outer dimensions, the inner ones (at least kMinInnerElements, when the outer
-  // leave one dimension) looped inside: each task's index is split into its outer indices once.
-  const int ndim = static_cast<int>(shape.size());
-  int first_inner = ndim - 1;
-  int64_t inner = shape.back();
-  while (first_inner > 1 && inner < kMinInnerElements) inner *= shape[--first_inner];
-  OpenParallelFor(c.code, buffers, c.output_types[0].NumElements() / inner);
-  c.code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
-  c.code.Line("int64_t " + counter + " = task_ * " + IntLiteral(inner) + ";");
-  c.code.Line("int64_t rest_ = task_;");
-  for (int d = first_inner - 1; d >= 0; --d) {
-    c.code.Line("const int64_t i" + std::to_string(d) + " = rest_ % " + IntLiteral(shape[d]) + ";");
-    if (d > 0) c.code.Line("rest_ /= " + IntLiteral(shape[d]) + ";");
-  }
-  for (int d = first_inner; d < ndim; ++d) {
-    std::string i = "i" + std::to_string(d);
-    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
-  }
-  return {ndim - first_inner + 1, true};
+  TaskSplit split = SplitIntoTasks(shape);
+  OpenParallelFor(c.code, buffers, split.tasks);
+  return {OpenTaskLoops(c.code, shape, split, counter), true};
 }
 
 void CloseOutputLoops(EmitContext& c, const OutputLoops& loops) {

@@ -87,6 +87,20 @@ void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& 
 void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks);
 void CloseParallelFor(CodeWriter& code);
 
+// A loop nest over `shape` (two dimensions or more) split into tasks of its inner dimensions, those
+// from first_inner on (`inner` elements: at least 64 where the outer leave one dimension).
+struct TaskSplit {
+  int first_inner = 0;
+  int64_t inner = 1;
+  int64_t tasks = 0;
+};
+TaskSplit SplitIntoTasks(const std::vector<int64_t>& shape);
+// Inside OpenParallelFor's body: the loop over its tasks, each task's outer indices, and the inner
+// loops, declaring i0, i1, ... (and `counter`, the flat index of the task's first element, when
+// not empty). Returns how many CloseLoops closes.
+int OpenTaskLoops(CodeWriter& code, const std::vector<int64_t>& shape, const TaskSplit& split,
+                  const std::string& counter);
+
 // Opens loops i0, i1, ... over the output's shape in order, with `counter` (declared here) its flat
 // index; when c.parallel, the output is split across the runtime's threads in tasks of its inner
 // dimensions (OpenParallelFor: the body must not return). CloseOutputLoops closes what this opened.

@@ -138,6 +138,37 @@ TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReferen
   }
 }
 
+// Large elementwise loops whose operands are not read as the output is laid out (a channel bias of
+// the blocked layout, a per-channel scale of NCHW) run split across threads in tasks of their inner
+// dimensions, at 3 threads, and equal the reference element by element.
+TEST_F(BlockedBuildTest, LargeBroadcastingLoopsSplitAcrossThreadsMatchTheReference) {
+  constexpr int N = 2, C = 64, H = 30, W = 20;
+  std::mt19937 rng(5);
+  runtime::NDArray x = Random({N, C, H, W}, rng), bias = Random({1, C / 16, 1, 1, 16}, rng), scale = Random({C, 1, 1}, rng);
+  std::vector<runtime::NDArray> out;
+  {
+    runtime::ScopedThreadCount threads(3);
+    out = Run(R"(fn (%x: Tensor[(2, 64, 30, 20), float32], %b: Tensor[(1, 4, 1, 1, 16), float32], %s: Tensor[(64, 1, 1), float32]) {
+      %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+      %1 = add(%0, %b);
+      %2 = multiply(%x, %s);
+      (%1, %2)
+    })", 0, {}, {x, bias, scale});
+  }
+  std::vector<float> in = test::ToVector(x), b = test::ToVector(bias), sc = test::ToVector(scale);
+  std::vector<float> biased = test::ToVector(out[0]), scaled = test::ToVector(out[1]);
+  for (int n = 0; n < N; ++n) {
+    for (int c = 0; c < C; ++c) {
+      for (int p = 0; p < H * W; ++p) {
+        float v = in[(n * C + c) * H * W + p];
+        std::string where = std::to_string(n) + " " + std::to_string(c) + " " + std::to_string(p);
+        ASSERT_EQ(biased[((n * (C / 16) + c / 16) * H * W + p) * 16 + c % 16], v + b[c]) << where;
+        ASSERT_EQ(scaled[(n * C + c) * H * W + p], v * sc[c]) << where;
+      }
+    }
+  }
+}
+
 // A small CNN touching every blocked form: a 3-channel stem read as NCHW, max pooling, a
 // residual block, a depthwise convolution with swish, 24 channels (block 8), clip, average pooling, a
 // channel concatenation, a squeeze-and-excitation scale (mean over H and W, sigmoid, multiply),
