@@ -27,6 +27,8 @@ const OpRef kLayoutTransform("layout_transform");
 const OpRef kConv2DWinograd("nn.conv2d_winograd");
 const OpRef kReshape("reshape");
 
+const OpRef kConv2D("nn.conv2d");
+
 // A value of the rewritten function: the original value's computation, in NCHW[block]c when
 // block > 0 (the original is then a 4-D NCHW tensor), else in the original's layout.
 struct Value {
@@ -52,6 +54,7 @@ class LayoutRewriter {
   explicit LayoutRewriter(const kernels::KernelConfig& config) : config_(config) {}
 
   Expr Run(const FunctionNode& f) {
+    wanted_blocks_ = WantedBlocks(f.body);
     std::unordered_map<const ExprNode*, Value> values;
     for (const Expr& e : PostOrder(f.body)) {
       std::vector<Value> inputs;
@@ -70,6 +73,38 @@ class LayoutRewriter {
   }
 
  private:
+  // The channel block a value's consumers want it in, where they want 8 and a convolution could
+  // make it so: a grouped convolution whose groups' input channels 8 fills and 16 does not reads
+  // blocks of 8, and the wish passes back through elementwise, bias and broadcasting ops that are
+  // their input's only consumer (RegNet: 1x1 -> bias -> relu -> grouped 3x3 with groups of 8
+  // channels; a 1x1 convolution making blocks of 16 needed a transform to 8 after it).
+  static std::unordered_map<const ExprNode*, int64_t> WantedBlocks(const Expr& body) {
+    std::vector<Expr> order = PostOrder(body);
+    std::unordered_map<const ExprNode*, int> uses;
+    for (const Expr& e : order) {
+      for (const Expr& input : Inputs(e)) ++uses[input.get()];
+    }
+    std::unordered_map<const ExprNode*, int64_t> wanted;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {  // consumers before their producers
+      const auto* call = (*it)->As<CallNode>();
+      if (call == nullptr || call->op == nullptr || call->args.empty() || !Is4D(call->args[0])) continue;
+      const Expr& data = call->args[0];
+      if (kConv2D.Is(call->op)) {
+        strategy::Conv2DProblem p = strategy::Conv2DProblemOf(*call);
+        int64_t per_group = p.groups > 1 && !p.depthwise() ? p.channels / p.groups : 0;
+        if (per_group % 8 == 0 && per_group % 16 != 0 && uses[data.get()] == 1) wanted[data.get()] = 8;
+        continue;
+      }
+      auto wish = wanted.find(it->get());
+      LayoutRule rule = call->op->layout;
+      bool passes = rule == LayoutRule::kElementwise || rule == LayoutRule::kChannelBias || rule == LayoutRule::kBroadcast;
+      if (wish != wanted.end() && passes && uses[data.get()] == 1 && data->type() == (*it)->type()) {
+        wanted[data.get()] = wish->second;
+      }
+    }
+    return wanted;
+  }
+
   // `e` (laid out as `src`) laid out as `dst`: constants now, transforms of transforms composed
   // or cancelled, tensors with H = W = 1 reshaped. Shared per (value, layouts).
   Expr Transform(const Expr& e, const std::string& src, const std::string& dst) {
@@ -134,7 +169,7 @@ class LayoutRewriter {
         if (args.size() == 1) return {Call(*call.op, {args[0].expr}, call.attrs), block};
         break;
       case LayoutRule::kBroadcast:
-        if (binary) return Broadcast(call, args, block);
+        if (binary) return Broadcast(call, args, LargerOperandBlock(call, args));
         break;
       case LayoutRule::kChannelBias:
         if (NormalizeAxis(call.attrs.GetInt("axis")) == 1) {
@@ -161,6 +196,15 @@ class LayoutRewriter {
 
   static int64_t NormalizeAxis(int64_t axis) { return axis < 0 ? axis + 4 : axis; }
 
+  // The block of a binary op's larger operand when both are blocked (the other one's transform is
+  // then the cheaper, a reshape when it is [N, C, 1, 1]: squeeze-and-excitation scales); else the
+  // first's.
+  static int64_t LargerOperandBlock(const CallNode& call, const std::vector<Value>& args) {
+    if (args[1].block == 0 || args[1].block == args[0].block) return args[0].block;
+    bool second_larger = call.args[1]->type().tensor().NumElements() > call.args[0]->type().tensor().NumElements();
+    return second_larger ? args[1].block : args[0].block;
+  }
+
   // A 1-D per-channel tensor as [1, C, 1, 1] (`axis` 1 of NCHW).
   static Expr Along(const Expr& e, int axis) {
     std::vector<int64_t> shape(4, 1);
@@ -185,6 +229,16 @@ class LayoutRewriter {
     const strategy::Conv2DImplementation* chosen = strategy::ChooseConv2D(problem, config_);
     if (chosen == nullptr) return Plain(call, args);
     strategy::Conv2DLayouts layouts = chosen->layouts(problem, config_, args[0].block);
+    // An ungrouped blocked convolution makes the block its consumers want, when its kernel does.
+    auto wish = wanted_blocks_.find(&call);
+    if (wish != wanted_blocks_.end() && chosen->kernel == strategy::Conv2DKernel::kConv2DNCHWc && problem.groups == 1 &&
+        problem.out_channels % wish->second == 0) {
+      kernels::KernelConfig wished = config_;
+      wished.conv_block = static_cast<int>(wish->second);
+      strategy::Conv2DLayouts wished_layouts = chosen->layouts(problem, wished, args[0].block);
+      std::string why;
+      if (chosen->computes(problem, wished_layouts, &why)) layouts = wished_layouts;
+    }
     if (chosen->kernel == strategy::Conv2DKernel::kConv2DWinograd) return Winograd(call, args, layouts);
     Attrs attrs = call.attrs;
     attrs.Set("implementation", std::string(chosen->name));
@@ -284,6 +338,7 @@ class LayoutRewriter {
   }
 
   const kernels::KernelConfig config_;  // the target's, with the pass' channel block
+  std::unordered_map<const ExprNode*, int64_t> wanted_blocks_;  // WantedBlocks
   // (value, "src>dst") -> (the value, kept alive so that its address stays its own; the result)
   std::map<std::pair<const ExprNode*, std::string>, std::pair<Expr, Expr>> transforms_;
 };

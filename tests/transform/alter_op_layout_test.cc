@@ -201,6 +201,75 @@ TEST(AlterOpLayout, GroupedConvolutionsOfWholeBlocks) {
   })");
 }
 
+// A 1x1 convolution whose result (through bias and relu) only a grouped convolution of 8-channel
+// groups reads makes blocks of 8 (and blocks its plain input in 8), which that one reads, where it
+// would make 16 for itself (RegNet's blocks); a convolution whose result another consumer also
+// reads keeps 16.
+TEST(AlterOpLayout, ConvolutionsMakeTheBlockTheirGroupedConsumerWants) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(32, 16, 1, 1), float32], %b: Tensor[(32), float32], %g: Tensor[(32, 8, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.bias_add(%0, %b);
+    %2 = nn.relu(%1);
+    %3 = nn.conv2d(%2, %g, groups=4, padding=[1, 1, 1, 1]);
+    %3
+  })",
+                R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(32, 16, 1, 1), float32], %b: Tensor[(32), float32], %g: Tensor[(32, 8, 3, 3), float32]) {
+    %x8 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW8c");
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW8i8o");
+    %0 = nn.conv2d(%x8, %pw, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_1x1");
+    %b4 = reshape(%b, newshape=[1, 32, 1, 1]);
+    %b5 = reshape(%b4, newshape=[1, 4, 1, 1, 8]);
+    %1 = add(%0, %b5);
+    %2 = nn.relu(%1);
+    %pg = layout_transform(%g, src_layout="OIHW", dst_layout="OIHW8i8o");
+    %3 = nn.conv2d(%2, %pg, groups=4, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_grouped");
+    %4 = layout_transform(%3, src_layout="NCHW8c", dst_layout="NCHW");
+    %4
+  })");
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(32, 16, 1, 1), float32], %g: Tensor[(32, 8, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %1 = nn.conv2d(%0, %g, groups=4, padding=[1, 1, 1, 1]);
+    (%0, %1)
+  })",
+                R"(fn (%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(32, 16, 1, 1), float32], %g: Tensor[(32, 8, 3, 3), float32]) {
+    %x16 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %pw = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW16i16o");
+    %0 = nn.conv2d(%x16, %pw, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
+    %plain = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW");
+    %8 = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW8c");
+    %pg = layout_transform(%g, src_layout="OIHW", dst_layout="OIHW8i8o");
+    %1 = nn.conv2d(%8, %pg, groups=4, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_grouped");
+    %2 = layout_transform(%1, src_layout="NCHW8c", dst_layout="NCHW");
+    (%plain, %2)
+  })");
+}
+
+// Arithmetic on two blocked operands of different blocks computes in the larger one's block: a
+// squeeze-and-excitation scale [1, C, 1, 1] in blocks of 16 times a feature map in blocks of 8
+// reshapes the scale, not the map.
+TEST(AlterOpLayout, MixedBlocksComputeInTheLargerOperandsBlock) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %g: Tensor[(32, 8, 3, 3), float32], %s: Tensor[(1, 16, 1, 1), float32], %e: Tensor[(32, 16, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %g, groups=4, padding=[1, 1, 1, 1]);
+    %1 = nn.conv2d(%s, %e);
+    %2 = sigmoid(%1);
+    %3 = multiply(%2, %0);
+    %3
+  })",
+                R"(fn (%x: Tensor[(1, 32, 4, 4), float32], %g: Tensor[(32, 8, 3, 3), float32], %s: Tensor[(1, 16, 1, 1), float32], %e: Tensor[(32, 16, 1, 1), float32]) {
+    %x8 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW8c");
+    %pg = layout_transform(%g, src_layout="OIHW", dst_layout="OIHW8i8o");
+    %0 = nn.conv2d(%x8, %pg, groups=4, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c", implementation="conv2d.nchwc_grouped");
+    %s5 = reshape(%s, newshape=[1, 1, 1, 1, 16]);
+    %pe = layout_transform(%e, src_layout="OIHW", dst_layout="OIHW16i16o");
+    %1 = nn.conv2d(%s5, %pe, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
+    %2 = sigmoid(%1);
+    %28 = reshape(%2, newshape=[1, 4, 1, 1, 8]);
+    %3 = multiply(%28, %0);
+    %4 = layout_transform(%3, src_layout="NCHW8c", dst_layout="NCHW");
+    %4
+  })");
+}
+
 // The other operand of broadcasting arithmetic: a scalar stays, a spatial map is reshaped to
 // [N, 1, H, W, 1], a per-channel [C, 1, 1] is transformed, and a plain activation is transformed
 // at the border (once, shared with the convolution that reads it). A blocked value read by a plain op (softmax) is transformed back once, shared.
