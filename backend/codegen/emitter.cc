@@ -118,17 +118,24 @@ void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffer
 
 void CloseParallelFor(CodeWriter& code) { code.Close(", context_) != 0) return -1;"); }
 
-// A task of a split loop nest covers at least this many elements (its inner dimensions), where the
-// nest has enough dimensions.
+// A task of a split loop nest covers at least this many elements (its inner dimensions) where the
+// nest leaves at least kMinTasks tasks so: [1, 2048, 7, 7] splits into 2048 planes of 49, not one
+// task of everything.
 constexpr int64_t kMinInnerElements = 64;
+constexpr int64_t kMinTasks = 16;
 
 TaskSplit SplitIntoTasks(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
   TaskSplit split;
   split.first_inner = static_cast<int>(shape.size()) - 1;
   split.inner = shape.back();
-  while (split.first_inner > 1 && split.inner < kMinInnerElements) split.inner *= shape[--split.first_inner];
-  int64_t count = 1;
-  for (int64_t extent : shape) count *= extent;
+  while (split.first_inner > 1 && split.inner < kMinInnerElements) {
+    int64_t wider = split.inner * shape[split.first_inner - 1];
+    if (wider == 0 || count / wider < kMinTasks) break;
+    split.inner = wider;
+    --split.first_inner;
+  }
   split.tasks = split.inner == 0 ? 0 : count / split.inner;
   return split;
 }

@@ -87,8 +87,9 @@ void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& 
 void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks);
 void CloseParallelFor(CodeWriter& code);
 
-// A loop nest over `shape` (two dimensions or more) split into tasks of its inner dimensions, those
-// from first_inner on (`inner` elements: at least 64 where the outer leave one dimension).
+// A loop nest over `shape` (one dimension or more) split into tasks of its inner dimensions, those
+// from first_inner on (`inner` elements: at least 64 where that leaves at least 16 tasks and an
+// outer dimension).
 struct TaskSplit {
   int first_inner = 0;
   int64_t inner = 1;

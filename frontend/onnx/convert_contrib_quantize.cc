@@ -134,20 +134,14 @@ Expr DynamicallyQuantized(const NodeContext& c, const Expr& x) {
 Expr QuantizedLstmInput(const NodeContext& c) {
   Expr x = c.input(0);
   if (c.has_input(4)) {
-    const ir::TensorType& lengths = c.input_type(4);
     const ir::TensorType& t = c.input_type(0);
-    int64_t time_axis = c.attr_int("layout", 0) == 0 ? 0 : 1;
     if (t.ndim() != 3) c.FailAt("input 0", StrCat("must have rank 3, got ", t.ndim()));
+    int64_t time_axis = c.attr_int("layout", 0) == 0 ? 0 : 1;
+    DLDataType int64{kDLInt, 64, 1};
     runtime::NDArray steps = runtime::NDArray::Empty(time_axis == 0 ? Ints{t.shape[0], 1, 1} : Ints{1, t.shape[1], 1},
-                                                     lengths.dtype);
-    for (int64_t i = 0; i < t.shape[time_axis]; ++i) {
-      if (lengths.dtype.bits == 64) {
-        static_cast<int64_t*>(steps.data())[i] = i;
-      } else {
-        static_cast<int32_t*>(steps.data())[i] = static_cast<int32_t>(i);
-      }
-    }
-    Expr longest = c.Op(kMax, {c.input(4)}, MakeAttrs({{"axis", Ints{}}, {"keepdims", int64_t{0}}}));
+                                                     int64);
+    for (int64_t i = 0; i < t.shape[time_axis]; ++i) static_cast<int64_t*>(steps.data())[i] = i;
+    Expr longest = c.Op(kMax, {CastTo(c, c.input(4), int64)}, MakeAttrs({{"axis", Ints{}}, {"keepdims", int64_t{0}}}));
     x = c.Op(kWhere, {c.Op(kLess, {Constant(steps), longest}), x, ScalarLike(x, 0.0)});
   }
   return DynamicallyQuantized(c, x);
@@ -158,7 +152,11 @@ Expr QuantizedLstmInput(const NodeContext& c) {
 // other operands quantized as ONNX Runtime's kernel quantizes them as it runs: X once, each step's
 // hidden state before its recurrent product (over the whole batch: ONNX Runtime does that at one
 // thread; with more threads it may quantize a batch's rows in parts). The products then run in
-// float32 on those levels, which gives the integer products' sums up to float rounding.
+// float32 on those levels, which gives the integer products' sums up to float rounding. Where
+// sequence_lens differ within the batch, the rows quantized together differ from ONNX Runtime's
+// (it quantizes a finished row's state as zeros when Y is wanted, and runs the reverse direction
+// over each row's own reversed steps; kiln holds the state, by original step), so the outputs may
+// differ there by quantization steps.
 Outputs DynamicQuantizeLSTM(const NodeContext& c) {
   std::vector<Expr> inputs = {QuantizedLstmInput(c), DequantizedLstmWeight(c, 1, 8, 9), DequantizedLstmWeight(c, 2, 10, 11)};
   for (size_t i = 3; i < 8; ++i) inputs.push_back(c.has_input(i) ? c.input(i) : nullptr);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "frontend/onnx/converter.h"
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 
 namespace kiln::frontend {
@@ -84,7 +85,13 @@ class Recurrence {
     }
     CheckShape(2, {directions_, gates_ * hidden_, hidden_}, "R");
     if (c.has_input(3)) CheckShape(3, {directions_, 2 * gates_ * hidden_}, "B");
-    if (c.has_input(4)) CheckShape(4, {batch_}, "sequence_lens");
+    if (c.has_input(4)) {
+      CheckShape(4, {batch_}, "sequence_lens");
+      DLDataType lengths = c.input_type(4).dtype;
+      if (lengths != DLDataType{kDLInt, 32, 1} && lengths != DLDataType{kDLInt, 64, 1}) {
+        c.FailAt("input 4", "sequence_lens must be int32 or int64, got " + runtime::DTypeToString(lengths));
+      }
+    }
     for (size_t i : {size_t{5}, size_t{6}}) {  // [D, B, H], with layout 1 [B, D, H]
       Ints shape = layout_ == 0 ? Ints{directions_, batch_, hidden_} : Ints{batch_, directions_, hidden_};
       if (c.has_input(i)) CheckShape(i, shape, i == 5 ? "initial_h" : "initial_c");

@@ -286,6 +286,19 @@ TEST(Lowering, LargeDataMovementLoopsSplitAcrossThreads) {
   std::string blocked_source = GenerateOperatorSource(blocked);
   EXPECT_THAT(blocked_source, HasSubstr("kiln::kernels::ParallelFor(160LL"));  // 4 blocks x 40 rows of 40 x 16
   EXPECT_THAT(blocked_source, HasSubstr("task_ * 640LL"));
+  // Small planes of many channels: tasks of one plane each, not one task of every plane.
+  Plan planes = Lower(R"(fn (%x: Tensor[(1, 2048, 7, 7), float32], %s: Tensor[(2048, 1, 1), float32]) {
+    %0 = multiply(%x, %s);
+    %1 = transpose(%x, axes=[0, 1, 3, 2]);
+    (%0, %1)
+  })");
+  std::string planes_source = GenerateOperatorSource(planes);
+  size_t plane_loops = 0;
+  for (size_t at = planes_source.find("kiln::kernels::ParallelFor(2048LL"); at != std::string::npos;
+       at = planes_source.find("kiln::kernels::ParallelFor(2048LL", at + 1)) {
+    ++plane_loops;
+  }
+  EXPECT_EQ(plane_loops, 2u) << planes_source;  // the elementwise loop and the transpose
   Plan small = Lower(R"(fn (%x: Tensor[(4, 3, 8), float32]) {
     transpose(%x, axes=[1, 0, 2])
   })");

@@ -161,9 +161,10 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
   UseThreads(false);
 }
 
-// 1x1 layers of 8-channel output blocks (tiles of three blocks and of the two left; with AVX-512
-// their input blocks of 8 or 16 are compiled in): rows of the plane and the plane as one row,
-// stride 1 and the strided gather, with a bias, a residual and relu.
+// 1x1 layers of 8-channel output blocks (tiles of three blocks and of the two left): rows of the
+// plane and the plane as one row, stride 1 and the strided gather, with a bias, a residual and
+// relu. Built for AVX-512 (kernel_tests_native on an AVX-512 machine), the stride-1 tiles have
+// their input block (8 or 16) compiled in; elsewhere they are the generic tiles.
 TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
   std::mt19937 rng(9);
   for (int64_t ib : {8, 16}) {

@@ -617,6 +617,14 @@ def test_out_of_scope_and_malformed_contrib_nodes_are_clear_errors(tmp_path):
     path = save(tmp_path, "nbits", [bits], x, [("y", F, [B, S, 3 * D])], weights)
     assert "MatMulNBits (weights quantized in blocks of 2 to 8 bits) is not supported" in kiln_error(tmp_path, path)
 
+    lstm = node("DynamicQuantizeLSTM", ["s", "W", "R", "", "lengths", "", "", "", "ws", "wz", "rs", "rz"], ["Y"],
+                hidden_size=2)
+    weights_lstm = [("W", np.zeros((1, 3, 8), np.uint8)), ("R", np.zeros((1, 2, 8), np.uint8)),
+                    ("ws", np.ones(1, np.float32)), ("wz", np.zeros(1, np.uint8)), ("rs", np.ones(1, np.float32)),
+                    ("rz", np.zeros(1, np.uint8)), ("lengths", np.ones(B, np.int8))]
+    path = save(tmp_path, "lstm_lengths", [lstm], [("s", F, [1, B, 3])], [("Y", F, [1, 1, B, 2])], weights_lstm)
+    assert "sequence_lens must be int32 or int64, got int8" in kiln_error(tmp_path, path)
+
     path = save(tmp_path, "no_weights", [node("Attention", ["x"], ["y"], num_heads=N)], x, [("y", F, [B, S, D])])
     error = kiln_error(tmp_path, path)
     assert "(Attention)" in error and "input 1" in error and "is missing" in error, error
