@@ -26,7 +26,6 @@ const OpRef kAdd("add");
 const OpRef kLayoutTransform("layout_transform");
 const OpRef kConv2DWinograd("nn.conv2d_winograd");
 const OpRef kReshape("reshape");
-
 const OpRef kConv2D("nn.conv2d");
 
 // A value of the rewritten function: the original value's computation, in NCHW[block]c when
@@ -90,6 +89,7 @@ class LayoutRewriter {
       if (call == nullptr || call->op == nullptr || call->args.empty() || !Is4D(call->args[0])) continue;
       const Expr& data = call->args[0];
       if (kConv2D.Is(call->op)) {
+        if (!(strategy::Conv2DLayoutsOf(*call) == strategy::Conv2DLayouts{"NCHW", "OIHW", "NCHW"})) continue;
         strategy::Conv2DProblem p = strategy::Conv2DProblemOf(*call);
         int64_t per_group = p.groups > 1 && !p.depthwise() ? p.channels / p.groups : 0;
         if (per_group % 8 == 0 && per_group % 16 != 0 && uses[data.get()] == 1) wanted[data.get()] = 8;
