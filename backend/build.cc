@@ -111,7 +111,7 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   for (const OperatorFunction& f : graph.functions) {
     runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
       Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
-      sources.push_back({f.symbol + ".cc", OperatorSourcePrelude() + GenerateOperatorSource(plan)});
+      sources.push_back({f.symbol + ".cc", GenerateOperatorSource(plan), {}});
       implementations[f.symbol] = plan.Implementations();
     });
   }
@@ -145,12 +145,13 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   // External code in C source modules (ccompiler) is compiled with the host code.
   for (const ExternalModule& m : external) {
     if (const auto* c = dynamic_cast<const CSourceModule*>(m.module.get())) {
-      sources.push_back({m.symbol + ".cc", OperatorSourcePrelude() + c->code()});
+      sources.push_back({m.symbol + ".cc", c->code(), {}});
     }
   }
-  std::string source;
+  std::string source = OperatorSourcePrelude();
   for (const SourceFile& file : sources) source += "// ---- " + file.name + "\n" + file.text;
-  runtime::Module host(std::make_shared<HostCodeModule>(CompileObjects(sources, compiler, &r.compile), source));
+  runtime::Module host(std::make_shared<HostCodeModule>(
+      CompileObjects(sources, OperatorSourcePrelude(), compiler, &r.compile), source));
   return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(host),
                          std::move(external), options.module_name, compiler);
 }

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -19,12 +20,14 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "backend/kernel_sources.h"
 #include "runtime/error.h"
 #include "runtime/library_file.h"
 #include "runtime/params.h"
@@ -35,28 +38,6 @@ namespace kiln::backend {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The kernel library's files, as kernels/sources.txt lists them (paths from the source root):
-// its sources are compiled into every model library; its headers, with the C API headers the
-// kernels include, are part of every object's cache key.
-struct KernelFiles {
-  std::vector<std::string> sources, headers;
-};
-
-KernelFiles ReadKernelList(const std::string& root) {
-  std::string list = root + "/kernels/sources.txt";
-  KernelFiles files;
-  files.headers = {"include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"};
-  std::istringstream lines(runtime::ReadFile(list));
-  for (std::string line; std::getline(lines, line);) {
-    line.erase(line.find_last_not_of(" \t\r") + 1);
-    if (line.empty() || line[0] == '#') continue;
-    bool source = line.size() > 3 && line.compare(line.size() - 3, 3, ".cc") == 0;
-    (source ? files.sources : files.headers).push_back(line);
-  }
-  runtime::Check(!files.sources.empty(), list, " lists no kernel sources");
-  return files;
-}
 
 std::string CacheDir(const CompilerOptions& options) {
   if (!options.cache_dir.empty()) return options.cache_dir;
@@ -156,10 +137,8 @@ Process Spawn(const std::vector<std::string>& argv, const std::string& log, cons
   return {pid, log, what};
 }
 
-// Waits for the process; throws Error with the head of its log when it failed.
-void Wait(const Process& p) {
-  int status = 0;
-  waitpid(p.pid, &status, 0);
+// Throws Error with the head of the process's log when its wait status says it failed.
+void CheckExit(const Process& p, int status) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   std::string log;
   try {
@@ -168,6 +147,13 @@ void Wait(const Process& p) {
   }
   if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
   throw runtime::InternalError("compiling " + p.what + " failed:\n" + log);
+}
+
+// Waits for the process; throws Error with the head of its log when it failed.
+void Wait(const Process& p) {
+  int status = 0;
+  waitpid(p.pid, &status, 0);
+  CheckExit(p, status);
 }
 
 // A private directory (mkdtemp) named <parent>/<prefix>XXXXXX; removed by the caller.
@@ -346,13 +332,61 @@ std::string ContentHash(const std::string& data) {
   return text;
 }
 
-std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, const CompilerOptions& options,
-                                        CompileReport* report) {
+namespace {
+
+// One compiler run of CompileObjects: a source to an object, or the prelude to a precompiled header.
+struct Command {
+  std::vector<std::string> argv;
+  std::string log, what;
+  bool after_prelude = false;  // starts once the precompiled prelude is built
+};
+
+// Runs `commands` in order, `jobs` at a time (the next one starts when any finishes); a command
+// after_prelude waits for commands[prelude] when that is one of them. Throws Error with the
+// compiler's message when one fails, after the others have stopped.
+void RunCommands(const std::vector<Command>& commands, int jobs, std::optional<size_t> prelude) {
+  std::vector<std::pair<size_t, Process>> running;
+  bool prelude_built = !prelude.has_value();
+  // Waits for one running command (commands[only] when given) to finish, and checks it.
+  auto finish = [&](std::optional<size_t> only) {
+    for (;;) {
+      for (size_t r = 0; r < running.size(); ++r) {
+        if (only && running[r].first != *only) continue;
+        int status = 0;
+        if (waitpid(running[r].second.pid, &status, WNOHANG) != running[r].second.pid) continue;
+        auto [index, process] = running[r];
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
+        if (prelude && index == *prelude) prelude_built = true;
+        CheckExit(process, status);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  try {
+    for (size_t i = 0; i < commands.size(); ++i) {
+      if (commands[i].after_prelude && !prelude_built) finish(prelude);
+      if (static_cast<int>(running.size()) >= jobs) finish(std::nullopt);
+      running.emplace_back(i, Spawn(commands[i].argv, commands[i].log, commands[i].what));
+    }
+    while (!running.empty()) finish(std::nullopt);
+  } catch (...) {
+    for (const auto& r : running) waitpid(r.second.pid, nullptr, 0);
+    throw;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> CompileObjects(const std::vector<SourceFile>& code, const std::string& prelude,
+                                        const CompilerOptions& options, CompileReport* report) {
   std::string cxx = Compiler(options);
-  std::vector<SourceFile> all = sources;
   std::string root = SourceDir(options);
-  KernelFiles kernels = ReadKernelList(root);
-  for (const std::string& kernel : kernels.sources) all.push_back({kernel, runtime::ReadFile(root + "/" + kernel)});
+  KernelList kernels = ReadKernelList(root);
+  std::vector<SourceFile> all = code;
+  for (SourceFile& file : all) file.text = prelude + file.text;  // what the kernel selection reads
+  std::vector<SourceFile> needed = KernelSourcesFor(all, kernels, root);
+  all.insert(all.end(), needed.begin(), needed.end());
   std::string headers;
   for (const std::string& header : kernels.headers) headers += runtime::ReadFile(root + "/" + header);
   std::vector<std::string> flags = CompileFlags(options);
@@ -361,15 +395,23 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
   // "-march=native" names no instruction set: the key holds what the compiler resolves it to on
   // this machine, so that a cache carried to a CPU of another kind compiles afresh.
   flag_text += ContentHash(TargetMacros(cxx, TargetFlags(options)));
+  std::string key_suffix = headers + flag_text + Version(cxx);
   std::string dir = CacheDir(options);
   fs::create_directories(dir);
 
   RemoveStaleWorkDirs(dir);
 
+  // The prelude that `code` shares is compiled once into a precompiled header (<key>.h.gch beside
+  // <key>.h, which GCC reads in its place): parsing the standard headers took most of the time
+  // of each small operator source.
+  std::string prelude_header = dir + "/" + ContentHash(prelude + key_suffix) + ".h";
+  bool prelude_cached = prelude.empty() || IsTrustedObject(prelude_header + ".gch");
   std::vector<std::string> objects;
   std::vector<std::pair<size_t, std::string>> todo;  // (source index, object path)
   for (size_t i = 0; i < all.size(); ++i) {
-    std::string object = dir + "/" + ContentHash(all[i].text + headers + flag_text + Version(cxx)) + ".o";
+    std::string defines;
+    for (const std::string& d : all[i].defines) defines += " -D" + d;
+    std::string object = dir + "/" + ContentHash(all[i].text + defines + key_suffix) + ".o";
     objects.push_back(object);
     if (IsTrustedObject(object)) {
       if (report != nullptr) ++report->cached;
@@ -378,30 +420,43 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, 
     }
   }
   if (todo.empty()) return objects;
-  // Sources, logs and objects of this compile live in a private directory of the cache (so
-  // renames into the cache stay on one file system) until each object is published.
+  // The kernel sources, longest to compile, go first. Sources, logs and objects of this compile
+  // live in a private directory of the cache (so renames into the cache stay on one file system)
+  // until each object is published.
+  std::stable_partition(todo.begin(), todo.end(), [&](const auto& t) { return t.first >= code.size(); });
+  bool build_prelude = !prelude_cached && std::any_of(todo.begin(), todo.end(), [&](const auto& t) {
+    return t.first < code.size();
+  });
   std::string work = MakePrivateDir(dir, "tmp-");
   int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<Process> running;
-  auto finish_one = [&]() {
-    Process p = running.front();
-    running.erase(running.begin());
-    Wait(p);
-  };
+  std::vector<Command> commands;
+  if (build_prelude) {
+    WriteFile(work + "/prelude.h", prelude);
+    std::vector<std::string> argv = {cxx};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"-x", "c++-header", work + "/prelude.h", "-o", work + "/prelude.h.gch"});
+    commands.push_back({argv, work + "/prelude.log", "the operators' prelude", false});
+  }
+  for (size_t n = 0; n < todo.size(); ++n) {
+    const SourceFile& source = all[todo[n].first];
+    bool uses_prelude = todo[n].first < code.size() && !prelude.empty();
+    std::string base = work + "/" + std::to_string(n);
+    WriteFile(base + ".cc", uses_prelude ? source.text.substr(prelude.size()) : source.text);
+    std::vector<std::string> argv = {cxx};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    for (const std::string& d : source.defines) argv.push_back("-D" + d);
+    if (uses_prelude) argv.insert(argv.end(), {"-include", build_prelude ? work + "/prelude.h" : prelude_header});
+    argv.insert(argv.end(), {"-c", base + ".cc", "-o", base + ".o"});
+    commands.push_back({argv, base + ".log", source.name, uses_prelude});
+  }
   try {
-    for (size_t n = 0; n < todo.size(); ++n) {
-      std::string base = work + "/" + std::to_string(n);
-      WriteFile(base + ".cc", all[todo[n].first].text);
-      std::vector<std::string> argv = {cxx};
-      argv.insert(argv.end(), flags.begin(), flags.end());
-      argv.insert(argv.end(), {"-c", base + ".cc", "-o", base + ".o"});
-      if (static_cast<int>(running.size()) >= jobs) finish_one();
-      running.push_back(Spawn(argv, base + ".log", all[todo[n].first].name));
+    RunCommands(commands, jobs, build_prelude ? std::optional<size_t>(0) : std::nullopt);
+    if (build_prelude) {  // the header first: a trusted .gch always has its header beside it
+      fs::rename(work + "/prelude.h", prelude_header);
+      PublishObject(work + "/prelude.h.gch", prelude_header + ".gch");
     }
-    while (!running.empty()) finish_one();
     for (size_t n = 0; n < todo.size(); ++n) PublishObject(work + "/" + std::to_string(n) + ".o", todo[n].second);
   } catch (...) {
-    for (const Process& p : running) waitpid(p.pid, nullptr, 0);
     fs::remove_all(work);
     throw;
   }
@@ -426,7 +481,8 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
   std::string linked = (target.parent_path() / ("." + target.filename().string() + "." + std::to_string(getpid()) +
                                                 "." + std::to_string(counter++) + ".tmp")).string();
   try {
-    std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-o", linked};
+    // Every symbol resolved now: a kernel missing from the objects (kernel_sources.h) fails here.
+    std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-Wl,--no-undefined", "-o", linked};
     argv.insert(argv.end(), objects.begin(), objects.end());
     // Blobs go in through the assembler's .incbin: fast for any size. The import blob is read-only
     // and a dynamic symbol (loaders look it up). The linked parameters are hidden (only the

@@ -27,6 +27,7 @@ struct CompilerOptions {
 struct SourceFile {
   std::string name;  // for messages, e.g. "tvmgen_default_fused_add.cc"
   std::string text;
+  std::vector<std::string> defines;  // compiled with -D<each>
 };
 
 struct CompileReport {
@@ -34,10 +35,11 @@ struct CompileReport {
   int cached = 0;    // objects found in the cache
 };
 
-// Object files for the sources (in order) plus the kernel library. Throws Error with the
-// compiler's message when a source does not compile.
-std::vector<std::string> CompileObjects(const std::vector<SourceFile>& sources, const CompilerOptions& options,
-                                        CompileReport* report = nullptr);
+// Object files for `code` (in order), each source compiled after `prelude` (the text they all
+// begin with, precompiled once), plus the kernel sources they need (kernel_sources.h). Throws
+// Error with the compiler's message when a source does not compile.
+std::vector<std::string> CompileObjects(const std::vector<SourceFile>& code, const std::string& prelude,
+                                        const CompilerOptions& options, CompileReport* report = nullptr);
 
 // Links objects, an import blob (embedded as `__tvm_dev_mblob`; empty: none) and the image of
 // linked parameters (as `__kiln_linked_params`, kernels/linked_params.h; empty: none) into `output`.

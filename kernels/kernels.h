@@ -141,10 +141,43 @@ struct Conv2DNCHWcParams {
                     pad_left, groups, depthwise, copy_padded, gather_strided, flat_plane);
   }
 };
-// out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)). Returns non-zero (with the error
-// message set) when the parameters are not a supported form.
+// Conv2DNCHWc comes in variants, each compiled only into the libraries whose code names it
+// (backend/compiler.cc): its output block OB, the size of its block-local groups (0: not
+// block-local) and, where tiles read their input at steps known when they are compiled, the input
+// block IB and stride along the row S (0 and 1: read from the parameters).
+struct Conv2DNCHWcVariant {
+  int out_block, local_group, in_block, stride;
+  constexpr bool operator==(const Conv2DNCHWcVariant& o) const {
+    return out_block == o.out_block && local_group == o.local_group && in_block == o.in_block && stride == o.stride;
+  }
+};
+// The variant that computes `p` on an instruction set of `config`. Input blocks and strides are
+// compiled in for tiles of one 16-channel block: blocks of 8 and 16 at stride 1, an image's plain
+// channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet); and with AVX-512's 32
+// registers for tiles of 8-channel blocks too (three per tile), in 1x1 layers. (With AVX2's 16, those
+// tiles ran out of registers and were slower.)
+constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, const KernelConfig& config) {
+  int ob = static_cast<int>(p.out_block);
+  if (p.depthwise) return {ob, static_cast<int>(p.groups > 0 ? p.in_channels / p.groups : 0), 0, 1};
+  int64_t stride = p.gather_strided ? 1 : p.stride_w;  // the gathered copy is read at stride 1
+  bool pointwise = p.kernel_height == 1 && p.kernel_width == 1;
+  bool compiled = ob == 16 || (ob == 8 && config.vector_floats == 16 && pointwise);
+  if (compiled && stride == 1 && (p.in_block == 8 || p.in_block == 16)) return {ob, 0, static_cast<int>(p.in_block), 1};
+  if (ob == 16 && stride == 2 && p.in_block == 1) return {ob, 0, 1, 2};
+  return {ob, 0, 0, 1};
+}
+// out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)), by the variant
+// Conv2DNCHWcVariantOf(p, kCompiledConfig). Returns non-zero (with the error message set) when
+// the parameters are not a supported form, or need another variant.
+template <int OB, int kLocalGroup, int IB, int S>
 int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                 const EpilogueStep* epilogue, int epilogue_size);
+using Conv2DNCHWcKernel = int (*)(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
+                                  const EpilogueStep* epilogue, int epilogue_size);
+// Every variant, chosen by the parameters: for the kernel tests, compiled only where
+// conv2d_nchwc.cc is compiled with all its variants (a model library's code names its variants).
+int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
+                          const EpilogueStep* epilogue, int epilogue_size);
 
 // A 3x3 convolution with stride 1 and dilation 1 (one group) by Winograd's F(4x4, 3x3), in blocked
 // layouts as Conv2DNCHWc: data [N, C / ib, H, W, ib], out [N, O / ob, OH, OW, ob] (ib and ob 8 or
@@ -159,8 +192,10 @@ struct Conv2DWinogradParams {
                     pad_top, pad_left);
   }
 };
+// The product of the transformed planes is a grouped 1x1 convolution: Conv2DWinogradProduct says
+// which parameters, and `product` is the Conv2DNCHWc variant that computes them.
 int Conv2DWinograd(const Conv2DWinogradParams& p, const float* data, const float* weight, float* out,
-                   const EpilogueStep* epilogue, int epilogue_size);
+                   const EpilogueStep* epilogue, int epilogue_size, Conv2DNCHWcKernel product);
 
 // A depthwise Conv2D (p.depthwise; out[N, O, OH, OW], O a multiple of C) with a fused epilogue
 // (a kChannel operand holds one value per output channel, a kTensor one has

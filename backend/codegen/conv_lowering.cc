@@ -11,6 +11,7 @@
 #include <array>
 
 #include "backend/codegen/lowering.h"
+#include "kernels/conv/winograd.h"
 #include "runtime/error.h"
 #include "strategy/conv2d.h"
 
@@ -94,11 +95,19 @@ std::vector<EpilogueOp> EpilogueOf(const KernelOperands& o) {
   return steps;
 }
 
+// The instance of Conv2DNCHWc that computes `p` on a target of `config`.
+std::string Conv2DNCHWcKernel(const kernels::Conv2DNCHWcParams& p, const kernels::KernelConfig& config) {
+  kernels::Conv2DNCHWcVariant v = kernels::Conv2DNCHWcVariantOf(p, config);
+  return "Conv2DNCHWc<" + std::to_string(v.out_block) + ", " + std::to_string(v.local_group) + ", " +
+         std::to_string(v.in_block) + ", " + std::to_string(v.stride) + ">";
+}
+
 KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplementation& implementation) {
   KernelCall k;
-  k.kernel = "Conv2DNCHWc";
+  kernels::Conv2DNCHWcParams params = strategy::Conv2DNCHWcKernelParams(o.call, implementation);
+  k.kernel = Conv2DNCHWcKernel(params, o.config);
   k.implementation = implementation.name;
-  k.params = TypedParams("Conv2DNCHWcParams", strategy::Conv2DNCHWcKernelParams(o.call, implementation));
+  k.params = TypedParams("Conv2DNCHWcParams", params);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
   k.epilogue = EpilogueOf(o);
@@ -136,7 +145,9 @@ KernelCall PlanConv2DWinograd(const KernelOperands& o) {
   KernelCall k;
   k.kernel = "Conv2DWinograd";
   k.implementation = strategy::kConv2DWinogradName;
-  k.params = TypedParams("Conv2DWinogradParams", strategy::Conv2DWinogradKernelParams(o.call));
+  kernels::Conv2DWinogradParams params = strategy::Conv2DWinogradKernelParams(o.call);
+  k.params = TypedParams("Conv2DWinogradParams", params);
+  k.inner_kernel = Conv2DNCHWcKernel(kernels::Conv2DWinogradProduct(params), o.config);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
   k.epilogue = EpilogueOf(o);

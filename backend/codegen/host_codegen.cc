@@ -38,6 +38,7 @@ class StepPrinter {
       if (!call.epilogue.empty()) code_.Line("const kiln::kernels::EpilogueStep epilogue[] = {" + steps + "};");
       args += call.epilogue.empty() ? ", nullptr, 0" : ", epilogue, " + std::to_string(call.epilogue.size());
     }
+    if (!call.inner_kernel.empty()) args += ", &kiln::kernels::" + call.inner_kernel;
     std::string invocation = "kiln::kernels::" + call.kernel + "(" + args + ")";
     code_.Line(call.returns_status ? "if (" + invocation + " != 0) return -1;" : invocation + ";");
   }

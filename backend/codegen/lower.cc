@@ -145,7 +145,7 @@ class Lowerer {
 
   void LowerKernelCall(const Expr& e, const Lowering& lowering) {
     const auto& call = *e->As<CallNode>();
-    KernelOperands operands{call, ArgumentBuffers(call), {}, {}, {}, {}};
+    KernelOperands operands{call, strategy::ConfigFor(target_), ArgumentBuffers(call), {}, {}, {}, {}};
     for (BufferId b : operands.inputs) operands.input_types.push_back(plan_.buffers[b].type);
     // Ops the kernel applies as its epilogue: the result is that of the last of them.
     std::vector<Expr> chain;

@@ -29,6 +29,7 @@ struct FusedOp {
 // ops it applies as its epilogue (as many as its `epilogue_length` accepted).
 struct KernelOperands {
   const ir::CallNode& call;
+  const kernels::KernelConfig& config;  // of the target's instruction set
   std::vector<BufferId> inputs;
   std::vector<ir::TensorType> input_types;
   std::vector<BufferId> outputs;

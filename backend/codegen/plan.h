@@ -42,8 +42,9 @@ struct EpilogueOp {
   float lo = 0, hi = 0;          // kClip bounds
 };
 
-// kiln::kernels::<kernel>(params, args..., [epilogue, epilogue size]): the parameter struct, when
-// the kernel takes one, then `args` in order.
+// kiln::kernels::<kernel>(params, args..., [epilogue, epilogue size], [&kiln::kernels::<inner>]):
+// the parameter struct, when the kernel takes one, then `args` in order. The kernel may name a
+// template's instance (Conv2DNCHWc<16, 0, 16, 1>): a library compiles the instances its code names.
 struct KernelCall {
   std::string kernel;
   std::string implementation;  // what inspect and the profiler name: the kernel selection's choice
@@ -52,6 +53,7 @@ struct KernelCall {
   bool takes_epilogue = false;  // the kernel takes (const EpilogueStep*, int) last
   std::vector<EpilogueOp> epilogue;
   bool returns_status = true;  // the kernel returns non-zero on failure, its message set
+  std::string inner_kernel;     // non-empty: a kernel this one runs, passed last by its address
 };
 
 // Elementwise ops of one output shape computed in one loop over it, each element through every

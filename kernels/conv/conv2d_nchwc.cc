@@ -317,27 +317,11 @@ constexpr TileFn kCheckedTile = kLocalGroup > 0 ? &BlockLocalTile<OB, (kLocalGro
 
 // Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB blocks, as even as the
 // widest compiled tile allows.
-template <int OB, int NB, int kLocalGroup>
+template <int OB, int NB, int kLocalGroup, int IB, int S>
 void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kMinTile<OB, NB>, kMax = kMaxTile<OB, NB>;
-  using Tiles = std::make_integer_sequence<int, kMax - kMin + 1>;
-  // Input blocks and strides compiled in (ConvTile) where tiles have one 16-channel block (8-channel
-  // output blocks mostly run three per tile): blocks of 8 and 16 at stride 1, and an image's plain
-  // channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet). With AVX-512, tiles of 8-
-  // channel blocks have them too for 1x1 layers.
-  constexpr bool kCompiledBlocks = OB == 16 && NB == 1 && kLocalGroup == 0;
-  constexpr bool kCompiledPointwise = OB == 8 && NB > 1 && kCompiledConfig.vector_floats == 16 && kLocalGroup == 0;
-  constexpr bool kCompiledInputBlocks = kCompiledBlocks || kCompiledPointwise;
-  static const auto interior = TileTable<OB, NB, kLocalGroup, 0, 1>(Tiles());
-  static const auto interior_8 = TileTable<OB, NB, kLocalGroup, kCompiledInputBlocks ? 8 : 0, 1>(Tiles());
-  static const auto interior_16 = TileTable<OB, NB, kLocalGroup, kCompiledInputBlocks ? 16 : 0, 1>(Tiles());
-  static const auto interior_plain_2 = TileTable<OB, NB, kLocalGroup, kCompiledBlocks ? 1 : 0, 2>(Tiles());
+  static const auto unchecked = TileTable<OB, NB, kLocalGroup, IB, S>(std::make_integer_sequence<int, kMax - kMin + 1>());
   const Conv2DNCHWcParams& p = *job.p;
-  const bool input_blocks = !kCompiledPointwise || (p.kernel_height == 1 && p.kernel_width == 1);
-  const auto& unchecked = p.stride_w == 1 && p.in_block == 8 && input_blocks    ? interior_8
-                          : p.stride_w == 1 && p.in_block == 16 && input_blocks ? interior_16
-                          : p.stride_w == 2 && p.in_block == 1                  ? interior_plain_2
-                                                                                : interior;
   const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
   const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
   int64_t ow0 = ow_begin;
@@ -354,7 +338,7 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
 }
 
 // Work item: (image, group, set of tile_blocks output blocks, a few rows, a part of each row).
-template <int OB, int kLocalGroup>
+template <int OB, int kLocalGroup, int IB, int S>
 void RunItems(int64_t begin, int64_t end, void* context) {
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DNCHWcParams& p = *job.p;
@@ -375,19 +359,19 @@ void RunItems(int64_t begin, int64_t end, void* context) {
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
         if constexpr (kLocalGroup > 0 || kTileBlocks<OB> == 1) {
-          RunRow<OB, 1, kLocalGroup>(job, tile, ow_begin, ow_end);
+          RunRow<OB, 1, kLocalGroup, IB, S>(job, tile, ow_begin, ow_end);
         } else {
           static_assert(kTileBlocks<OB> == 3, "tiles of 1, 2 or 3 blocks are compiled");
-          if (blocks == 3) RunRow<OB, 3, 0>(job, tile, ow_begin, ow_end);
-          else if (blocks == 2) RunRow<OB, 2, 0>(job, tile, ow_begin, ow_end);
-          else RunRow<OB, 1, 0>(job, tile, ow_begin, ow_end);
+          if (blocks == 3) RunRow<OB, 3, 0, IB, S>(job, tile, ow_begin, ow_end);
+          else if (blocks == 2) RunRow<OB, 2, 0, IB, S>(job, tile, ow_begin, ow_end);
+          else RunRow<OB, 1, 0, IB, S>(job, tile, ow_begin, ow_end);
         }
       }
     }
   }
 }
 
-template <int OB>
+template <int OB, int kLocalGroup, int IB, int S>
 int Run(Job& job) {
   const Conv2DNCHWcParams& p = *job.p;
   job.in_registers = RegisterEpilogueOf(job.epilogue, job.epilogue_size);
@@ -401,10 +385,7 @@ int Run(Job& job) {
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
   int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
-  // Block-local: depthwise (one channel per group) or groups of 2 or 4 channels inside a block.
-  int64_t local_group = p.depthwise ? p.in_channels / p.groups : 0;
-  auto items = local_group == 4 ? RunItems<OB, 4> : local_group == 2 ? RunItems<OB, 2> : local_group == 1 ? RunItems<OB, 1> : RunItems<OB, 0>;
-  return ParallelFor(sets * job.row_items * job.row_parts, items, &job);
+  return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S>, &job);
 }
 
 // A copy of the input that makes the convolution simpler: with its padding written out as zeros,
@@ -447,10 +428,8 @@ void GatherPlanes(int64_t begin, int64_t end, void* context) {
   }
 }
 
-}  // namespace
-
-int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
-                const EpilogueStep* epilogue, int epilogue_size) {
+// Zero when the parameters are a form the kernel computes; else -1 with the message set.
+int CheckParams(const Conv2DNCHWcParams& p) {
   bool shape_ok = p.in_block >= 1 && p.in_channels % p.in_block == 0 && (p.out_block == 8 || p.out_block == 16) &&
                   p.out_channels % p.out_block == 0 && p.out_height > 0 && p.out_width > 0;
   if (!shape_ok) return Fail("Conv2DNCHWc: channels do not fit the blocks (output block must be 8 or 16)");
@@ -465,6 +444,18 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
                     (p.in_channels / p.groups) % p.in_block == 0 && (p.out_channels / p.groups) % p.out_block == 0;
   if (!p.depthwise && !groups_fit) {
     return Fail("Conv2DNCHWc: each group's input and output channels must fill whole blocks");
+  }
+  return 0;
+}
+
+}  // namespace
+
+template <int OB, int kLocalGroup, int IB, int S>
+int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
+                const EpilogueStep* epilogue, int epilogue_size) {
+  if (CheckParams(p) != 0) return -1;
+  if (!(Conv2DNCHWcVariantOf(p, kCompiledConfig) == Conv2DNCHWcVariant{OB, kLocalGroup, IB, S})) {
+    return Fail("Conv2DNCHWc: the parameters need another variant of the kernel than the one called");
   }
   Conv2DNCHWcParams run = p;
   // The input extent the windows cover, padding included.
@@ -519,7 +510,42 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
           0,
           0,
           {}};
-  return p.out_block == 16 ? Run<16>(job) : Run<8>(job);
+  return Run<OB, kLocalGroup, IB, S>(job);
 }
+
+#define KILN_CONV2D_NCHWC_SIGNATURE(...)                                                                    \
+  template int Conv2DNCHWc<__VA_ARGS__>(const Conv2DNCHWcParams& p, const float* data, const float* weight, \
+                                        float* out, const EpilogueStep* epilogue, int epilogue_size)
+#if defined(KILN_INSTANTIATE)
+// A model library's build: one object per variant its code names (backend/compiler.cc).
+KILN_CONV2D_NCHWC_SIGNATURE(KILN_INSTANTIATE);
+#else
+// Every variant that Conv2DNCHWcVariantOf returns on some instruction set (the kernel tests).
+namespace {
+constexpr Conv2DNCHWcVariant kVariants[] = {
+    {16, 0, 0, 1}, {16, 0, 8, 1}, {16, 0, 16, 1}, {16, 0, 1, 2}, {8, 0, 0, 1}, {8, 0, 8, 1}, {8, 0, 16, 1},
+    {16, 1, 0, 1}, {16, 2, 0, 1}, {16, 4, 0, 1}, {8, 1, 0, 1},   {8, 2, 0, 1},  {8, 4, 0, 1}};
+
+template <size_t... I>
+Conv2DNCHWcKernel VariantFor(const Conv2DNCHWcVariant& wanted, std::index_sequence<I...>) {
+  static constexpr Conv2DNCHWcKernel kernels[] = {
+      &Conv2DNCHWc<kVariants[I].out_block, kVariants[I].local_group, kVariants[I].in_block, kVariants[I].stride>...};
+  for (size_t i = 0; i < sizeof...(I); ++i) {
+    if (kVariants[i] == wanted) return kernels[i];
+  }
+  return nullptr;
+}
+}  // namespace
+
+int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
+                          const EpilogueStep* epilogue, int epilogue_size) {
+  if (CheckParams(p) != 0) return -1;
+  Conv2DNCHWcKernel kernel =
+      VariantFor(Conv2DNCHWcVariantOf(p, kCompiledConfig), std::make_index_sequence<std::size(kVariants)>());
+  if (kernel == nullptr) return Fail("Conv2DNCHWc: no variant of the kernel computes these parameters");
+  return kernel(p, data, weight, out, epilogue, epilogue_size);
+}
+#endif
+#undef KILN_CONV2D_NCHWC_SIGNATURE
 
 }  // namespace kiln::kernels

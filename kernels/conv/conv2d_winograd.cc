@@ -5,8 +5,8 @@
 // split across threads:
 //   1. each 6x6 window of each input channel block becomes 36 vectors (B^T d B), stored as 36
 //      blocked planes whose positions are the tiles;
-//   2. the 36 sums over input channels are one grouped 1x1 convolution (Conv2DNCHWc, 36 groups:
-//      group e multiplies plane e by transformed weight e, the tiles as positions);
+//   2. the 36 sums over input channels are one grouped 1x1 convolution (the Conv2DNCHWc variant the
+//      call names, of Conv2DWinogradProduct's parameters: 36 groups, the tiles as positions);
 //   3. each tile's 36 sums become its 4x4 outputs (A^T m A), then the epilogue runs over the rows.
 // The weights are transformed once, when the library is built (WinogradWeight, winograd.h).
 #include <algorithm>
@@ -31,7 +31,7 @@ struct Plan {
 
 Plan PlanOf(const Conv2DWinogradParams& p) {
   int64_t rows = (p.out_height + kTile - 1) / kTile, cols = (p.out_width + kTile - 1) / kTile;
-  return {&p, p.in_channels / p.in_block, p.out_channels / p.out_block, rows, cols, rows * cols};
+  return {&p, p.in_channels / p.in_block, p.out_channels / p.out_block, rows, cols, WinogradTiles(p.out_height, p.out_width)};
 }
 
 // y = B^T x for the six values x[0], x[s], ..., x[5s] (B^T of F(4x4, 3x3), points 0, +-1, +-2).
@@ -147,7 +147,7 @@ void TransformOutputs(int64_t begin, int64_t end, void* context) {
 }  // namespace
 
 int Conv2DWinograd(const Conv2DWinogradParams& p, const float* data, const float* weight, float* out,
-                   const EpilogueStep* epilogue, int epilogue_size) {
+                   const EpilogueStep* epilogue, int epilogue_size, Conv2DNCHWcKernel product) {
   bool blocks_ok = (p.in_block == 8 || p.in_block == 16) && (p.out_block == 8 || p.out_block == 16) &&
                    p.in_channels % p.in_block == 0 && p.out_channels % p.out_block == 0;
   if (!blocks_ok) return Fail("Conv2DWinograd: channels must fill blocks of 8 or 16, in and out");
@@ -161,10 +161,7 @@ int Conv2DWinograd(const Conv2DWinogradParams& p, const float* data, const float
   InputJob input{plan, data, points.as<float>()};
   ParallelFor(p.batch * plan.in_blocks * plan.tile_rows, p.in_block == 16 ? TransformInputs<16> : TransformInputs<8>,
               &input);
-  // The 36 products summed over input channels: group e of 36 is a 1x1 convolution of plane e.
-  Conv2DNCHWcParams gemm{p.batch, kPoints * p.in_channels, 1, plan.tiles, p.in_block, kPoints * p.out_channels,
-                         p.out_block, 1, 1, 1, plan.tiles, 1, 1, 1, 1, 0, 0, kPoints, false, false, false, false};
-  if (Conv2DNCHWc(gemm, points.as<float>(), weight, sums.as<float>(), nullptr, 0) != 0) return -1;
+  if (product(Conv2DWinogradProduct(p), points.as<float>(), weight, sums.as<float>(), nullptr, 0) != 0) return -1;
   OutputJob output{plan, sums.as<float>(), out, epilogue, epilogue_size};
   ParallelFor(p.batch * plan.out_blocks * plan.tile_rows,
               p.out_block == 16 ? TransformOutputs<16> : TransformOutputs<8>, &output);

@@ -5,11 +5,27 @@
 
 #include <cstdint>
 
+#include "kernels/kernels.h"
+
 namespace kiln::kernels {
 
 constexpr int kWinogradTile = 4;                                    // output positions per side of a tile
 constexpr int kWinogradWindow = kWinogradTile + 2;                   // input positions per side of its window
 constexpr int kWinogradPoints = kWinogradWindow * kWinogradWindow;  // products per tile and channel pair
+
+// The tiles of an output of out_height x out_width positions.
+constexpr int64_t WinogradTiles(int64_t out_height, int64_t out_width) {
+  return ((out_height + kWinogradTile - 1) / kWinogradTile) * ((out_width + kWinogradTile - 1) / kWinogradTile);
+}
+
+// The 36 sums over input channels that Conv2DWinograd computes: one grouped 1x1 convolution
+// (group e multiplies transformed plane e by transformed weight e, the tiles as positions). The
+// compiler names the Conv2DNCHWc variant for these parameters in the call (Conv2DNCHWcVariantOf).
+constexpr Conv2DNCHWcParams Conv2DWinogradProduct(const Conv2DWinogradParams& p) {
+  int64_t tiles = WinogradTiles(p.out_height, p.out_width);
+  return {p.batch,   kWinogradPoints * p.in_channels, 1, tiles, p.in_block, kWinogradPoints * p.out_channels,
+          p.out_block, 1, 1, 1, tiles, 1, 1, 1, 1, 0, 0, kWinogradPoints, false, false, false, false};
+}
 
 // The weight of Conv2DWinograd (kernels.h) from an OIHW 3x3 one: G w G^T for each pair of
 // channels, as [36, O / ob, C / ib, ib, ob] (element e = 6 i + j of the 6x6 transform), computed in

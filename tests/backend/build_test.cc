@@ -93,9 +93,13 @@ TEST_F(BuildCacheTest, BuildsInThreadsShareOneCache) {
     EXPECT_EQ(errors[t], "") << "build " << t;
     EXPECT_EQ(outputs[t], (std::vector<float>{1, 0, 2.5, 0, 2, 0})) << "build " << t;
   }
+  auto ends_with = [](const std::string& name, const std::string& end) {
+    return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+  };
   for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {  // no work left behind
-    std::string name = entry.path().filename().string();
-    EXPECT_TRUE(name.size() > 6 && (name.substr(name.size() - 2) == ".o" || name.substr(name.size() - 6) == ".o.sum"))
+    std::string name = entry.path().filename().string();  // objects and the precompiled prelude
+    EXPECT_TRUE(ends_with(name, ".o") || ends_with(name, ".o.sum") || ends_with(name, ".h") ||
+                ends_with(name, ".h.gch") || ends_with(name, ".h.gch.sum"))
         << name;
   }
 }
@@ -138,6 +142,30 @@ TEST_F(BuildCacheTest, DamagedCacheEntriesAreCompiledAgain) {
     EXPECT_THAT(e.what(), HasSubstr("was damaged or removed after it was compiled; build the model again"));
   }
   EXPECT_FALSE(fs::exists(path));
+}
+
+TEST_F(BuildCacheTest, DamagedPrecompiledPreludeIsBuiltAgain) {
+  BuildAndLoad(kAddRelu);
+  std::vector<fs::path> preludes;
+  for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {
+    if (entry.path().extension() == ".gch") preludes.push_back(entry.path());
+  }
+  ASSERT_EQ(preludes.size(), 1u);
+  uintmax_t size = fs::file_size(preludes[0]);
+  fs::resize_file(preludes[0], size / 2);
+  for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {  // the operators compile again
+    if (entry.path().extension() == ".o") fs::remove(entry.path());
+  }
+  auto exec = BuildAndLoad(kAddRelu);
+  // Whole again, and its checksum file says so ("<size> <hash>"; GCC's output differs by a few bytes).
+  EXPECT_GT(fs::file_size(preludes[0]), size / 2 + size / 4);
+  std::ifstream sum(preludes[0].string() + ".sum");
+  uintmax_t summed = 0;
+  sum >> summed;
+  EXPECT_EQ(summed, fs::file_size(preludes[0]));
+  exec->SetInput(0, *test::FloatArray({2, 3}, {0, 1, 2, -3, 4, -5}).get());
+  exec->Run();
+  EXPECT_EQ(test::ToVector(exec->GetOutput(0)), (std::vector<float>{1, 0, 2.5, 0, 2, 0}));
 }
 
 TEST_F(BuildTest, ConvPoolDenseSoftmax) {

@@ -124,7 +124,7 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     std::vector<float> out(out_size, NAN);
     // Every epilogue form with the compiler's input modes and with random ones.
     Conv2DNCHWcParams p = iteration / 10 % 2 == 0 ? Params(s) : RandomModes(s, rng);
-    ASSERT_EQ(Conv2DNCHWc(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
+    ASSERT_EQ(Conv2DNCHWcAnyVariant(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
                           steps.data(), static_cast<int>(steps.size())),
               0)
         << TVMGetLastError();
@@ -156,7 +156,7 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
   Shape s{1, 96, 30, 57, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, false};
   std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng);
   std::vector<float> out(s.n * s.o * s.oh() * s.ow());
-  ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(), nullptr, 0), 0);
+  ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(), nullptr, 0), 0);
   ExpectNear(Unblock(out, 1, s.o, s.oh() * s.ow(), 16), ReferenceConv(x, w, s), s.Text());
   UseThreads(false);
 }
@@ -178,7 +178,7 @@ TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
                                            {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
                                            {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
         std::vector<float> out(out_size, NAN);
-        ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
+        ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
                               steps.data(), static_cast<int>(steps.size())),
                   0)
             << TVMGetLastError();
@@ -214,7 +214,7 @@ TEST(Conv2DNCHWc, EpilogueStepsApplyInOrder) {
         {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0},
     };
     std::vector<float> out(out_size);
-    ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, s.n, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(),
+    ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, s.n, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(),
                           steps.data(), static_cast<int>(steps.size())),
               0);
     std::vector<float> want = Block(ReferenceConv(x, w, s), s.n, s.o, positions, 16);
@@ -242,7 +242,7 @@ TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
                                          {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
                                          {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
       std::vector<float> out(out_size, NAN);
-      ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, s.c, s.w, ob).data(), PackWeights(w, s).data(), out.data(),
+      ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.w, ob).data(), PackWeights(w, s).data(), out.data(),
                             steps.data(), static_cast<int>(steps.size())),
                 0);
       std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, ob);
@@ -266,7 +266,7 @@ TEST(Conv2DNCHWc, SwishIsAccurateOverTheWholeRange) {
     for (size_t i = 0; i < x.size(); ++i) x[i] = -100.0f + 200.0f * static_cast<float>(i) / static_cast<float>(x.size());
     EpilogueStep swish{EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0};
     std::vector<float> out(x.size());
-    ASSERT_EQ(Conv2DNCHWc(Params(s), Block(x, 1, ob, positions, ob).data(), PackWeights(w, s).data(), out.data(), &swish, 1), 0);
+    ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, ob, positions, ob).data(), PackWeights(w, s).data(), out.data(), &swish, 1), 0);
     std::vector<float> got = Unblock(out, 1, ob, positions, ob);
     for (size_t i = 0; i < x.size(); ++i) {
       double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
@@ -278,33 +278,33 @@ TEST(Conv2DNCHWc, SwishIsAccurateOverTheWholeRange) {
 TEST(Conv2DNCHWc, UnsupportedBlocksAreErrors) {
   Shape s{1, 16, 4, 4, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 16, 12, false};
   std::vector<float> buffer(4096);
-  EXPECT_EQ(Conv2DNCHWc(Params(s), buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(Params(s), buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("output block must be 8 or 16"));
   Shape d{1, 32, 4, 4, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, true};
   Conv2DNCHWcParams p = Params(d);
   p.in_block = 8;
-  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("depthwise"));
   // Block-local groups of 8 channels: only 1, 2 or 4 per group are computed inside a block.
   p = Params(d);
   p.groups = 4;
-  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("1, 2 or 4 channels per group"));
   // Input modes that do not fit the convolution.
   p = Params(d);
   p.copy_padded = true;  // a depthwise convolution reads its input as it is
-  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   Shape dense{1, 16, 4, 4, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 16, 16, false};
   p = Params(dense);
   p.gather_strided = true;  // not 1x1
-  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("gather_strided"));
   Shape grouped{1, 32, 4, 4, 32, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 16, 16, false, 4};  // 8 channels per group
-  EXPECT_EQ(Conv2DNCHWc(Params(grouped), buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(Params(grouped), buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("each group's input and output channels must fill whole blocks"));
   p = Params(dense);
   p.flat_plane = true;  // not 1x1
-  EXPECT_EQ(Conv2DNCHWc(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DNCHWcAnyVariant(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("flat_plane"));
 }
 

@@ -58,7 +58,7 @@ std::vector<float> Winograd(const Shape& s, const std::vector<float>& x, const s
   std::vector<float> weight(36 * s.o * s.c), out(s.n * s.o * s.oh() * s.ow(), NAN);
   WinogradWeight(s.o, s.c, s.ib, s.ob, w.data(), weight.data());
   EXPECT_EQ(Conv2DWinograd(Params(s), Block(x, s.n, s.c, s.h * s.w, s.ib).data(), weight.data(), out.data(),
-                           steps.data(), static_cast<int>(steps.size())),
+                           steps.data(), static_cast<int>(steps.size()), Conv2DNCHWcAnyVariant),
             0)
       << TVMGetLastError();
   return out;
@@ -128,10 +128,10 @@ TEST(Conv2DWinograd, EpilogueStepsApplyInOrder) {
 TEST(Conv2DWinograd, UnsupportedShapesAreErrors) {
   std::vector<float> buffer(4096);
   Conv2DWinogradParams p{1, 12, 4, 4, 4, 16, 16, 4, 4, 1, 1};  // input block 4
-  EXPECT_EQ(Conv2DWinograd(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DWinograd(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0, Conv2DNCHWcAnyVariant), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("blocks of 8 or 16"));
   p = {1, 16, 4, 4, 16, 16, 16, 4, 4, -1, 1};
-  EXPECT_EQ(Conv2DWinograd(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0), -1);
+  EXPECT_EQ(Conv2DWinograd(p, buffer.data(), buffer.data(), buffer.data(), nullptr, 0, Conv2DNCHWcAnyVariant), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("padding not negative"));
 }
 
