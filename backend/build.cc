@@ -106,15 +106,22 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
   GraphCodegenResult graph = runtime::ReportingBugsAt([] { return std::string("planning the graph"); },
                                                       [&] { return GenerateGraph(fused, options.module_name); });
+  // Operator functions go into objects of kFunctionsPerObject each: every object begins by loading
+  // the precompiled prelude, which took most of the time of one function's object.
+  constexpr size_t kFunctionsPerObject = 8;
   std::vector<SourceFile> sources;
   std::map<std::string, std::string> implementations;  // function symbol -> what computes it
-  for (const OperatorFunction& f : graph.functions) {
+  for (size_t i = 0; i < graph.functions.size(); ++i) {
+    const OperatorFunction& f = graph.functions[i];
     runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
       Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
-      sources.push_back({f.symbol + ".cc", GenerateOperatorSource(plan), {}});
+      if (i % kFunctionsPerObject == 0) sources.push_back({"", "", {}});
+      sources.back().name += (sources.back().name.empty() ? "" : ", ") + f.symbol;
+      sources.back().text += (sources.back().text.empty() ? "" : "\n") + GenerateOperatorSource(plan);
       implementations[f.symbol] = plan.Implementations();
     });
   }
+  for (SourceFile& file : sources) file.name = "the operators " + file.name;
   r.primitive_functions = static_cast<int>(graph.functions.size());
   for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
   r.planned_bytes = graph.planned_bytes;

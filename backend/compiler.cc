@@ -27,6 +27,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "backend/blob_object.h"
 #include "backend/kernel_sources.h"
 #include "runtime/error.h"
 #include "runtime/library_file.h"
@@ -484,29 +485,21 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
     // Every symbol resolved now: a kernel missing from the objects (kernel_sources.h) fails here.
     std::vector<std::string> argv = {cxx, "-shared", "-fPIC", "-Wl,--no-undefined", "-o", linked};
     argv.insert(argv.end(), objects.begin(), objects.end());
-    // Blobs go in through the assembler's .incbin: fast for any size. The import blob is read-only
-    // and a dynamic symbol (loaders look it up). The linked parameters are hidden (only the
-    // library's own _lookup_linked_param reads them) and writable data: pages of the file, shared
-    // by every process until one writes them. kiln's executor never does; TVM's set_input on a
-    // linked parameter does, and then gets its own copy of the page instead of a fault (tvmc run
-    // fills every input TVM's get_input_info lists, linked parameters included).
-    std::string assembly;
-    auto embed = [&](const std::string& symbol, const std::string& bytes, bool hidden) {
-      std::string path = work + "/" + symbol + ".bin";
-      WriteFile(path, bytes);
-      assembly += (hidden ? ".section .data." + symbol + ",\"aw\"\n" : ".section .rodata." + symbol + ",\"a\"\n") +
-                  ".globl " + symbol + "\n" + (hidden ? ".hidden " + symbol + "\n" : "") +
-                  ".type " + symbol + ", @object\n" + ".balign 64\n" + symbol + ":\n" + ".incbin \"" + path + "\"\n" +
-                  ".size " + symbol + ", . - " + symbol + "\n";
-    };
-    if (!import_blob.empty()) {
-      uint64_t size = import_blob.size();
-      embed("__tvm_dev_mblob", std::string(reinterpret_cast<const char*>(&size), sizeof(size)) + import_blob, false);
-    }
-    if (!linked_params.empty()) embed("__kiln_linked_params", linked_params, true);
-    if (!assembly.empty()) {
-      WriteFile(work + "/blobs.S", assembly + ".section .note.GNU-stack,\"\",@progbits\n");
-      argv.push_back(work + "/blobs.S");
+    // Blobs go in as an object of their own (blob_object.h). The import blob is read-only and a
+    // dynamic symbol (loaders look it up). The linked parameters are hidden (only the library's
+    // own _lookup_linked_param reads them) and writable data: pages of the file, shared by every
+    // process until one writes them. kiln's executor never does; TVM's set_input on a linked
+    // parameter does, and then gets its own copy of the page instead of a fault (tvmc run fills
+    // every input TVM's get_input_info lists, linked parameters included).
+    uint64_t import_size = import_blob.size();
+    std::string sized_import = std::string(reinterpret_cast<const char*>(&import_size), sizeof(import_size)) + import_blob;
+    std::vector<Blob> blobs;
+    if (!import_blob.empty()) blobs.push_back({"__tvm_dev_mblob", &sized_import, false});
+    if (!linked_params.empty()) blobs.push_back({"__kiln_linked_params", &linked_params, true});
+    if (!blobs.empty()) {
+      runtime::CheckInternal(!objects.empty(), "LinkSharedLibrary: blobs without compiled code");
+      WriteBlobObject(work + "/blobs.o", blobs, objects.front());
+      argv.push_back(work + "/blobs.o");
     }
     Wait(Spawn(argv, work + "/link.log", "the library " + output));
     runtime::AppendLibraryIsa(linked, CpuFeatures(cxx, options));
