@@ -1,8 +1,9 @@
 // The blocked-layout kernels (conv2d_nchwc.cc, pool_nchwc.cc) against a naive reference in this
 // file and against the NCHW kernels, over random shapes: input and output blocks, strides,
 // padding, dilation, groups (depthwise, groups of 2 or 4 channels, and groups of whole blocks), odd widths, fused epilogues, every way of reading the input
-// (padded copy, strided gather, flat planes); serial and on the thread pool. Compiled with -march=native like model libraries, so the vector path of this machine is
-// the one tested.
+// (padded copy, strided gather, flat planes), through the variant of the kernel that each shape
+// needs (Conv2DNCHWcAnyVariant); serial and on the thread pool. Compiled for each instruction set
+// with a path of its own (tests/CMakeLists.txt).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -163,8 +164,8 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
 
 // 1x1 layers of 8-channel output blocks (tiles of three blocks and of the two left): rows of the
 // plane and the plane as one row, stride 1 and the strided gather, with a bias, a residual and
-// relu. Built for AVX-512 (kernel_tests_native on an AVX-512 machine), the stride-1 tiles have
-// their input block (8 or 16) compiled in; elsewhere they are the generic tiles.
+// relu. Built for AVX-512 (kernel_tests_avx512), the stride-1 tiles have their input block (8 or
+// 16) compiled in; elsewhere they are the generic tiles.
 TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
   std::mt19937 rng(9);
   for (int64_t ib : {8, 16}) {

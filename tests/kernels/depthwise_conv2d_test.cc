@@ -1,8 +1,8 @@
 // The depthwise NCHW kernel (depthwise_conv2d.cc) against the definition over random shapes: any
 // channel count and channel multiplier, kernels up to 5x5, strides up to 3 (the phase split of
 // the copy), dilations, pads on every side, rows narrower and wider than the vector tiles, with a
-// random chain of epilogue steps; serial and on the thread pool. Compiled with -march=native and
-// for baseline x86-64, like the other kernel tests.
+// random chain of epilogue steps; serial and on the thread pool. Compiled for each instruction
+// set, like the other kernel tests (at stride 2, the shuffles that split rows into phases).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -2,8 +2,8 @@
 // combination of transposed operands, row strides wider than the rows, sizes around the
 // micro-kernel's tile (rows), panel (16 columns), tile of panels (3 with AVX-512), K block (256),
 // row blocks and blocks of panels, batch-1 dense layers (the dot-product path); serial and on the
-// thread pool. A refused workspace is an error that writes nothing. Compiled with -march=native
-// (the vector path of this machine) and for baseline x86-64 (the portable path).
+// thread pool. A refused workspace is an error that writes nothing. Compiled for AVX-512, AVX2
+// and baseline x86-64 (the portable path).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
