@@ -3,6 +3,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -56,15 +57,15 @@ void WriteBlobObject(const std::string& path, const std::vector<Blob>& blobs, co
     s.sh_flags = SHF_ALLOC | (blob.hidden_writable ? SHF_WRITE : 0);
     offset = AlignUp(offset, kBlobAlignment);
     s.sh_offset = offset;
-    s.sh_size = blob.bytes->size();
+    s.sh_size = blob.bytes.size;
     s.sh_addralign = kBlobAlignment;
-    offset += blob.bytes->size();
+    offset += blob.bytes.size;
     Elf64_Sym symbol{};
     symbol.st_name = AddName(symbol_names, blob.symbol);
     symbol.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
     symbol.st_other = blob.hidden_writable ? STV_HIDDEN : STV_DEFAULT;
     symbol.st_shndx = static_cast<uint16_t>(first_blob + b);
-    symbol.st_size = blob.bytes->size();
+    symbol.st_size = blob.bytes.size;
     symbols.push_back(symbol);
   }
   sections[note].sh_name = AddName(section_names, ".note.GNU-stack");
@@ -112,11 +113,20 @@ void WriteBlobObject(const std::string& path, const std::vector<Blob>& blobs, co
     out.write(data, static_cast<std::streamsize>(size));
     written += size;
   };
-  auto pad_to = [&](uint64_t position) { write(std::string(position - written, '\0').data(), position - written); };
+  auto pad_to = [&](uint64_t position) {
+    static const char zeros[4096] = {};
+    while (written < position) write(zeros, std::min<uint64_t>(sizeof(zeros), position - written));
+  };
   write(reinterpret_cast<const char*>(&header), sizeof(header));
   for (size_t b = 0; b < blobs.size(); ++b) {
-    pad_to(sections[first_blob + b].sh_offset);
-    write(blobs[b].bytes->data(), blobs[b].bytes->size());
+    const uint64_t start = sections[first_blob + b].sh_offset;
+    for (const auto& [at, piece] : blobs[b].bytes.pieces) {
+      runtime::CheckInternal(start + at >= written && at + piece.size() <= blobs[b].bytes.size,
+                             "WriteBlobObject: the pieces of ", blobs[b].symbol, " overlap or lie outside it");
+      pad_to(start + at);
+      write(piece.data(), piece.size());
+    }
+    pad_to(start + blobs[b].bytes.size);
   }
   pad_to(st.sh_offset);
   write(symbol_table.data(), symbol_table.size());

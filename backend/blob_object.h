@@ -3,14 +3,25 @@
 // a file for it first and running it: a model's parameters are written once before the link).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln::backend {
 
+// Bytes given as pieces at their offsets, zeros between them: a model's parameters are written
+// from where they lie, never gathered into one buffer first.
+struct BlobBytes {
+  uint64_t size = 0;
+  std::vector<std::pair<uint64_t, std::string_view>> pieces;  // by offset, apart, inside `size`
+  static BlobBytes Of(std::string_view bytes) { return {bytes.size(), {{0, bytes}}}; }
+};
+
 struct Blob {
   std::string symbol;
-  const std::string* bytes;  // the symbol's contents; outlives the call
+  BlobBytes bytes;  // the symbol's contents; the pieces' memory outlives the call
   // Writable and hidden (read only by the library's own code), else read-only and exported.
   bool hidden_writable = false;
 };

@@ -232,7 +232,7 @@ void ExecutorFactory::ExportThreeFiles(const std::string& directory) const {
   // mod.so holds the const loader and the external modules in its import blob, so that it runs
   // on its own.
   std::string blob = code_.get() != host_.get() ? runtime::SerializeModuleBlob(code_) : "";
-  LinkSharedLibrary(Objects(), blob, "", directory + "/mod.so", compiler_);
+  LinkSharedLibrary(Objects(), blob, {}, directory + "/mod.so", compiler_);
   WriteFile(directory + "/mod.json", graph_json_);
   WriteFile(directory + "/mod.params", runtime::SaveParams(params_));
 }

@@ -467,7 +467,7 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& code, con
 }
 
 void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
-                       const std::string& linked_params, const std::string& output, const CompilerOptions& options) {
+                       const BlobBytes& linked_params, const std::string& output, const CompilerOptions& options) {
   std::string cxx = Compiler(options);
   for (const std::string& object : objects) {
     runtime::Check(IsTrustedObject(object), "the cached object '", object,
@@ -494,8 +494,8 @@ void LinkSharedLibrary(const std::vector<std::string>& objects, const std::strin
     uint64_t import_size = import_blob.size();
     std::string sized_import = std::string(reinterpret_cast<const char*>(&import_size), sizeof(import_size)) + import_blob;
     std::vector<Blob> blobs;
-    if (!import_blob.empty()) blobs.push_back({"__tvm_dev_mblob", &sized_import, false});
-    if (!linked_params.empty()) blobs.push_back({"__kiln_linked_params", &linked_params, true});
+    if (!import_blob.empty()) blobs.push_back({"__tvm_dev_mblob", BlobBytes::Of(sized_import), false});
+    if (linked_params.size > 0) blobs.push_back({"__kiln_linked_params", linked_params, true});
     if (!blobs.empty()) {
       runtime::CheckInternal(!objects.empty(), "LinkSharedLibrary: blobs without compiled code");
       WriteBlobObject(work + "/blobs.o", blobs, objects.front());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/blob_object.h"
 #include "target/target.h"
 
 namespace kiln::backend {
@@ -44,7 +45,7 @@ std::vector<std::string> CompileObjects(const std::vector<SourceFile>& code, con
 // Links objects, an import blob (embedded as `__tvm_dev_mblob`; empty: none) and the image of
 // linked parameters (as `__kiln_linked_params`, kernels/linked_params.h; empty: none) into `output`.
 void LinkSharedLibrary(const std::vector<std::string>& objects, const std::string& import_blob,
-                       const std::string& linked_params, const std::string& output, const CompilerOptions& options);
+                       const BlobBytes& linked_params, const std::string& output, const CompilerOptions& options);
 
 // The -march value for a target string: "native", "cpu" or "llvm" (the host), "cpu -mcpu=NAME"
 // or "llvm -mcpu=NAME" (NAME), or an -march name ("x86-64-v3"). Throws Error for anything else.

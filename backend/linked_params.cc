@@ -42,13 +42,14 @@ LinkedParams LinkParams(const runtime::Graph& graph, const runtime::NamedArrays&
     entries.push_back({storage_id, offset});
     offset = aligned(offset + array->NumBytes());
   }
-  linked.image.assign(offset, '\0');
-  char* image = linked.image.data();
-  std::memcpy(image, &count, sizeof(count));
-  std::memcpy(image + sizeof(count), entries.data(), entries.size() * sizeof(kernels::LinkedParam));
+  linked.header.assign(reinterpret_cast<const char*>(&count), sizeof(count));
+  linked.header.append(reinterpret_cast<const char*>(entries.data()), entries.size() * sizeof(kernels::LinkedParam));
+  linked.image.size = offset;
+  linked.image.pieces.emplace_back(0, linked.header);
   size_t i = 0;
   for (const auto& [storage_id, array] : by_storage) {
-    if (array->NumBytes() != 0) std::memcpy(image + entries[i].offset, array->data(), array->NumBytes());
+    std::string_view data(static_cast<const char*>(array->data()), array->NumBytes());
+    if (!data.empty()) linked.image.pieces.emplace_back(entries[i].offset, data);
     ++i;
   }
   return linked;

@@ -1,6 +1,7 @@
 // Reading and writing NDArray records and params files.
 #include "runtime/params.h"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -157,6 +158,21 @@ std::vector<ParamInfo> LoadParamInfos(std::string_view bytes) {
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   Check(in.good(), "cannot open '", path, "'");
+  // A regular file is read into a string of its size at once (a stream into a growing string
+  // copied a 440 MB model four times: 1.2 s); anything else (a pipe) as a stream.
+  std::error_code error;
+  uintmax_t size = std::filesystem::is_regular_file(path, error) ? std::filesystem::file_size(path, error) : 0;
+  if (!error && size > 0) {
+    std::string content(size, '\0');
+    in.read(content.data(), static_cast<std::streamsize>(size));
+    Check(!in.bad(), "cannot read '", path, "'");
+    content.resize(static_cast<size_t>(in.gcount()));
+    if (in.peek() == std::ifstream::traits_type::eof()) return content;  // else it grew meanwhile
+    std::ostringstream rest;
+    rest << in.rdbuf();
+    Check(!in.bad(), "cannot read '", path, "'");
+    return content + rest.str();
+  }
   std::ostringstream content;
   content << in.rdbuf();
   Check(!in.bad(), "cannot read '", path, "'");

@@ -16,6 +16,7 @@
 #include "ir/provenance.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
+#include "runtime/mapped_file.h"
 #include "runtime/params.h"
 #include "runtime/text.h"
 
@@ -701,10 +702,10 @@ Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
 }
 
 Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
-  std::string bytes = runtime::ReadFile(path);
+  runtime::MappedFile file(path);
   try {
     std::filesystem::path folder = std::filesystem::path(path).parent_path();
-    return ImportModel(bytes, options, folder.empty() ? std::filesystem::path(".") : folder);
+    return ImportModel(file.bytes(), options, folder.empty() ? std::filesystem::path(".") : folder);
   } catch (runtime::Error& e) {
     e.AddLocation({path, "", ""});
     throw;

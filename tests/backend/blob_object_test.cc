@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -37,8 +38,11 @@ TEST_F(BlobObjectTest, LinkedBlobsAreSymbolsOfTheirBytes) {
   ASSERT_EQ(std::system(("c++ -fPIC -c " + Path("code.cc") + " -o " + Path("code.o")).c_str()), 0);
   std::string exported = "abc", hidden(1000, '\0');
   for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = static_cast<char>(i * 7);
-  WriteBlobObject(Path("blobs.o"), {{"exported_blob", &exported, false}, {"hidden_blob", &hidden, true}},
+  // The hidden blob in pieces: its first 100 bytes, zeros, then bytes 600 on.
+  BlobBytes pieces{hidden.size(), {{0, std::string_view(hidden).substr(0, 100)}, {600, std::string_view(hidden).substr(600)}}};
+  WriteBlobObject(Path("blobs.o"), {{"exported_blob", BlobBytes::Of(exported), false}, {"hidden_blob", pieces, true}},
                   Path("code.o"));
+  std::fill(hidden.begin() + 100, hidden.begin() + 600, '\0');
   ASSERT_EQ(std::system(("c++ -shared -Wl,--no-undefined -o " + Path("lib.so") + " " + Path("code.o") + " " +
                          Path("blobs.o")).c_str()),
             0);
@@ -60,7 +64,7 @@ TEST_F(BlobObjectTest, ModelThatIsNotAnElfObjectIsAnError) {
   std::ofstream(Path("text.o")) << "not an object";
   std::string bytes = "x";
   try {
-    WriteBlobObject(Path("blobs.o"), {{"blob", &bytes, false}}, Path("text.o"));
+    WriteBlobObject(Path("blobs.o"), {{"blob", BlobBytes::Of(bytes), false}}, Path("text.o"));
     FAIL() << "wrote an object for a model that is not one";
   } catch (const runtime::Error& e) {
     EXPECT_NE(std::string(e.what()).find("64-bit little-endian ELF"), std::string::npos) << e.what();

@@ -69,6 +69,18 @@ TEST(NDArray, EmptyIsAlignedAndSized) {
   EXPECT_EQ(NDArray::Empty({5}, ParseDType("bool")).NumBytes(), 5u);  // a byte per bool, as TVM
 }
 
+TEST(NDArray, ArraysOfAHugePageOrMoreStartOnOne) {
+  // 2 MiB and more (weights, their packed copies) start on a 2 MiB boundary, so that the huge
+  // pages asked for back them; a byte short of it keeps the 64-byte alignment only.
+  for (int64_t floats : {int64_t{1} << 19, (int64_t{1} << 20) + 5}) {
+    NDArray a = NDArray::Empty({floats}, kFloat32);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (uintptr_t{2} << 20), 0u) << floats;
+    std::memset(a.data(), 0x5a, a.NumBytes());  // the whole size is usable (ASan checks)
+  }
+  NDArray small = NDArray::Empty({(int64_t{1} << 19) - 16}, kFloat32);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % 64, 0u);
+}
+
 TEST(NDArray, EmptyRejectsBadRequests) {
   try {
     NDArray::Empty({2, -1}, kFloat32);
