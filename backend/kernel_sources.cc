@@ -68,7 +68,7 @@ std::set<std::string> Instances(const std::string& text, const std::string& name
 KernelList ReadKernelList(const std::string& root) {
   std::string path = root + "/kernels/sources.txt";
   KernelList list;
-  list.headers = {"include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h"};
+  list.headers = {"include/kiln/c_backend_api.h", "include/kiln/c_runtime_api.h", "include/kiln/tvm_objects.h"};
   std::istringstream lines(runtime::ReadFile(path));
   for (std::string line; std::getline(lines, line);) {
     line.erase(line.find_last_not_of(" \t\r") + 1);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kiln/c_backend_api.h"
+#include "kiln/tvm_objects.h"
 
 extern "C" {
 extern TVM_DLL void* __tvm_module_ctx;
@@ -30,6 +31,15 @@ struct ArgSpec {
 };
 int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
               const ArgSpec* specs, int num_specs);
+
+// Checks the argument of an `__init_` function: one, TVM's Array<NDArray> object
+// (kiln/tvm_objects.h) of num_specs compact CPU tensors of the specs' dtypes and shapes, as
+// TVM's const loader and kiln's pass it; sets tensors[i] to each. On a mismatch sets a message
+// naming the function and returns -1.
+int ConstantArrayArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
+                      const ArgSpec* specs, int num_specs, const DLTensor** tensors);
+
+inline void* TensorData(const DLTensor* t) { return static_cast<char*>(t->data) + t->byte_offset; }
 
 inline void* ArgData(const TVMValue* args, int i) {
   const DLTensor* t = static_cast<const DLTensor*>(args[i].v_handle);

@@ -21,6 +21,30 @@ int Fail(const char* message) {
   return -1;
 }
 
+namespace {
+
+// Whether `t` is a compact CPU tensor of the dtype and shape of `s`.
+bool Fits(const DLTensor* t, const ArgSpec& s) {
+  bool ok = t != nullptr && t->device.device_type == kDLCPU && t->dtype.code == s.dtype_code &&
+            t->dtype.bits == s.dtype_bits && t->dtype.lanes == 1 && t->ndim == s.ndim;
+  int64_t expected_stride = 1;
+  for (int d = s.ndim - 1; ok && d >= 0; --d) {
+    ok = t->shape[d] == s.shape[d] && (t->strides == nullptr || t->shape[d] == 1 || t->strides[d] == expected_stride);
+    expected_stride *= s.shape[d];
+  }
+  return ok;
+}
+
+int NotFitting(const char* function, const char* what, int i) {
+  char message[512];
+  std::snprintf(message, sizeof(message),
+                "%s: %s %d does not have the dtype, shape, layout or device the function was compiled for", function,
+                what, i);
+  return Fail(message);
+}
+
+}  // namespace
+
 int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
               const ArgSpec* specs, int num_specs) {
   char message[512];
@@ -34,21 +58,39 @@ int CheckArgs(const char* function, const TVMValue* args, const int* type_codes,
                     type_codes[i]);
       return Fail(message);
     }
-    const DLTensor* t = static_cast<const DLTensor*>(args[i].v_handle);
-    const ArgSpec& s = specs[i];
-    bool ok = t != nullptr && t->device.device_type == kDLCPU && t->dtype.code == s.dtype_code &&
-              t->dtype.bits == s.dtype_bits && t->dtype.lanes == 1 && t->ndim == s.ndim;
-    int64_t expected_stride = 1;
-    for (int d = s.ndim - 1; ok && d >= 0; --d) {
-      ok = t->shape[d] == s.shape[d] && (t->strides == nullptr || t->shape[d] == 1 || t->strides[d] == expected_stride);
-      expected_stride *= s.shape[d];
-    }
-    if (!ok) {
+    if (!Fits(static_cast<const DLTensor*>(args[i].v_handle), specs[i])) return NotFitting(function, "argument", i);
+  }
+  return 0;
+}
+
+int ConstantArrayArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
+                      const ArgSpec* specs, int num_specs, const DLTensor** tensors) {
+  char message[512];
+  if (num_args != 1 || type_codes[0] != kTVMObjectHandle) {
+    if (num_args == 0) {
+      std::snprintf(message, sizeof(message), "%s: expected TVM's Array<NDArray> of its %d constants, got no argument",
+                    function, num_specs);
+    } else {
       std::snprintf(message, sizeof(message),
-                    "%s: argument %d does not have the dtype, shape, layout or device the function was compiled for",
-                    function, i);
+                    "%s: expected one argument, TVM's Array<NDArray> of its %d constants (type code %d), got %d "
+                    "arguments, the first of type code %d",
+                    function, num_specs, static_cast<int>(kTVMObjectHandle), num_args, type_codes[0]);
+    }
+    return Fail(message);
+  }
+  auto* array = static_cast<KilnTvmArray*>(args[0].v_handle);
+  if (array == nullptr || array->object.type_index != kKilnTvmArrayTypeIndex || array->size != num_specs) {
+    std::snprintf(message, sizeof(message), "%s: its argument is not an Array of its %d constants", function, num_specs);
+    return Fail(message);
+  }
+  for (int i = 0; i < num_specs; ++i) {
+    KilnTvmObject* element = KilnTvmArrayElements(array)[i];
+    if (element == nullptr || element->type_index != kKilnTvmNDArrayTypeIndex) {
+      std::snprintf(message, sizeof(message), "%s: constant %d is not an NDArray", function, i);
       return Fail(message);
     }
+    tensors[i] = &reinterpret_cast<KilnTvmNDArray*>(element)->dl_tensor;
+    if (!Fits(tensors[i], specs[i])) return NotFitting(function, "constant", i);
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "runtime/error.h"
+#include "runtime/tvm_object_array.h"
 
 namespace kiln::runtime {
 namespace {
@@ -85,15 +86,32 @@ class ConstLoaderModuleNode final : public ModuleNode {
     }
     Check(init.defined(), "const_loader: no module defines __init_", symbol, " to take the ", wanted->size(),
           " constants of '", symbol, "'");
-    std::vector<TVMValue> values(wanted->size());
-    std::vector<int> codes(wanted->size());
-    for (size_t i = 0; i < wanted->size(); ++i) {
+    std::vector<NDArray> arrays;
+    for (const std::string& wanted_name : *wanted) {
       for (const auto& [name, array] : constants_) {
-        if (name == (*wanted)[i]) PackArg(values[i], codes[i], array);
+        if (name == wanted_name) arrays.push_back(array);
       }
     }
+    // TVM's convention: one argument, an Array<NDArray> object. The `__init_` that libraries of
+    // earlier kiln versions hold takes one tensor per constant instead: when the array is refused,
+    // that form is tried, and the array's error reported if it fails too.
+    TvmNDArrayArray array(arrays);
+    TVMValue value;
+    value.v_handle = array.handle();
+    int code = kTVMObjectHandle;
     RetValue ignored;
-    init.CallPacked(Args(values.data(), codes.data(), static_cast<int>(values.size())), &ignored);
+    try {
+      init.CallPacked(Args(&value, &code, 1), &ignored);
+    } catch (const Error& first) {
+      std::vector<TVMValue> values(arrays.size());
+      std::vector<int> codes(arrays.size());
+      for (size_t i = 0; i < arrays.size(); ++i) PackArg(values[i], codes[i], arrays[i]);
+      try {
+        init.CallPacked(Args(values.data(), codes.data(), static_cast<int>(values.size())), &ignored);
+      } catch (const Error&) {
+        throw first;
+      }
+    }
     pending_.erase(symbol);
     if (pending_.empty()) {
       constants_.clear();

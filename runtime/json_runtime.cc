@@ -3,6 +3,7 @@
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
+#include "runtime/tvm_object_array.h"
 
 namespace kiln::runtime {
 
@@ -62,9 +63,15 @@ PackedFunc JsonRuntimeBase::GetFunction(const std::string& name) {
     });
   }
   if (name == "__init_" + symbol_) {
-    return PackedFunc([self](const Args& args, RetValue*) {
+    return PackedFunc([self](const Args& args, RetValue* result) {
+      // TVM's convention: one Array<NDArray> object; one tensor per constant, as kiln's const
+      // loader passed them before, is taken too.
       std::vector<NDArray> constants;
-      for (int i = 0; i < args.size(); ++i) constants.push_back(args[i].AsNDArray());
+      if (args.size() == 1 && args[0].code() == kTVMObjectHandle) {
+        constants = NDArraysOfTvmArray(args[0].value().v_handle, "__init_" + self->symbol_ + "'s argument");
+      } else {
+        for (int i = 0; i < args.size(); ++i) constants.push_back(args[i].AsNDArray());
+      }
       Check(constants.size() == self->const_names_.size(), "__init_", self->symbol_, ": expected ",
             self->const_names_.size(), " constants, got ", constants.size());
       for (size_t i = 0; i < constants.size(); ++i) {
@@ -74,6 +81,7 @@ PackedFunc JsonRuntimeBase::GetFunction(const std::string& name) {
         self->Init(constants);
         self->ready_ = true;
       });
+      result->SetInt(0);  // what TVM's const loader reads back
     });
   }
   if (name == symbol_) {

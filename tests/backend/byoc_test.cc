@@ -17,6 +17,7 @@
 #include "backend/partition.h"
 #include "ir/text.h"
 #include "runtime/graph_executor_module.h"
+#include "kiln/tvm_objects.h"
 #include "tests/float_arrays.h"
 #include "tests/shared_object_cache.h"
 #include "tests/test_json_module.h"
@@ -258,6 +259,67 @@ TEST_F(ByocTest, CCompilerCodeIsCompiledIntoTheLibraryAndTakesItsConstantsOnce) 
   b.join();
   EXPECT_EQ(failures[0], "");
   EXPECT_EQ(failures[1], "");
+}
+
+TEST_F(ByocTest, CCompilerInitTakesTvmsArrayOfConstantsAndReturnsZero) {
+  options_.external_codegens = nullptr;
+  ExecutorFactory factory = Build(PartitionForCodegen(ir::ParseFunction(kMlp), "ccompiler"), options_);
+  std::string path = (dir_ / "mlp_init.so").string();
+  factory.ExportLibrary(path);
+  runtime::Module root = runtime::LoadModuleFromFile(path);
+  const runtime::Module& library = root->imports()[0]->imports()[0];  // under the const loader
+  const std::string symbol = "tvmgen_default_ccompiler_main_0";
+  runtime::PackedFunc init = library.GetFunction("__init_" + symbol);
+  ASSERT_TRUE(init.defined());
+  // The Array<NDArray> as TVM's const loader passes it (kiln/tvm_objects.h: TVM v0.19's layout),
+  // built by hand: w, b and s of kMlp, w negated.
+  std::vector<float> w = {-1, 0, 1, -0.5f, -0.5f, -0.5f}, b = {0.25f, -1}, s = {2, 3};
+  int64_t w_shape[] = {2, 3}, b_shape[] = {2}, s_shape[] = {1, 2};
+  auto tensor = [](std::vector<float>& data, int64_t* shape, int ndim) {
+    return KilnTvmNDArray{{kKilnTvmNDArrayTypeIndex, 1, nullptr},
+                          {data.data(), {kDLCPU, 0}, ndim, {kDLFloat, 32, 1}, shape, nullptr, 0}, nullptr, nullptr};
+  };
+  KilnTvmNDArray containers[] = {tensor(w, w_shape, 2), tensor(b, b_shape, 1), tensor(s, s_shape, 2)};
+  struct {
+    KilnTvmArray node;
+    KilnTvmObject* elements[3];
+  } array{{{kKilnTvmArrayTypeIndex, 1, nullptr}, 3, 3},
+          {&containers[0].object, &containers[1].object, &containers[2].object}};
+  TVMValue value;
+  value.v_handle = &array;
+  int code = kTVMObjectHandle;
+  runtime::RetValue result;
+  init.CallPacked(runtime::Args(&value, &code, 1), &result);
+  EXPECT_EQ(result.AsInt(), 0);  // what TVM's const loader reads back (`int ret = init(array)`)
+  std::vector<float> x = {1, -2, 0.5f, -1, -1, 2};
+  runtime::NDArray out = runtime::NDArray::Empty({2, 2}, runtime::kFloat32);
+  library.GetFunction(symbol)(test::FloatArray({2, 3}, x), out);
+  std::vector<float> got = test::ToVector(out);
+  for (int r = 0; r < 2; ++r) {  // tanh(relu(x w^T + b) * s), with the negated w
+    for (int c = 0; c < 2; ++c) {
+      float sum = b[c];
+      for (int k = 0; k < 3; ++k) sum += x[r * 3 + k] * w[c * 3 + k];
+      EXPECT_NEAR(got[r * 2 + c], std::tanh(std::max(sum, 0.0f) * s[c]), 1e-6) << r << "," << c;
+    }
+  }
+  EXPECT_GT(got[2], 0.5f);  // a row the original w gives 0: the constants passed are the ones used
+  // One tensor per constant, as kiln's const loader passed them before: refused, saying what it takes.
+  runtime::NDArray wa = test::FloatArray({2, 3}, w), ba = test::FloatArray({2}, b), sa = test::FloatArray({1, 2}, s);
+  try {
+    init(wa, ba, sa);
+    FAIL() << "took tensors";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("expected one argument, TVM's Array<NDArray> of its 3 constants (type code 8), "
+                                    "got 3 arguments, the first of type code 13"));
+  }
+  containers[1].dl_tensor.ndim = 2;  // b as [2, 3]
+  containers[1].dl_tensor.shape = w_shape;
+  try {
+    init.CallPacked(runtime::Args(&value, &code, 1), &result);
+    FAIL() << "took a constant of another shape";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("constant 1 does not have the dtype, shape, layout or device"));
+  }
 }
 
 TEST_F(ByocTest, CSourceModuleBinaryFormIsTvms) {

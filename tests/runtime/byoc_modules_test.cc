@@ -2,10 +2,12 @@
 // format (read, written back, every malformed graph a clear error), the JSON runtime base (its
 // functions, argument checks, one initialization under concurrent calls, binary form) over the
 // test JSON module, and the const-loader module (its binary form byte for byte as TVM v0.19
-// lays it out, initialization of each symbol with exactly its constants, forwarding, errors).
+// lays it out, initialization of each symbol with exactly its constants, forwarding, errors),
+// and the Array<NDArray> object that carries the constants to __init_ in TVM's layout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "runtime/const_loader_module.h"
 #include "runtime/error.h"
 #include "runtime/json_graph.h"
+#include "runtime/tvm_object_array.h"
 #include "tests/float_arrays.h"
 #include "tests/test_json_module.h"
 
@@ -244,6 +247,117 @@ TEST(ConstLoader, InconsistentContentsAreClearErrors) {
   w.Write<uint64_t>(1);
   ByteReader r(w.bytes(), "test");
   EXPECT_THAT(ErrorOf([&] { LoadConstLoaderModule(r); }), HasSubstr("2 constant names but 1 arrays"));
+}
+
+// ---- TVM's Array<NDArray> at __init_ ---------------------------------------------------------
+
+template <typename T>
+T At(const void* object, size_t offset) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(object) + offset, sizeof(T));
+  return value;
+}
+
+TEST(TvmObjects, ConstantsArePassedInTvmsArrayLayout) {
+  // TVM v0.19 (include/tvm/runtime/object.h, container/array.h, ndarray.h on 64-bit targets): an
+  // object starts with its type index (u32), reference count (i32) and deleter; ArrayNode adds
+  // size and capacity (i64), its element references follow at 32; an NDArray container's
+  // DLTensor is at 16, manager_ctx at 64, its shape reference at 72. kRuntimeArray is 4,
+  // kRuntimeNDArray 2.
+  NDArray a = test::FloatArray({2, 2}, {1, 2, 3, 4}), b = test::FloatArray({3}, {5, 6, 7});
+  TvmNDArrayArray array({a, b});
+  const void* node = array.handle();
+  EXPECT_EQ(At<uint32_t>(node, 0), 4u);
+  EXPECT_EQ(At<int32_t>(node, 4), 1);
+  EXPECT_EQ(At<int64_t>(node, 16), 2);
+  EXPECT_EQ(At<int64_t>(node, 24), 2);
+  for (int i = 0; i < 2; ++i) {
+    const NDArray& wanted = i == 0 ? a : b;
+    const void* container = At<const void*>(node, 32 + 8 * i);
+    EXPECT_EQ(At<uint32_t>(container, 0), 2u) << i;
+    EXPECT_EQ(At<int32_t>(container, 4), 1) << i;
+    EXPECT_EQ(At<void*>(container, 16), wanted.data()) << i;                      // DLTensor::data
+    EXPECT_EQ(At<int32_t>(container, 16 + 16), wanted->ndim) << i;               // DLTensor::ndim
+    EXPECT_EQ(At<const int64_t*>(container, 16 + 24)[0], wanted.shape()[0]) << i;  // DLTensor::shape
+    EXPECT_EQ(At<void*>(container, 72), nullptr) << i;                           // no ShapeTuple
+  }
+  // Read back, kiln's own containers are shared, not copied.
+  std::vector<NDArray> read = NDArraysOfTvmArray(array.handle(), "the argument");
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].data(), a.data());
+  EXPECT_EQ(test::ToVector(read[1]), (std::vector<float>{5, 6, 7}));
+}
+
+TEST(TvmObjects, ArraysMadeElsewhereAreCopiedAndOtherObjectsRefused) {
+  // An array as another runtime made it: its own deleter, its memory its own.
+  float data[3] = {1, 2, 3};
+  int64_t shape[1] = {3};
+  KilnTvmNDArray container{{2, 1, nullptr}, {data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 0}, nullptr, nullptr};
+  struct {
+    KilnTvmArray node;
+    KilnTvmObject* elements[1];
+  } foreign{{{4, 1, nullptr}, 1, 1}, {&container.object}};
+  std::vector<NDArray> read = NDArraysOfTvmArray(&foreign, "the argument");
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_NE(read[0].data(), static_cast<void*>(data));
+  EXPECT_EQ(test::ToVector(read[0]), (std::vector<float>{1, 2, 3}));
+  container.object.type_index = 7;
+  EXPECT_THAT(ErrorOf([&] { NDArraysOfTvmArray(&foreign, "the argument"); }),
+              HasSubstr("the argument: element 0 is not an NDArray"));
+  foreign.node.object.type_index = 5;  // a Map
+  EXPECT_THAT(ErrorOf([&] { NDArraysOfTvmArray(&foreign, "the argument"); }),
+              HasSubstr("the argument is an object of type index 5, expected TVM's Array (4)"));
+}
+
+TEST(TvmObjects, JsonRuntimeTakesItsConstantsAsAnArrayAndReturnsZero) {
+  Module m(TestModule());
+  TvmNDArrayArray constants({test::FloatArray({4}, {1, 2, 3, 4})});
+  TVMValue value;
+  value.v_handle = constants.handle();
+  int code = kTVMObjectHandle;
+  RetValue result;
+  m.GetFunction("__init_sym").CallPacked(Args(&value, &code, 1), &result);
+  EXPECT_EQ(result.AsInt(), 0);  // TVM's const loader reads `int ret = init(array)`
+  NDArray out = NDArray::Empty({4}, kFloat32);
+  m.GetFunction("sym")(test::FloatArray({4}, {-2, -1, 1, 2}), out);
+  EXPECT_EQ(test::ToVector(out), (std::vector<float>{0, 0, 4, 10}));  // relu(x * c + x)
+}
+
+// A module whose __init_sym takes the constants only as earlier kiln versions passed them, one
+// tensor each (the functions those versions' ccompiler wrote), or not at all (`refuses`).
+class EarlierInitModule final : public ModuleNode {
+ public:
+  explicit EarlierInitModule(bool refuses) : refuses_(refuses) {}
+  const char* type_key() const override { return "kiln_test_earlier_init"; }
+  PackedFunc GetFunction(const std::string& name) override {
+    if (name == "__init_sym") {
+      return PackedFunc([this](const Args& args, RetValue*) {
+        Check(!refuses_, "__init_sym: refuses every argument");
+        Check(args.size() == 1 && args[0].code() != kTVMObjectHandle, "__init_sym: argument 0 is not a tensor");
+        received = test::ToVector(args[0].AsNDArray());
+      });
+    }
+    if (name == "sym") return PackedFunc([](const Args&, RetValue*) {});
+    return PackedFunc();
+  }
+  std::vector<float> received;
+
+ private:
+  bool refuses_;
+};
+
+TEST(ConstLoader, InitFunctionsOfEarlierKilnLibrariesGetOneTensorPerConstant) {
+  for (bool refuses : {false, true}) {
+    Module loader = CreateConstLoaderModule({{"sym_const_0", test::FloatArray({2}, {7, 8})}}, {{"sym", {"sym_const_0"}}});
+    auto earlier = std::make_shared<EarlierInitModule>(refuses);
+    loader->Import(Module(earlier));
+    if (!refuses) {
+      EXPECT_TRUE(loader.GetFunction("sym").defined());
+      EXPECT_EQ(earlier->received, (std::vector<float>{7, 8}));
+    } else {  // the error of TVM's convention, the one tried first
+      EXPECT_THAT(ErrorOf([&] { loader.GetFunction("sym"); }), HasSubstr("__init_sym: refuses every argument"));
+    }
+  }
 }
 
 }  // namespace

@@ -108,21 +108,24 @@ class Emitter {
         "void* resource_handle)";
     if (!result_.constants.empty()) {
       code << "extern \"C\" TVM_DLL int __init_" << symbol_ << signature << " {\n";
-      code << "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;\n";
+      code << "  (void)resource_handle;\n";
       std::string init_specs;
       for (size_t i = 0; i < result_.constants.size(); ++i) {
         code << "  static const int64_t cshape" << i << "[] = " << Ints(result_.constants[i].second.shape()) << ";\n";
         init_specs += (i ? ", " : "") + std::string("{kDLFloat, 32, ") +
                       std::to_string(result_.constants[i].second.shape().size()) + ", cshape" + std::to_string(i) + "}";
       }
+      // One argument, TVM's Array<NDArray> (from TVM's const loader or kiln's); the int 0 it
+      // returns is what TVM's const loader reads back.
       code << "  static const kiln::kernels::ArgSpec specs[] = {" << init_specs << "};\n";
-      code << "  if (kiln::kernels::CheckArgs(\"__init_" << symbol_ << "\", args, type_codes, num_args, specs, "
-           << result_.constants.size() << ") != 0) return -1;\n";
+      code << "  const DLTensor* constants[" << result_.constants.size() << "];\n";
+      code << "  if (kiln::kernels::ConstantArrayArgs(\"__init_" << symbol_ << "\", args, type_codes, num_args, specs, "
+           << result_.constants.size() << ", constants) != 0) return -1;\n";
       for (size_t i = 0; i < result_.constants.size(); ++i) {
-        code << "  std::memcpy(" << ConstName(i) << ", kiln::kernels::ArgData(args, " << i << "), "
+        code << "  std::memcpy(" << ConstName(i) << ", kiln::kernels::TensorData(constants[" << i << "]), "
              << Count(result_.constants[i].second.shape()) * 4 << ");\n";
       }
-      code << "  return 0;\n}\n\n";
+      code << "  out_ret_value->v_int64 = 0;\n  *out_ret_tcode = kTVMArgInt;\n  return 0;\n}\n\n";
     }
     code << "extern \"C\" TVM_DLL int " << symbol_ << signature << " {\n";
     code << "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;\n";
