@@ -182,7 +182,8 @@ ExecutorFactory::ExecutorFactory(std::string graph_json, runtime::NamedArrays pa
     runtime::CheckInternal(m.module.defined() && (m.module->IsDSOExportable() || m.module->IsBinarySerializable()),
                            "ExecutorFactory: an external function's module must be compiled into the library or "
                            "serializable into it");
-    if (m.constants.empty()) continue;
+    // Every external symbol, with or without constants, as TVM lists them: TVM's const loader
+    // calls `__init_` (the JSON runtimes build their engines there) only for the symbols it lists.
     std::vector<std::string> names;
     for (const auto& [name, array] : m.constants) names.push_back(name);
     by_symbol.emplace_back(m.symbol, names);

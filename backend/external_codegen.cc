@@ -12,11 +12,11 @@ namespace kiln::backend {
 const std::vector<ExternalCodegen>& ExternalCodegens() {
   static const std::vector<ExternalCodegen> table = {
 #ifdef KILN_USE_DNNL
-      {"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns},
+      {"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns, DnnlDenseOn2D},
 #else
-      {"dnnl", nullptr, nullptr, nullptr},
+      {"dnnl", nullptr, nullptr, nullptr, nullptr},
 #endif
-      {"ccompiler", CCompilerSupports, CCompilerGenerate, nullptr},
+      {"ccompiler", CCompilerSupports, CCompilerGenerate, nullptr, nullptr},
   };
   return table;
 }

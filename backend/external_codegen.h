@@ -31,6 +31,8 @@ struct ExternalCodegen {
   ExternalModule (*generate)(const std::string& symbol, const ir::Expr& function) = nullptr;
   // The composites MergeComposite forms for it, longer patterns first (null: none).
   std::vector<transform::CompositePattern> (*patterns)() = nullptr;
+  // A rewrite into the forms it takes, before the composites are formed (null: none).
+  ir::Expr (*prepare)(const ir::Expr& main) = nullptr;
 
   bool enabled() const { return generate != nullptr; }
 };

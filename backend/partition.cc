@@ -19,6 +19,7 @@ ir::Expr PartitionForCodegen(const ir::Expr& main, const std::string& codegen, c
   f = transform::SimplifyInference(f, environment);
   f = transform::CombineLayerNorm(f, environment);
   f = transform::FoldConstant(f, environment);
+  if (c.prepare != nullptr) f = c.prepare(f);
   if (c.patterns != nullptr) f = transform::MergeComposite(f, c.patterns());
   f = transform::AnnotateTarget(f, {{c.name, c.supports}});
   return transform::PartitionGraph(transform::MergeCompilerRegions(f), options);

@@ -84,17 +84,30 @@ class ConstLoaderModuleNode final : public ModuleNode {
       init = import.GetFunction("__init_" + symbol, /*query_imports=*/true);
       if (init.defined()) break;
     }
-    Check(init.defined(), "const_loader: no module defines __init_", symbol, " to take the ", wanted->size(),
-          " constants of '", symbol, "'");
+    // A symbol without constants may have no `__init_` (a ccompiler function), as in TVM.
+    Check(init.defined() || wanted->empty(), "const_loader: no module defines __init_", symbol, " to take the ",
+          wanted->size(), " constants of '", symbol, "'");
+    if (init.defined()) Initialize(init, *wanted);
+    pending_.erase(symbol);
+    if (pending_.empty()) {
+      constants_.clear();
+#ifdef __GLIBC__
+      malloc_trim(0);  // give the freed weights back to the system, not only to malloc
+#endif
+    }
+  }
+
+  // Calls `init` with the constants `wanted`. TVM's convention: one argument, an Array<NDArray>
+  // object. The `__init_` that libraries of earlier kiln versions hold takes one tensor per
+  // constant instead: when the array is refused, that form is tried, and the array's error
+  // reported if it fails too.
+  void Initialize(const PackedFunc& init, const std::vector<std::string>& wanted) {
     std::vector<NDArray> arrays;
-    for (const std::string& wanted_name : *wanted) {
+    for (const std::string& wanted_name : wanted) {
       for (const auto& [name, array] : constants_) {
         if (name == wanted_name) arrays.push_back(array);
       }
     }
-    // TVM's convention: one argument, an Array<NDArray> object. The `__init_` that libraries of
-    // earlier kiln versions hold takes one tensor per constant instead: when the array is refused,
-    // that form is tried, and the array's error reported if it fails too.
     TvmNDArrayArray array(arrays);
     TVMValue value;
     value.v_handle = array.handle();
@@ -111,13 +124,6 @@ class ConstLoaderModuleNode final : public ModuleNode {
       } catch (const Error&) {
         throw first;
       }
-    }
-    pending_.erase(symbol);
-    if (pending_.empty()) {
-      constants_.clear();
-#ifdef __GLIBC__
-      malloc_trim(0);  // give the freed weights back to the system, not only to malloc
-#endif
     }
   }
 

@@ -14,7 +14,9 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <cxxabi.h>
 #include <optional>
 #include <vector>
 
@@ -579,6 +581,20 @@ void ElfLibrary::CheckSymbols() const {
   static constexpr char kBlob[] = "__tvm_dev_mblob";
   for (const Elf64_Sym& s : table) {
     if (s.st_name >= strings.size()) file_.Bad("the file is damaged: a dynamic symbol's name lies outside its table");
+    // C++ of TVM's runtime API (tvm::runtime::...), as the code TVM's ccompiler codegen writes calls:
+    // kiln implements TVM's C API, not its C++ one.
+    const char* name = strings.c_str() + s.st_name;
+    bool tvm_cpp = std::strncmp(name, "_ZN3tvm7runtime", 15) == 0 || std::strncmp(name, "_ZNK3tvm7runtime", 16) == 0;
+    if (s.st_shndx == SHN_UNDEF && tvm_cpp) {
+      int status = 0;
+      char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+      std::string readable = status == 0 && demangled != nullptr ? demangled : name;
+      std::free(demangled);
+      file_.Bad("its code needs TVM's C++ runtime library (libtvm_runtime), which kiln does not provide: it calls ",
+                EscapeForDisplay(readable.c_str()),
+                ". TVM builds such code for its ccompiler codegen; run the library with TVM's runtime, or build the "
+                "model with kiln (kiln compile --byoc ccompiler)");
+    }
     bool in_library = s.st_shndx != SHN_UNDEF && s.st_shndx != SHN_ABS && ELF64_ST_TYPE(s.st_info) != STT_TLS;
     if (in_library && !Mapped(s.st_value, s.st_size)) {
       file_.Bad("the file is damaged: the dynamic symbol ", EscapeForDisplay(strings.c_str() + s.st_name),

@@ -162,6 +162,83 @@ TEST(Dnnl, ASumPostOpAddsOnlyAValueOfTheResultsShape) {
   })"), (std::vector<std::string>{"dnnl.conv2d_bias", "add"}));
 }
 
+// A dense layer on 3-D data, its bias and a residual sum, as TVM's DNNL runtime takes it (it has
+// no form for dense on data of rank 3 or more: "could not reshape a memory descriptor"): the data
+// reshaped to [M, K] on the host, the layer and its post-ops on [M, N] in one dnnl.dense_bias_sum
+// node, the result reshaped back on the host, as TVM's ONNX frontend and partition_for_dnnl
+// write it.
+const char* kDenseOn3D = R"(fn (%x: Tensor[(1, 4, 3), float32], %r: Tensor[(1, 4, 2), float32]) {
+  %w = const(Tensor[(2, 3), float32], [1, 2, 3, -1, 0.5, 0.25]);
+  %b = const(Tensor[(2), float32], [0.5, -4]);
+  %0 = nn.dense(%x, %w);
+  %1 = add(%0, %b);
+  %2 = add(%1, %r);
+  %2
+})";
+
+const char* kTvmDenseGraph = R"({"nodes": [
+  {"op": "input", "name": "dnnl_0_i0", "attrs": {"dtype": [["float32"]], "shape": [[[4, 3]]]}},
+  {"op": "input", "name": "dnnl_0_i1", "attrs": {"dtype": [["float32"]], "shape": [[[4, 2]]]}},
+  {"op": "const", "name": "dnnl_tvmgen_default_dnnl_main_0_const_0", "attrs": {"dtype": [["float32"]], "shape": [[[2, 3]]]}},
+  {"op": "const", "name": "dnnl_tvmgen_default_dnnl_main_0_const_1", "attrs": {"dtype": [["float32"]], "shape": [[[2]]]}},
+  {"op": "kernel", "name": "dnnl.dense_bias_sum", "inputs": [[0, 0, 0], [2, 0, 0], [3, 0, 0], [1, 0, 0]],
+   "attrs": {"num_outputs": "1", "num_inputs": "4", "shape": [[[4, 2]]], "dtype": [["float32"]]}}],
+ "arg_nodes": [0, 1, 2, 3], "heads": [[4, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4, 5],
+ "symbol": "dnnl_tvmgen_default_dnnl_main_0"})";
+
+TEST(Dnnl, DenseOnThreeDimensionalDataIsTwoDimensionalAsTvmsRuntimeTakesIt) {
+  const std::vector<ExternalCodegen> table = {{"dnnl", DnnlSupports, DnnlGenerate, DnnlPatterns, DnnlDenseOn2D}};
+  ir::Expr main = PartitionForCodegen(ir::ParseFunction(kDenseOn3D), "dnnl", {}, {}, table);
+  // reshape(external(reshape(x), reshape(r))) on the host: one external function, of 2-D data.
+  const auto* back = main->As<ir::FunctionNode>()->body->As<ir::CallNode>();
+  ASSERT_TRUE(back != nullptr && back->op != nullptr);
+  EXPECT_EQ(back->op->name, "reshape");
+  EXPECT_EQ(back->type().tensor().shape, (std::vector<int64_t>{1, 4, 2}));
+  const auto* external = back->args[0]->As<ir::CallNode>();
+  ASSERT_TRUE(external != nullptr && external->function != nullptr);
+  for (const ir::Expr& arg : external->args) {
+    EXPECT_EQ(arg->As<ir::CallNode>()->op->name, "reshape");
+    EXPECT_EQ(arg->type().tensor().ndim(), 2);
+  }
+  ExternalModule m = DnnlGenerate("tvmgen_default_dnnl_main_0", external->function);
+  runtime::ByteWriter bytes;
+  m.module->SaveToBinary(bytes);
+  runtime::ByteReader reader(bytes.bytes(), "dnnl_json");
+  runtime::JsonGraph ours = runtime::ParseJsonGraph(runtime::ReadJsonModuleFields(reader).graph_json);
+  runtime::JsonGraph tvms = runtime::ParseJsonGraph(kTvmDenseGraph);
+  ASSERT_EQ(ours.nodes.size(), tvms.nodes.size());
+  for (size_t n = 0; n < tvms.nodes.size(); ++n) {
+    EXPECT_EQ(ours.nodes[n].op, tvms.nodes[n].op) << n;
+    EXPECT_EQ(ours.nodes[n].name, tvms.nodes[n].name) << n;
+    EXPECT_EQ(ours.nodes[n].shapes, tvms.nodes[n].shapes) << n;
+    EXPECT_EQ(ours.nodes[n].inputs.size(), tvms.nodes[n].inputs.size()) << n;
+  }
+#ifdef KILN_TEST_HAS_DNNL
+  // And it computes dense + bias + residual: x w^T + b + r.
+  fs::path dir = fs::path(::testing::TempDir()) / ("kiln_dnnl_dense_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  BuildOptions options;
+  options.compiler.cache_dir = test::SharedObjectCache();
+  Build(main, options).ExportLibrary((dir / "dense.so").string());
+  auto exec = runtime::GetGraphExecutor(
+      runtime::LoadModuleFromFile((dir / "dense.so").string()).GetFunction("default")(runtime::kCPU).AsModule());
+  std::vector<float> x = {1, 0, -1, 2, 0.5f, 0, -3, 1, 1, 0, 0, 4}, r = {1, 2, 3, 4, 5, 6, 7, 8};
+  exec->SetInput(0, *test::FloatArray({1, 4, 3}, x).get());
+  exec->SetInput(1, *test::FloatArray({1, 4, 2}, r).get());
+  exec->Run();
+  std::vector<float> got = test::ToVector(exec->GetOutput(0));
+  const float w[2][3] = {{1, 2, 3}, {-1, 0.5f, 0.25f}}, b[2] = {0.5f, -4};
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      float want = b[j] + r[i * 2 + j];
+      for (int k = 0; k < 3; ++k) want += x[i * 3 + k] * w[j][k];
+      EXPECT_NEAR(got[i * 2 + j], want, 1e-5) << i << "," << j;
+    }
+  }
+  fs::remove_all(dir);
+#endif
+}
+
 // Loads a dnnl_json module of `graph` under a const loader holding `constants`, both laid out as
 // TVM's JSONRuntimeBase and ConstLoaderModuleNode write them; returns the loader.
 runtime::Module LoadAsTvmWritesIt(const char* graph, const std::vector<runtime::NDArray>& constants) {

@@ -228,6 +228,10 @@ TEST_F(ModelLibraryTest, DamagedLibrariesGiveClearErrors) {
   std::string unresolved = LoadError(test::LibPath("kiln_test_unresolved"));
   EXPECT_THAT(unresolved, HasSubstr("cannot load library"));
   EXPECT_THAT(unresolved, HasSubstr("undefined symbol: kiln_test_function_nothing_defines"));
+  std::string tvm_cpp = LoadError(test::LibPath("kiln_test_tvm_cpp_runtime"));  // as TVM's ccompiler builds
+  EXPECT_THAT(tvm_cpp, HasSubstr("needs TVM's C++ runtime library (libtvm_runtime), which kiln does not provide: "
+                                 "it calls tvm::runtime::Object::TypeIndex2Key[abi:cxx11](unsigned int)"));
+  EXPECT_THAT(tvm_cpp, HasSubstr("run the library with TVM's runtime, or build the model with kiln"));
   std::string garbage = LoadError(test::LibPath("kiln_test_model_garbage"));
   EXPECT_THAT(garbage, HasSubstr("cannot load library"));
   EXPECT_THAT(garbage, HasSubstr("kiln_test_model_garbage"));

@@ -14,6 +14,12 @@
 
 namespace kiln::backend {
 
+// Dense layers on data of rank 3 or more as TVM's ONNX frontend writes them and its DNNL runtime
+// takes them (it has no form for others): the data reshaped to [M, K] and the result reshaped
+// back after the elementwise ops that follow (bias, gelu, residual sum), which then work on
+// [M, N] and fuse into the dnnl.dense composites (dense_on_2d.cc). Run before partitioning.
+ir::Expr DnnlDenseOn2D(const ir::Expr& main);
+
 bool DnnlSupports(const ir::CallNode& call);
 std::vector<transform::CompositePattern> DnnlPatterns();
 ExternalModule DnnlGenerate(const std::string& symbol, const ir::Expr& function);
