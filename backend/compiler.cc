@@ -2,6 +2,7 @@
 #include "backend/compiler.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -354,7 +355,10 @@ void RunCommands(const std::vector<Command>& commands, int jobs, std::optional<s
       for (size_t r = 0; r < running.size(); ++r) {
         if (only && running[r].first != *only) continue;
         int status = 0;
-        if (waitpid(running[r].second.pid, &status, WNOHANG) != running[r].second.pid) continue;
+        pid_t done = waitpid(running[r].second.pid, &status, WNOHANG);
+        if (done == 0 || (done < 0 && errno == EINTR)) continue;
+        runtime::Check(done == running[r].second.pid, "cannot wait for the compiler (", running[r].second.what,
+                       "): ", std::strerror(errno));
         auto [index, process] = running[r];
         running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
         if (prelude && index == *prelude) prelude_built = true;
@@ -372,7 +376,10 @@ void RunCommands(const std::vector<Command>& commands, int jobs, std::optional<s
     }
     while (!running.empty()) finish(std::nullopt);
   } catch (...) {
-    for (const auto& r : running) waitpid(r.second.pid, nullptr, 0);
+    for (const auto& r : running) {  // the others' results are not needed any more
+      kill(r.second.pid, SIGTERM);
+      waitpid(r.second.pid, nullptr, 0);
+    }
     throw;
   }
 }

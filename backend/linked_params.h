@@ -16,6 +16,13 @@ struct LinkedParams {
   BlobBytes image;
   std::string header;
   runtime::NamedArrays unlinked;  // the parameters the factory keeps (and copies into each executor)
+
+  LinkedParams() = default;
+  // The image refers to `header`: a copy would refer to the original's; a move keeps the header's
+  // buffer (it is never short enough to be stored inline: 8 bytes and 16 per parameter).
+  LinkedParams(const LinkedParams&) = delete;
+  LinkedParams& operator=(const LinkedParams&) = delete;
+  LinkedParams(LinkedParams&&) = default;
 };
 
 // Links every parameter of `graph` that no operator writes and that is not an output (an executor

@@ -167,9 +167,19 @@ constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, co
   if ((ob == 16 || (ob == 8 && config.vector_floats == 16)) && stride == 2 && p.in_block == 1) return {ob, 0, 1, 2};
   return {ob, 0, 0, 1};
 }
-// out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)), by the variant
-// Conv2DNCHWcVariantOf(p, kCompiledConfig). Returns non-zero (with the error message set) when
-// the parameters are not a supported form, or need another variant.
+// Whether variant `v` computes `p`: its output block and local groups are p's and what it
+// compiles in (input block, stride along the row) is p's. (Which of those that do is fastest is
+// Conv2DNCHWcVariantOf's choice.)
+constexpr bool Conv2DNCHWcVariantComputes(const Conv2DNCHWcVariant& v, const Conv2DNCHWcParams& p) {
+  int64_t local_group = p.depthwise ? (p.groups > 0 ? p.in_channels / p.groups : 0) : 0;
+  int64_t stride = p.gather_strided ? 1 : p.stride_w;
+  return v.out_block == p.out_block && v.local_group == local_group &&
+         (v.in_block == 0 ? v.stride == 1 : v.in_block == p.in_block && v.stride == stride && local_group == 0);
+}
+// out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)), by a variant that computes `p`
+// (Conv2DNCHWcVariantOf(p, config) on the target the planner built for). Returns non-zero (with
+// the error message set) when the parameters are not a supported form or this variant does not
+// compute them.
 template <int OB, int kLocalGroup, int IB, int S>
 int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                 const EpilogueStep* epilogue, int epilogue_size);

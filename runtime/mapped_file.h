@@ -1,5 +1,7 @@
 // A file's bytes mapped read-only into memory: a large model is read through the page cache,
-// never copied into a buffer of its own first.
+// never copied into a buffer of its own first. (As with any mapping, a file cut short by another
+// process while it is read ends the reader with SIGBUS: the model files it maps are not written
+// while they are imported.)
 #pragma once
 
 #include <cstdint>

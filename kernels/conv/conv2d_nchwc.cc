@@ -454,7 +454,7 @@ template <int OB, int kLocalGroup, int IB, int S>
 int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                 const EpilogueStep* epilogue, int epilogue_size) {
   if (CheckParams(p) != 0) return -1;
-  if (!(Conv2DNCHWcVariantOf(p, kCompiledConfig) == Conv2DNCHWcVariant{OB, kLocalGroup, IB, S})) {
+  if (!Conv2DNCHWcVariantComputes({OB, kLocalGroup, IB, S}, p)) {
     return Fail("Conv2DNCHWc: the parameters need another variant of the kernel than the one called");
   }
   Conv2DNCHWcParams run = p;

@@ -230,6 +230,52 @@ TEST(Dnnl, DenseOnThreeDimensionalDataIsTwoDimensionalAsTvmsRuntimeTakesIt) {
 #endif
 }
 
+// The rewrite alone computes what the model does, on the host: operands of each kind (one value
+// per column, a scalar, the result's shape; first or second: subtract and divide keep their
+// order), an activation with attributes, and ops it must leave (a transpose) stay after the
+// reshape back.
+TEST(Dnnl, DenseOn2DComputesWhatTheModelDoes) {
+  const char* model = R"(fn (%x: Tensor[(2, 3, 4), float32], %r: Tensor[(2, 3, 2), float32]) {
+    %w = const(Tensor[(2, 4), float32], [1, 2, 3, 4, -1, 0.5, 0.25, -2]);
+    %c = const(Tensor[(1, 1, 2), float32], [0.5, -1]);
+    %s = const(Tensor[(), float32], [2]);
+    %0 = nn.dense(%x, %w);
+    %1 = subtract(%c, %0);
+    %2 = divide(%1, %s);
+    %3 = clip(%2, a_min=-3, a_max=2.5);
+    %4 = subtract(%3, %r);
+    %5 = transpose(%4, axes=[2, 0, 1]);
+    %5
+  })";
+  ir::Expr original = ir::ParseFunction(model);
+  ir::Expr rewritten = DnnlDenseOn2D(original);
+  const auto* transpose = rewritten->As<ir::FunctionNode>()->body->As<ir::CallNode>();
+  const auto* back = transpose->args[0]->As<ir::CallNode>();
+  ASSERT_TRUE(back != nullptr && back->op != nullptr);
+  EXPECT_EQ(back->op->name, "reshape");  // after every elementwise op, before the transpose
+  EXPECT_EQ(back->args[0]->type().tensor().shape, (std::vector<int64_t>{6, 2}));
+  fs::path dir = fs::path(::testing::TempDir()) / ("kiln_dnnl_dense_2d_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  BuildOptions options;
+  options.compiler.cache_dir = test::SharedObjectCache();
+  std::vector<float> x, r;
+  for (int i = 0; i < 24; ++i) x.push_back(0.25f * static_cast<float>((i * 7) % 13) - 1.5f);
+  for (int i = 0; i < 12; ++i) r.push_back(0.5f * static_cast<float>(i % 5) - 1.0f);
+  std::vector<std::vector<float>> outputs;
+  for (const ir::Expr& f : {original, rewritten}) {
+    std::string path = (dir / ("m" + std::to_string(outputs.size()) + ".so")).string();
+    Build(f, options).ExportLibrary(path);
+    auto exec = runtime::GetGraphExecutor(runtime::LoadModuleFromFile(path).GetFunction("default")(runtime::kCPU).AsModule());
+    exec->SetInput(0, *test::FloatArray({2, 3, 4}, x).get());
+    exec->SetInput(1, *test::FloatArray({2, 3, 2}, r).get());
+    exec->Run();
+    outputs.push_back(test::ToVector(exec->GetOutput(0)));
+  }
+  ASSERT_EQ(outputs[0].size(), 12u);
+  for (size_t i = 0; i < outputs[0].size(); ++i) EXPECT_NEAR(outputs[1][i], outputs[0][i], 1e-6) << i;
+  fs::remove_all(dir);
+}
+
 // Loads a dnnl_json module of `graph` under a const loader holding `constants`, both laid out as
 // TVM's JSONRuntimeBase and ConstLoaderModuleNode write them; returns the loader.
 runtime::Module LoadAsTvmWritesIt(const char* graph, const std::vector<runtime::NDArray>& constants) {

@@ -162,6 +162,27 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
   UseThreads(false);
 }
 
+// A library calls the variant its planner named. Any variant whose compiled-in input block and
+// stride are the layer's computes it (the generic one always: the choice among them is speed);
+// one compiled for another input block refuses.
+TEST(Conv2DNCHWc, AVariantComputesTheLayersItFitsAndRefusesOthers) {
+  std::mt19937 rng(11);
+  Shape s{1, 32, 9, 13, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, false};
+  std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng);
+  std::vector<float> blocked = Block(x, 1, s.c, s.h * s.w, 16), weights = PackWeights(w, s);
+  std::vector<float> reference = ReferenceConv(x, w, s);
+  for (Conv2DNCHWcKernel kernel : {&Conv2DNCHWc<16, 0, 16, 1>, &Conv2DNCHWc<16, 0, 0, 1>}) {
+    std::vector<float> out(s.n * s.o * s.oh() * s.ow(), NAN);
+    ASSERT_EQ(kernel(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), 0) << TVMGetLastError();
+    ExpectNear(Unblock(out, 1, s.o, s.oh() * s.ow(), 16), reference, s.Text());
+  }
+  std::vector<float> out(s.n * s.o * s.oh() * s.ow());
+  Conv2DNCHWcKernel other_block = &Conv2DNCHWc<16, 0, 8, 1>, other_output = &Conv2DNCHWc<8, 0, 0, 1>;
+  EXPECT_EQ(other_block(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), -1);
+  EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("need another variant of the kernel than the one called"));
+  EXPECT_EQ(other_output(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), -1);
+}
+
 // 1x1 layers of 8-channel output blocks (tiles of three blocks and of the two left): rows of the
 // plane and the plane as one row, stride 1 and the strided gather, with a bias, a residual and
 // relu. Built for AVX-512 (kernel_tests_avx512), the stride-1 tiles have their input block (8 or

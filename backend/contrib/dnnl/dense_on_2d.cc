@@ -30,7 +30,7 @@ PatternRewrite DenseOn2D() {
   Pattern x = Wildcard(), w = Wildcard();
   return {IsOp(kDense, {x, w}), [=](const transform::Match& m, const transform::Rewritten& rewritten) -> Expr {
             const TensorType& in = m[x]->type().tensor();
-            if (in.ndim() < 3 || !Float32(m.root())) return nullptr;
+            if (in.ndim() < 3 || !Float32(m.root()) || in.shape.back() <= 0) return nullptr;
             const auto* dense = m.root()->As<CallNode>();
             int64_t k = in.shape.back();
             Expr flat = Call(kDense, {Reshape(rewritten(m[x]), {in.NumElements() / k, k}), rewritten(m[w])}, dense->attrs);
