@@ -1,6 +1,6 @@
-// The CPU kernels that generated operator code calls. Their sources are compiled together with
-// the generated code of each model library, with the model's target flags (so `-march` applies
-// to them too), and cached. They reach the runtime only through the context pointers of
+// The CPU kernels that generated operator code calls. The sources of those a model library calls
+// (kernels/sources.txt) are compiled with its generated code, with the model's target flags (so
+// `-march` applies to them too), and cached. They reach the runtime only through the context pointers of
 // backend_api.h, so a model library has no undefined runtime symbols.
 //
 // All tensors are dense row-major float32 unless noted; pointers are 64-byte aligned by the
