@@ -34,24 +34,31 @@ std::string StepShapes(const Graph& graph, uint32_t n) {
 
 }  // namespace
 
-ProfileReport ProfileRun(GraphExecutor& executor) {
+ProfileReport ProfileRun(GraphExecutor& executor, int runs) {
+  if (runs < 1) throw Error("a profile needs at least one run, got " + std::to_string(runs));
   const Graph& graph = executor.graph();
+  size_t steps = executor.NumSteps();
+  std::vector<std::vector<double>> durations(steps, std::vector<double>(runs));
+  for (int r = 0; r < runs; ++r) {
+    for (size_t i = 0; i < steps; ++i) {
+      Clock::time_point start = Clock::now();
+      executor.RunStep(i);
+      durations[i][r] = MicrosecondsBetween(start, Clock::now());
+    }
+  }
   ProfileReport report;
-  report.nodes.reserve(executor.NumSteps());
-  Clock::time_point run_start = Clock::now();
-  for (size_t i = 0; i < executor.NumSteps(); ++i) {
-    Clock::time_point start = Clock::now();
-    executor.RunStep(i);
-    Clock::time_point end = Clock::now();
+  report.nodes.reserve(steps);
+  for (size_t i = 0; i < steps; ++i) {
+    std::vector<double>& d = durations[i];
+    std::nth_element(d.begin(), d.begin() + runs / 2, d.end());
     uint32_t n = executor.StepNode(i);
     const GraphNode& node = graph.nodes[n];
     auto implementation = node.attrs.find(kImplementationAttr);
     report.nodes.push_back(NodeTiming{n, node.name, node.func_name,
                                       implementation != node.attrs.end() ? implementation->second : "",
-                                      MicrosecondsBetween(run_start, start), MicrosecondsBetween(start, end),
-                                      StepShapes(graph, n)});
+                                      report.total_us, d[runs / 2], StepShapes(graph, n)});
+    report.total_us += d[runs / 2];
   }
-  for (const NodeTiming& t : report.nodes) report.total_us += t.duration_us;
   return report;
 }
 

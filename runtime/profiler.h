@@ -30,8 +30,10 @@ struct ProfileReport {
   std::string ChromeTrace() const;
 };
 
-// Runs the graph once, timing every step.
-ProfileReport ProfileRun(GraphExecutor& executor);
+// Runs the graph `runs` times (at least 1), timing every step; a node's duration is its median over
+// the runs (a noisy machine's preemptions stay out of it) and its start the sum of the durations
+// before it, so the nodes tile a run of their medians.
+ProfileReport ProfileRun(GraphExecutor& executor, int runs = 1);
 
 // Per step, `repeat` measurements, each the mean microseconds of `number` runs of that step alone;
 // a measurement is repeated with more runs until it lasts at least `min_repeat_ms`.

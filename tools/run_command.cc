@@ -30,10 +30,10 @@ const std::vector<OptionSpec> kOptions = {
     {"--outputs", "-o", true, "write the outputs to this .npz (output_0, output_1, ...)"},
     {"--fill-mode", "", true, "inputs not given: zeros, ones or random (default random, seeded)"},
     {"--print-time", "", false, "time the runs and print mean, median, max, min and std in ms"},
-    {"--repeat", "", true, "timed measurements with --print-time (default 10)"},
+    {"--repeat", "", true, "timed measurements with --print-time, profiled runs with --profile (default 10)"},
     {"--number", "", true, "runs per measurement (default 1)"},
     {"--print-top", "", true, "print the K largest values of output 0 with their indices"},
-    {"--profile", "", false, "print the time of every node (profiling executor)"},
+    {"--profile", "", false, "print every node's median time over the profiled runs (profiling executor)"},
     {"--help", "-h", false, "show this help"},
 };
 
@@ -123,7 +123,11 @@ int RunCommand(const std::vector<std::string>& args) {
     }
     PrintTimes(ms);
   }
-  if (cli.Has("--profile")) std::printf("%s", runtime::ProfileRun(exec).Table().c_str());
+  if (cli.Has("--profile")) {
+    int runs = cli.GetInt("--repeat", 10);
+    Check(runs > 0, "--repeat must be positive");
+    std::printf("%s", runtime::ProfileRun(exec, runs).Table().c_str());
+  }
   if (cli.Has("--print-top")) PrintTop(exec.GetOutput(0), cli.GetInt("--print-top", 5));
   if (cli.Has("--outputs")) {
     NamedArrayList outputs;

@@ -132,10 +132,11 @@ class GraphModule:
         inputs = {name: _as_array(v) for name, v in kwargs.items()}
         return _ffi.benchmark(self.module, number, repeat, min_repeat_ms or 0, end_to_end, inputs)
 
-    def profile(self) -> ProfileReport:
-        """Runs the graph once timing every node (the profiling executor's report): str() is the
-        table, slowest first; .nodes, .total_us and .chrome_trace() give the details."""
-        return _ffi.profile(self.module)
+    def profile(self, runs: int = 1) -> ProfileReport:
+        """Runs the graph `runs` times timing every node, each node's time its median over the runs
+        (the profiling executor's report): str() is the table, slowest first; .nodes, .total_us
+        and .chrome_trace() give the details."""
+        return _ffi.profile(self.module, runs)
 
     def __getitem__(self, key: str) -> Any:
         """A packed function of the executor module by name."""

@@ -298,17 +298,17 @@ void RegisterMeasurements(py::module_& m) {
       .def_readonly("start_us", &runtime::NodeTiming::start_us)
       .def_readonly("duration_us", &runtime::NodeTiming::duration_us)
       .def_readonly("shapes", &runtime::NodeTiming::shapes);
-  py::class_<runtime::ProfileReport>(m, "ProfileReport", "Per-node timings of one run of the profiling executor.")
+  py::class_<runtime::ProfileReport>(m, "ProfileReport", "Per-node timings of the profiling executor: medians over its runs.")
       .def_readonly("nodes", &runtime::ProfileReport::nodes, "in execution order")
       .def_readonly("total_us", &runtime::ProfileReport::total_us)
       .def("table", &runtime::ProfileReport::Table, "one row per node, slowest first, then the total")
       .def("chrome_trace", &runtime::ProfileReport::ChromeTrace, "Chrome trace event JSON (opens in Perfetto)")
       .def("__str__", &runtime::ProfileReport::Table);
-  m.def("profile", [](const Module& module) {
+  m.def("profile", [](const Module& module, int runs) {
     std::shared_ptr<runtime::GraphExecutor> executor = runtime::GetGraphExecutor(module);
     py::gil_scoped_release release;
-    return runtime::ProfileRun(*executor);
-  }, py::arg("module"));
+    return runtime::ProfileRun(*executor, runs);
+  }, py::arg("module"), py::arg("runs") = 1);
 }
 
 }  // namespace

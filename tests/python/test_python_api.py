@@ -418,6 +418,11 @@ def test_profile_report_and_debug_executor(two_io_lib):
                                                   json.loads(two_io_lib.get_graph_json())["nodes"] if "attrs" in n}
     trace = json.loads(report.chrome_trace())
     assert len(trace["traceEvents"]) == len(report.nodes)
+    medians = gmod.profile(runs=5)
+    assert [n.name for n in medians.nodes] == [n.name for n in report.nodes]
+    assert medians.total_us == pytest.approx(sum(n.duration_us for n in medians.nodes))
+    with pytest.raises(kiln.KilnError, match="at least one run"):
+        gmod.profile(runs=0)
     debug = graph_executor.GraphModule(two_io_lib["debug_create"]("default", kiln.cpu()))
     debug.run(a=rand(2, 4), b=rand(2, 4))
     assert "Total" in debug["profile"]()

@@ -56,6 +56,21 @@ TEST_F(ProfilerTest, TimingsAreOrderedAndSumToTheTotal) {
   EXPECT_EQ(report.nodes[2].shapes, "float32[2, 4] -> float32[2, 4], float32[2, 4]");
 }
 
+TEST_F(ProfilerTest, ManyRunsGiveMediansThatTileARun) {
+  ProfileReport report = ProfileRun(*exec_, 5);
+  std::vector<float> want0, want1;
+  test::ReferenceTestModel(x_, want0, want1);
+  EXPECT_EQ(test::ToVector(exec_->GetOutput(0)), want0);
+  ASSERT_EQ(report.nodes.size(), 6u);
+  double end = 0;
+  for (const NodeTiming& t : report.nodes) {
+    EXPECT_DOUBLE_EQ(t.start_us, end);
+    end += t.duration_us;
+  }
+  EXPECT_DOUBLE_EQ(report.total_us, end);
+  EXPECT_THAT([&] { ProfileRun(*exec_, 0); }, ::testing::ThrowsMessage<Error>(HasSubstr("at least one run, got 0")));
+}
+
 TEST_F(ProfilerTest, TableIsSortedSlowestFirst) {
   ProfileReport report;
   report.nodes = {{0, "fast", "f_fast", "loops", 0, 1.0, "a"}, {1, "slow", "f_slow", "conv2d.nchwc_direct", 1, 3.0, "b"}};
