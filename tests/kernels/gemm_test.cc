@@ -74,7 +74,7 @@ void ExpectProduct(const Problem& p, const Operands& o, const std::vector<float>
 
 std::vector<Problem> Problems() {
   std::vector<Problem> problems;
-  for (int64_t m : {1, 2, 4, 5, 6, 7, 13, 97, 200}) {
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 13, 97, 200}) {
     for (int64_t n : {1, 15, 16, 17, 33, 48, 100, 400}) {
       for (int64_t k : {1, 7, 256, 300}) {
         for (int transposes = 0; transposes < 4; ++transposes) {
