@@ -28,6 +28,11 @@ constexpr int kTilePanels = kCompiledConfig.gemm_tile_panels;
 constexpr int64_t kBlockK = 256;                   // K per block: a panel's part 16 KiB
 constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 16 tiles of rows
 constexpr int64_t kBlockPanels = 12;               // columns of C per task: 192
+// Blocks of C a product is split into at least, where its tiles allow: the thread pool hands them
+// out in grains (support.cc), so threads that finish early take more, but two blocks of 12 and 1
+// panels (a 1x1 convolution on a 14x14 plane: 196 columns) left one of two threads idle most of
+// the time, and four uneven ones a third of it.
+constexpr int64_t kMinBlocks = 8;
 static_assert(kBlockPanels % kTilePanels == 0, "a task's panels are whole tiles of panels");
 // A copy of A or B in `tasks` tasks, on the calling thread when it moves fewer than the kernel
 // configuration's parallel_elements floats, else split across the runtime's threads.
@@ -108,7 +113,7 @@ struct PackedJob {
   int64_t b_stride;
   float* c;
   int64_t ldc, c_stride;
-  int64_t row_blocks, block_rows, col_blocks;
+  int64_t row_blocks, block_rows, col_blocks, block_panels;
   float* packed_a;  // per product of A: its row tiles, tile of rows [i, i + r) at i * k as [k][r]
 };
 
@@ -145,7 +150,7 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     const float* b = g.b + product * g.b_stride;
     float* c = g.c + product * g.c_stride;
     int64_t i0 = block / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
-    int64_t p0 = block % g.col_blocks * kBlockPanels, p1 = std::min(panels, p0 + kBlockPanels);
+    int64_t p0 = block % g.col_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
     for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
       int64_t kc = std::min(kBlockK, g.k - k0);
       for (int64_t p = p0; p < p1; p += kTilePanels) {
@@ -182,11 +187,26 @@ int RunPacked(int64_t batch, PackedJob job) {
   if (int status = PackInTasks(a_count * job.m * job.k, a_count * RowTiles(job.m), PackATiles, &job); status != 0) {
     return status;
   }
-  int64_t row_blocks = (job.m + kMaxBlockRows - 1) / kMaxBlockRows;
-  job.block_rows = ((job.m + row_blocks - 1) / row_blocks + kTileRows - 1) / kTileRows * kTileRows;
-  job.row_blocks = (job.m + job.block_rows - 1) / job.block_rows;
-  int64_t panels = Panels(job.n);
-  job.col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
+  // Blocks in tiles: rows of at most kMaxBlockRows, panels of at most kBlockPanels, split further
+  // (one more block along the longer side at a time) until there are kMinBlocks, then made even.
+  auto blocks = [](int64_t tiles, int64_t per_block) { return (tiles + per_block - 1) / per_block; };
+  const int64_t row_tiles = RowTiles(job.m), col_tiles = blocks(Panels(job.n), kTilePanels);
+  int64_t rows_per_block = blocks(row_tiles, blocks(job.m, kMaxBlockRows));
+  int64_t cols_per_block = std::min(kBlockPanels / kTilePanels, col_tiles);
+  while (batch * blocks(row_tiles, rows_per_block) * blocks(col_tiles, cols_per_block) < kMinBlocks &&
+         (rows_per_block > 1 || cols_per_block > 1)) {
+    if (cols_per_block >= rows_per_block) {
+      cols_per_block = std::min(cols_per_block - 1, blocks(col_tiles, blocks(col_tiles, cols_per_block) + 1));
+    } else {
+      rows_per_block = std::min(rows_per_block - 1, blocks(row_tiles, blocks(row_tiles, rows_per_block) + 1));
+    }
+  }
+  job.row_blocks = blocks(row_tiles, rows_per_block);
+  job.col_blocks = blocks(col_tiles, cols_per_block);
+  job.block_rows = blocks(row_tiles, job.row_blocks) * kTileRows;
+  job.block_panels = blocks(col_tiles, job.col_blocks) * kTilePanels;
+  job.row_blocks = blocks(job.m, job.block_rows);
+  job.col_blocks = blocks(Panels(job.n), job.block_panels);
   return ParallelFor(batch * job.row_blocks * job.col_blocks, PackedBlocks, &job);
 }
 
@@ -308,7 +328,7 @@ void PackBPanels(int64_t begin, int64_t end, void* context) {
 
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
                int64_t ldc) {
-  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, false, b_packed, 0, c, ldc, 0, 0, 0, 0, nullptr});
+  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, false, b_packed, 0, c, ldc, 0, 0, 0, 0, 0, nullptr});
 }
 
 int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,
@@ -330,7 +350,7 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
     return status;
   }
   PackedJob job{m, n, k, a, lda, a_stride, a_transposed, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
-                c, ldc, c_stride, 0, 0, 0, nullptr};
+                c, ldc, c_stride, 0, 0, 0, 0, nullptr};
   return RunPacked(batch, job);
 }
 
