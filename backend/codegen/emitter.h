@@ -130,6 +130,22 @@ std::string StaticTable(EmitContext& c, const std::string& type, const std::stri
 
 // The loop of an ElementwiseLoop step of `plan`.
 void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan);
+// Writes a GatherLoop step (gather_emitter.cc).
+void EmitGatherLoop(CodeWriter& code, const GatherLoop& loop, const Plan& plan);
+// The longest run of consecutive output elements of `call`, a data-movement op, that the gather
+// loop may copy from consecutive input elements: any run of that length (or a divisor of it) that
+// starts at a multiple of it in the output starts at a multiple of it in the input. 0 for an op
+// that a gather loop does not compute.
+int64_t GatherRunBound(const ir::CallNode& call);
+
+// The transpose's permutation, its default (reversed axes) filled in, negative axes counted from
+// the back.
+std::vector<int64_t> TransposeAxes(const ir::CallNode& call, size_t ndim);
+// Where a strided_slice of an input of shape `in` starts on each axis and its step there.
+struct SliceGeometry {
+  std::vector<int64_t> start, step;
+};
+SliceGeometry SliceGeometryOf(const ir::CallNode& call, const std::vector<int64_t>& in);
 
 // The emitters of each op family.
 void EmitReduce(EmitContext& context);

@@ -45,6 +45,8 @@ class StepPrinter {
 
   void operator()(const ElementwiseLoop& loop) { EmitElementwiseLoop(code_, loop, plan_); }
 
+  void operator()(const GatherLoop& loop) { EmitGatherLoop(code_, loop, plan_); }
+
   void operator()(const LoopOp& op) {
     EmitContext context{code_, *op.call, {}, {}, {}, {}, plan_.symbol, op.parallel};
     for (BufferId b : op.inputs) {

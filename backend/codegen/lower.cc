@@ -3,6 +3,7 @@
 // epilogue join its step; runs of elementwise ops of one shape share a loop.
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -51,6 +52,10 @@ std::vector<TensorType> ResultTypes(const Expr& e) {
   return types;
 }
 
+// Gather loops copy runs of at least this many elements; shorter ones are left to the ops' own
+// loops, whose inner loops need no division per element.
+constexpr int64_t kMinGatherRun = 8;
+
 const OpRef kMultiply("multiply");
 const OpRef kSigmoid("sigmoid");
 
@@ -78,9 +83,17 @@ class Lowerer {
     for (const Expr& e : order_) {
       for (const Expr& input : Inputs(e)) readers_[input.get()].push_back(e);
     }
+    for (const Expr& e : order_) {
+      if (IsGatherOp(e) && !InsideGatherTree(e)) PlanGatherTree(e);
+    }
     for (size_t position = 0; position < order_.size(); ++position) {
       const Expr& e = order_[position];
       if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kTuple || fused_.count(e.get()) != 0) continue;
+      if (gathered_.count(e.get()) != 0) continue;  // computed by its tree's gather loop
+      if (auto root = gather_runs_.find(e.get()); root != gather_runs_.end()) {
+        LowerGatherLoop(e, root->second);
+        continue;
+      }
       if (const auto* item = e->As<TupleGetItemNode>()) {
         values_[e.get()] = {values_.at(item->tuple.get()).at(item->index)};
         continue;
@@ -277,6 +290,73 @@ class Lowerer {
     return end;
   }
 
+  // ---- Gather loops ------------------------------------------------------------------------------
+
+  // A data-movement op that a gather loop computes (GatherRunBound).
+  bool IsGatherOp(const Expr& e) const {
+    const auto* call = e->As<CallNode>();
+    return call != nullptr && call->op != nullptr && e->type().is_tensor() && GatherRunBound(*call) > 0;
+  }
+
+  // A gather op read once, by another, and not returned: inside the tree of its reader.
+  bool InsideGatherTree(const Expr& e) const {
+    if (!IsGatherOp(e) || returned_.count(e.get()) != 0) return false;
+    auto it = readers_.find(e.get());
+    return it != readers_.end() && it->second.size() == 1 && IsGatherOp(it->second[0]);
+  }
+
+  // `e` and the gather ops inside its tree, into `members`; `run` becomes the gcd of their bounds.
+  void CollectGatherTree(const Expr& e, std::vector<const ExprNode*>* members, int64_t* run) const {
+    members->push_back(e.get());
+    *run = std::gcd(*run, GatherRunBound(*e->As<CallNode>()));
+    for (const Expr& arg : e->As<CallNode>()->args) {
+      if (InsideGatherTree(arg)) CollectGatherTree(arg, members, run);
+    }
+  }
+
+  // Makes `root` and the ops inside its tree one gather loop when they are two ops or more and
+  // their runs are long enough; otherwise tries the subtrees under it.
+  void PlanGatherTree(const Expr& root) {
+    std::vector<const ExprNode*> members;
+    int64_t run = root->type().tensor().NumElements();
+    if (run == 0) return;
+    CollectGatherTree(root, &members, &run);
+    if (members.size() >= 2 && run >= kMinGatherRun) {
+      gather_runs_[root.get()] = run;
+      gathered_.insert(members.begin() + 1, members.end());
+      return;
+    }
+    for (const Expr& arg : root->As<CallNode>()->args) {
+      if (InsideGatherTree(arg)) PlanGatherTree(arg);
+    }
+  }
+
+  // The node of `e` in `loop` (a call of the tree, or a leaf: a buffer already computed).
+  int AddGatherNode(const Expr& e, bool root, GatherLoop* loop) {
+    int index = static_cast<int>(loop->nodes.size());
+    loop->nodes.emplace_back();
+    if (!root && gathered_.count(e.get()) == 0) {
+      loop->nodes[index].leaf = values_.at(e.get()).at(0);
+      return index;
+    }
+    const auto* call = e->As<CallNode>();
+    loop->nodes[index].call = call;
+    for (const Expr& arg : call->args) {
+      int input = AddGatherNode(arg, false, loop);
+      loop->nodes[index].inputs.push_back(input);
+    }
+    return index;
+  }
+
+  void LowerGatherLoop(const Expr& root, int64_t run) {
+    GatherLoop loop;
+    AddGatherNode(root, true, &loop);
+    loop.output = AllocateResults(root, root).at(0);
+    loop.run = run;
+    loop.parallel = SplitAcrossThreads(root->type().tensor());
+    plan_.steps.push_back(std::move(loop));
+  }
+
   // Whether a loop writing `output` is split across the runtime's threads: when it writes
   // enough values (the kernel configuration's parallel_elements). Not a question of the target's
   // cores: the runtime's thread count decides where the model runs, and with one thread the split
@@ -294,6 +374,8 @@ class Lowerer {
   std::unordered_map<const ExprNode*, std::vector<Expr>> readers_;       // within the function
   std::set<const ExprNode*> returned_;
   std::set<const ExprNode*> fused_;  // ops computed in the epilogue of an earlier kernel
+  std::unordered_map<const ExprNode*, int64_t> gather_runs_;  // roots of gather loops: their runs
+  std::set<const ExprNode*> gathered_;  // ops inside a gather loop's tree, below its root
 };
 
 }  // namespace
@@ -312,6 +394,7 @@ std::string Plan::Implementations() const {
     if (std::holds_alternative<ElementwiseLoop>(step)) name = "elementwise loop";
     if (const auto* loop = std::get_if<LoopOp>(&step)) name = loop->call->op->name + " loops";
     if (std::holds_alternative<Copy>(step)) name = "copy";
+    if (std::holds_alternative<GatherLoop>(step)) name = "gather loop";
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   std::string text;

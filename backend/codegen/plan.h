@@ -85,7 +85,24 @@ struct Copy {
   BufferId from = -1, to = -1;
 };
 
-using PlanStep = std::variant<KernelCall, ElementwiseLoop, LoopOp, Copy>;
+// A tree of data-movement ops (reshape and its kind, transpose, strided_slice, concatenate)
+// computed by one loop over its root's output, in runs of `run` elements that lie one after
+// another in one leaf buffer: each run's source is found by walking its first index back through
+// the ops, and no op of the tree writes a buffer of its own (a channel shuffle, concatenate ->
+// reshape -> transpose -> reshape, was a pass over memory per op).
+struct GatherLoop {
+  struct Node {
+    const ir::CallNode* call = nullptr;  // null: a leaf
+    BufferId leaf = -1;                  // a leaf's buffer
+    std::vector<int> inputs;             // a call's arguments, as indices into `nodes`
+  };
+  std::vector<Node> nodes;  // the root first
+  BufferId output = -1;
+  int64_t run = 1;
+  bool parallel = false;  // runs split across the runtime's threads
+};
+
+using PlanStep = std::variant<KernelCall, ElementwiseLoop, LoopOp, Copy, GatherLoop>;
 
 struct Plan {
   std::string symbol;
@@ -94,7 +111,7 @@ struct Plan {
   std::vector<PlanStep> steps;
 
   // What computes the function, as inspect and the profiler show it: the kernel implementations
-  // and "elementwise loop", "<op> loops" or "copy" for the other steps, each once, in order,
+  // and "elementwise loop", "<op> loops", "gather loop" or "copy" for the other steps, each once, in order,
   // joined by " + ".
   std::string Implementations() const;
 

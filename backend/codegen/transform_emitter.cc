@@ -24,18 +24,21 @@ std::string Index(size_t d) { return "i" + std::to_string(d); }
 
 }  // namespace
 
+std::vector<int64_t> TransposeAxes(const ir::CallNode& call, size_t ndim) {
+  std::vector<int64_t> axes = call.attrs.GetInts("axes");
+  if (axes.empty()) {
+    for (int64_t d = static_cast<int64_t>(ndim) - 1; d >= 0; --d) axes.push_back(d);
+  }
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + static_cast<int64_t>(ndim) : axis;
+  return axes;
+}
+
 void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
-  std::vector<int64_t> axes = c.call.attrs.GetInts("axes");
-  if (axes.empty()) {
-    for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) axes.push_back(d);
-  }
+  std::vector<int64_t> axes = TransposeAxes(c.call, in.size());
   std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::vector<std::string> terms;
-  for (size_t d = 0; d < axes.size(); ++d) {
-    int64_t axis = axes[d] < 0 ? axes[d] + static_cast<int64_t>(in.size()) : axes[d];
-    terms.push_back(Index(d) + " * " + IntLiteral(in_strides[axis]));
-  }
+  for (size_t d = 0; d < axes.size(); ++d) terms.push_back(Index(d) + " * " + IntLiteral(in_strides[axes[d]]));
   CopyByOffset(c, terms);
 }
 
@@ -67,24 +70,29 @@ void EmitSplit(EmitContext& c) {
   }
 }
 
-void EmitStridedSlice(EmitContext& c) {
-  const auto& in = c.input_types[0].shape;
-  const ir::Attrs& attrs = c.call.attrs;
+SliceGeometry SliceGeometryOf(const ir::CallNode& call, const std::vector<int64_t>& in) {
+  const ir::Attrs& attrs = call.attrs;
   std::vector<int64_t> axes = attrs.GetInts("axes");
   const auto& begin = attrs.GetInts("begin");
   const auto& strides_attr = attrs.GetInts("strides");
   if (axes.empty()) {
     for (size_t i = 0; i < begin.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  std::vector<int64_t> start(in.size(), 0), step(in.size(), 1);
+  SliceGeometry g{std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1)};
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(in.size()) : axes[i];
     int64_t s = strides_attr.empty() ? 1 : strides_attr[i];
     int64_t b = begin[i] < 0 ? begin[i] + in[a] : begin[i];
     b = s > 0 ? std::min(std::max<int64_t>(b, 0), in[a]) : std::min(std::max<int64_t>(b, -1), in[a] - 1);
-    start[a] = b;
-    step[a] = s;
+    g.start[a] = b;
+    g.step[a] = s;
   }
+  return g;
+}
+
+void EmitStridedSlice(EmitContext& c) {
+  const auto& in = c.input_types[0].shape;
+  auto [start, step] = SliceGeometryOf(c.call, in);
   std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::vector<std::string> terms;
   for (size_t d = 0; d < in.size(); ++d) {

@@ -306,6 +306,73 @@ TEST(Lowering, LargeDataMovementLoopsSplitAcrossThreads) {
   EXPECT_THAT(GenerateOperatorSource(small), ::testing::Not(HasSubstr("ParallelFor")));
 }
 
+// A tree of data-movement ops is one gather loop over its root's output, in runs that lie one
+// after another in one leaf: ShuffleNet's channel shuffle in runs of a plane.
+TEST(Lowering, DataMovementTreesAreOneGatherLoop) {
+  Plan shuffle = Lower(R"(fn (%a: Tensor[(1, 58, 28, 28), float32], %b: Tensor[(1, 116, 28, 28), float32]) {
+    %0 = strided_slice(%b, begin=[58], end=[116], axes=[1]);
+    %1 = concatenate(%a, %0, axis=1);
+    %2 = reshape(%1, newshape=[1, 2, 58, 28, 28]);
+    %3 = transpose(%2, axes=[0, 2, 1, 3, 4]);
+    %4 = reshape(%3, newshape=[1, 116, 28, 28]);
+    %4
+  })");
+  ASSERT_EQ(shuffle.steps.size(), 1u);
+  const GatherLoop& loop = StepAt<GatherLoop>(shuffle, 0);
+  EXPECT_EQ(loop.run, 784);
+  EXPECT_EQ(loop.output, shuffle.Output(0));
+  EXPECT_TRUE(loop.parallel);
+  ASSERT_EQ(loop.nodes.size(), 7u);  // four reshape/transpose/concatenate/slice calls, three leaves
+  EXPECT_EQ(loop.nodes[0].call->op->name, "reshape");
+  std::vector<BufferId> leaves;
+  for (const GatherLoop::Node& node : loop.nodes) {
+    if (node.call == nullptr) leaves.push_back(node.leaf);
+  }
+  EXPECT_THAT(leaves, ElementsAre(shuffle.Param(0), shuffle.Param(1)));
+  EXPECT_EQ(shuffle.Implementations(), "gather loop");
+  std::string source = GenerateOperatorSource(shuffle);
+  EXPECT_THAT(source, HasSubstr("kiln::kernels::ParallelFor(116LL"));  // 116 planes
+  EXPECT_THAT(source, HasSubstr("784LL * sizeof(float)"));
+  EXPECT_THAT(source, ::testing::Not(HasSubstr("Workspace")));  // no buffer between the ops
+
+  // Runs of 8 heads' features: reshape and transpose of attention heads.
+  Plan heads = Lower(R"(fn (%x: Tensor[(1, 7, 96), float32]) {
+    %0 = reshape(%x, newshape=[1, 7, 12, 8]);
+    %1 = transpose(%0, axes=[0, 2, 1, 3]);
+    %1
+  })");
+  EXPECT_EQ(StepAt<GatherLoop>(heads, 0).run, 8);
+  EXPECT_FALSE(StepAt<GatherLoop>(heads, 0).parallel);
+
+  // A transpose of the last axis leaves runs of 1: the ops keep their own loops and the reshape
+  // its copy. A lone op is not a tree.
+  Plan last_axis = Lower(R"(fn (%x: Tensor[(4, 6, 10), float32]) {
+    %0 = reshape(%x, newshape=[24, 10]);
+    %1 = transpose(%0, axes=[1, 0]);
+    %1
+  })");
+  ASSERT_EQ(last_axis.steps.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<Copy>(last_axis.steps[0]));
+  EXPECT_EQ(StepAt<LoopOp>(last_axis, 1).call->op->name, "transpose");
+
+  // Below a root whose runs are too short, a subtree that has long ones is a gather loop; a value
+  // read twice is a leaf of both trees that read it.
+  Plan subtree = Lower(R"(fn (%a: Tensor[(2, 16, 9), float32], %b: Tensor[(2, 16, 9), float32]) {
+    %0 = concatenate(%a, %b, axis=1);
+    %1 = reshape(%0, newshape=[2, 32, 9]);
+    %2 = transpose(%1, axes=[0, 2, 1]);
+    %3 = strided_slice(%a, begin=[0, 8], end=[2, 16], axes=[0, 1]);
+    %4 = reshape(%3, newshape=[144]);
+    (%2, %4)
+  })");
+  ASSERT_EQ(subtree.steps.size(), 3u);
+  const GatherLoop& joined = StepAt<GatherLoop>(subtree, 0);
+  EXPECT_EQ(joined.nodes[0].call->op->name, "reshape");
+  EXPECT_EQ(joined.run, 144);  // each input's part of one image
+  EXPECT_EQ(StepAt<LoopOp>(subtree, 1).call->op->name, "transpose");
+  EXPECT_EQ(StepAt<GatherLoop>(subtree, 2).run, 72);  // the slice: half of each image's 144
+}
+
 TEST(Lowering, GlobalPoolingOfFloat64IsAClearError) {
   Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 3, 3), float64]) { %0 = nn.global_avg_pool2d(%x); %0 })");
   try {
