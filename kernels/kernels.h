@@ -58,9 +58,13 @@ struct Conv2DParams {
                     out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise);
   }
 };
-// out[N, O, OH, OW] = conv(data[N, C, H, W], weight[O, C / groups, KH, KW]); returns non-zero on
-// failure (out of workspace memory) after setting the error message.
-int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out);
+struct EpilogueStep;
+// out[N, O, OH, OW] = epilogue(conv(data[N, C, H, W], weight[O, C / groups, KH, KW])), the
+// epilogue's steps (EpilogueStep below: a kChannel operand one value per output channel, a kTensor
+// one of the output's shape) applied by the matrix product to each tile of its result; returns
+// non-zero on failure (out of workspace memory) after setting the error message.
+int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out, const EpilogueStep* epilogue,
+           int epilogue_size);
 
 // Transposed convolution (the gradient of a convolution with respect to its input), up to three
 // spatial axes: 2-D data is 3-D with a depth of 1, 1-D with a height of 1 too. Input element i
@@ -122,6 +126,12 @@ struct EpilogueStep {
   const float* data;
   float lo, hi;  // kClip bounds
 };
+
+// C[M, N] = epilogue(A[M, K] * B[K, N]), row strides lda, ldb, ldc: the steps applied to each
+// tile of C once its sums are complete, while it is in cache, a kChannel operand holding one value
+// per row of C (a convolution's output channel) and a kTensor operand C's layout. Fails as Gemm.
+int GemmWithEpilogue(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                     float* c, int64_t ldc, const EpilogueStep* epilogue, int epilogue_size);
 
 struct Conv2DNCHWcParams {
   int64_t batch, in_channels, in_height, in_width, in_block;

@@ -57,11 +57,6 @@ bool Blocked(const strategy::Conv2DImplementation& implementation) {
          implementation.kernel == strategy::Conv2DKernel::kConv2DNCHWcDepthwise;
 }
 
-// Whether the implementation's kernel applies a fused epilogue.
-bool TakesEpilogue(const strategy::Conv2DImplementation& implementation) {
-  return Blocked(implementation) || implementation.kernel == strategy::Conv2DKernel::kConv2DDepthwise;
-}
-
 // The kernel's step for epilogue op `op` on the convolution's output `out`, or nothing when the
 // kernel cannot apply it: an op of the output's type whose other operand it reads (OperandKind);
 // nn.bias_add along the channels of a plain output as an add of one value per channel.
@@ -129,14 +124,10 @@ size_t ChainStepsLength(const ir::CallNode& anchor, const std::vector<FusedOp>& 
 }  // namespace
 
 // Inputs other than float32: none (planning says why).
+// Every convolution kernel applies its fused epilogue: the blocked ones on their tiles, the plain
+// one in its matrix product's tiles, the plain depthwise one on each plane.
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain) {
-  if (!AllFloat32(anchor_inputs) || !TakesEpilogue(strategy::Conv2DImplementationOf(anchor))) return 0;
-  return ChainStepsLength(anchor, chain);
-}
-
-size_t Conv2DWinogradEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
-                                    const std::vector<FusedOp>& chain) {
   return AllFloat32(anchor_inputs) ? ChainStepsLength(anchor, chain) : 0;
 }
 
@@ -164,8 +155,8 @@ KernelCall PlanConv2D(const KernelOperands& o) {
   k.implementation = implementation.name;
   k.params = TypedParams("Conv2DParams", strategy::Conv2DKernelParams(o.call, implementation));
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
-  k.takes_epilogue = depthwise;
-  if (depthwise) k.epilogue = EpilogueOf(o);
+  k.takes_epilogue = true;
+  k.epilogue = EpilogueOf(o);
   return k;
 }
 

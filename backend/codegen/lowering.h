@@ -91,8 +91,6 @@ KernelCall PlanConv2D(const KernelOperands& operands);
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain);
 KernelCall PlanConv2DWinograd(const KernelOperands& operands);
-size_t Conv2DWinogradEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
-                                    const std::vector<FusedOp>& chain);
 KernelCall PlanConvTranspose(const KernelOperands& operands);
 KernelCall PlanDense(const KernelOperands& operands);
 KernelCall PlanBatchMatmul(const KernelOperands& operands);

@@ -156,7 +156,7 @@ const Entry kLowerings[] = {
     {"argmax", Loops(EmitArgReduce)},
     {"argmin", Loops(EmitArgReduce)},
     {"nn.conv2d", Kernel(PlanConv2D, Conv2DEpilogueLength)},
-    {"nn.conv2d_winograd", Kernel(PlanConv2DWinograd, Conv2DWinogradEpilogueLength)},
+    {"nn.conv2d_winograd", Kernel(PlanConv2DWinograd, Conv2DEpilogueLength)},
     {"nn.conv2d_transpose", Kernel(PlanConvTranspose)},
     {"nn.conv3d_transpose", Kernel(PlanConvTranspose)},
     {"nn.dense", Kernel(PlanDense)},

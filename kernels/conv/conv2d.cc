@@ -1,8 +1,9 @@
 // 2-D convolution (NCHW data, OIHW weights): depthwise convolutions as DepthwiseConv2D
 // (depthwise_conv2d.cc); others as im2col into workspace followed by a matrix product per image
-// and group.
+// and group, which applies the epilogue to each tile of its result.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/backend_api.h"
 #include "kernels/kernels.h"
@@ -41,8 +42,9 @@ void Im2ColRows(int64_t begin, int64_t end, void* context) {
 
 }  // namespace
 
-int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out) {
-  if (p.depthwise) return DepthwiseConv2D(p, data, weight, out, nullptr, 0);
+int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float* out, const EpilogueStep* epilogue,
+           int epilogue_size) {
+  if (p.depthwise) return DepthwiseConv2D(p, data, weight, out, epilogue, epilogue_size);
   int64_t in_per_group = p.in_channels / p.groups, out_per_group = p.out_channels / p.groups;
   int64_t kernel_size = in_per_group * p.kernel_height * p.kernel_width;
   int64_t pixels = p.out_height * p.out_width;
@@ -50,6 +52,7 @@ int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float*
                 p.pad_top == 0 && p.pad_left == 0 && p.out_height == p.in_height && p.out_width == p.in_width;
   Workspace col(direct ? 0 : kernel_size * pixels * sizeof(float));
   if (!direct && !col.ok()) return -1;
+  std::vector<EpilogueStep> steps(epilogue_size);
   for (int64_t n = 0; n < p.batch; ++n) {
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* group_data = data + (n * p.in_channels + g * in_per_group) * p.in_height * p.in_width;
@@ -59,8 +62,15 @@ int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float*
         ParallelFor(kernel_size, Im2ColRows, &job);
         matrix = col.as<float>();
       }
-      if (Gemm(out_per_group, pixels, kernel_size, weight + g * out_per_group * kernel_size, kernel_size, false,
-               matrix, pixels, false, out + (n * p.out_channels + g * out_per_group) * pixels, pixels) != 0) {
+      // The epilogue's operands from this group's first channel of this image on.
+      const int64_t first = n * p.out_channels + g * out_per_group;
+      for (int s = 0; s < epilogue_size; ++s) {
+        steps[s] = epilogue[s];
+        if (steps[s].operand == EpilogueStep::kChannel) steps[s].data += g * out_per_group;
+        if (steps[s].operand == EpilogueStep::kTensor) steps[s].data += first * pixels;
+      }
+      if (GemmWithEpilogue(out_per_group, pixels, kernel_size, weight + g * out_per_group * kernel_size, kernel_size,
+                           matrix, pixels, out + first * pixels, pixels, steps.data(), epilogue_size) != 0) {
         return -1;
       }
     }

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "kernels/backend_api.h"
+#include "kernels/conv/epilogue.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -115,7 +116,31 @@ struct PackedJob {
   int64_t ldc, c_stride;
   int64_t row_blocks, block_rows, col_blocks, block_panels;
   float* packed_a;  // per product of A: its row tiles, tile of rows [i, i + r) at i * k as [k][r]
+  const EpilogueStep* epilogue = nullptr;  // one product only: kChannel per row of C
+  int epilogue_size = 0;
 };
+
+// The job's epilogue over rows [row0, row0 + rows) x columns [col0, col0 + cols) of C, just
+// computed: step by step, each over a row's vectors (epilogue.h), then its columns past the last
+// whole vector one by one.
+void TileEpilogue(const PackedJob& g, int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  const int64_t vectors = cols / kGemmPanel, done = vectors * kGemmPanel;
+  for (int s = 0; s < g.epilogue_size; ++s) {
+    const EpilogueStep& step = g.epilogue[s];
+    for (int64_t r = row0; r < row0 + rows; ++r) {
+      float* x = g.c + r * g.ldc + col0;
+      const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + r * g.ldc + col0 : nullptr;
+      float operand = step.operand == EpilogueStep::kChannel  ? step.data[r]
+                      : step.operand == EpilogueStep::kScalar ? step.data[0]
+                                                              : 0.0f;
+      ApplyStep<kGemmPanel>(step, x, vectors, tensor, V::Broadcast(&operand));
+      if (done < cols) {
+        ApplyStep<1>(step, x + done, cols - done, tensor != nullptr ? tensor + done : nullptr,
+                     Vec<1>::Broadcast(&operand));
+      }
+    }
+  }
+}
 
 inline int64_t RowTiles(int64_t m) { return (m + kTileRows - 1) / kTileRows; }
 
@@ -153,6 +178,7 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     int64_t p0 = block % g.col_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
     for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
       int64_t kc = std::min(kBlockK, g.k - k0);
+      bool last = k0 + kc == g.k;
       for (int64_t p = p0; p < p1; p += kTilePanels) {
         const float* panel = b + (p * g.k + k0) * kGemmPanel;
         int64_t cols = std::min<int64_t>(std::min<int64_t>(p1 - p, kTilePanels) * kGemmPanel, g.n - p * kGemmPanel);
@@ -160,6 +186,7 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
           int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
           AnyTile(rows, cols, kc, a + i * g.k + k0 * rows, panel, g.k * kGemmPanel, k0 > 0,
                   c + i * g.ldc + p * kGemmPanel, g.ldc);
+          if (last && g.epilogue_size > 0) TileEpilogue(g, i, rows, p * kGemmPanel, cols);
         }
       }
     }
@@ -178,6 +205,7 @@ int RunPacked(int64_t batch, PackedJob job) {
         std::fill(row, row + job.n, 0.0f);
       }
     }
+    if (job.epilogue_size > 0) TileEpilogue(job, 0, job.m, 0, job.n);
     return 0;
   }
   const int64_t a_count = job.a_stride == 0 ? 1 : batch;
@@ -357,6 +385,19 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
 int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b, int64_t ldb,
          bool b_transposed, float* c, int64_t ldc) {
   return BatchGemm(1, m, n, k, a, lda, 0, a_transposed, b, ldb, 0, b_transposed, c, ldc, 0);
+}
+
+int GemmWithEpilogue(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                     float* c, int64_t ldc, const EpilogueStep* epilogue, int epilogue_size) {
+  int64_t packed_size = Panels(n) * k * kGemmPanel;
+  Workspace b_packed(packed_size * sizeof(float));
+  if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
+  PackBJob pack{n, k, b, ldb, 0, false, b_packed.as<float>(), packed_size};
+  if (int status = PackInTasks(packed_size, Panels(n), PackBPanels, &pack); status != 0) return status;
+  PackedJob job{m, n, k, a, lda, 0, false, b_packed.as<float>(), 0, c, ldc, 0, 0, 0, 0, 0, nullptr};
+  job.epilogue = epilogue;
+  job.epilogue_size = epilogue_size;
+  return RunPacked(1, job);
 }
 
 }  // namespace kiln::kernels

@@ -193,17 +193,24 @@ TEST(Lowering, PlainDepthwiseConvolutionTakesItsTailAsItsEpilogue) {
   EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("exp", "nn.relu"));
 }
 
-// Other plain convolutions keep their tail as a loop.
-TEST(Lowering, PlainConvolutionKeepsItsTailAsALoop) {
-  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 2, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0]); %1 = nn.relu(%0); %1
+// Other plain convolutions apply their tail in their matrix product's tiles (a per-channel bias
+// of shape [O, 1, 1], a residual, relu); an op they cannot apply stays a loop.
+TEST(Lowering, PlainConvolutionTakesItsTailAsItsEpilogue) {
+  Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 2, 3, 3), float32], %b: Tensor[(6, 1, 1), float32],
+                        %r: Tensor[(1, 6, 3, 2), float32]) {
+    %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0]); %1 = add(%0, %b); %2 = add(%1, %r);
+    %3 = nn.relu(%2); %4 = sigmoid(%3); %4
   })");
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
   EXPECT_EQ(conv.kernel, "Conv2D");
   EXPECT_EQ(conv.implementation, "conv2d.nchw_im2col_gemm");
-  EXPECT_FALSE(conv.takes_epilogue);
-  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("nn.relu"));
+  EXPECT_TRUE(conv.takes_epilogue);
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[0].operand, Step::kChannel);
+  EXPECT_EQ(conv.epilogue[1].operand, Step::kTensor);
+  EXPECT_EQ(conv.epilogue[2].op, Step::kRelu);
+  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("sigmoid"));
 }
 
 // A parameter struct is written whole, in its fields' order, as the kernel declares it.

@@ -139,7 +139,7 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     Conv2DParams nchw{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.oh(), s.ow(), s.sh, s.sw, s.dh, s.dw, s.pt, s.pl,
                       s.Groups(), s.Groups() == s.c && iteration % 2 == 0};  // depthwise: by channel or by GEMM
     std::vector<float> old(out_size);
-    ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data()), 0);
+    ASSERT_EQ(Conv2D(nchw, x.data(), w.data(), old.data(), nullptr, 0), 0);
     ExpectNear(old, conv, s.Text() + " (NCHW kernel)");
   }
   UseThreads(false);

@@ -29,25 +29,6 @@ Shape RandomDepthwiseShape(std::mt19937& rng) {
   return s;
 }
 
-// Up to three epilogue steps of random ops and operands.
-std::vector<EpilogueStep> RandomEpilogue(std::mt19937& rng, const std::vector<float>& channel,
-                                         const std::vector<float>& tensor, const float* scalar) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  std::vector<EpilogueStep> steps(pick(0, 3));
-  for (EpilogueStep& step : steps) {
-    step.op = static_cast<EpilogueStep::Op>(pick(EpilogueStep::kAdd, EpilogueStep::kSwish));
-    bool unary = step.op == EpilogueStep::kRelu || step.op == EpilogueStep::kClip || step.op == EpilogueStep::kSwish;
-    step.operand = unary ? EpilogueStep::kNone : static_cast<EpilogueStep::Operand>(pick(1, 3));
-    step.data = step.operand == EpilogueStep::kChannel  ? channel.data()
-                : step.operand == EpilogueStep::kTensor ? tensor.data()
-                : step.operand == EpilogueStep::kScalar ? scalar
-                                                        : nullptr;
-    step.lo = -0.5f;
-    step.hi = 0.75f;
-  }
-  return steps;
-}
-
 void CheckRandomDepthwise(bool parallel, unsigned seed) {
   UseThreads(parallel);
   std::mt19937 rng(seed);
