@@ -16,10 +16,11 @@ all: build
 deps:
 	@scripts/deps.sh
 	@scripts/python_env.sh
+	@scripts/triton_env.sh
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKILN_PYTHON=$$(scripts/python_env.sh --print-python) \
-	  $(CMAKE_FLAGS) >/dev/null
+	  -DKILN_TRITON_PYTHON=$$(scripts/triton_env.sh --print-python) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: test-unit test-asan test-tsan test-fuzz

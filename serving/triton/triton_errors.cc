@@ -1,0 +1,19 @@
+// Triton's errors and log from inside the kiln backend.
+#include "serving/triton/triton_errors.h"
+
+namespace kiln::triton {
+
+void ThrowIfError(TRITONSERVER_Error* error, const std::string& context) {
+  if (error == nullptr) return;
+  std::string message = context + ": " + TRITONSERVER_ErrorMessage(error);
+  TRITONSERVER_ErrorDelete(error);
+  throw runtime::Error(message);
+}
+
+void Log(TRITONSERVER_LogLevel level, const std::string& message) {
+  if (!TRITONSERVER_LogIsEnabled(level)) return;
+  TRITONSERVER_Error* error = TRITONSERVER_LogMessage(level, "kiln", 0, message.c_str());
+  if (error != nullptr) TRITONSERVER_ErrorDelete(error);
+}
+
+}  // namespace kiln::triton
