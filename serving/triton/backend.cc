@@ -73,11 +73,11 @@ std::shared_ptr<const ServedModel> LoadModel(TRITONBACKEND_Model* model) {
 
   bool auto_complete = false;
   ThrowIfError(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete), "model '" + name + "'");
-  if (auto_complete && AutoCompleteConfig(config, *served->library)) {
+  if (auto_complete && AutoCompleteConfig(config, served->library->tensors())) {
     WriteConfig(model, name, config);
     config = ReadConfig(model, name);  // as Triton completed it further
   }
-  served->config = CheckConfig(config, *served->library, runtime::NumThreads());
+  served->config = CheckConfig(config, served->library->tensors(), runtime::NumThreads());
   for (const std::string& warning : served->config.warnings) Log(TRITONSERVER_LOG_WARN, warning);
   Log(TRITONSERVER_LOG_INFO,
       StrCat("model '", name, "' version ", version, ": kiln library ", served->library->path(), ", ",

@@ -51,7 +51,7 @@ std::shared_ptr<ModelLibrary> ModelLibrary::Load(const std::string& version_dir,
 
 void ModelLibrary::DescribeTensors() {
   for (const runtime::TensorInfo& info : first_->GetInputInfo()) {
-    inputs_.push_back({info.name, info.shape, info.dtype, -1});
+    tensors_.inputs.push_back({info.name, info.shape, info.dtype, -1});
   }
   std::vector<runtime::TensorInfo> outputs = first_->GetOutputInfo();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -61,7 +61,7 @@ void ModelLibrary::DescribeTensors() {
     }
     // A library keeps its inputs' names but not its outputs' (the graph's heads are operator
     // nodes): Triton sees output_0, output_1, ..., as `kiln run` and tvmc name them.
-    outputs_.push_back({"output_" + std::to_string(i), outputs[i].shape, outputs[i].dtype, axis});
+    tensors_.outputs.push_back({"output_" + std::to_string(i), outputs[i].shape, outputs[i].dtype, axis});
   }
 }
 

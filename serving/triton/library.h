@@ -26,16 +26,20 @@ struct TensorSpec {
   int data_dependent_axis = -1;  // an output whose extent along this axis the data decides
 };
 
+// What a library takes and gives: the inputs a request supplies (parameters excluded) and the
+// outputs, in the library's order. Outputs are named output_<i> (i: the executor's output index).
+struct LibraryTensors {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
 class ModelLibrary {
  public:
   // `version_dir` is <repository>/<model>/<version>; `filename` the library inside it.
   static std::shared_ptr<ModelLibrary> Load(const std::string& version_dir, const std::string& filename);
 
   const std::string& path() const { return path_; }
-  // The inputs a request supplies (parameters excluded) and the outputs, in the library's order.
-  // Outputs are named output_<i> (i: the executor's output index).
-  const std::vector<TensorSpec>& inputs() const { return inputs_; }
-  const std::vector<TensorSpec>& outputs() const { return outputs_; }
+  const LibraryTensors& tensors() const { return tensors_; }
 
   // An executor for one instance. The first call hands out the executor the library was checked
   // with; later ones share its weights (GraphExecutor::ShareParams): only activations are new.
@@ -53,8 +57,7 @@ class ModelLibrary {
   std::mutex mutex_;
   std::shared_ptr<runtime::GraphExecutor> first_;
   bool first_handed_out_ = false;
-  std::vector<TensorSpec> inputs_;
-  std::vector<TensorSpec> outputs_;
+  LibraryTensors tensors_;
 };
 
 }  // namespace kiln::triton

@@ -173,7 +173,7 @@ std::string LibraryFileName(const json& config) {
   return "model.so";
 }
 
-bool AutoCompleteConfig(json& config, const ModelLibrary& library) {
+bool AutoCompleteConfig(json& config, const LibraryTensors& library) {
   std::string model = ModelName(config);
   int64_t max_batch_size = MaxBatchSize(config);
   bool changed = false;
@@ -184,12 +184,12 @@ bool AutoCompleteConfig(json& config, const ModelLibrary& library) {
     config[field] = entries;
     changed = true;
   };
-  complete("input", library.inputs(), "input");
-  complete("output", library.outputs(), "output");
+  complete("input", library.inputs, "input");
+  complete("output", library.outputs, "output");
   return changed;
 }
 
-ServingConfig CheckConfig(const json& config, const ModelLibrary& library, int cores) {
+ServingConfig CheckConfig(const json& config, const LibraryTensors& library, int cores) {
   ServingConfig serving;
   serving.model_name = ModelName(config);
   const std::string& model = serving.model_name;
@@ -197,10 +197,10 @@ ServingConfig CheckConfig(const json& config, const ModelLibrary& library, int c
 
   if (config.contains("input")) {
     for (const json& entry : config["input"]) {
-      serving.inputs.push_back(CheckEntry(entry, library.inputs(), "input", serving.max_batch_size, model));
+      serving.inputs.push_back(CheckEntry(entry, library.inputs, "input", serving.max_batch_size, model));
     }
   }
-  for (const TensorSpec& tensor : library.inputs()) {
+  for (const TensorSpec& tensor : library.inputs) {
     bool listed = std::any_of(serving.inputs.begin(), serving.inputs.end(),
                               [&](const ServedTensor& s) { return s.library.name == tensor.name; });
     Check(listed, "model '", model, "': the library's input '", tensor.name,
@@ -210,7 +210,7 @@ ServingConfig CheckConfig(const json& config, const ModelLibrary& library, int c
             [](const ServedTensor& a, const ServedTensor& b) { return a.position < b.position; });
   if (config.contains("output")) {
     for (const json& entry : config["output"]) {
-      serving.outputs.push_back(CheckEntry(entry, library.outputs(), "output", serving.max_batch_size, model));
+      serving.outputs.push_back(CheckEntry(entry, library.outputs, "output", serving.max_batch_size, model));
     }
   }
   Check(!serving.outputs.empty(), "model '", model, "': the configuration lists no output");

@@ -25,7 +25,7 @@ namespace kiln::triton {
 // (without the batch dimension when the model batches).
 struct ServedTensor {
   TensorSpec library;
-  int position = 0;  // in the library's inputs() or outputs(): for outputs, the executor's output index
+  int position = 0;  // in LibraryTensors::inputs or outputs; for outputs, the executor's output index
   TRITONSERVER_DataType type = TRITONSERVER_TYPE_INVALID;
   std::vector<int64_t> dims;
 };
@@ -44,11 +44,11 @@ struct ServingConfig {
 // Adds to `config` what a one-line configuration leaves out: "input" and "output" from the
 // library (name, data_type, dims). Returns whether it changed anything. A configuration that
 // already lists inputs or outputs keeps them as written (CheckConfig checks them).
-bool AutoCompleteConfig(nlohmann::json& config, const ModelLibrary& library);
+bool AutoCompleteConfig(nlohmann::json& config, const LibraryTensors& library);
 
 // Checks the configuration against the library and reads the parameters. `cores` is the thread
 // count the process would use (the default per instance is max(1, cores / instance_count)).
-ServingConfig CheckConfig(const nlohmann::json& config, const ModelLibrary& library, int cores);
+ServingConfig CheckConfig(const nlohmann::json& config, const LibraryTensors& library, int cores);
 
 // The file name of the library in a version directory: default_model_filename, else "model.so".
 std::string LibraryFileName(const nlohmann::json& config);

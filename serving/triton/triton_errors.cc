@@ -1,6 +1,8 @@
 // Triton's errors and log from inside the kiln backend.
 #include "serving/triton/triton_errors.h"
 
+#include <cstring>
+
 namespace kiln::triton {
 
 void ThrowIfError(TRITONSERVER_Error* error, const std::string& context) {
@@ -10,9 +12,10 @@ void ThrowIfError(TRITONSERVER_Error* error, const std::string& context) {
   throw runtime::Error(message);
 }
 
-void Log(TRITONSERVER_LogLevel level, const std::string& message) {
+void Log(TRITONSERVER_LogLevel level, const std::string& message, const char* file, int line) {
   if (!TRITONSERVER_LogIsEnabled(level)) return;
-  TRITONSERVER_Error* error = TRITONSERVER_LogMessage(level, "kiln", 0, message.c_str());
+  const char* slash = std::strrchr(file, '/');
+  TRITONSERVER_Error* error = TRITONSERVER_LogMessage(level, slash != nullptr ? slash + 1 : file, line, message.c_str());
   if (error != nullptr) TRITONSERVER_ErrorDelete(error);
 }
 

@@ -20,8 +20,10 @@ class RequestError : public runtime::Error {
 // Throws Error("<context>: <Triton's message>") when `error` is set, deleting it.
 void ThrowIfError(TRITONSERVER_Error* error, const std::string& context);
 
-// Writes to Triton's log (its --log-* options decide what is shown).
-void Log(TRITONSERVER_LogLevel level, const std::string& message);
+// Writes to Triton's log (its --log-* options decide what is shown), naming the caller's file
+// and line as Triton's own messages do.
+void Log(TRITONSERVER_LogLevel level, const std::string& message, const char* file = __builtin_FILE(),
+         int line = __builtin_LINE());
 
 // Runs `body`, returning null, or a new TRITONSERVER_Error carrying the exception's message:
 // INVALID_ARG for kiln's user errors (a wrong configuration, library or request), INTERNAL for

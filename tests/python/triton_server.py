@@ -100,9 +100,11 @@ class TritonServer:
         self.stop()
         raise AssertionError(f"tritonserver was not live within {START_SECONDS} s:\n{self.log_text()}")
 
-    def log_text(self):
+    def log_text(self, tail=6000):
+        """The server's log so far (its last `tail` characters; None: all of it)."""
         self.log.flush()
-        return self.log_path.read_text(errors="replace")[-6000:]
+        text = self.log_path.read_text(errors="replace")
+        return text if tail is None else text[-tail:]
 
     def alive(self):
         return self.process.poll() is None
