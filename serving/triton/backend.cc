@@ -112,6 +112,16 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend*) {
   return nullptr;
 }
 
+// Without an instance_group, Triton makes CPU instances for kiln models (its default on a machine
+// with GPUs would be GPU ones); instances may be made in parallel (ModelLibrary::NewExecutor locks).
+TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend*,
+                                                      TRITONBACKEND_BackendAttribute* attributes) {
+  TRITONSERVER_Error* error =
+      TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(attributes, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, nullptr, 0);
+  if (error != nullptr) return error;
+  return TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attributes, true);
+}
+
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   return Guard([&] {
     auto handle = std::make_unique<ModelHandle>(kiln::triton::LoadModel(model));

@@ -103,6 +103,7 @@ struct TRITONBACKEND_Request;
 struct TRITONBACKEND_Response;
 struct TRITONBACKEND_Input;
 struct TRITONBACKEND_Output;
+struct TRITONBACKEND_BackendAttribute;
 
 typedef enum TRITONBACKEND_artifacttype_enum {
   TRITONBACKEND_ARTIFACT_FILESYSTEM
@@ -177,11 +178,20 @@ TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* output, voi
 TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response, const uint32_t send_flags,
                                                TRITONSERVER_Error* error);
 
+// count 0 and device_ids null: Triton's defaults.
+TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+    TRITONBACKEND_BackendAttribute* backend_attributes, const TRITONSERVER_InstanceGroupKind kind,
+    const uint64_t count, const uint64_t* device_ids, const uint64_t id_count);
+TRITONSERVER_Error* TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(
+    TRITONBACKEND_BackendAttribute* backend_attributes, bool enabled);
+
 // ---- entry points this backend defines ---------------------------------------------------------
 
 #define KILN_TRITON_EXPORT __attribute__((__visibility__("default")))
 
 KILN_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend);
+KILN_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
+    TRITONBACKEND_Backend* backend, TRITONBACKEND_BackendAttribute* backend_attributes);
 KILN_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model);
 KILN_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model);
 KILN_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance);

@@ -6,6 +6,7 @@ errors while the server keeps serving; load and unload through the repository AP
 metrics with the backend's compute time. The server listens on 127.0.0.1 only and is stopped at the
 end (triton_server.py)."""
 import concurrent.futures
+import contextlib
 import http.client
 import json
 import os
@@ -80,12 +81,18 @@ parameters { key: "num_threads" value: { string_value: "2" } }
     running = TritonServer(repository, backend_directory, log,
                            ["--model-control-mode=explicit", *[f"--load-model={m}" for m in LOADED_AT_START]])
     try:
-        http_client = httpclient.InferenceServerClient(running.http_url)
-        for name in LOADED_AT_START:
-            assert http_client.is_model_ready(name), f"{name} is not ready:\n{running.log_text()}"
+        with connect(httpclient, running.http_url) as client:
+            for name in LOADED_AT_START:
+                assert client.is_model_ready(name), f"{name} is not ready:\n{running.log_text()}"
         yield running
     finally:
         running.stop()
+
+
+def connect(client_module, url):
+    """A client that closes its connections when the `with` ends (the server waits for open ones
+    when it stops)."""
+    return contextlib.closing(client_module.InferenceServerClient(url))
 
 
 def reference(model, feeds):
@@ -96,13 +103,13 @@ def reference(model, feeds):
 def infer(client_module, url, model, inputs, outputs):
     """Runs `model` on {name: array} through the given client module (tritonclient.http or .grpc);
     returns the named outputs as {name: array}."""
-    client = client_module.InferenceServerClient(url)
     tensors = []
     for name, array in inputs.items():
         tensor = client_module.InferInput(name, list(array.shape), datatype_of(array))
         tensor.set_data_from_numpy(array)
         tensors.append(tensor)
-    result = client.infer(model, tensors, outputs=[client_module.InferRequestedOutput(name) for name in outputs])
+    with connect(client_module, url) as client:
+        result = client.infer(model, tensors, outputs=[client_module.InferRequestedOutput(name) for name in outputs])
     return {name: result.as_numpy(name) for name in outputs}
 
 
@@ -116,12 +123,12 @@ def rows(seed, count):
 
 
 def test_one_line_config_is_completed_from_the_library(server):
-    config = httpclient.InferenceServerClient(server.http_url).get_model_config("mlp")
+    with connect(httpclient, server.http_url) as client:
+        config, batch = client.get_model_config("mlp"), client.get_model_config("mlp_batch")
     assert config["backend"] == "kiln" and int(config.get("max_batch_size", 0)) == 0
     tensors = {t["name"]: (t["data_type"], [int(d) for d in t["dims"]]) for t in config["input"] + config["output"]}
     assert tensors == {"x": ("TYPE_FP32", [1, 16]), "output_0": ("TYPE_FP32", [1, 8]),
                        "output_1": ("TYPE_FP32", [1, 1])}
-    batch = httpclient.InferenceServerClient(server.http_url).get_model_config("mlp_batch")
     assert [int(d) for d in batch["input"][0]["dims"]] == [16]  # without the batch dimension
     assert sum(int(g["count"]) for g in batch["instance_group"]) == 2
     log = server.log_text(tail=None)
@@ -138,10 +145,10 @@ def test_outputs_match_onnxruntime(server, client_module):
     for name in ["output_0", "output_1"]:
         np.testing.assert_allclose(got[name], want[ONNX_NAME[name]], rtol=RTOL, atol=ATOL)
     # Only the outputs a request names are sent.
-    client = client_module.InferenceServerClient(url)
     tensor = client_module.InferInput("x", [1, 16], "FP32")
     tensor.set_data_from_numpy(x)
-    result = client.infer("mlp", [tensor], outputs=[client_module.InferRequestedOutput("output_1")])
+    with connect(client_module, url) as client:
+        result = client.infer("mlp", [tensor], outputs=[client_module.InferRequestedOutput("output_1")])
     response = result.get_response(as_json=True) if client_module is grpcclient else result.get_response()
     assert [o["name"] for o in response["outputs"]] == ["output_1"]
 
@@ -160,25 +167,24 @@ def test_outputs_match_onnxruntime(server, client_module):
 def test_2000_requests_at_concurrency_16_with_two_instances(server):
     """Requests of 1 to 3 rows, half over HTTP and half over gRPC; the dynamic batcher gathers
     them for two instances. Every answer is checked; statistics and metrics show kiln's compute."""
-    stats_client = httpclient.InferenceServerClient(server.http_url)
-    before = stats_client.get_inference_statistics("mlp_batch")["model_stats"][0]
+    with connect(httpclient, server.http_url) as client:
+        before = client.get_inference_statistics("mlp_batch")["model_stats"][0]
     session = ort.InferenceSession(mlp("N").SerializeToString(), providers=["CPUExecutionProvider"])
     count, concurrency = 2000, 16
 
     def worker(start):
-        http_c = httpclient.InferenceServerClient(server.http_url)
-        grpc_c = grpcclient.InferenceServerClient(server.grpc_url)
         checked = rows_sent = 0
-        for n in range(start, count, concurrency):
-            x = rows(1000 + n, 1 + n % 3)
-            module, client = (httpclient, http_c) if n % 2 == 0 else (grpcclient, grpc_c)
-            tensor = module.InferInput("x", list(x.shape), "FP32")
-            tensor.set_data_from_numpy(x)
-            answer = client.infer("mlp_batch", [tensor], outputs=[module.InferRequestedOutput("output_0")])
-            y = answer.as_numpy("output_0")
-            np.testing.assert_allclose(y, session.run(["y"], {"x": x})[0], rtol=RTOL, atol=ATOL)
-            checked += 1
-            rows_sent += x.shape[0]
+        with connect(httpclient, server.http_url) as http_c, connect(grpcclient, server.grpc_url) as grpc_c:
+            for n in range(start, count, concurrency):
+                x = rows(1000 + n, 1 + n % 3)
+                module, client = (httpclient, http_c) if n % 2 == 0 else (grpcclient, grpc_c)
+                tensor = module.InferInput("x", list(x.shape), "FP32")
+                tensor.set_data_from_numpy(x)
+                answer = client.infer("mlp_batch", [tensor], outputs=[module.InferRequestedOutput("output_0")])
+                y = answer.as_numpy("output_0")
+                np.testing.assert_allclose(y, session.run(["y"], {"x": x})[0], rtol=RTOL, atol=ATOL)
+                checked += 1
+                rows_sent += x.shape[0]
         return checked, rows_sent
 
     began = time.monotonic()
@@ -189,7 +195,8 @@ def test_2000_requests_at_concurrency_16_with_two_instances(server):
     sent_rows = sum(r[1] for r in results)
     print(f"{count} requests ({sent_rows} rows) at concurrency {concurrency}: {elapsed:.1f} s")
 
-    after = stats_client.get_inference_statistics("mlp_batch")["model_stats"][0]
+    with connect(httpclient, server.http_url) as client:
+        after = client.get_inference_statistics("mlp_batch")["model_stats"][0]
     infer_stats = after["inference_stats"]
     assert int(infer_stats["success"]["count"]) - int(before["inference_stats"]["success"]["count"]) == count
     assert int(after["inference_count"]) - int(before["inference_count"]) == sent_rows
@@ -247,8 +254,8 @@ def test_malformed_requests_are_errors_and_the_server_keeps_serving(server, case
                 assert status == 400 and expected in text, (status, text)
                 tensor = grpcclient.InferInput("x", shape, "FP32")
                 tensor._raw_content = b"\0" * 64
-                with pytest.raises(InferenceServerException) as error:
-                    grpcclient.InferenceServerClient(server.grpc_url).infer(model, [tensor])
+                with pytest.raises(InferenceServerException) as error, connect(grpcclient, server.grpc_url) as client:
+                    client.infer(model, [tensor])
                 assert expected in str(error.value)
         else:
             status, text = post(server, "/v2/models/no_such_model/infer",
@@ -275,26 +282,25 @@ def test_malformed_requests_are_errors_and_the_server_keeps_serving(server, case
 
 
 def test_load_and_unload_through_the_repository_api(server):
-    http_c = httpclient.InferenceServerClient(server.http_url)
-    grpc_c = grpcclient.InferenceServerClient(server.grpc_url)
     x = rows(5, 1)
     want = reference(mlp(1), {"x": x})["y"]
-    for client in [http_c, grpc_c]:  # the tvmc layout: mod.so, mod.json, mod.params
-        client.load_model("mlp_tvmc")
-        assert client.is_model_ready("mlp_tvmc")
-        np.testing.assert_allclose(infer(httpclient, server.http_url, "mlp_tvmc", {"x": x}, ["output_0"])["output_0"], want,
-                                   rtol=RTOL, atol=ATOL)
-        client.unload_model("mlp_tvmc")
-        deadline = time.monotonic() + 30
-        while client.is_model_ready("mlp_tvmc") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not client.is_model_ready("mlp_tvmc")
-    # A library whose leading dimension is 4 cannot batch: the load fails with kiln's reason.
-    with pytest.raises(InferenceServerException) as error:
-        http_c.load_model("wide_batch")
-    assert "needs every input and output of the library to have a leading dimension of 1" in str(error.value)
-    assert "input 'x' has shape [4, 16]" in str(error.value)
-    index = {m["name"]: m.get("state") for m in http_c.get_model_repository_index()}
+    with connect(httpclient, server.http_url) as http_c, connect(grpcclient, server.grpc_url) as grpc_c:
+        for client in [http_c, grpc_c]:  # the tvmc layout: mod.so, mod.json, mod.params
+            client.load_model("mlp_tvmc")
+            assert client.is_model_ready("mlp_tvmc")
+            got = infer(httpclient, server.http_url, "mlp_tvmc", {"x": x}, ["output_0"])["output_0"]
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+            client.unload_model("mlp_tvmc")
+            deadline = time.monotonic() + 30
+            while client.is_model_ready("mlp_tvmc") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not client.is_model_ready("mlp_tvmc")
+        # A library whose leading dimension is 4 cannot batch: the load fails with kiln's reason.
+        with pytest.raises(InferenceServerException) as error:
+            http_c.load_model("wide_batch")
+        assert "needs every input and output of the library to have a leading dimension of 1" in str(error.value)
+        assert "input 'x' has shape [4, 16]" in str(error.value)
+        index = {m["name"]: m.get("state") for m in http_c.get_model_repository_index()}
     assert index["mlp_tvmc"] == "UNAVAILABLE" and index["wide_batch"] == "UNAVAILABLE"
     assert_still_serving(server)
 
@@ -309,6 +315,6 @@ def test_installed_backend_finds_the_runtime_by_its_rpath(backend_directory):
     assert found and pathlib.Path(found.group(1)).resolve() == (backend_directory.parents[1] / "libkiln_runtime.so").resolve(), linked
     exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
     names = sorted(line.split()[-1] for line in exported.splitlines() if " T " in line)
-    assert names == sorted(["TRITONBACKEND_Initialize", "TRITONBACKEND_ModelInitialize", "TRITONBACKEND_ModelFinalize",
+    assert names == sorted(["TRITONBACKEND_Initialize", "TRITONBACKEND_GetBackendAttribute", "TRITONBACKEND_ModelInitialize", "TRITONBACKEND_ModelFinalize",
                             "TRITONBACKEND_ModelInstanceInitialize", "TRITONBACKEND_ModelInstanceFinalize",
                             "TRITONBACKEND_ModelInstanceExecute"]), names

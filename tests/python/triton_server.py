@@ -77,7 +77,8 @@ class TritonServer:
                 "--http-address=127.0.0.1", f"--http-port={self.http_port}",
                 "--grpc-address=127.0.0.1", f"--grpc-port={self.grpc_port}",
                 "--metrics-address=127.0.0.1", f"--metrics-port={self.metrics_port}",
-                "--allow-gpu-metrics=false", "--allow-cpu-metrics=false", "--log-verbose=0", *extra_args]
+                "--allow-gpu-metrics=false", "--allow-cpu-metrics=false", "--log-verbose=0",
+                "--exit-timeout-secs=10", *extra_args]
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.http_url = f"127.0.0.1:{self.http_port}"
