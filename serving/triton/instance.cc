@@ -1,6 +1,7 @@
 // A Triton model instance on a kiln executor: request checks, row-by-row runs, responses, statistics.
 #include "serving/triton/instance.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -123,18 +124,23 @@ int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char
       *data = static_cast<const char*>(buffer);
       return rows;
     }
-    runtime::NDArray& room = gather_[i];
-    if (!room.defined() || room.NumBytes() < expected) {
-      room = runtime::NDArray::Empty({static_cast<int64_t>(expected)}, DLDataType{kDLUInt, 8, 1});
-    }
-    std::memcpy(static_cast<char*>(room.data()) + offset, buffer, buffer_size);
+    std::memcpy(GatherRoom(i, expected) + offset, buffer, buffer_size);
     offset += buffer_size;
   }
   if (offset != expected) {
     throw RequestError(StrCat(where, ": the request's buffers hold ", offset, " bytes, its shape needs ", expected));
   }
-  *data = static_cast<const char*>(gather_[i].data());
+  *data = GatherRoom(i, expected);  // also what an empty tensor (no buffer) is bound to
   return rows;
+}
+
+char* Instance::GatherRoom(size_t i, uint64_t bytes) {
+  runtime::NDArray& room = gather_[i];
+  if (!room.defined() || room.NumBytes() < bytes) {
+    int64_t size = static_cast<int64_t>(std::max<uint64_t>(bytes, runtime::kAllocAlignment));
+    room = runtime::NDArray::Empty({size}, DLDataType{kDLUInt, 8, 1});
+  }
+  return static_cast<char*>(room.data());
 }
 
 void Instance::BindRow(size_t i, const char* row) {
@@ -155,7 +161,7 @@ void Instance::BindRow(size_t i, const char* row) {
 void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing) {
   const ServingConfig& config = model_->config;
   std::vector<const char*> inputs(config.inputs.size());
-  int64_t rows = 0;
+  int64_t rows = 1;  // a library without inputs runs once
   for (size_t i = 0; i < config.inputs.size(); ++i) {
     int64_t input_rows = ReadInput(request, i, &inputs[i]);
     if (i > 0 && input_rows != rows) {

@@ -54,6 +54,8 @@ class Instance {
   // Checks served input i of the request; returns its rows and sets `data` to its bytes, contiguous.
   int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data);
   void BindRow(size_t i, const char* row);
+  // This instance's 64-byte aligned room of at least `bytes` for served input i, kept between requests.
+  char* GatherRoom(size_t i, uint64_t bytes);
 
   std::shared_ptr<const ServedModel> model_;
   std::string name_;
