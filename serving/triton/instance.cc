@@ -120,7 +120,7 @@ int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char
     if (buffer_size > expected - offset) {
       throw RequestError(StrCat(where, ": the request's buffers hold more than the ", expected, " bytes it declares"));
     }
-    if (buffer_count == 1) {
+    if (buffer_count == 1 && buffer_size == expected) {
       *data = static_cast<const char*>(buffer);
       return rows;
     }
