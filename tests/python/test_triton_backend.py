@@ -32,11 +32,12 @@ ONNX_NAME = {"output_0": "y", "output_1": "s"}
 LOADED_AT_START = ["mlp", "mlp_batch", "mlp_var", "int_add", "int_add_batch"]
 
 
-def write_model(repository, name, config, library=None, tvmc_library=None):
-    """<repository>/<name>/config.pbtxt and the version 1 library (one file, or the tvmc layout)."""
-    version = repository / name / "1"
+def write_model(repository, name, config, library=None, tvmc_library=None, version_number=1):
+    """<repository>/<name>/config.pbtxt and a version's library (one file, or the tvmc layout)."""
+    version = repository / name / str(version_number)
     version.mkdir(parents=True)
-    (repository / name / "config.pbtxt").write_text(config)
+    if config is not None:
+        (repository / name / "config.pbtxt").write_text(config)
     if library is not None:
         compile_model(library, version / "model.so")
     if tvmc_library is not None:
@@ -79,6 +80,7 @@ parameters { key: "num_threads" value: { string_value: "2" } }
     write_model(repository, "int_add_batch", 'backend: "kiln"\nmax_batch_size: 4\n', int_add())
     write_model(repository, "mlp_tvmc", 'backend: "kiln"\n', tvmc_library=mlp(1))
     write_model(repository, "wide_batch", 'backend: "kiln"\nmax_batch_size: 4\n', mlp(4))
+    write_model(repository, "versions", 'backend: "kiln"\n', mlp(1))
     log = tmp_path_factory.mktemp("log") / "tritonserver.log"
     running = TritonServer(repository, backend_directory, log,
                            ["--model-control-mode=explicit", *[f"--load-model={m}" for m in LOADED_AT_START]])
@@ -310,7 +312,21 @@ def test_load_and_unload_through_the_repository_api(server):
         assert "needs every input and output of the library to have a leading dimension of 1" in str(error.value)
         assert "input 'x' has shape [4, 16]" in str(error.value)
         index = {m["name"]: m.get("state") for m in http_c.get_model_repository_index()}
-    assert index["mlp_tvmc"] == "UNAVAILABLE" and index["wide_batch"] == "UNAVAILABLE"
+        assert index["mlp_tvmc"] == "UNAVAILABLE" and index["wide_batch"] == "UNAVAILABLE"
+
+        # A new version in the repository, loaded while the old one serves: Triton's default policy
+        # serves the latest, from a library of its own.
+        http_c.load_model("versions")
+        got = infer(httpclient, server.http_url, "versions", {"x": x}, ["output_0"])["output_0"]
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        write_model(server.repository, "versions", None, mlp(1, seed=32), version_number=2)
+        http_c.load_model("versions")
+        got = infer(httpclient, server.http_url, "versions", {"x": x}, ["output_0"])["output_0"]
+        np.testing.assert_allclose(got, reference(mlp(1, seed=32), {"x": x})["y"], rtol=RTOL, atol=ATOL)
+        assert not np.allclose(got, want)
+        assert [m["version"] for m in http_c.get_model_repository_index() if m["name"] == "versions" and
+                m.get("state") == "READY"] == ["2"]
+        http_c.unload_model("versions")
     assert_still_serving(server)
 
 

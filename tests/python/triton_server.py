@@ -36,9 +36,10 @@ def onnx_model(nodes, inputs, outputs, inits=()):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
 
 
-def mlp(batch):
-    """y = relu(x @ W + b) [batch, 8] and s = the largest of each row of y [batch, 1], x: [batch, 16]; seeded weights."""
-    rng = np.random.default_rng(31)
+def mlp(batch, seed=31):
+    """y = relu(x @ W + b) [batch, 8] and s = the largest of each row of y [batch, 1], x: [batch, 16];
+    weights from the seed."""
+    rng = np.random.default_rng(seed)
     w = rng.standard_normal((16, 8)).astype(np.float32) / 4
     b = rng.standard_normal(8).astype(np.float32) / 4
     return onnx_model(
@@ -71,6 +72,7 @@ class TritonServer:
     """tritonserver on 127.0.0.1 (HTTP, gRPC and metrics on free ports); stop() ends it."""
 
     def __init__(self, repository, backend_directory, log_path, extra_args=()):
+        self.repository = pathlib.Path(repository)
         self.http_port, self.grpc_port, self.metrics_port = free_port(), free_port(), free_port()
         self.log_path = pathlib.Path(log_path)
         args = [str(SERVER), f"--model-repository={repository}", f"--backend-directory={backend_directory}",
