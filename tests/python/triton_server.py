@@ -109,6 +109,11 @@ class TritonServer:
         text = self.log_path.read_text(errors="replace")
         return text if tail is None else text[-tail:]
 
+    def resident_kib(self):
+        """The server process's resident memory (VmRSS), KiB."""
+        status = pathlib.Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
     def alive(self):
         return self.process.poll() is None
 
