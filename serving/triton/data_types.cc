@@ -1,8 +1,6 @@
 // Data types between kiln and Triton: one table.
 #include "serving/triton/data_types.h"
 
-#include <iterator>
-
 namespace kiln::triton {
 namespace {
 
