@@ -169,7 +169,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
   return Guard([&] {
     void* state = nullptr;
     ThrowIfError(TRITONBACKEND_ModelInstanceState(triton_instance, &state), "kiln backend: finding an instance's state");
-    delete static_cast<Instance*>(state);
+    std::unique_ptr<Instance> instance(static_cast<Instance*>(state));
+    const char* name = nullptr;
+    if (TRITONBACKEND_ModelInstanceName(triton_instance, &name) == nullptr && instance != nullptr) {
+      kiln::triton::Log(TRITONSERVER_LOG_INFO, kiln::runtime::StrCat("instance '", name, "': ", instance->Summary()));
+    }
   });
 }
 

@@ -153,9 +153,15 @@ void Instance::BindRow(size_t i, const char* row) {
   view.shape = const_cast<int64_t*>(tensor.shape.data());
   if (reinterpret_cast<uintptr_t>(row) % runtime::kAllocAlignment == 0) {
     executor_->SetInputZeroCopy(input_index_[i], view);
+    ++inputs_in_place_;
   } else {
     executor_->SetInput(input_index_[i], view);
+    ++inputs_copied_;
   }
+}
+
+std::string Instance::Summary() const {
+  return StrCat(rows_run_, " rows run; input rows: ", inputs_in_place_, " read in place, ", inputs_copied_, " copied");
 }
 
 void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing) {
@@ -202,6 +208,7 @@ void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response
     }
     timing.compute_end_ns = NowNs();
     ++timing.rows;
+    ++rows_run_;
 
     for (size_t k = 0; k < outputs.size(); ++k) {
       runtime::NDArray result = executor_->GetOutput(outputs[k]->position);

@@ -37,6 +37,9 @@ class Instance {
   // Runs once on zeros (the "warmup" parameter); throws Error when the run fails.
   void Warmup();
 
+  // "<n> rows run, inputs: <a> read in place, <b> copied" (for the log when the instance ends).
+  std::string Summary() const;
+
   // Responds to and releases every request. Never throws.
   void Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
                uint32_t count);
@@ -63,6 +66,9 @@ class Instance {
   std::vector<int> input_index_;        // per served input: the executor's input index
   std::vector<size_t> input_row_bytes_;  // per served input: bytes of one row (the library's shape)
   std::vector<runtime::NDArray> gather_;  // per served input: aligned room for inputs in several buffers
+  uint64_t rows_run_ = 0;
+  uint64_t inputs_in_place_ = 0;  // input rows bound where Triton's buffer holds them
+  uint64_t inputs_copied_ = 0;    // input rows copied (not 64-byte aligned)
 };
 
 }  // namespace kiln::triton
