@@ -76,7 +76,7 @@ output [ { name: "output_0" data_type: TYPE_FP32 dims: [ -1, 8 ] } ]
 parameters { key: "num_threads" value: { string_value: "2" } }
 """, mlp(1))
     write_model(repository, "int_add", 'backend: "kiln"\n', int_add())
-    # Rows of 40 bytes: all but every eighth lie off 64-byte boundaries, so they are copied in.
+    # Rows of 40 bytes: most lie off 64-byte boundaries, so they are copied in, not read in place.
     write_model(repository, "int_add_batch", 'backend: "kiln"\nmax_batch_size: 4\n', int_add())
     write_model(repository, "mlp_tvmc", 'backend: "kiln"\n', tvmc_library=mlp(1))
     write_model(repository, "wide_batch", 'backend: "kiln"\nmax_batch_size: 4\n', mlp(4))
