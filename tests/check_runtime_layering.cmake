@@ -1,19 +1,23 @@
 # Checks that libkiln_runtime links no compiler code (protobuf, ONNX, oneDNN) and that no runtime
-# source includes a compiler header. Run with -DRUNTIME=<libkiln_runtime.so> -DSOURCE_DIR=<repo>.
+# source includes a compiler header. Run with -DRUNTIME=<libkiln_runtime.so> -DSOURCE_DIR=<repo>;
+# -DLAYER=serving/triton checks a layer over the runtime the same way (RUNTIME: its library).
+if(NOT LAYER)
+  set(LAYER runtime)
+endif()
 execute_process(COMMAND ldd ${RUNTIME} OUTPUT_VARIABLE linked RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "ldd ${RUNTIME} failed")
 endif()
 foreach(forbidden protobuf onnx dnnl)
   if(linked MATCHES "${forbidden}")
-    message(FATAL_ERROR "libkiln_runtime links ${forbidden}:\n${linked}")
+    message(FATAL_ERROR "${RUNTIME} links ${forbidden}:\n${linked}")
   endif()
 endforeach()
-file(GLOB_RECURSE sources ${SOURCE_DIR}/runtime/*.h ${SOURCE_DIR}/runtime/*.cc)
+file(GLOB_RECURSE sources ${SOURCE_DIR}/${LAYER}/*.h ${SOURCE_DIR}/${LAYER}/*.cc)
 foreach(source ${sources})
   file(STRINGS ${source} includes REGEX "#include *[<\"](kiln/)?(ir|frontend|transform|backend|kernels|target)/")
   if(includes)
     message(FATAL_ERROR "${source} includes a compiler header: ${includes}")
   endif()
 endforeach()
-message(STATUS "runtime layering ok")
+message(STATUS "${LAYER} layering ok")
