@@ -153,18 +153,10 @@ using TileFn = void (*)(const Job&, const float*, const float*, float*, int64_t,
 // The epilogue over plane `nc` (batch n, output channel oc), just stored at `out`.
 void PlaneEpilogue(const Job& job, int64_t nc, int64_t oc, float* out) {
   const int64_t size = job.p->out_height * job.p->out_width;
-  const int64_t vectors = size / kLanes, done = vectors * kLanes;
   for (int s = 0; s < job.epilogue_size; ++s) {
     const EpilogueStep& step = job.epilogue[s];
     const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + nc * size : nullptr;
-    float operand = step.operand == EpilogueStep::kChannel  ? step.data[oc]
-                    : step.operand == EpilogueStep::kScalar ? step.data[0]
-                                                            : 0.0f;
-    ApplyStep<kLanes>(step, out, vectors, tensor, V::Broadcast(&operand));
-    if (done < size) {
-      ApplyStep<1>(step, out + done, size - done, tensor != nullptr ? tensor + done : nullptr,
-                   Vec<1>::Broadcast(&operand));
-    }
+    ApplyStepToFloats<kLanes>(step, out, size, tensor, StepOperand(step, oc));
   }
 }
 

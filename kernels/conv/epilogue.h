@@ -47,6 +47,23 @@ void ApplyStep(const EpilogueStep& s, float* x, int64_t count, const float* tens
   }
 }
 
+// The kChannel or kScalar operand of `s` for output channel `channel`; 0 for other operands.
+inline float StepOperand(const EpilogueStep& s, int64_t channel) {
+  return s.operand == EpilogueStep::kChannel ? s.data[channel] : s.operand == EpilogueStep::kScalar ? s.data[0] : 0.0f;
+}
+
+// Step `s` over `count` floats at `x` of one output channel (a plain output's plane, or a row of a
+// matrix product): whole vectors of N, then the floats past them one by one; the other operand is
+// `tensor` at the same positions when not null, else `operand`.
+template <int N>
+void ApplyStepToFloats(const EpilogueStep& s, float* x, int64_t count, const float* tensor, float operand) {
+  const int64_t vectors = count / N, done = vectors * N;
+  ApplyStep<N>(s, x, vectors, tensor, Vec<N>::Broadcast(&operand));
+  if (done < count) {
+    ApplyStep<1>(s, x + done, count - done, tensor != nullptr ? tensor + done : nullptr, Vec<1>::Broadcast(&operand));
+  }
+}
+
 // Steps [0, size) in order over `count` vectors at `x`, of output channel block `block`; `offset`
 // is x's place in the output (floats), where a kTensor operand is read.
 template <int N>

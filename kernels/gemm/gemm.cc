@@ -121,23 +121,13 @@ struct PackedJob {
 };
 
 // The job's epilogue over rows [row0, row0 + rows) x columns [col0, col0 + cols) of C, just
-// computed: step by step, each over a row's vectors (epilogue.h), then its columns past the last
-// whole vector one by one.
+// computed: step by step, each over the tile's part of a row (epilogue.h).
 void TileEpilogue(const PackedJob& g, int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-  const int64_t vectors = cols / kGemmPanel, done = vectors * kGemmPanel;
   for (int s = 0; s < g.epilogue_size; ++s) {
     const EpilogueStep& step = g.epilogue[s];
     for (int64_t r = row0; r < row0 + rows; ++r) {
-      float* x = g.c + r * g.ldc + col0;
       const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + r * g.ldc + col0 : nullptr;
-      float operand = step.operand == EpilogueStep::kChannel  ? step.data[r]
-                      : step.operand == EpilogueStep::kScalar ? step.data[0]
-                                                              : 0.0f;
-      ApplyStep<kGemmPanel>(step, x, vectors, tensor, V::Broadcast(&operand));
-      if (done < cols) {
-        ApplyStep<1>(step, x + done, cols - done, tensor != nullptr ? tensor + done : nullptr,
-                     Vec<1>::Broadcast(&operand));
-      }
+      ApplyStepToFloats<kGemmPanel>(step, g.c + r * g.ldc + col0, cols, tensor, StepOperand(step, r));
     }
   }
 }
