@@ -1,17 +1,20 @@
-// Matrix products on packed panels of B. B is laid out as [ceil(N / 16), K, 16] (layout "NK16n"
-// of a dense weight [N, K]; the last panel padded with zeros): dense layers get their constant
-// weights packed so at build time, other products pack B into workspace per call. A micro-kernel
+// Matrix products on panels of 16 columns of B. Packed, B is laid out as [ceil(N / 16), K, 16]
+// (layout "NK16n" of a dense weight [N, K]; the last panel padded with zeros): dense layers get
+// their constant weights packed so at build time, a transposed B is packed into workspace per
+// call; any other B is read where it lies, the panel's rows B's rows, except a last partial
+// panel, which is copied (a 1x1 convolution's input, read so, no longer costs a pass over it). A micro-kernel
 // keeps a tile of kTileRows rows x kTilePanels panels of C in registers (kernel_config.h) and walks
 // K with one load per panel row and one broadcast of A per tile row. A is first copied into tiles
 // of rows, [k][rows] each (transposed A too), so that the broadcasts read one stream: A's rows read
 // in place, at a stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set (BERT's
 // dense layers on one AVX-512 core, tiles of 14 rows x 1 panel: 50-88 GFLOP/s of 117; with the
 // copy and 8 x 3: 98-112). C is split across threads in blocks of rows x 12 panels (4 blocks for a
-// layer of 768 columns: enough for the 2 cores measured, few for many more), and K is walked in
+// layer of 768 columns; at least 8 blocks where the tiles allow), and K is walked in
 // blocks of 256, so that the tile's panels' part (16 KiB per panel) stays in L1 or L2 while it
 // meets every row of the block.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <cstring>
 #include <utility>
 
@@ -49,10 +52,10 @@ int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, vo
 inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
 
 // C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
-// C with row stride ldc.
+// its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc.
 template <int R, int P>
-void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, bool accumulate, float* c,
-          int64_t ldc) {
+void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, int64_t k_stride, bool accumulate,
+          float* c, int64_t ldc) {
   V acc[R * P];
 #pragma GCC unroll 32
   for (int i = 0; i < R * P; ++i) acc[i] = accumulate ? V::Load(c + i / P * ldc + i % P * kGemmPanel) : V::Zero();
@@ -60,7 +63,7 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, b
     V w[P];
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) {
-      w[q] = V::Load(panel + q * panel_stride + x * kGemmPanel);
+      w[q] = V::Load(panel + q * panel_stride + x * k_stride);
       w[q].Pin();
     }
 #pragma GCC unroll 16
@@ -74,7 +77,7 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, b
   for (int i = 0; i < R * P; ++i) acc[i].Store(c + i / P * ldc + i % P * kGemmPanel);
 }
 
-using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, bool, float*, int64_t);
+using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, int64_t, bool, float*, int64_t);
 
 template <int P, int... I>
 constexpr auto MakeTiles(std::integer_sequence<int, I...>) {
@@ -91,16 +94,16 @@ constexpr auto kTiles = MakeTileTable(std::make_integer_sequence<int, kTilePanel
 // A tile of `rows` x `cols` (cols <= kTilePanels * 16; a partial last panel at C's right edge goes
 // through a full-width copy).
 void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
-             bool accumulate, float* c, int64_t ldc) {
+             int64_t k_stride, bool accumulate, float* c, int64_t ldc) {
   int64_t panels = Panels(cols);
   TileFunction tile = kTiles[panels - 1][rows - 1];
-  if (cols == panels * kGemmPanel) return tile(k, a, panel, panel_stride, accumulate, c, ldc);
+  if (cols == panels * kGemmPanel) return tile(k, a, panel, panel_stride, k_stride, accumulate, c, ldc);
   constexpr int64_t kWidth = kTilePanels * kGemmPanel;
   float copy[kTileRows * kWidth] = {};  // columns past `cols` are computed and dropped
   if (accumulate) {
     for (int64_t r = 0; r < rows; ++r) std::memcpy(copy + r * kWidth, c + r * ldc, cols * sizeof(float));
   }
-  tile(k, a, panel, panel_stride, accumulate, copy, kWidth);
+  tile(k, a, panel, panel_stride, k_stride, accumulate, copy, kWidth);
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, copy + r * kWidth, cols * sizeof(float));
 }
 
@@ -110,7 +113,7 @@ struct PackedJob {
   const float* a;  // [m, k] with row stride lda, or [k, m] when a_transposed
   int64_t lda, a_stride;
   bool a_transposed;
-  const float* b;  // [panels, k, 16] per product
+  const float* b;  // [panels, k, 16] per product; or, when ldb > 0, B [k, n] in place with row stride ldb
   int64_t b_stride;
   float* c;
   int64_t ldc, c_stride;
@@ -118,6 +121,9 @@ struct PackedJob {
   float* packed_a;  // per product of A: its row tiles, tile of rows [i, i + r) at i * k as [k][r]
   const EpilogueStep* epilogue = nullptr;  // one product only: kChannel per row of C
   int epilogue_size = 0;
+  int64_t ldb = 0;  // > 0: B read in place, its last partial panel (n % 16 columns) from `last_panel`
+  const float* last_panel = nullptr;  // [k, 16], zeros past n, per product last_panel_stride apart
+  int64_t last_panel_stride = 0;
 };
 
 // The job's epilogue over rows [row0, row0 + rows) x columns [col0, col0 + cols) of C, just
@@ -170,12 +176,27 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
       int64_t kc = std::min(kBlockK, g.k - k0);
       bool last = k0 + kc == g.k;
       for (int64_t p = p0; p < p1; p += kTilePanels) {
-        const float* panel = b + (p * g.k + k0) * kGemmPanel;
         int64_t cols = std::min<int64_t>(std::min<int64_t>(p1 - p, kTilePanels) * kGemmPanel, g.n - p * kGemmPanel);
+        // Read in place, the tile's whole panels and then its partial one, from the copy.
+        int64_t whole = g.ldb > 0 ? std::min(cols, (g.n / kGemmPanel - p) * kGemmPanel) : cols;
+        const float* last_panel =
+            g.last_panel != nullptr ? g.last_panel + product * g.last_panel_stride + k0 * kGemmPanel : nullptr;
         for (int64_t i = i0; i < i1; i += kTileRows) {
           int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
-          AnyTile(rows, cols, kc, a + i * g.k + k0 * rows, panel, g.k * kGemmPanel, k0 > 0,
-                  c + i * g.ldc + p * kGemmPanel, g.ldc);
+          const float* a_tile = a + i * g.k + k0 * rows;
+          float* c_tile = c + i * g.ldc + p * kGemmPanel;
+          if (g.ldb == 0) {
+            AnyTile(rows, cols, kc, a_tile, b + (p * g.k + k0) * kGemmPanel, g.k * kGemmPanel, kGemmPanel, k0 > 0,
+                    c_tile, g.ldc);
+          } else {
+            if (whole > 0) {
+              AnyTile(rows, whole, kc, a_tile, b + k0 * g.ldb + p * kGemmPanel, kGemmPanel, g.ldb, k0 > 0, c_tile,
+                      g.ldc);
+            }
+            if (whole < cols) {
+              AnyTile(rows, cols - whole, kc, a_tile, last_panel, 0, kGemmPanel, k0 > 0, c_tile + whole, g.ldc);
+            }
+          }
           if (last && g.epilogue_size > 0) TileEpilogue(g, i, rows, p * kGemmPanel, cols);
         }
       }
@@ -308,13 +329,12 @@ void DotColumns(int64_t begin, int64_t end, void* context) {
   }
 }
 
-// B [k, n] (or [n, k] when transposed), row stride ldb, of each product (b_stride apart) as panels
+// A transposed B ([n, k], row stride ldb) of each product (b_stride apart) as panels
 // [ceil(n / 16), k, 16], packed_size floats apart.
 struct PackBJob {
   int64_t n, k;
   const float* b;
   int64_t ldb, b_stride;
-  bool transposed;
   float* packed;
   int64_t packed_size;
 };
@@ -329,17 +349,52 @@ void PackBPanels(int64_t begin, int64_t end, void* context) {
     float* panel = g.packed + product * g.packed_size + p * g.k * kGemmPanel;
     int64_t cols = std::min<int64_t>(kGemmPanel, g.n - p * kGemmPanel);
     if (cols < kGemmPanel) std::fill(panel, panel + g.k * kGemmPanel, 0.0f);
-    if (g.transposed) {
-      for (int64_t j = 0; j < cols; ++j) {
-        const float* column = b + (p * kGemmPanel + j) * g.ldb;
-        for (int64_t x = 0; x < g.k; ++x) panel[x * kGemmPanel + j] = column[x];
-      }
-    } else {
-      for (int64_t x = 0; x < g.k; ++x) {
-        std::memcpy(panel + x * kGemmPanel, b + x * g.ldb + p * kGemmPanel, cols * sizeof(float));
-      }
+    for (int64_t j = 0; j < cols; ++j) {
+      const float* column = b + (p * kGemmPanel + j) * g.ldb;
+      for (int64_t x = 0; x < g.k; ++x) panel[x * kGemmPanel + j] = column[x];
     }
   }
+}
+
+// B for a job whose b and b_stride hold B as given: a transposed B packed into panels (its columns
+// are not contiguous), one in place read where it lies, only its last partial panel copied (a
+// read past its columns could leave the buffer; a whole copy was a pass over B per product, on
+// one thread below parallel_elements floats).
+struct PackedB {
+  std::optional<Workspace> memory;
+};
+
+int PackB(int64_t batch, int64_t ldb, bool b_transposed, PackedJob* job, PackedB* packed) {
+  const int64_t n = job->n, k = job->k, b_count = job->b_stride == 0 ? 1 : batch;
+  if (!b_transposed) {
+    const int64_t whole = n / kGemmPanel * kGemmPanel, rest = n - whole;
+    job->ldb = ldb;
+    if (rest == 0) return 0;
+    packed->memory.emplace(b_count * k * kGemmPanel * sizeof(float));
+    if (!packed->memory->ok()) return Fail("Gemm: out of workspace memory");
+    float* last = packed->memory->as<float>();
+    for (int64_t product = 0; product < b_count; ++product) {
+      const float* b = job->b + product * job->b_stride + whole;
+      for (int64_t x = 0; x < k; ++x) {
+        float* row = last + (product * k + x) * kGemmPanel;
+        std::memcpy(row, b + x * ldb, rest * sizeof(float));
+        std::fill(row + rest, row + kGemmPanel, 0.0f);
+      }
+    }
+    job->last_panel = last;
+    job->last_panel_stride = b_count == 1 ? 0 : k * kGemmPanel;
+    return 0;
+  }
+  const int64_t packed_size = Panels(n) * k * kGemmPanel;
+  packed->memory.emplace(b_count * packed_size * sizeof(float));
+  if (!packed->memory->ok()) return Fail("Gemm: out of workspace memory");
+  PackBJob pack{n, k, job->b, ldb, job->b_stride, packed->memory->as<float>(), packed_size};
+  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack); status != 0) {
+    return status;
+  }
+  job->b = packed->memory->as<float>();
+  job->b_stride = b_count == 1 ? 0 : packed_size;
+  return 0;
 }
 
 }  // namespace
@@ -359,16 +414,9 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
     }
     return 0;
   }
-  int64_t b_count = b_stride == 0 ? 1 : batch;
-  int64_t packed_size = Panels(n) * k * kGemmPanel;
-  Workspace b_packed(b_count * packed_size * sizeof(float));
-  if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
-  PackBJob pack{n, k, b, ldb, b_stride, b_transposed, b_packed.as<float>(), packed_size};
-  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack); status != 0) {
-    return status;
-  }
-  PackedJob job{m, n, k, a, lda, a_stride, a_transposed, b_packed.as<float>(), b_stride == 0 ? 0 : packed_size,
-                c, ldc, c_stride, 0, 0, 0, 0, nullptr};
+  PackedJob job{m, n, k, a, lda, a_stride, a_transposed, b, b_stride, c, ldc, c_stride, 0, 0, 0, 0, nullptr};
+  PackedB packed;
+  if (int status = PackB(batch, ldb, b_transposed, &job, &packed); status != 0) return status;
   return RunPacked(batch, job);
 }
 
@@ -379,14 +427,11 @@ int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_tr
 
 int GemmWithEpilogue(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                      float* c, int64_t ldc, const EpilogueStep* epilogue, int epilogue_size) {
-  int64_t packed_size = Panels(n) * k * kGemmPanel;
-  Workspace b_packed(packed_size * sizeof(float));
-  if (!b_packed.ok()) return Fail("Gemm: out of workspace memory");
-  PackBJob pack{n, k, b, ldb, 0, false, b_packed.as<float>(), packed_size};
-  if (int status = PackInTasks(packed_size, Panels(n), PackBPanels, &pack); status != 0) return status;
-  PackedJob job{m, n, k, a, lda, 0, false, b_packed.as<float>(), 0, c, ldc, 0, 0, 0, 0, 0, nullptr};
+  PackedJob job{m, n, k, a, lda, 0, false, b, 0, c, ldc, 0, 0, 0, 0, 0, nullptr};
   job.epilogue = epilogue;
   job.epilogue_size = epilogue_size;
+  PackedB packed;
+  if (int status = PackB(1, ldb, false, &job, &packed); status != 0) return status;
   return RunPacked(1, job);
 }
 
