@@ -483,3 +483,16 @@ def test_installed_backend_finds_the_runtime_by_its_rpath(backend_directory):
     assert names == sorted(["TRITONBACKEND_Initialize", "TRITONBACKEND_GetBackendAttribute", "TRITONBACKEND_ModelInitialize", "TRITONBACKEND_ModelFinalize",
                             "TRITONBACKEND_ModelInstanceInitialize", "TRITONBACKEND_ModelInstanceFinalize",
                             "TRITONBACKEND_ModelInstanceExecute"]), names
+
+
+def test_python_package_carries_the_backend(tmp_path):
+    """The wheel's layout without building a wheel: the `python` component that pip installs puts
+    the backend in kiln/lib/triton/backends/kiln/, where its rpath finds the package's runtime
+    (tests/python/test_python_wheel.py checks the same in the installed wheel)."""
+    result = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(tmp_path), "--component", "python"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    library = tmp_path / "kiln" / "lib" / "triton" / "backends" / "kiln" / "libtriton_kiln.so"
+    linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True).stdout
+    found = re.search(r"libkiln_runtime\.so => (\S+)", linked)
+    assert found and pathlib.Path(found.group(1)).resolve() == (tmp_path / "kiln" / "lib" / "libkiln_runtime.so").resolve(), linked
