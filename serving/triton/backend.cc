@@ -184,9 +184,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* triton_instance,
                                                        TRITONBACKEND_Request** requests, const uint32_t count) {
-  // No exception may cross into Triton. Instance::Execute catches each request's failures itself
-  // (its response carries them); what could still escape is running out of memory while building
-  // a log line, which is returned as Triton's error.
+  // No exception may cross into Triton. Instance::Execute answers each request's failures in its
+  // response and releases every request whatever happens; it throws only before taking any
+  // (out of memory for a log line), and then Triton's error leaves all the requests to Triton.
   try {
     void* state = nullptr;
     TRITONSERVER_Error* error = TRITONBACKEND_ModelInstanceState(triton_instance, &state);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -257,47 +258,66 @@ void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response
   }
 }
 
+void Instance::Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request,
+                       uint64_t exec_start, Timing& batch) {
+  Timing timing;
+  TRITONBACKEND_Response* response = nullptr;
+  std::unique_ptr<TRITONSERVER_Error, void (*)(TRITONSERVER_Error*)> error(nullptr, TRITONSERVER_ErrorDelete);
+  error.reset(TRITONBACKEND_ResponseNew(&response, request));
+  if (error != nullptr) {
+    // No response to carry the error: the client's request ends when it is released.
+    Log(TRITONSERVER_LOG_ERROR, StrCat(name_, ": could not make a response; the request ends without one: ",
+                                       TRITONSERVER_ErrorMessage(error.get())));
+  } else {
+    // Request errors are INVALID_ARG (HTTP 400); a failure to run a checked request, or in
+    // Triton's output buffers, is INTERNAL (500); Triton's own errors keep their code.
+    error.reset(Guard([&] { RunRequest(request, response, timing); }, TRITONSERVER_ERROR_INTERNAL));
+    Report(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error.get()),
+           "model '" + model_->config.model_name + "': sending a response");
+  }
+  const bool success = error == nullptr;
+  if (!success) {
+    Log(TRITONSERVER_LOG_VERBOSE, StrCat(name_, ": request failed: ", TRITONSERVER_ErrorMessage(error.get())));
+  } else {
+    batch.rows += timing.rows;
+    if (batch.compute_start_ns == 0) batch.compute_start_ns = timing.compute_start_ns;
+    batch.compute_end_ns = timing.compute_end_ns;
+  }
+  Report(TRITONBACKEND_ModelInstanceReportStatistics(triton_instance, request, success, exec_start,
+                                                     timing.compute_start_ns, timing.compute_end_ns, NowNs()),
+         name_ + ": reporting statistics");
+}
+
 void Instance::Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
                        uint32_t count) {
   const uint64_t batch_start = NowNs();
-  UpdateThreadCount();
-  uint64_t batch_rows = 0, batch_compute_start = 0, batch_compute_end = 0;
+  UpdateThreadCount();  // may throw (out of memory for its log line) before any request is ours
+  Timing batch;
   for (uint32_t n = 0; n < count; ++n) {
     TRITONBACKEND_Request* request = requests[n];
     const uint64_t exec_start = n == 0 ? batch_start : NowNs();  // the requests run one after another
-    Timing timing;
-    TRITONBACKEND_Response* response = nullptr;
-    TRITONSERVER_Error* error = TRITONBACKEND_ResponseNew(&response, request);
-    if (error != nullptr) {
-      // No response to carry the error: the client's request ends when it is released.
-      Log(TRITONSERVER_LOG_ERROR,
-          StrCat(name_, ": could not make a response; the request ends without one: ", TRITONSERVER_ErrorMessage(error)));
-    } else {
-      // Request errors are INVALID_ARG (HTTP 400); a failure to run a checked request, or in
-      // Triton's output buffers, is INTERNAL (500); Triton's own errors keep their code.
-      error = Guard([&] { RunRequest(request, response, timing); }, TRITONSERVER_ERROR_INTERNAL);
-      Report(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
-             "model '" + model_->config.model_name + "': sending a response");
-      if (error != nullptr) {
-        Log(TRITONSERVER_LOG_VERBOSE, StrCat(name_, ": request failed: ", TRITONSERVER_ErrorMessage(error)));
+    try {
+      Respond(triton_instance, request, exec_start, batch);
+    } catch (...) {
+      // Only running out of memory for a log line gets here (Respond's run is guarded); the request
+      // is released all the same, since the requests before it are released already.
+    }
+    TRITONSERVER_Error* released = TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL);
+    if (released != nullptr) {
+      try {
+        Report(released, name_ + ": releasing a request");
+      } catch (...) {
+        TRITONSERVER_ErrorDelete(released);
       }
     }
-    bool success = error == nullptr;
-    if (error != nullptr) TRITONSERVER_ErrorDelete(error);
-    if (success) {
-      batch_rows += timing.rows;
-      if (batch_compute_start == 0) batch_compute_start = timing.compute_start_ns;
-      batch_compute_end = timing.compute_end_ns;
-    }
-    Report(TRITONBACKEND_ModelInstanceReportStatistics(triton_instance, request, success, exec_start,
-                                                       timing.compute_start_ns, timing.compute_end_ns, NowNs()),
-           name_ + ": reporting statistics");
-    Report(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL), name_ + ": releasing a request");
   }
-  if (batch_rows > 0) {
-    Report(TRITONBACKEND_ModelInstanceReportBatchStatistics(triton_instance, batch_rows, batch_start,
-                                                            batch_compute_start, batch_compute_end, NowNs()),
-           name_ + ": reporting batch statistics");
+  if (batch.rows > 0) {
+    try {
+      Report(TRITONBACKEND_ModelInstanceReportBatchStatistics(triton_instance, batch.rows, batch_start,
+                                                              batch.compute_start_ns, batch.compute_end_ns, NowNs()),
+             name_ + ": reporting batch statistics");
+    } catch (...) {
+    }
   }
 }
 

@@ -53,7 +53,9 @@ class Instance {
   std::string Summary() const;
 
   // Responds to and releases every request. Without a "num_threads" parameter, first sets the
-  // executor's thread count to DefaultThreadCount(cores, live instances). Never throws.
+  // executor's thread count to DefaultThreadCount(cores, live instances). Throws (std::bad_alloc)
+  // only before it has taken any request, so that the caller may return an error and leave all
+  // the requests to Triton.
   void Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
                uint32_t count);
 
@@ -63,6 +65,11 @@ class Instance {
     uint64_t compute_end_ns = 0;
     uint64_t rows = 0;
   };
+  // Makes the request's response, runs it (RunRequest) and sends it, reports its statistics and
+  // adds its rows and compute times to `batch`; does not release it. Throws only std::bad_alloc
+  // (from a log line).
+  void Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request, uint64_t exec_start,
+               Timing& batch);
   // Runs one request into `response`; throws Error (RequestError for a request kiln cannot run).
   void RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing);
   // Checks served input i of the request; returns its rows and sets `data` to its bytes,
