@@ -49,7 +49,7 @@ void WriteConfig(TRITONBACKEND_Model* model, const std::string& name, const json
   ThrowIfError(error, "model '" + name + "': completing the configuration");
 }
 
-std::shared_ptr<const ServedModel> LoadModel(TRITONBACKEND_Model* model) {
+std::shared_ptr<ServedModel> LoadModel(TRITONBACKEND_Model* model) {
   const char* name_chars = nullptr;
   ThrowIfError(TRITONBACKEND_ModelName(model, &name_chars), "kiln backend: reading the model's name");
   std::string name = name_chars;
@@ -77,17 +77,22 @@ std::shared_ptr<const ServedModel> LoadModel(TRITONBACKEND_Model* model) {
     WriteConfig(model, name, config);
     config = ReadConfig(model, name);  // as Triton completed it further
   }
-  served->config = CheckConfig(config, served->library->tensors(), runtime::NumThreads());
+  served->cores = runtime::NumThreads();
+  served->config = CheckConfig(config, served->library->tensors(), served->cores);
   for (const std::string& warning : served->config.warnings) Log(TRITONSERVER_LOG_WARN, warning);
+  std::string threads = served->config.num_threads_set
+                            ? "(parameter num_threads)"
+                            : StrCat("(", served->cores, " threads over ", served->config.instance_count,
+                                     " instances; follows the live instances)");
   Log(TRITONSERVER_LOG_INFO,
       StrCat("model '", name, "' version ", version, ": kiln library ", served->library->path(), ", ",
              served->config.inputs.size(), " inputs, ", served->config.outputs.size(), " outputs, max_batch_size ",
-             served->config.max_batch_size, ", ", served->config.num_threads, " threads per instance"));
+             served->config.max_batch_size, ", ", served->config.num_threads, " threads per instance ", threads));
   return served;
 }
 
 // The model state Triton holds for us: a heap-allocated shared_ptr, so instances keep the model.
-using ModelHandle = std::shared_ptr<const ServedModel>;
+using ModelHandle = std::shared_ptr<ServedModel>;
 
 }  // namespace
 }  // namespace kiln::triton
@@ -179,11 +184,18 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* triton_instance,
                                                        TRITONBACKEND_Request** requests, const uint32_t count) {
-  void* state = nullptr;
-  TRITONSERVER_Error* error = TRITONBACKEND_ModelInstanceState(triton_instance, &state);
-  if (error != nullptr) return error;  // the requests stay Triton's
-  static_cast<Instance*>(state)->Execute(triton_instance, requests, count);
-  return nullptr;
+  // No exception may cross into Triton. Instance::Execute answers each request's failures in its
+  // response and releases every request whatever happens; it throws only before taking any
+  // (out of memory for a log line), and then Triton's error leaves all the requests to Triton.
+  try {
+    void* state = nullptr;
+    TRITONSERVER_Error* error = TRITONBACKEND_ModelInstanceState(triton_instance, &state);
+    if (error != nullptr) return error;  // the requests stay Triton's
+    static_cast<Instance*>(state)->Execute(triton_instance, requests, count);
+    return nullptr;
+  } catch (...) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "kiln backend: executing requests failed");
+  }
 }
 
 }  // extern "C"

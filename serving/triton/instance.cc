@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -48,12 +49,26 @@ void Report(TRITONSERVER_Error* error, const std::string& what) {
 Instance::Instance(std::shared_ptr<const ServedModel> model, std::string name)
     : model_(std::move(model)), name_(std::move(name)) {
   executor_ = model_->library->NewExecutor();
-  executor_->SetNumThreads(model_->config.num_threads);
+  executor_->SetNumThreads(model_->config.num_threads);  // until the first Execute
   for (const ServedTensor& input : model_->config.inputs) {
     input_index_.push_back(executor_->InputIndex(input.library.name));
     input_row_bytes_.push_back(RowBytes(input.library));
     gather_.emplace_back();
   }
+  model_->live_instances.fetch_add(1);
+}
+
+Instance::~Instance() { model_->live_instances.fetch_sub(1); }
+
+void Instance::UpdateThreadCount() {
+  if (model_->config.num_threads_set) return;
+  const int live = model_->live_instances.load();
+  const int wanted = DefaultThreadCount(model_->cores, live);
+  if (wanted == num_threads_) return;
+  executor_->SetNumThreads(wanted);
+  num_threads_ = wanted;
+  Log(TRITONSERVER_LOG_INFO, StrCat("instance '", name_, "': ", wanted, " threads per run (", model_->cores,
+                                    " threads over ", live, " live instances)"));
 }
 
 void Instance::Warmup() {
@@ -66,7 +81,7 @@ void Instance::Warmup() {
   executor_->Run();
 }
 
-int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data) {
+int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered) {
   const ServedTensor& served = model_->config.inputs[i];
   const std::string& model = model_->config.model_name;
   const int64_t max_batch_size = model_->config.max_batch_size;
@@ -100,7 +115,10 @@ int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char
     throw RequestError(StrCat(where, ": the request's shape is ", ShapeToString(got), ", the model takes ",
                               TakenShapes(served, max_batch_size)));
   }
-  const uint64_t expected = static_cast<uint64_t>(rows) * input_row_bytes_[i];
+  uint64_t expected = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(input_row_bytes_[i]), &expected)) {
+    throw RequestError(StrCat(where, ": the request's shape ", ShapeToString(got), " has more bytes than 2^64"));
+  }
   if (byte_size != expected) {
     throw RequestError(StrCat(where, ": the request carries ", byte_size, " bytes, its shape ", ShapeToString(got),
                               " of ", ProtocolTypeName(type), " needs ", expected));
@@ -122,15 +140,17 @@ int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char
     }
     if (buffer_count == 1 && buffer_size == expected) {
       *data = static_cast<const char*>(buffer);
+      *gathered = false;
       return rows;
     }
-    std::memcpy(GatherRoom(i, expected) + offset, buffer, buffer_size);
+    if (buffer_size > 0) std::memcpy(GatherRoom(i, expected) + offset, buffer, buffer_size);
     offset += buffer_size;
   }
   if (offset != expected) {
     throw RequestError(StrCat(where, ": the request's buffers hold ", offset, " bytes, its shape needs ", expected));
   }
   *data = GatherRoom(i, expected);  // also what an empty tensor (no buffer) is bound to
+  *gathered = true;
   return rows;
 }
 
@@ -143,7 +163,7 @@ char* Instance::GatherRoom(size_t i, uint64_t bytes) {
   return static_cast<char*>(room.data());
 }
 
-void Instance::BindRow(size_t i, const char* row) {
+void Instance::BindRow(size_t i, const char* row, bool gathered) {
   const TensorSpec& tensor = model_->config.inputs[i].library;
   DLTensor view{};
   view.data = const_cast<char*>(row);  // kiln's operators only read inputs
@@ -153,7 +173,7 @@ void Instance::BindRow(size_t i, const char* row) {
   view.shape = const_cast<int64_t*>(tensor.shape.data());
   if (reinterpret_cast<uintptr_t>(row) % runtime::kAllocAlignment == 0) {
     executor_->SetInputZeroCopy(input_index_[i], view);
-    ++inputs_in_place_;
+    ++(gathered ? inputs_gathered_ : inputs_in_place_);
   } else {
     executor_->SetInput(input_index_[i], view);
     ++inputs_copied_;
@@ -161,15 +181,19 @@ void Instance::BindRow(size_t i, const char* row) {
 }
 
 std::string Instance::Summary() const {
-  return StrCat(rows_run_, " rows run; input rows: ", inputs_in_place_, " read in place, ", inputs_copied_, " copied");
+  return StrCat(rows_run_, " rows run; input rows: ", inputs_in_place_, " read in place, ", inputs_copied_, " copied, ",
+                inputs_gathered_, " gathered");
 }
 
 void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing) {
   const ServingConfig& config = model_->config;
   std::vector<const char*> inputs(config.inputs.size());
+  std::vector<bool> gathered(config.inputs.size(), false);
   int64_t rows = 1;  // a library without inputs runs once
   for (size_t i = 0; i < config.inputs.size(); ++i) {
-    int64_t input_rows = ReadInput(request, i, &inputs[i]);
+    bool input_gathered = false;
+    int64_t input_rows = ReadInput(request, i, &inputs[i], &input_gathered);
+    gathered[i] = input_gathered;
     if (i > 0 && input_rows != rows) {
       throw RequestError(StrCat("model '", config.model_name, "': input '", config.inputs[i].library.name, "' has ",
                                 input_rows, " rows, input '", config.inputs[0].library.name, "' ", rows));
@@ -198,7 +222,7 @@ void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response
   std::vector<char*> buffers(outputs.size(), nullptr);
   std::vector<size_t> row_bytes(outputs.size(), 0);
   for (int64_t r = 0; r < rows; ++r) {
-    for (size_t i = 0; i < inputs.size(); ++i) BindRow(i, inputs[i] + r * input_row_bytes_[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) BindRow(i, inputs[i] + r * input_row_bytes_[i], gathered[i]);
     uint64_t start = NowNs();
     if (timing.compute_start_ns == 0) timing.compute_start_ns = start;
     try {
@@ -234,39 +258,66 @@ void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response
   }
 }
 
+void Instance::Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request,
+                       uint64_t exec_start, Timing& batch) {
+  Timing timing;
+  TRITONBACKEND_Response* response = nullptr;
+  std::unique_ptr<TRITONSERVER_Error, void (*)(TRITONSERVER_Error*)> error(nullptr, TRITONSERVER_ErrorDelete);
+  error.reset(TRITONBACKEND_ResponseNew(&response, request));
+  if (error != nullptr) {
+    // No response to carry the error: the client's request ends when it is released.
+    Log(TRITONSERVER_LOG_ERROR, StrCat(name_, ": could not make a response; the request ends without one: ",
+                                       TRITONSERVER_ErrorMessage(error.get())));
+  } else {
+    // Request errors are INVALID_ARG (HTTP 400); a failure to run a checked request, or in
+    // Triton's output buffers, is INTERNAL (500); Triton's own errors keep their code.
+    error.reset(Guard([&] { RunRequest(request, response, timing); }, TRITONSERVER_ERROR_INTERNAL));
+    Report(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error.get()),
+           "model '" + model_->config.model_name + "': sending a response");
+  }
+  const bool success = error == nullptr;
+  if (!success) {
+    Log(TRITONSERVER_LOG_VERBOSE, StrCat(name_, ": request failed: ", TRITONSERVER_ErrorMessage(error.get())));
+  } else {
+    batch.rows += timing.rows;
+    if (batch.compute_start_ns == 0) batch.compute_start_ns = timing.compute_start_ns;
+    batch.compute_end_ns = timing.compute_end_ns;
+  }
+  Report(TRITONBACKEND_ModelInstanceReportStatistics(triton_instance, request, success, exec_start,
+                                                     timing.compute_start_ns, timing.compute_end_ns, NowNs()),
+         name_ + ": reporting statistics");
+}
+
 void Instance::Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
                        uint32_t count) {
-  const uint64_t exec_start = NowNs();
-  uint64_t batch_rows = 0, batch_compute_start = 0, batch_compute_end = 0;
+  const uint64_t batch_start = NowNs();
+  UpdateThreadCount();  // may throw (out of memory for its log line) before any request is ours
+  Timing batch;
   for (uint32_t n = 0; n < count; ++n) {
     TRITONBACKEND_Request* request = requests[n];
-    Timing timing;
-    TRITONBACKEND_Response* response = nullptr;
-    TRITONSERVER_Error* error = TRITONBACKEND_ResponseNew(&response, request);
-    if (error == nullptr) {
-      error = Guard([&] { RunRequest(request, response, timing); });
-      Report(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
-             "model '" + model_->config.model_name + "': sending a response");
+    const uint64_t exec_start = n == 0 ? batch_start : NowNs();  // the requests run one after another
+    try {
+      Respond(triton_instance, request, exec_start, batch);
+    } catch (...) {
+      // Only running out of memory for a log line gets here (Respond's run is guarded); the request
+      // is released all the same, since the requests before it are released already.
     }
-    bool success = error == nullptr;
-    if (error != nullptr) {
-      Log(TRITONSERVER_LOG_VERBOSE, StrCat(name_, ": request failed: ", TRITONSERVER_ErrorMessage(error)));
-      TRITONSERVER_ErrorDelete(error);
+    TRITONSERVER_Error* released = TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL);
+    if (released != nullptr) {
+      try {
+        Report(released, name_ + ": releasing a request");
+      } catch (...) {
+        TRITONSERVER_ErrorDelete(released);
+      }
     }
-    if (success) {
-      batch_rows += timing.rows;
-      if (batch_compute_start == 0) batch_compute_start = timing.compute_start_ns;
-      batch_compute_end = timing.compute_end_ns;
-    }
-    Report(TRITONBACKEND_ModelInstanceReportStatistics(triton_instance, request, success, exec_start,
-                                                       timing.compute_start_ns, timing.compute_end_ns, NowNs()),
-           name_ + ": reporting statistics");
-    Report(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL), name_ + ": releasing a request");
   }
-  if (batch_rows > 0) {
-    Report(TRITONBACKEND_ModelInstanceReportBatchStatistics(triton_instance, batch_rows, exec_start,
-                                                            batch_compute_start, batch_compute_end, NowNs()),
-           name_ + ": reporting batch statistics");
+  if (batch.rows > 0) {
+    try {
+      Report(TRITONBACKEND_ModelInstanceReportBatchStatistics(triton_instance, batch.rows, batch_start,
+                                                              batch.compute_start_ns, batch.compute_end_ns, NowNs()),
+             name_ + ": reporting batch statistics");
+    } catch (...) {
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 // Thread safety: Triton calls Execute for one instance from one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,24 +24,38 @@
 
 namespace kiln::triton {
 
-// What a Triton model is to the backend: its library and its checked configuration.
+// What a Triton model is to the backend: its library and its checked configuration, and the
+// count of its live instances.
 struct ServedModel {
   std::shared_ptr<ModelLibrary> library;
   ServingConfig config;
+  int cores = 1;  // the process's thread count at load (KILN_NUM_THREADS, else the cores)
+  // Instances alive now (each Instance counts itself from construction to destruction, that is
+  // from TRITONBACKEND_ModelInstanceInitialize to ...Finalize): Triton 2.51 adds and removes
+  // instances of a loaded model in place when only its instance_group changes. The only field
+  // that changes after load, hence mutable and atomic (instances start and end in parallel).
+  mutable std::atomic<int> live_instances{0};
 };
 
 class Instance {
  public:
   // Throws Error when the executor cannot be made.
   Instance(std::shared_ptr<const ServedModel> model, std::string name);
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
 
   // Runs once on zeros (the "warmup" parameter); throws Error when the run fails.
   void Warmup();
 
-  // "<n> rows run, inputs: <a> read in place, <b> copied" (for the log when the instance ends).
+  // "<n> rows run; input rows: <a> read in place, <b> copied, <c> gathered" (for the log when the
+  // instance ends).
   std::string Summary() const;
 
-  // Responds to and releases every request. Never throws.
+  // Responds to and releases every request. Without a "num_threads" parameter, first sets the
+  // executor's thread count to DefaultThreadCount(cores, live instances). Throws (std::bad_alloc)
+  // only before it has taken any request, so that the caller may return an error and leave all
+  // the requests to Triton.
   void Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
                uint32_t count);
 
@@ -50,13 +65,19 @@ class Instance {
     uint64_t compute_end_ns = 0;
     uint64_t rows = 0;
   };
-  // One input of one request, checked: where each row's bytes are.
-
+  // Makes the request's response, runs it (RunRequest) and sends it, reports its statistics and
+  // adds its rows and compute times to `batch`; does not release it. Throws only std::bad_alloc
+  // (from a log line).
+  void Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request, uint64_t exec_start,
+               Timing& batch);
   // Runs one request into `response`; throws Error (RequestError for a request kiln cannot run).
   void RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing);
-  // Checks served input i of the request; returns its rows and sets `data` to its bytes, contiguous.
-  int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data);
-  void BindRow(size_t i, const char* row);
+  // Checks served input i of the request; returns its rows and sets `data` to its bytes,
+  // contiguous, and `gathered` to whether they are in this instance's gather room.
+  int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered);
+  void BindRow(size_t i, const char* row, bool gathered);
+  // Follows the count of live instances (without a "num_threads" parameter).
+  void UpdateThreadCount();
   // This instance's 64-byte aligned room of at least `bytes` for served input i, kept between requests.
   char* GatherRoom(size_t i, uint64_t bytes);
 
@@ -66,9 +87,11 @@ class Instance {
   std::vector<int> input_index_;        // per served input: the executor's input index
   std::vector<size_t> input_row_bytes_;  // per served input: bytes of one row (the library's shape)
   std::vector<runtime::NDArray> gather_;  // per served input: aligned room for inputs in several buffers
+  int num_threads_ = 0;  // the thread count UpdateThreadCount set (0: none yet; it logs each change)
   uint64_t rows_run_ = 0;
   uint64_t inputs_in_place_ = 0;  // input rows bound where Triton's buffer holds them
   uint64_t inputs_copied_ = 0;    // input rows copied (not 64-byte aligned)
+  uint64_t inputs_gathered_ = 0;  // input rows bound in the gather room (they came in several buffers)
 };
 
 }  // namespace kiln::triton

@@ -33,6 +33,17 @@ int64_t JsonInt(const json& value, const std::string& what) {
   Fail(what, " is not an integer: ", value.dump());
 }
 
+// Runs `read`, turning nlohmann's exceptions (a field of the wrong JSON type) into kiln's Error
+// naming the configuration entry `where`.
+template <typename Read>
+auto ReadingEntry(const std::string& where, Read&& read) {
+  try {
+    return read();
+  } catch (const json::exception& e) {
+    Fail(where, ": a field has the wrong JSON type (", e.what(), ")");
+  }
+}
+
 std::string ModelName(const json& config) {
   return config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "?";
 }
@@ -165,6 +176,8 @@ void ReadParameters(const json& config, ServingConfig& serving) {
 
 }  // namespace
 
+int DefaultThreadCount(int cores, int instances) { return std::max(1, cores / std::max(1, instances)); }
+
 std::string LibraryFileName(const json& config) {
   if (config.contains("default_model_filename") && config["default_model_filename"].is_string()) {
     std::string name = config["default_model_filename"].get<std::string>();
@@ -195,9 +208,20 @@ ServingConfig CheckConfig(const json& config, const LibraryTensors& library, int
   const std::string& model = serving.model_name;
   serving.max_batch_size = MaxBatchSize(config);
 
+  auto entry_where = [&](const char* kind, size_t index, const json& entry) {
+    std::string where = runtime::StrCat("model '", model, "': ", kind, " ", index, " of the configuration");
+    if (entry.is_object() && entry.contains("name") && entry["name"].is_string()) {
+      where += " ('" + entry["name"].get<std::string>() + "')";
+    }
+    return where;
+  };
   if (config.contains("input")) {
-    for (const json& entry : config["input"]) {
-      serving.inputs.push_back(CheckEntry(entry, library.inputs, "input", serving.max_batch_size, model));
+    Check(config["input"].is_array(), "model '", model, "': input is not a list");
+    for (size_t n = 0; n < config["input"].size(); ++n) {
+      const json& entry = config["input"][n];
+      serving.inputs.push_back(ReadingEntry(entry_where("input", n, entry), [&] {
+        return CheckEntry(entry, library.inputs, "input", serving.max_batch_size, model);
+      }));
     }
   }
   for (const TensorSpec& tensor : library.inputs) {
@@ -209,25 +233,37 @@ ServingConfig CheckConfig(const json& config, const LibraryTensors& library, int
   std::sort(serving.inputs.begin(), serving.inputs.end(),
             [](const ServedTensor& a, const ServedTensor& b) { return a.position < b.position; });
   if (config.contains("output")) {
-    for (const json& entry : config["output"]) {
-      serving.outputs.push_back(CheckEntry(entry, library.outputs, "output", serving.max_batch_size, model));
+    Check(config["output"].is_array(), "model '", model, "': output is not a list");
+    for (size_t n = 0; n < config["output"].size(); ++n) {
+      const json& entry = config["output"][n];
+      serving.outputs.push_back(ReadingEntry(entry_where("output", n, entry), [&] {
+        return CheckEntry(entry, library.outputs, "output", serving.max_batch_size, model);
+      }));
     }
   }
   Check(!serving.outputs.empty(), "model '", model, "': the configuration lists no output");
 
   serving.instance_count = 0;
   if (config.contains("instance_group")) {
-    for (const json& group : config["instance_group"]) {
-      std::string kind = group.value("kind", std::string("KIND_CPU"));
-      Check(kind == "KIND_CPU" || kind == "KIND_AUTO", "model '", model, "': instance_group kind ", kind,
-            " is not supported: kiln runs on the CPU (use KIND_CPU)");
-      serving.instance_count += group.contains("count") ? static_cast<int>(JsonInt(group["count"], "instance_group count")) : 1;
+    Check(config["instance_group"].is_array(), "model '", model, "': instance_group is not a list");
+    for (size_t n = 0; n < config["instance_group"].size(); ++n) {
+      std::string where = runtime::StrCat("model '", model, "': instance_group ", n);
+      ReadingEntry(where, [&] {
+        const json& group = config["instance_group"][n];
+        std::string kind = group.value("kind", std::string("KIND_CPU"));
+        Check(kind == "KIND_CPU" || kind == "KIND_AUTO", "model '", model, "': instance_group kind ", kind,
+              " is not supported: kiln runs on the CPU (use KIND_CPU)");
+        int64_t count = group.contains("count") ? JsonInt(group["count"], where + " count") : 1;
+        Check(count >= 0 && count <= 1024, where, ": count ", count, " is not from 0 to 1024");
+        serving.instance_count += static_cast<int>(count);
+      });
     }
   }
   serving.instance_count = std::max(serving.instance_count, 1);
 
-  ReadParameters(config, serving);
-  if (serving.num_threads == 0) serving.num_threads = std::max(1, cores / serving.instance_count);
+  ReadingEntry("model '" + model + "': parameters", [&] { ReadParameters(config, serving); });
+  serving.num_threads_set = serving.num_threads > 0;
+  if (!serving.num_threads_set) serving.num_threads = DefaultThreadCount(cores, serving.instance_count);
   return serving;
 }
 

@@ -8,7 +8,7 @@
 // library, one row each. Any other leading dimension is a configuration error.
 //
 // Failure: every function throws kiln::runtime::Error with a sentence naming the model and the
-// tensor or field.
+// tensor or field (also for a field of the wrong JSON type).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -37,6 +37,7 @@ struct ServingConfig {
   std::vector<ServedTensor> outputs;     // the outputs the configuration lists
   int instance_count = 1;                // over all instance groups
   int num_threads = 0;                   // per instance; set from parameter "num_threads" or cores / instances
+  bool num_threads_set = false;          // parameter "num_threads" gave it; else it follows the live instances
   bool warmup = false;                   // parameter "warmup": one run on zeros when an instance starts
   std::vector<std::string> warnings;     // what the backend ignores (unknown parameters), to log
 };
@@ -49,6 +50,12 @@ bool AutoCompleteConfig(nlohmann::json& config, const LibraryTensors& library);
 // Checks the configuration against the library and reads the parameters. `cores` is the thread
 // count the process would use (the default per instance is max(1, cores / instance_count)).
 ServingConfig CheckConfig(const nlohmann::json& config, const LibraryTensors& library, int cores);
+
+// The default thread count of one instance: max(1, cores / instances), so that the instances
+// together do not oversubscribe the cores. Used at load with the configured count, and before
+// each run with the count of live instances (Triton changes instance groups in place, without
+// loading the model again).
+int DefaultThreadCount(int cores, int instances);
 
 // The file name of the library in a version directory: default_model_filename, else "model.so".
 std::string LibraryFileName(const nlohmann::json& config);

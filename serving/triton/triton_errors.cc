@@ -7,9 +7,10 @@ namespace kiln::triton {
 
 void ThrowIfError(TRITONSERVER_Error* error, const std::string& context) {
   if (error == nullptr) return;
+  TRITONSERVER_Error_Code code = TRITONSERVER_ErrorCode(error);
   std::string message = context + ": " + TRITONSERVER_ErrorMessage(error);
   TRITONSERVER_ErrorDelete(error);
-  throw runtime::Error(message);
+  throw TritonError(code, message);
 }
 
 void Log(TRITONSERVER_LogLevel level, const std::string& message, const char* file, int line) {

@@ -16,6 +16,7 @@ model cache (exported by the pinned venv first). KILN_WHEEL_WORK_DIR keeps the w
 directory between runs; the venvs live in ~/.cache/kiln (KILN_VENV_ROOT)."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,14 @@ def test_wheel_in_a_fresh_venv(name, wheel, tmp_path):
     print(f"{name}: kiln {probe[1]} from {probe[0]}, numpy {probe[2]}, onnx {probe[3]}, onnxruntime {probe[4]}")
     assert probe[0].startswith(str(venv)), probe
     assert int(probe[2].split(".")[0]) == VENVS[name]["numpy_major"], probe
+
+    # The Triton backend: Triton's --backend-directory is <package>/lib/triton/backends; the backend
+    # finds the wheel's runtime by its rpath.
+    package = pathlib.Path(probe[0]).parent
+    backend = package / "lib/triton/backends/kiln/libtriton_kiln.so"
+    assert backend.is_file(), sorted(str(p.relative_to(package)) for p in (package / "lib").rglob("*"))
+    found = re.search(r"libkiln_runtime\.so => (\S+)", run(["ldd", backend]).stdout)
+    assert found and pathlib.Path(found.group(1)).resolve() == (package / "lib/libkiln_runtime.so").resolve(), found
 
     # The Python tests against the installed package; `kiln` from PATH is the wheel's.
     env["KILN_BIN"] = shutil.which("kiln", path=env["PATH"])

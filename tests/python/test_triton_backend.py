@@ -3,7 +3,8 @@
 HTTP and gRPC against ONNX Runtime (float32: rtol 1e-5, atol 1e-5; integers: exact); batches run
 row by row; 2,000 requests at concurrency 16 with two instances; malformed requests answered with
 errors while the server keeps serving; load and unload through the repository API; statistics and
-metrics with the backend's compute time. The server listens on 127.0.0.1 only and is stopped at the
+metrics with the backend's compute time; a large input gathered from a chunked HTTP body; thread
+counts following instances added and removed in place; Triton's uint32 batch size. The server listens on 127.0.0.1 only and is stopped at the
 end (triton_server.py)."""
 import concurrent.futures
 import contextlib
@@ -12,6 +13,7 @@ import json
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import time
 
@@ -22,7 +24,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from triton_server import TritonServer, compile_model, int_add, mlp
+from triton_server import NUM_THREADS, TritonServer, compile_model, image, int_add, mlp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build"))
@@ -136,8 +138,11 @@ def test_one_line_config_is_completed_from_the_library(server):
     assert [int(d) for d in batch["input"][0]["dims"]] == [16]  # without the batch dimension
     assert sum(int(g["count"]) for g in batch["instance_group"]) == 2
     log = server.log_text(tail=None)
-    assert "model 'mlp_batch' version 1: kiln library" in log and "max_batch_size 8, 1 threads per instance" in log
-    assert "model 'mlp_var' version 1" in log and "2 threads per instance" in log
+    # Two instances share the server's NUM_THREADS (its KILN_NUM_THREADS); mlp_var sets its own.
+    assert "model 'mlp_batch' version 1: kiln library" in log
+    assert (f"max_batch_size 8, {max(1, NUM_THREADS // 2)} threads per instance ({NUM_THREADS} threads over "
+            "2 instances; follows the live instances)") in log
+    assert re.search(r"model 'mlp_var' version 1: .*, 2 threads per instance \(parameter num_threads\)", log)
 
 
 @pytest.mark.parametrize("client_module", [httpclient, grpcclient], ids=["http", "grpc"])
@@ -302,6 +307,24 @@ def test_malformed_requests_are_errors_and_the_server_keeps_serving(server, case
     assert_still_serving(server)
 
 
+def test_batch_size_past_uint32_is_served_as_triton_truncates_it(server):
+    """Triton 2.51 keeps a request's batch size in a uint32: 2^32+1 rows of 16 floats, declared with
+    the 64 bytes of one row, reach the backend as one row and are served as one. The backend checks
+    the shape and byte size it is handed, so it stays memory-safe."""
+    x = rows(11, 1)
+    header = json.dumps({"inputs": [{"name": "x", "shape": [2**32 + 1, 16], "datatype": "FP32",
+                                     "parameters": {"binary_data_size": 64}}],
+                         "outputs": [{"name": "output_0", "parameters": {"binary_data": False}}]}).encode()
+    status, text = post(server, "/v2/models/mlp_batch/infer", header + x.tobytes(),
+                        {"Inference-Header-Content-Length": str(len(header))})
+    assert status == 200, (status, text)
+    output = json.loads(text)["outputs"][0]
+    assert output["shape"] == [1, 8], output
+    np.testing.assert_allclose(np.array(output["data"], np.float32).reshape(1, 8), reference(mlp(1), {"x": x})["y"],
+                               rtol=RTOL, atol=ATOL)
+    assert_still_serving(server)
+
+
 def test_load_and_unload_through_the_repository_api(server):
     x = rows(5, 1)
     want = reference(mlp(1), {"x": x})["y"]
@@ -340,6 +363,113 @@ def test_load_and_unload_through_the_repository_api(server):
     assert_still_serving(server)
 
 
+def wait_for_log(server, pattern, seconds=30):
+    """The matches of `pattern` in the server's log, waiting until there is one."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = re.findall(pattern, server.log_text(tail=None))
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def instance_summaries(server, model):
+    """Per ended instance of `model`: (rows run, input rows read in place, copied, gathered)."""
+    pattern = rf"instance '{model}[^']*': (\d+) rows run; input rows: (\d+) read in place, (\d+) copied, (\d+) gathered"
+    return [tuple(map(int, m)) for m in wait_for_log(server, pattern)]
+
+
+def post_chunked(server, path, header, data, chunk=16384):
+    """POSTs a binary-data inference request with a chunked body (HTTP/1.1 chunked transfer
+    encoding, chunks of `chunk` bytes, sent 10 ms apart); returns (status, JSON header, binary data)."""
+    body = header + data
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
+            f"Inference-Header-Content-Length: {len(header)}\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    with contextlib.closing(socket.create_connection(("127.0.0.1", server.http_port), timeout=30)) as sock:
+        sock.sendall(head)
+        for begin in range(0, len(body), chunk):
+            part = body[begin:begin + chunk]
+            sock.sendall(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            time.sleep(0.01)
+        sock.sendall(b"0\r\n\r\n")
+        answer = http.client.HTTPResponse(sock)
+        answer.begin()
+        content = answer.read()
+    length = int(answer.getheader("Inference-Header-Content-Length", len(content)))
+    return answer.status, json.loads(content[:length]), content[length:]
+
+
+def test_large_inputs_in_several_buffers_are_gathered(server):
+    """A 147 KiB input over HTTP (binary) and gRPC against ONNX Runtime. An HTTP body that reaches
+    Triton in two reads is handed over in two buffers (libevent's chunks), which the backend
+    gathers: the instance's summary when it ends says so. (tritonclient's one write arrives in one
+    buffer on this machine; gRPC's request is always one buffer.)"""
+    write_model(server.repository, "image", 'backend: "kiln"\n', image())
+    x = np.random.default_rng(9).standard_normal((1, 3, 112, 112)).astype(np.float32)
+    want = reference(image(), {"x": x})["y"]
+    ended = 0
+    for module, url in [(httpclient, server.http_url), (grpcclient, server.grpc_url)]:
+        with connect(httpclient, server.http_url) as client:
+            client.load_model("image")
+            for _ in range(3):
+                got = infer(module, url, "image", {"x": x}, ["output_0"])["output_0"]
+                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+            if module is httpclient:
+                header = json.dumps({"inputs": [{"name": "x", "shape": [1, 3, 112, 112], "datatype": "FP32",
+                                                 "parameters": {"binary_data_size": x.nbytes}}],
+                                     "outputs": [{"name": "output_0", "parameters": {"binary_data": True}}]}).encode()
+                status, answer, data = post_chunked(server, "/v2/models/image/infer", header, x.tobytes())
+                assert status == 200, (status, answer)
+                got = np.frombuffer(data, np.float32).reshape(answer["outputs"][0]["shape"])
+                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+            client.unload_model("image")
+        deadline = time.monotonic() + 30
+        while len(instance_summaries(server, "image")) == ended and time.monotonic() < deadline:
+            time.sleep(0.1)
+        summaries = instance_summaries(server, "image")
+        assert len(summaries) == ended + 1, server.log_text()
+        run, in_place, copied, gathered = summaries[-1]
+        ended += 1
+        if module is httpclient:
+            assert run == 4 and in_place + copied + gathered == 4 and gathered >= 1, summaries
+        else:
+            assert run == 3 and gathered == 0, summaries
+    assert_still_serving(server)
+
+
+def test_thread_count_follows_instances_updated_in_place(server):
+    """Triton 2.51 adds and removes instances of a loaded model in place when only its
+    instance_group changes (the model is not initialized again): without a num_threads parameter,
+    each instance divides the server's NUM_THREADS by the instances alive before its runs."""
+    def config(count):
+        return f"""backend: "kiln"
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ 1, 16 ] }} ]
+output [ {{ name: "output_0" data_type: TYPE_FP32 dims: [ 1, 8 ] }} ]
+instance_group [ {{ count: {count} kind: KIND_CPU }} ]
+"""
+    write_model(server.repository, "threads", config(1), mlp(1))
+    x = rows(8, 1)
+    want = reference(mlp(1), {"x": x})["y"]
+    with connect(httpclient, server.http_url) as client:
+        client.load_model("threads")
+        np.testing.assert_allclose(infer(httpclient, server.http_url, "threads", {"x": x}, ["output_0"])["output_0"],
+                                   want, rtol=RTOL, atol=ATOL)
+        for count in [2, 1]:
+            (server.repository / "threads" / "config.pbtxt").write_text(config(count))
+            client.load_model("threads")
+            expected = (rf"instance 'threads[^']*': {max(1, NUM_THREADS // count)} threads per run "
+                        rf"\({NUM_THREADS} threads over {count} live instances\)")
+            deadline = time.monotonic() + 30
+            while not re.search(expected, server.log_text(tail=None)) and time.monotonic() < deadline:
+                got = infer(httpclient, server.http_url, "threads", {"x": x}, ["output_0"])["output_0"]
+                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+                time.sleep(0.05)
+            assert re.search(expected, server.log_text(tail=None)), server.log_text()
+        client.unload_model("threads")
+    # Updated in place: the model was initialized once.
+    assert server.log_text(tail=None).count("model 'threads' version 1: kiln library") == 1
+
+
 def test_installed_backend_finds_the_runtime_by_its_rpath(backend_directory):
     library = backend_directory / "kiln" / "libtriton_kiln.so"
     dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
@@ -353,3 +483,16 @@ def test_installed_backend_finds_the_runtime_by_its_rpath(backend_directory):
     assert names == sorted(["TRITONBACKEND_Initialize", "TRITONBACKEND_GetBackendAttribute", "TRITONBACKEND_ModelInitialize", "TRITONBACKEND_ModelFinalize",
                             "TRITONBACKEND_ModelInstanceInitialize", "TRITONBACKEND_ModelInstanceFinalize",
                             "TRITONBACKEND_ModelInstanceExecute"]), names
+
+
+def test_python_package_carries_the_backend(tmp_path):
+    """The wheel's layout without building a wheel: the `python` component that pip installs puts
+    the backend in kiln/lib/triton/backends/kiln/, where its rpath finds the package's runtime
+    (tests/python/test_python_wheel.py checks the same in the installed wheel)."""
+    result = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(tmp_path), "--component", "python"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    library = tmp_path / "kiln" / "lib" / "triton" / "backends" / "kiln" / "libtriton_kiln.so"
+    linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True).stdout
+    found = re.search(r"libkiln_runtime\.so => (\S+)", linked)
+    assert found and pathlib.Path(found.group(1)).resolve() == (tmp_path / "kiln" / "lib" / "libkiln_runtime.so").resolve(), linked

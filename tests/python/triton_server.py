@@ -18,6 +18,9 @@ from onnx import TensorProto, helper, numpy_helper
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 SERVER = pathlib.Path(pytriton.__file__).parent / "tritonserver" / "bin" / "tritonserver"
 START_SECONDS = 60
+# The server's process thread count (KILN_NUM_THREADS), set so that the backend's default thread
+# counts (this divided by the instances) do not depend on the machine's cores.
+NUM_THREADS = 2
 
 
 def compile_model(model, out, *extra):
@@ -62,6 +65,20 @@ def int_add():
         [helper.make_tensor_value_info("c", TensorProto.INT64, [1, 5])], [three])
 
 
+def image(seed=33):
+    """y = relu(conv3x3(x) + b) [1, 4, 112, 112], x: float32 [1, 3, 112, 112] (147 KiB: large enough
+    that Triton's HTTP frontend hands it over in several buffers)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32) / 4
+    b = rng.standard_normal(4).astype(np.float32) / 4
+    return onnx_model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["pre"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["pre"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 112, 112])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 112, 112])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+
+
 def free_port():
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.bind(("127.0.0.1", 0))
@@ -69,7 +86,8 @@ def free_port():
 
 
 class TritonServer:
-    """tritonserver on 127.0.0.1 (HTTP, gRPC and metrics on free ports); stop() ends it."""
+    """tritonserver on 127.0.0.1 (HTTP, gRPC and metrics on free ports), with KILN_NUM_THREADS set
+    to NUM_THREADS; stop() ends it."""
 
     def __init__(self, repository, backend_directory, log_path, extra_args=()):
         self.repository = pathlib.Path(repository)
@@ -82,7 +100,9 @@ class TritonServer:
                 "--allow-gpu-metrics=false", "--allow-cpu-metrics=false", "--log-verbose=0",
                 "--exit-timeout-secs=10", *extra_args]
         self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        env = dict(os.environ, KILN_NUM_THREADS=str(NUM_THREADS))
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env)
         self.http_url = f"127.0.0.1:{self.http_port}"
         self.grpc_url = f"127.0.0.1:{self.grpc_port}"
         self.metrics_url = f"http://127.0.0.1:{self.metrics_port}/metrics"

@@ -117,6 +117,15 @@ TEST(TritonConfig, WrittenEntriesAreCheckedAgainstTheLibrary) {
   EXPECT_NE(with("/input/1/data_type", "TYPE_STRING").find("BYTES (TYPE_STRING) tensors are not supported"),
             std::string::npos);
   EXPECT_NE(with("/input/1/reshape", json{{"shape", {16}}}).find("reshape is not supported"), std::string::npos);
+  // Fields of the wrong JSON type name the entry instead of leaking nlohmann's exception.
+  EXPECT_EQ(with("/input/1/data_type", 11),
+            "model 'm': input 1 of the configuration ('x'): a field has the wrong JSON type "
+            "([json.exception.type_error.302] type must be string, but is number)");
+  EXPECT_NE(with("/output/0/optional", "yes").find("model 'm': output 0 of the configuration ('output_1'): a field "
+                                                   "has the wrong JSON type"),
+            std::string::npos);
+  EXPECT_EQ(with("/input/0", "ids"), "model 'm': an input of the configuration has no name");
+  EXPECT_EQ(with("/input", json{{"name", "x"}}), "model 'm': input is not a list");
 
   json missing = good;
   missing["input"].erase(0);
@@ -130,11 +139,25 @@ TEST(TritonConfig, InstancesThreadsAndParameters) {
   EXPECT_EQ(CheckConfig(config, BatchOneLibrary(), 6).num_threads, 2);  // 6 cores over 3 instances
   EXPECT_EQ(CheckConfig(config, BatchOneLibrary(), 2).num_threads, 1);  // never below 1
   EXPECT_EQ(CheckConfig(config, BatchOneLibrary(), 2).instance_count, 3);
+  EXPECT_FALSE(CheckConfig(config, BatchOneLibrary(), 2).num_threads_set);  // follows the live instances
+  // The rule each instance applies before a run with the count of live instances.
+  EXPECT_EQ(DefaultThreadCount(8, 1), 8);
+  EXPECT_EQ(DefaultThreadCount(8, 4), 2);
+  EXPECT_EQ(DefaultThreadCount(8, 3), 2);
+  EXPECT_EQ(DefaultThreadCount(2, 4), 1);
+  EXPECT_EQ(DefaultThreadCount(4, 0), 4);  // between instances
+  EXPECT_NE(ErrorOf([&] {
+              json kinds = config;
+              kinds["instance_group"][1]["kind"] = 2;
+              return kinds;
+            }(), BatchOneLibrary()).find("model 'm': instance_group 1: a field has the wrong JSON type"),
+            std::string::npos);
 
   config["parameters"] = json::parse(R"({"num_threads": {"string_value": "3"}, "warmup": {"string_value": "TRUE"},
                                          "intra_op_thread_count": {"string_value": "1"}})");
   ServingConfig serving = CheckConfig(config, BatchOneLibrary(), 2);
   EXPECT_EQ(serving.num_threads, 3);
+  EXPECT_TRUE(serving.num_threads_set);
   EXPECT_TRUE(serving.warmup);
   ASSERT_EQ(serving.warnings.size(), 1u);
   EXPECT_NE(serving.warnings[0].find("'intra_op_thread_count' is not one of the kiln backend's parameters"),
