@@ -204,9 +204,9 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
   }
 }
 
-// All products of the job, B packed: zeros for an empty K, else A copied into row tiles (once per
-// product, not per block of C), then row blocks of equal size (a multiple of the tile, so that
-// threads get equal work) x blocks of panels, of every product.
+// All products of the job, B packed or read in place (PackB): zeros for an empty K, else A copied
+// into row tiles (once per product, not per block of C), then even blocks of rows x panels of
+// every product (at least kMinBlocks where the tiles allow).
 int RunPacked(int64_t batch, PackedJob job) {
   if (batch <= 0 || job.m <= 0 || job.n <= 0) return 0;
   if (job.k == 0) {
