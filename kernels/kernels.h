@@ -19,8 +19,9 @@
 namespace kiln::kernels {
 
 // C[M, N] = A[M, K] * B (B is [K, N], or [N, K] when b_transposed; A is [K, M] when
-// a_transposed); row strides lda, ldb, ldc. Returns non-zero (with the error message set) when
-// the workspace for packing B is not available.
+// a_transposed); row strides lda, ldb, ldc. C must not overlap A or B (B is read while C is
+// written). Returns non-zero (with the error message set) when the workspace for packing A or B is
+// not available.
 int Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool a_transposed, const float* b, int64_t ldb,
          bool b_transposed, float* c, int64_t ldc);
 // `batch` products as Gemm's, C + i * c_stride = (A + i * a_stride) * (B + i * b_stride); a

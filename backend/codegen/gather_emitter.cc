@@ -12,6 +12,10 @@
 namespace kiln::backend {
 namespace {
 
+const ir::OpRef kTranspose("transpose");
+const ir::OpRef kStridedSlice("strided_slice");
+const ir::OpRef kConcatenate("concatenate");
+
 const std::vector<int64_t>& ShapeOf(const ir::Expr& e) { return e->type().tensor().shape; }
 
 int64_t Product(const std::vector<int64_t>& shape, size_t from = 0) {
@@ -47,25 +51,25 @@ class GatherWriter {
     const GatherLoop::Node& node = loop_.nodes[n];
     if (node.call == nullptr) {
       const PlanBuffer& out = plan_.buffers[loop_.output];
-      code_.Line("std::memcpy(" + BufferName(out) + " + " + out_flat + ", " + BufferName(plan_.buffers[node.leaf]) +
-                 " + " + flat + ", " + IntLiteral(loop_.run) + " * sizeof(" + CType(out.type.dtype) + "));");
+      std::string leaf = BufferName(plan_.buffers[node.leaf]);
+      code_.Line("std::memcpy(" + BufferName(out) + " + " + out_flat + ", " + leaf + " + " + flat + ", " +
+                 IntLiteral(loop_.run) + " * sizeof(" + CType(out.type.dtype) + "));");
       return;
     }
     const ir::CallNode& call = *node.call;
-    const std::string& op = call.op->name;
     if (FindLowering(*call.op)->copy) return Node(node.inputs[0], flat, out_flat);
-    if (op == "concatenate") return Concatenate(node, flat, out_flat);
+    if (kConcatenate.Is(call.op)) return Concatenate(node, flat, out_flat);
     std::vector<int64_t> in = ShapeOf(call.args[0]), in_strides = ir::RowStrides(in);
     std::vector<std::string> index = AxisIndices(call.type().tensor().shape, flat);
     std::string source;
     auto add = [&](const std::string& term) { source += (source.empty() ? "" : " + ") + term; };
-    if (op == "transpose") {
+    if (kTranspose.Is(call.op)) {
       std::vector<int64_t> axes = TransposeAxes(call, in.size());
       for (size_t d = 0; d < axes.size(); ++d) {
         if (index[d] != "0") add(index[d] + " * " + IntLiteral(in_strides[axes[d]]));
       }
     } else {
-      runtime::CheckInternal(op == "strided_slice", "gather loop: no index mapping for ", op);
+      runtime::CheckInternal(kStridedSlice.Is(call.op), "gather loop: no index mapping for ", call.op->name);
       SliceGeometry slice = SliceGeometryOf(call, in);
       int64_t base = 0;
       for (size_t d = 0; d < in.size(); ++d) {
@@ -87,14 +91,16 @@ class GatherWriter {
     int64_t extent = call.type().tensor().shape[view.axis];
     std::string outer = code_.Fresh("outer"), at = code_.Fresh("at"), rest = code_.Fresh("rest");
     code_.Line("const int64_t " + outer + " = " + flat + " / " + IntLiteral(extent * view.inner) + ";");
-    code_.Line("const int64_t " + at + " = " + flat + " / " + IntLiteral(view.inner) + " % " + IntLiteral(extent) + ";");
+    code_.Line("const int64_t " + at + " = " + flat + " / " + IntLiteral(view.inner) + " % " + IntLiteral(extent) +
+               ";");
     code_.Line("const int64_t " + rest + " = " + flat + " % " + IntLiteral(view.inner) + ";");
     int64_t first = 0;
     for (size_t k = 0; k < call.args.size(); ++k) {
       int64_t part = ShapeOf(call.args[k])[view.axis];
       if (part == 0) continue;
       bool last = first + part == extent;
-      code_.Open(std::string(first == 0 ? "" : "else ") + (last ? "" : "if (" + at + " < " + IntLiteral(first + part) + ")"));
+      std::string condition = last ? "" : "if (" + at + " < " + IntLiteral(first + part) + ")";
+      code_.Open(std::string(first == 0 ? "" : "else ") + condition);
       std::string name = code_.Fresh("f");
       code_.Line("const int64_t " + name + " = " + outer + " * " + IntLiteral(part * view.inner) + " + (" + at + " - " +
                  IntLiteral(first) + ") * " + IntLiteral(view.inner) + " + " + rest + ";");
@@ -115,15 +121,14 @@ int64_t GatherRunBound(const ir::CallNode& call) {
   const Lowering* lowering = FindLowering(*call.op);
   if (lowering == nullptr || !call.type().is_tensor()) return 0;
   const std::vector<int64_t>& out = call.type().tensor().shape;
-  const std::string& op = call.op->name;
   if (lowering->copy) return Product(out);
-  if (op == "transpose") {
+  if (kTranspose.Is(call.op)) {
     std::vector<int64_t> axes = TransposeAxes(call, out.size());
     int64_t run = 1;
     for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0 && axes[d] == d; --d) run *= out[d];
     return run;
   }
-  if (op == "strided_slice") {
+  if (kStridedSlice.Is(call.op)) {
     const std::vector<int64_t>& in = ShapeOf(call.args[0]);
     SliceGeometry slice = SliceGeometryOf(call, in);
     std::vector<int64_t> in_strides = ir::RowStrides(in);
@@ -144,7 +149,7 @@ int64_t GatherRunBound(const ir::CallNode& call) {
     }
     return run;
   }
-  if (op == "concatenate") {
+  if (kConcatenate.Is(call.op)) {
     AxisView view = ViewAroundAxis(call, out);
     int64_t parts = 0;
     for (const ir::Expr& arg : call.args) parts = std::gcd(parts, ShapeOf(arg)[view.axis]);

@@ -4,6 +4,7 @@
 
 #include "backend/codegen/emitter.h"
 #include "ir/layout.h"
+#include "ir/ops/infer_util.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -71,21 +72,10 @@ void EmitSplit(EmitContext& c) {
 }
 
 SliceGeometry SliceGeometryOf(const ir::CallNode& call, const std::vector<int64_t>& in) {
-  const ir::Attrs& attrs = call.attrs;
-  std::vector<int64_t> axes = attrs.GetInts("axes");
-  const auto& begin = attrs.GetInts("begin");
-  const auto& strides_attr = attrs.GetInts("strides");
-  if (axes.empty()) {
-    for (size_t i = 0; i < begin.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
   SliceGeometry g{std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1)};
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(in.size()) : axes[i];
-    int64_t s = strides_attr.empty() ? 1 : strides_attr[i];
-    int64_t b = begin[i] < 0 ? begin[i] + in[a] : begin[i];
-    b = s > 0 ? std::min(std::max<int64_t>(b, 0), in[a]) : std::min(std::max<int64_t>(b, -1), in[a] - 1);
-    g.start[a] = b;
-    g.step[a] = s;
+  for (const ir::SlicedAxis& s : ir::SlicedAxes(in, call.attrs)) {
+    g.start[s.axis] = s.first;
+    g.step[s.axis] = s.step;
   }
   return g;
 }

@@ -1,6 +1,9 @@
 // Helpers shared by the ops' type inference.
 #include "ir/ops/infer_util.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace kiln::ir {
 
 using runtime::Check;
@@ -36,5 +39,35 @@ void CheckSameDType(const std::vector<Type>& args) {
           DTypeToString(TensorArg(args, i).dtype), " but argument 0 is ", DTypeToString(TensorArg(args, 0).dtype));
   }
 }
+
+std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attrs& attrs) {
+  const auto& begin = attrs.GetInts("begin");
+  const auto& end = attrs.GetInts("end");
+  const auto& strides = attrs.GetInts("strides");
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  if (axes.empty()) {
+    axes.resize(begin.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  Check(begin.size() == axes.size() && end.size() == axes.size() && (strides.empty() || strides.size() == axes.size()),
+        "begin, end, strides and axes must have equal lengths");
+  std::vector<SlicedAxis> sliced;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int a = NormalizeAxis(axes[i], static_cast<int>(shape.size()));
+    int64_t step = strides.empty() ? 1 : strides[i];
+    Check(step != 0, "stride 0 on axis ", a);
+    int64_t n = shape[a];
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v += n;
+      if (step > 0) return std::min(std::max<int64_t>(v, 0), n);
+      return std::min(std::max<int64_t>(v, -1), n - 1);
+    };
+    int64_t b = clamp(begin[i]), e = clamp(end[i]);
+    int64_t length = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e + (-step) - 1) / (-step) : 0);
+    sliced.push_back({a, length == 0 ? 0 : b, step, length});
+  }
+  return sliced;
+}
+
 
 }  // namespace kiln::ir

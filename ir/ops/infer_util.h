@@ -18,5 +18,14 @@ std::vector<int64_t> BroadcastShapes(const std::vector<int64_t>& a, const std::v
 int NormalizeAxis(int64_t axis, int ndim);
 // Throws Error unless every argument has the dtype of argument 0.
 void CheckSameDType(const std::vector<Type>& args);
+// One sliced axis of a strided_slice, clamped like numpy / ONNX Slice: the first index taken, the
+// step, how many (first 0 when none).
+struct SlicedAxis {
+  int axis;
+  int64_t first, step, length;
+};
+// The sliced axes of a strided_slice of `shape`; throws Error when the attributes do not fit.
+std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attrs& attrs);
+
 
 }  // namespace kiln::ir

@@ -92,42 +92,6 @@ Type ExpandDims(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(shape, data.dtype);
 }
 
-// One sliced axis, clamped like numpy / ONNX Slice: the first index taken, the step, how many.
-struct SlicedAxis {
-  int axis;
-  int64_t first, step, length;
-};
-
-// The sliced axes of a strided_slice of `shape`; throws Error when the attributes do not fit.
-std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attrs& attrs) {
-  const auto& begin = attrs.GetInts("begin");
-  const auto& end = attrs.GetInts("end");
-  const auto& strides = attrs.GetInts("strides");
-  std::vector<int64_t> axes = attrs.GetInts("axes");
-  if (axes.empty()) {
-    axes.resize(begin.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  Check(begin.size() == axes.size() && end.size() == axes.size() && (strides.empty() || strides.size() == axes.size()),
-        "begin, end, strides and axes must have equal lengths");
-  std::vector<SlicedAxis> sliced;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int a = NormalizeAxis(axes[i], static_cast<int>(shape.size()));
-    int64_t step = strides.empty() ? 1 : strides[i];
-    Check(step != 0, "stride 0 on axis ", a);
-    int64_t n = shape[a];
-    auto clamp = [&](int64_t v) {
-      if (v < 0) v += n;
-      if (step > 0) return std::min(std::max<int64_t>(v, 0), n);
-      return std::min(std::max<int64_t>(v, -1), n - 1);
-    };
-    int64_t b = clamp(begin[i]), e = clamp(end[i]);
-    int64_t length = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e + (-step) - 1) / (-step) : 0);
-    sliced.push_back({a, length == 0 ? 0 : b, step, length});
-  }
-  return sliced;
-}
-
 Type StridedSlice(const std::vector<Type>& args, const Attrs& attrs) {
   const TensorType& data = TensorArg(args, 0);
   std::vector<int64_t> shape = data.shape;

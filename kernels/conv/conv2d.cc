@@ -3,7 +3,6 @@
 // and group, which applies the epilogue to each tile of its result.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/backend_api.h"
 #include "kernels/kernels.h"
@@ -52,7 +51,10 @@ int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float*
                 p.pad_top == 0 && p.pad_left == 0 && p.out_height == p.in_height && p.out_width == p.in_width;
   Workspace col(direct ? 0 : kernel_size * pixels * sizeof(float));
   if (!direct && !col.ok()) return -1;
-  std::vector<EpilogueStep> steps(epilogue_size);
+  // The epilogue's steps with their operands moved to each group's and image's first channel.
+  Workspace steps_memory(epilogue_size * sizeof(EpilogueStep));
+  if (!steps_memory.ok()) return -1;
+  EpilogueStep* steps = steps_memory.as<EpilogueStep>();
   for (int64_t n = 0; n < p.batch; ++n) {
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* group_data = data + (n * p.in_channels + g * in_per_group) * p.in_height * p.in_width;
@@ -70,7 +72,7 @@ int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float*
         if (steps[s].operand == EpilogueStep::kTensor) steps[s].data += first * pixels;
       }
       if (GemmWithEpilogue(out_per_group, pixels, kernel_size, weight + g * out_per_group * kernel_size, kernel_size,
-                           matrix, pixels, out + first * pixels, pixels, steps.data(), epilogue_size) != 0) {
+                           matrix, pixels, out + first * pixels, pixels, steps, epilogue_size) != 0) {
         return -1;
       }
     }

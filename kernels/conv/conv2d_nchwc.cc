@@ -22,7 +22,7 @@
 #include <utility>
 
 #include "kernels/backend_api.h"
-#include "kernels/conv/epilogue.h"
+#include "kernels/epilogue.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 

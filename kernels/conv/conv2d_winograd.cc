@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "kernels/backend_api.h"
-#include "kernels/conv/epilogue.h"
+#include "kernels/epilogue.h"
 #include "kernels/conv/winograd.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/backend_api.h"
-#include "kernels/conv/epilogue.h"
+#include "kernels/epilogue.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 

@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "kernels/backend_api.h"
-#include "kernels/conv/epilogue.h"
+#include "kernels/epilogue.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -113,7 +113,7 @@ struct PackedJob {
   const float* a;  // [m, k] with row stride lda, or [k, m] when a_transposed
   int64_t lda, a_stride;
   bool a_transposed;
-  const float* b;  // [panels, k, 16] per product; or, when ldb > 0, B [k, n] in place with row stride ldb
+  const float* b;  // [panels, k, 16] per product; or, when b_in_place, B [k, n] with row stride ldb
   int64_t b_stride;
   float* c;
   int64_t ldc, c_stride;
@@ -121,7 +121,8 @@ struct PackedJob {
   float* packed_a;  // per product of A: its row tiles, tile of rows [i, i + r) at i * k as [k][r]
   const EpilogueStep* epilogue = nullptr;  // one product only: kChannel per row of C
   int epilogue_size = 0;
-  int64_t ldb = 0;  // > 0: B read in place, its last partial panel (n % 16 columns) from `last_panel`
+  bool b_in_place = false;  // B read where it lies, its last partial panel (n % 16 columns) from `last_panel`
+  int64_t ldb = 0;
   const float* last_panel = nullptr;  // [k, 16], zeros past n, per product last_panel_stride apart
   int64_t last_panel_stride = 0;
 };
@@ -178,14 +179,14 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
       for (int64_t p = p0; p < p1; p += kTilePanels) {
         int64_t cols = std::min<int64_t>(std::min<int64_t>(p1 - p, kTilePanels) * kGemmPanel, g.n - p * kGemmPanel);
         // Read in place, the tile's whole panels and then its partial one, from the copy.
-        int64_t whole = g.ldb > 0 ? std::min(cols, (g.n / kGemmPanel - p) * kGemmPanel) : cols;
+        int64_t whole = g.b_in_place ? std::min(cols, (g.n / kGemmPanel - p) * kGemmPanel) : cols;
         const float* last_panel =
             g.last_panel != nullptr ? g.last_panel + product * g.last_panel_stride + k0 * kGemmPanel : nullptr;
         for (int64_t i = i0; i < i1; i += kTileRows) {
           int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
           const float* a_tile = a + i * g.k + k0 * rows;
           float* c_tile = c + i * g.ldc + p * kGemmPanel;
-          if (g.ldb == 0) {
+          if (!g.b_in_place) {
             AnyTile(rows, cols, kc, a_tile, b + (p * g.k + k0) * kGemmPanel, g.k * kGemmPanel, kGemmPanel, k0 > 0,
                     c_tile, g.ldc);
           } else {
@@ -368,6 +369,7 @@ int PackB(int64_t batch, int64_t ldb, bool b_transposed, PackedJob* job, PackedB
   const int64_t n = job->n, k = job->k, b_count = job->b_stride == 0 ? 1 : batch;
   if (!b_transposed) {
     const int64_t whole = n / kGemmPanel * kGemmPanel, rest = n - whole;
+    job->b_in_place = true;
     job->ldb = ldb;
     if (rest == 0) return 0;
     packed->memory.emplace(b_count * k * kGemmPanel * sizeof(float));

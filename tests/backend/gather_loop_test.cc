@@ -1,7 +1,8 @@
 // Gather loops (trees of data-movement ops computed as one loop, gather_emitter.cc) compute what
 // the ops' evaluators compute, element for element: channel shuffles, slices joined and reshaped,
-// attention heads, strided and reversed slices, integer tensors, odd extents, on one thread and
-// split across threads.
+// attention heads, strided and reversed slices, a member also returned, a computed value read by
+// two trees, joins on the last axis, integer tensors, odd extents, on one thread and split across
+// threads.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@
 namespace kiln::backend {
 namespace {
 
-// The function's value on `inputs` by the ops' evaluators (constant folding's definitions).
+// The value of `e` on `inputs` by the ops' evaluators (constant folding's definitions).
 runtime::NDArray Evaluate(const ir::Expr& e, const std::map<const ir::ExprNode*, runtime::NDArray>& inputs) {
   if (auto it = inputs.find(e.get()); it != inputs.end()) return it->second;
   const auto* call = e->As<ir::CallNode>();
@@ -27,11 +28,36 @@ runtime::NDArray Evaluate(const ir::Expr& e, const std::map<const ir::ExprNode*,
   return *value;
 }
 
+// The function's outputs (a tuple's fields, or its one value) by the evaluators.
+std::vector<runtime::NDArray> EvaluateOutputs(const ir::FunctionNode& f,
+                                              const std::map<const ir::ExprNode*, runtime::NDArray>& inputs) {
+  if (const auto* tuple = f.body->As<ir::TupleNode>()) {
+    std::vector<runtime::NDArray> outputs;
+    for (const ir::Expr& field : tuple->fields) outputs.push_back(Evaluate(field, inputs));
+    return outputs;
+  }
+  return {Evaluate(f.body, inputs)};
+}
+
+// Element i's value (its index plus `base`) as `dtype`: float32, float64 or an integer type.
+void SetElement(runtime::NDArray& array, int64_t i, int64_t value) {
+  DLDataType t = array->dtype;
+  char* at = static_cast<char*>(array->data) + i * (t.bits / 8);
+  if (t.code == kDLFloat && t.bits == 32) {
+    float v = static_cast<float>(value) + 0.5f;
+    std::memcpy(at, &v, sizeof(v));
+  } else if (t.code == kDLFloat && t.bits == 64) {
+    double v = static_cast<double>(value) + 0.5;
+    std::memcpy(at, &v, sizeof(v));
+  } else {
+    std::memcpy(at, &value, t.bits / 8);  // the low bytes (little-endian)
+  }
+}
+
 class GatherLoopTest : public BuildTest {
  protected:
-  // Builds `text`, runs it on distinct values per element (their index, as the parameters' dtype)
-  // and compares the bytes of its output with the evaluators'. The generated source must hold a
-  // gather loop.
+  // Builds `text`, runs it on distinct values per element and compares the bytes of each output
+  // with the evaluators'. The generated source must hold a gather loop.
   void ExpectGatherMatches(const std::string& text, int threads);
 };
 
@@ -46,29 +72,26 @@ void GatherLoopTest::ExpectGatherMatches(const std::string& text, int threads) {
     const ir::TensorType& t = param->type().tensor();
     runtime::NDArray array = runtime::NDArray::Empty(t.shape, t.dtype);
     int64_t n = t.NumElements();
-    for (int64_t i = 0; i < n; ++i) {
-      if (t.dtype.code == kDLFloat) {
-        static_cast<float*>(array->data)[i] = static_cast<float>(base + i) + 0.5f;
-      } else {
-        static_cast<int64_t*>(array->data)[i] = base + i;
-      }
-    }
+    for (int64_t i = 0; i < n; ++i) SetElement(array, i, base + i);
     base += n;
     inputs.emplace(param.get(), array);
     arrays.push_back(array);
   }
-  runtime::NDArray want = Evaluate(f.body, inputs);
+  std::vector<runtime::NDArray> want = EvaluateOutputs(f, inputs);
   std::string source;
   auto exec = BuildAndLoad(text, nullptr, &source);
   EXPECT_THAT(source, ::testing::HasSubstr("const int64_t out_ = run_ *"));
   exec->SetNumThreads(threads);
   for (size_t i = 0; i < arrays.size(); ++i) exec->SetInput(static_cast<int>(i), *arrays[i].get());
   exec->Run();
-  const runtime::NDArray& got = exec->GetOutput(0);
-  ASSERT_EQ(got.shape(), want.shape());
-  size_t bytes = want->dtype.bits / 8;
-  for (int64_t extent : want.shape()) bytes *= static_cast<size_t>(extent);
-  EXPECT_EQ(std::memcmp(got->data, want->data, bytes), 0);
+  ASSERT_EQ(exec->NumOutputs(), static_cast<int>(want.size()));
+  for (size_t k = 0; k < want.size(); ++k) {
+    const runtime::NDArray& got = exec->GetOutput(static_cast<int>(k));
+    ASSERT_EQ(got.shape(), want[k].shape()) << "output " << k;
+    size_t bytes = want[k]->dtype.bits / 8;
+    for (int64_t extent : want[k].shape()) bytes *= static_cast<size_t>(extent);
+    EXPECT_EQ(std::memcmp(got->data, want[k]->data, bytes), 0) << "output " << k;
+  }
 }
 
 const std::vector<std::string> kCases = {
@@ -87,10 +110,37 @@ const std::vector<std::string> kCases = {
       %2 = transpose(%1, axes=[0, 2, 1, 3]);
       reshape(%2, newshape=[2, 12, 5, 7])
     })",
-    // Attention heads of 8 features.
+    // Attention heads: of 8 features, and BERT-base's (split across threads).
     R"(fn (%x: Tensor[(1, 7, 96), float32]) {
       %0 = reshape(%x, newshape=[1, 7, 12, 8]);
       transpose(%0, axes=[0, 2, 1, 3])
+    })",
+    R"(fn (%x: Tensor[(1, 384, 768), float32]) {
+      %0 = reshape(%x, newshape=[1, 384, 12, 64]);
+      transpose(%0, axes=[0, 2, 1, 3])
+    })",
+    // A member also returned is a root of its own, and the leaf of the tree above it.
+    R"(fn (%a: Tensor[(2, 8, 6, 6), float32], %b: Tensor[(2, 8, 6, 6), float32]) {
+      %0 = concatenate(%a, %b, axis=1);
+      %1 = reshape(%0, newshape=[2, 2, 8, 36]);
+      %2 = transpose(%1, axes=[0, 2, 1, 3]);
+      %3 = reshape(%2, newshape=[2, 16, 6, 6]);
+      (%3, %1)
+    })",
+    // A value computed in the function (an elementwise loop's) read by two trees; two transposes in
+    // one tree; a lone transpose left to its own loops.
+    R"(fn (%x: Tensor[(4, 6, 5, 32), float32], %y: Tensor[(4, 6, 5, 32), float32]) {
+      %0 = add(%x, %y);
+      %1 = transpose(%0, axes=[1, 0, 2, 3]);
+      %2 = transpose(%1, axes=[0, 2, 1, 3]);
+      %3 = transpose(%0, axes=[2, 1, 0, 3]);
+      %4 = reshape(%3, newshape=[5, 24, 32]);
+      (%2, %4)
+    })",
+    // Joined on the last axis (counted from the back), int32, split across threads.
+    R"(fn (%a: Tensor[(64, 24, 16), int32], %b: Tensor[(64, 24, 32), int32]) {
+      %0 = concatenate(%a, %b, axis=-1);
+      reshape(%0, newshape=[64, 24, 3, 16])
     })",
     // A slice with a step on an outer axis and an offset, reversed on another, then flattened.
     R"(fn (%x: Tensor[(6, 5, 4, 16), float32]) {

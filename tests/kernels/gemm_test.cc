@@ -185,29 +185,34 @@ TEST(Gemm, MissingWorkspaceIsAnError) {
   for (float v : c) ASSERT_EQ(v, 8.0f);
 }
 
-// GemmWithEpilogue applies its steps to C's rows (one value per row), columns past the last whole
-// vector included, and to an empty product's zeros; C's padding stays untouched.
+// GemmWithEpilogue applies its steps once to C's rows (one value per row), columns past the last
+// whole vector included, to an empty product's zeros, and after the last of several K blocks;
+// C's padding stays untouched. Serial and on the thread pool.
 TEST(GemmWithEpilogue, StepsPerRowOverEveryColumn) {
   const int64_t m = 11, n = 37, ldc = 40;
-  for (int64_t k : {0, 5}) {
-    std::vector<float> a(m * 5, 0.5f), b(5 * n, 2.0f), bias(m), residual(m * ldc), c(m * ldc, NAN);
-    for (int64_t i = 0; i < m; ++i) bias[i] = float(i) - 4.0f;
-    for (size_t i = 0; i < residual.size(); ++i) residual[i] = float(i % 7) * 0.25f;
-    const EpilogueStep steps[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
-                                  {EpilogueStep::kSubtract, EpilogueStep::kTensor, residual.data(), 0, 0},
-                                  {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
-    ASSERT_EQ(GemmWithEpilogue(m, n, k, a.data(), 5, b.data(), n, c.data(), ldc, steps, 3), 0);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < ldc; ++j) {
-        if (j >= n) {
-          ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "wrote C's padding at " << i << ", " << j;
-          continue;
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (int64_t k : {0, 5, 300, 600}) {
+      std::vector<float> a(m * k, 0.5f), b(k * n, 2.0f), bias(m), residual(m * ldc), c(m * ldc, NAN);
+      for (int64_t i = 0; i < m; ++i) bias[i] = float(i) - 4.0f;
+      for (size_t i = 0; i < residual.size(); ++i) residual[i] = float(i % 7) * 0.25f;
+      const EpilogueStep steps[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                    {EpilogueStep::kSubtract, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                    {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+      ASSERT_EQ(GemmWithEpilogue(m, n, k, a.data(), k, b.data(), n, c.data(), ldc, steps, 3), 0);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          if (j >= n) {
+            ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "wrote C's padding at " << i << ", " << j;
+            continue;
+          }
+          float want = std::max(0.0f, float(k) + bias[i] - residual[i * ldc + j]);
+          ASSERT_FLOAT_EQ(c[i * ldc + j], want) << "k " << k << (parallel ? " threads" : "") << " at " << i << ", " << j;
         }
-        float want = std::max(0.0f, float(k) * 1.0f + bias[i] - residual[i * ldc + j]);
-        ASSERT_FLOAT_EQ(c[i * ldc + j], want) << "k " << k << " at " << i << ", " << j;
       }
     }
   }
+  UseThreads(false);
 }
 
 // GemmPacked copies A into workspace first: without it, the call fails and writes nothing.

@@ -1,5 +1,5 @@
-// The fused epilogue of the convolution kernels: EpilogueSteps (kernels.h) over results just
-// stored, with the elementwise op's own definition (elementwise/scalar_ops.h) on vectors. Each
+// The fused epilogue of the convolution kernels and the matrix product: EpilogueSteps (kernels.h)
+// over results just stored, with the elementwise op's own definition (elementwise/scalar_ops.h) on vectors. Each
 // step is one loop of its own op over the stored results: with the op chosen per vector instead,
 // GCC called the op out of line for each vector (swish then cost five times the 1x1
 // convolution it followed).
