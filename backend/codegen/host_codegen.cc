@@ -89,7 +89,7 @@ std::string OperatorSourcePrelude() {
          "#include \"kernels/elementwise/narrow_floats.h\"\n\n";
 }
 
-std::string GenerateOperatorSource(const Plan& plan) {
+std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched) {
   CodeWriter code;
   code.Open("extern \"C\" TVM_DLL int " + plan.symbol +
             "(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, int* out_ret_tcode, "
@@ -108,15 +108,36 @@ std::string GenerateOperatorSource(const Plan& plan) {
     ++num_args;
   }
   code.Line("static const kiln::kernels::ArgSpec specs[] = {" + specs + "};");
-  code.Line("if (kiln::kernels::CheckArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, " +
-            std::to_string(num_args) + ") != 0) return -1;");
+  // Run sample by sample (backend/batch_samples.h): batched arguments hold `samples` of their
+  // spec along axis 0, and the steps see one at a time.
+  bool by_sample = !batched.empty();
+  runtime::CheckInternal(!by_sample || static_cast<int>(batched.size()) == num_args, "host codegen: ", plan.symbol,
+                         " has ", num_args, " arguments but ", batched.size(), " batch flags");
+  if (by_sample) {
+    std::string flags;
+    for (bool b : batched) flags += std::string(flags.empty() ? "" : ", ") + (b ? "1" : "0");
+    code.Line("static const unsigned char batched[] = {" + flags + "};");
+    code.Line("int64_t samples = 0;");
+    code.Line("if (kiln::kernels::CheckBatchedArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, batched, " +
+              std::to_string(num_args) + ", &samples) != 0) return -1;");
+  } else {
+    code.Line("if (kiln::kernels::CheckArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, " +
+              std::to_string(num_args) + ") != 0) return -1;");
+  }
   int arg = 0;
+  std::vector<std::string> per_sample;  // declarations of the batched arguments' pointers in the loop
   for (const PlanBuffer& b : plan.buffers) {
     std::string type = CType(b.type.dtype);
     if (b.kind == PlanBuffer::kParam) type = "const " + type;
     if (b.kind != PlanBuffer::kWorkspace) {
-      code.Line(type + "* " + BufferName(b) + " = static_cast<" + type + "*>(kiln::kernels::ArgData(args, " +
+      bool sampled = by_sample && batched[arg];
+      std::string name = BufferName(b) + (sampled ? "_samples" : "");
+      code.Line(type + "* " + name + " = static_cast<" + type + "*>(kiln::kernels::ArgData(args, " +
                 std::to_string(arg++) + "));");
+      if (sampled) {
+        per_sample.push_back(type + "* " + BufferName(b) + " = " + name + " + sample * " +
+                             std::to_string(b.type.NumElements()) + "LL;");
+      }
     } else {  // alive until the function returns
       std::string workspace = "w" + std::to_string(b.index);
       code.Line("kiln::kernels::Workspace " + workspace + "(" + std::to_string(b.type.NumBytes()) + "ULL);");
@@ -125,11 +146,16 @@ std::string GenerateOperatorSource(const Plan& plan) {
     }
   }
   StepPrinter printer(code, plan);
+  if (by_sample) {
+    code.Open("for (int64_t sample = 0; sample < samples; ++sample)");
+    for (const std::string& line : per_sample) code.Line(line);
+  }
   for (const PlanStep& step : plan.steps) {
     code.Open("");  // a scope per step keeps the steps' local names apart
     std::visit(printer, step);
     code.Close();
   }
+  if (by_sample) code.Close();
   code.Line("return 0;");
   code.Close();
   return code.text();
