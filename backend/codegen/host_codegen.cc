@@ -2,6 +2,8 @@
 #include "backend/codegen/host_codegen.h"
 
 #include <cmath>
+#include <map>
+#include <optional>
 #include <variant>
 
 #include "backend/codegen/lowering.h"
@@ -15,14 +17,46 @@ std::string SpecFor(const ir::TensorType& t, const std::string& shape_name) {
          ", " + shape_name + "}";
 }
 
+// Kernel parameter structs whose first field counts whole samples along axis 0 of the data and
+// the result (images, or images x channels for pooling): a kernel of one of them runs a batch in
+// one call (more parallel work and one launch, instead of a call per sample).
+const std::map<std::string, std::string> kSampleFields = {
+    {"Conv2DParams", "batch"}, {"Conv2DNCHWcParams", "batch"}, {"Conv2DWinogradParams", "batch"},
+    {"ConvTransposeParams", "batch"}, {"Pool2DParams", "batch_channels"}};
+
+// The field of `plan`'s one kernel call to multiply by the samples when that call can run a whole
+// batch: the plan is that call alone, without workspace, and each of its tensors either holds the
+// samples (`batched`, per parameter then output) or is read whole by every sample's computation
+// (weights, per-channel epilogue operands: not a batch-free operand of the output's shape).
+std::optional<std::string> WholeBatchField(const Plan& plan, const std::vector<bool>& batched) {
+  if (batched.empty() || plan.steps.size() != 1 || plan.NumOf(PlanBuffer::kWorkspace) != 0) return std::nullopt;
+  const auto* call = std::get_if<KernelCall>(&plan.steps[0]);
+  if (call == nullptr || !call->params) return std::nullopt;
+  auto field = kSampleFields.find(call->params->type);
+  if (field == kSampleFields.end()) return std::nullopt;
+  for (const EpilogueOp& step : call->epilogue) {
+    if (step.operand == kernels::EpilogueStep::kTensor && !batched.at(*step.data)) return std::nullopt;
+  }
+  // The data, the kernel's first tensor, holds the samples (the weights after it do not).
+  for (const KernelArg& arg : call->args) {
+    if (const auto* b = std::get_if<BufferId>(&arg.value)) return batched.at(*b) ? std::optional(field->second) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // Prints the steps of one plan.
 class StepPrinter {
  public:
-  StepPrinter(CodeWriter& code, const Plan& plan) : code_(code), plan_(plan) {}
+  StepPrinter(CodeWriter& code, const Plan& plan, std::string sample_field = "")
+      : code_(code), plan_(plan), sample_field_(std::move(sample_field)) {}
 
   void operator()(const KernelCall& call) {
     std::string args;
-    if (call.params) {
+    if (call.params && !sample_field_.empty()) {
+      code_.Line("auto params = " + ParamsLiteral(*call.params) + ";");
+      code_.Line("params." + sample_field_ + " *= samples;");
+      args = "params";
+    } else if (call.params) {
       code_.Line("const auto params = " + ParamsLiteral(*call.params) + ";");
       args = "params";
     }
@@ -78,6 +112,7 @@ class StepPrinter {
 
   CodeWriter& code_;
   const Plan& plan_;
+  std::string sample_field_;  // non-empty: the kernel call runs every sample, this field scaled
 };
 
 }  // namespace
@@ -110,10 +145,11 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
   code.Line("static const kiln::kernels::ArgSpec specs[] = {" + specs + "};");
   // Run sample by sample (backend/batch_samples.h): batched arguments hold `samples` of their
   // spec along axis 0, and the steps see one at a time.
-  bool by_sample = !batched.empty();
-  runtime::CheckInternal(!by_sample || static_cast<int>(batched.size()) == num_args, "host codegen: ", plan.symbol,
+  std::optional<std::string> whole_batch = WholeBatchField(plan, batched);
+  bool by_sample = !batched.empty() && !whole_batch;
+  runtime::CheckInternal(batched.empty() || static_cast<int>(batched.size()) == num_args, "host codegen: ", plan.symbol,
                          " has ", num_args, " arguments but ", batched.size(), " batch flags");
-  if (by_sample) {
+  if (!batched.empty()) {
     std::string flags;
     for (bool b : batched) flags += std::string(flags.empty() ? "" : ", ") + (b ? "1" : "0");
     code.Line("static const unsigned char batched[] = {" + flags + "};");
@@ -145,7 +181,7 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
       code.Line(type + "* " + BufferName(b) + " = " + workspace + ".as<" + type + ">();");
     }
   }
-  StepPrinter printer(code, plan);
+  StepPrinter printer(code, plan, whole_batch.value_or(""));
   if (by_sample) {
     code.Open("for (int64_t sample = 0; sample < samples; ++sample)");
     for (const std::string& line : per_sample) code.Line(line);
