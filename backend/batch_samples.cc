@@ -84,6 +84,15 @@ std::string SampleMixing(const CallNode& call, const std::vector<bool>& batched)
     if (batched[0]) return axis == 0 ? "it gathers along axis 0" : "";
     return axis == 0 ? "" : "its batched indices would not be axis 0 of the result";
   }
+  if (kConcatenate.Is(op)) {  // per sample, the pieces joined along another axis
+    bool all;
+    if (AxesOf(call, data.ndim(), all).at(0) == 0) return "it joins along axis 0";
+    const TensorType& out = call.type().tensor();
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      if (batched[i] && TensorOf(call.args[i]).shape[0] != out.shape[0]) return "a batched piece has another axis 0";
+    }
+    return "";
+  }
   if (!first_batched_only()) return "an argument after its first (a weight or an operand it combines) is batched";
   if (kTranspose.Is(op)) {
     const std::vector<int64_t>& axes = call.attrs.GetInts("axes");
@@ -125,7 +134,7 @@ std::string SampleMixing(const CallNode& call, const std::vector<bool>& batched)
   }
   // Ops along an axis (softmax, reductions, concatenation, cumulative sums, normalization, top-k):
   // any axis but 0.
-  bool along_axis = IsAnyOf(op, {&kSoftmax, &kLayerNorm, &kBatchNorm, &kBiasAdd, &kConcatenate, &kSplit, &kCumsum,
+  bool along_axis = IsAnyOf(op, {&kSoftmax, &kLayerNorm, &kBatchNorm, &kBiasAdd, &kSplit, &kCumsum,
                                  &kTopK, &kGather}) ||
                     op->pattern == OpPattern::kCommReduce;
   if (along_axis) {

@@ -4,7 +4,9 @@ range, inputs that disagree and ops that mix samples are clear errors; the graph
 TVM's runtime must refuse."""
 import json
 import os
+import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -14,6 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import kiln
 from kiln import graph_executor, runtime
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import model_suite  # noqa: E402
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 RNG = np.random.default_rng(7)
@@ -171,10 +176,38 @@ def test_attention_keeps_samples_apart(tmp_path):
         np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
+    """ViT's class token: expanded to the batch by shape arithmetic (folded to one sample at
+    import) and joined with each sample's patches along axis 1; then a join of two batched pieces."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+        helper.make_node("Concat", ["n1", "tail"], ["token_shape"], axis=0),
+        helper.make_node("Expand", ["token", "token_shape"], ["tokens"]),
+        helper.make_node("Concat", ["tokens", "x"], ["joined"], axis=1),
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Concat", ["joined", "r"], ["y"], axis=1),
+    ]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes0"),
+             numpy_helper.from_array(np.array([1, 6], np.int64), "tail"), weight("token", 1, 1, 6)]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 9, 6])], inits, opset=13)
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4").returncode == 0
+    m = executor(tmp_path / "m.so")
+    for n in [3, 1, 4]:
+        x = RNG.standard_normal((n, 4, 6)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("node, shape, why", [
     (helper.make_node("ReduceMean", ["x"], ["y"], axes=[0], keepdims=1), [1, 4], "it works along axis 0"),
     (helper.make_node("Softmax", ["x"], ["y"], axis=0), ["N", 4], "it works along axis 0"),
     (helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), [4, "N"], "it moves axis 0"),
+    (helper.make_node("Concat", ["x", "x"], ["y"], axis=0), ["2N", 4], "it joins along axis 0"),
 ])
 def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
     node.name = "mixer"
@@ -214,3 +247,26 @@ def test_the_graph_json_marks_what_tvm_must_refuse(tmp_path):
     assert flags[1][head] == 1 and graph["attrs"]["shape"][1][head] == [6, 10]
     weights = [graph["node_row_ptr"][n] for n in graph["arg_nodes"] if graph["nodes"][n]["name"] != "x"]
     assert weights and all(flags[1][e] == 0 for e in weights)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "bert_2layer"])
+def test_suite_models_exported_for_one_sample_run_batches(tmp_path, name):
+    """The suite's models are exported with a batch of 1 (shape arithmetic folded to it); with a
+    batch dimension they run 2 samples, each as ONNX Runtime runs it alone (the suite's rule:
+    max|kiln - ort| <= 1e-4 * max(1, max|ort|))."""
+    path = model_suite.model_path(name)
+    model = onnx.load(str(path), load_external_data=False)
+    feeds = model_suite.seeded_inputs(model)
+    (input_name, one), = feeds.items()
+    spec = f"{input_name}:[N,{','.join(map(str, one.shape[1:]))}]"
+    result = compile_cli(path, tmp_path / "m.so", "--input-shapes", spec, "--dims", "N=1..3")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    x = np.concatenate([one, np.flip(one, axis=-1)])
+    m.set_input(input_name, x)
+    m.run()
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.concatenate([session.run(None, {input_name: x[i:i + 1]})[0] for i in range(2)])
+    got = m.get_output(0).numpy()
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
