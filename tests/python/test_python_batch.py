@@ -204,10 +204,14 @@ def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
 
 
 @pytest.mark.parametrize("node, shape, why", [
-    (helper.make_node("ReduceMean", ["x"], ["y"], axes=[0], keepdims=1), [1, 4], "it works along axis 0"),
-    (helper.make_node("Softmax", ["x"], ["y"], axis=0), ["N", 4], "it works along axis 0"),
-    (helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), [4, "N"], "it moves axis 0"),
-    (helper.make_node("Concat", ["x", "x"], ["y"], axis=0), ["2N", 4], "it joins along axis 0"),
+    (helper.make_node("ReduceMean", ["x"], ["y"], axes=[0], keepdims=1), [1, 4],
+     "'mixer' (ReduceMean)) does not keep the samples apart (it works along their axis)"),
+    (helper.make_node("Softmax", ["x"], ["y"], axis=0), ["N", 4],
+     "'mixer' (Softmax)) does not keep the samples apart (it works along their axis)"),
+    (helper.make_node("Concat", ["x", "x"], ["y"], axis=0), ["2N", 4],
+     "'mixer' (Concat)) does not keep the samples apart (it joins along their axis)"),
+    (helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), [4, "N"],
+     "output 0 of the model would hold the samples along another axis than 0"),
 ])
 def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
     node.name = "mixer"
@@ -215,7 +219,34 @@ def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [], opset=13)
     result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4")
     assert result.returncode != 0
-    assert "does not keep the samples apart (" + why in result.stderr and "'mixer'" in result.stderr, result.stderr
+    assert "the batch dimension cannot be decided at run time" in result.stderr and why in result.stderr, result.stderr
+
+
+def test_samples_moved_off_axis_0_and_back(tmp_path):
+    """torch's sequence-first attention: [N, S, D] -> [S, N, D], a product per token and a
+    softmax over the sequence, then back to [N, S, D]; computing each sample alone is the same."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["t", "w"], ["h"]),
+        helper.make_node("Softmax", ["h"], ["p"], axis=0),  # over the sequence, axis 0 here
+        helper.make_node("Transpose", ["p"], ["y"], perm=[1, 0, 2]),
+    ]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5, 3])], [weight("w", 6, 3)], opset=13)
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4").returncode == 0
+    m = executor(tmp_path / "m.so")
+    for n in [3, 1]:
+        x = RNG.standard_normal((n, 5, 6)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+    # A softmax over the axis the samples were moved to mixes them.
+    nodes[2] = helper.make_node("Softmax", ["h"], ["p"], axis=1, name="over_samples")
+    mixed = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5, 3])], [weight("w", 6, 3)], opset=13,
+                 name="mixed.onnx")
+    result = compile_cli(mixed, tmp_path / "mixed.so", "--dims", "N=1..4")
+    assert result.returncode != 0 and "'over_samples' (Softmax)) does not keep the samples apart" in result.stderr
 
 
 @pytest.mark.parametrize("args, message", [
