@@ -95,6 +95,19 @@ def ort_run(model, feeds):
     return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
+def check_batches(tmp_path, model, sample_shape, batches, rtol=1e-4, atol=1e-5):
+    """Compiles `model` (input x of [N, *sample_shape]) with --dims N=1..4 and runs each batch
+    against ONNX Runtime at that batch."""
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    for n in batches:
+        x = RNG.standard_normal((n, *sample_shape)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=rtol, atol=atol)
+
+
 def test_a_cnn_runs_every_batch_in_range_against_onnx_runtime(tmp_path):
     model = cnn(tmp_path)
     result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..5")
@@ -166,14 +179,7 @@ def test_batched_inputs_must_agree(tmp_path):
 
 
 def test_attention_keeps_samples_apart(tmp_path):
-    model = attention(tmp_path)
-    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4").returncode == 0
-    m = executor(tmp_path / "m.so")
-    for n in [4, 1, 3]:
-        x = RNG.standard_normal((n, 6, 8)).astype(np.float32)
-        m.set_input("x", x)
-        m.run()
-        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    check_batches(tmp_path, attention(tmp_path), (6, 8), [4, 1, 3])
 
 
 def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
@@ -194,13 +200,7 @@ def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
              numpy_helper.from_array(np.array([1, 6], np.int64), "tail"), weight("token", 1, 1, 6)]
     model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 6])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 9, 6])], inits, opset=13)
-    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4").returncode == 0
-    m = executor(tmp_path / "m.so")
-    for n in [3, 1, 4]:
-        x = RNG.standard_normal((n, 4, 6)).astype(np.float32)
-        m.set_input("x", x)
-        m.run()
-        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-6, atol=1e-6)
+    check_batches(tmp_path, model, (4, 6), [3, 1, 4], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("node, shape, why", [
@@ -233,13 +233,7 @@ def test_samples_moved_off_axis_0_and_back(tmp_path):
     ]
     model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 6])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5, 3])], [weight("w", 6, 3)], opset=13)
-    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4").returncode == 0
-    m = executor(tmp_path / "m.so")
-    for n in [3, 1]:
-        x = RNG.standard_normal((n, 5, 6)).astype(np.float32)
-        m.set_input("x", x)
-        m.run()
-        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+    check_batches(tmp_path, model, (5, 6), [3, 1], rtol=1e-5, atol=1e-6)
     # A softmax over the axis the samples were moved to mixes them.
     nodes[2] = helper.make_node("Softmax", ["h"], ["p"], axis=1, name="over_samples")
     mixed = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 6])],
