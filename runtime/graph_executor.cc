@@ -335,7 +335,7 @@ int64_t GraphExecutor::SamplesIn(uint32_t entry, const DLTensor& data, const std
   int64_t rows = sample_rows_[entry];
   bool fits = data.dtype == graph_.dtypes[entry] && data.ndim == static_cast<int>(shape.size()) && data.ndim > 0 &&
               std::equal(shape.begin() + 1, shape.end(), data.shape + 1);
-  std::string dim = rows == 1 ? batch.name : StrCat(rows, "*", batch.name);
+  std::string dim = BatchDimOf(entry);
   std::string expected = DTypeToString(graph_.dtypes[entry]) + "[" + dim;
   for (size_t i = 1; i < shape.size(); ++i) expected += StrCat(", ", shape[i]);
   Check(fits, what, ": expected ", expected, "] with ", batch.name, " from ", batch.min, " to ", batch.max, ", got ",
@@ -358,8 +358,8 @@ int64_t GraphExecutor::InputSamples() const {
   int64_t samples = 0;
   int first = -1;
   for (int i = 0; i < NumInputs(); ++i) {
-    if (is_param_[i] || sample_rows_[InputEntry(i)] == 0) continue;
-    int64_t n = input_samples_[i] != 0 ? input_samples_[i] : graph_.batch.max;
+    if (is_param_[i] || input_samples_[i] == 0) continue;  // not batched, or never set (zeros at any batch)
+    int64_t n = input_samples_[i];
     if (first >= 0) {
       Check(n == samples, "run: input '", InputName(first), "' holds ", samples, " samples of batch dimension ",
             graph_.batch.name, " and input '", InputName(i), "' ", n, "; set every batched input to the same number");
@@ -379,8 +379,7 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
     Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
     if (entry_data_[e] != entries_[e].data()) Bind(e, entries_[e].data());
     std::memcpy(entries_[e].data(), static_cast<const char*>(data.data) + data.byte_offset, DataBytes(data));
-    input_samples_[index] = samples;
-    SetSamples(samples);
+    input_samples_[index] = samples;  // the operators see it at the next run
     return;
   }
   CheckSameType(*entries_[e].get(), data, what);
@@ -406,10 +405,7 @@ void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
   int64_t samples = CheckZeroCopyBuffer(e, data, StrCat("set_input_zero_copy '", InputName(index), "'"));
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
-  if (samples != 0) {
-    input_samples_[index] = samples;
-    SetSamples(samples);
-  }
+  if (samples != 0) input_samples_[index] = samples;  // the operators see it at the next run
 }
 
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
@@ -428,8 +424,14 @@ void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
 
 NDArray GraphExecutor::GetInput(int index) const {
   uint32_t e = InputEntry(index);
-  if (entry_data_[e] != entries_[e].data()) return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
-  return entries_[e].CreateView(graph_.shapes[e], graph_.dtypes[e]);
+  std::vector<int64_t> shape = graph_.shapes[e];
+  if (!sample_rows_.empty() && sample_rows_[e] != 0 && input_samples_[index] != 0) {
+    shape[0] = sample_rows_[e] * input_samples_[index];  // as set, though no run has seen it yet
+  }
+  DLTensor view = EntryTensor(e, entry_data_[e]);
+  view.shape = shape.data();
+  if (entry_data_[e] != entries_[e].data()) return NDArray::WrapExternal(view);
+  return entries_[e].CreateView(shape, graph_.dtypes[e]);
 }
 
 std::vector<int64_t> GraphExecutor::LargestShape(uint32_t entry) const {
@@ -439,7 +441,8 @@ std::vector<int64_t> GraphExecutor::LargestShape(uint32_t entry) const {
 }
 
 std::string GraphExecutor::BatchDimOf(uint32_t entry) const {
-  return !sample_rows_.empty() && sample_rows_[entry] != 0 ? graph_.batch.name : "";
+  if (sample_rows_.empty() || sample_rows_[entry] == 0) return "";
+  return sample_rows_[entry] == 1 ? graph_.batch.name : StrCat(sample_rows_[entry], "*", graph_.batch.name);
 }
 
 const OutputTrim* GraphExecutor::TrimOf(int index) const {

@@ -28,7 +28,7 @@ struct TensorInfo {
   std::string name;
   std::vector<int64_t> shape;  // the largest, when axis 0 holds the batch
   DLDataType dtype{};
-  std::string batch_dim;       // the batch dimension's name when axis 0 holds its samples, else empty
+  std::string batch_dim;       // when axis 0 holds the batch's samples: "N", or "16*N" for 16 rows each; else empty
 };
 
 class GraphExecutor {

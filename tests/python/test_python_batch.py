@@ -161,6 +161,30 @@ def test_batches_out_of_range_and_other_shapes_are_errors_that_change_nothing(tm
     np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_outputs_keep_the_last_runs_batch_until_the_next_run(tmp_path):
+    """set_input with another batch changes nothing the last run gave: get_output keeps its shape
+    and values until run; an output bound to a buffer of another batch is a clear error at run."""
+    model = cnn(tmp_path)
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4").returncode == 0
+    m = executor(tmp_path / "m.so")
+    x2 = RNG.standard_normal((2, 3, 20, 20)).astype(np.float32)
+    m.set_input("x", x2)
+    m.run()
+    y2 = m.get_output(0).numpy().copy()
+    x4 = RNG.standard_normal((4, 3, 20, 20)).astype(np.float32)
+    m.set_input("x", x4)
+    assert m.get_input("x").numpy().shape == (4, 3, 20, 20)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), y2)
+    bound = kiln.nd.empty((2, 10), "float32")
+    m.module["set_output_zero_copy"](0, bound)
+    with pytest.raises(kiln.KilnError, match="output 0 is bound to a buffer of 2 samples, but the inputs hold 4"):
+        m.run()
+    assert m.get_output(0).numpy().shape == (2, 10)  # the bound buffer, as the last run shaped it
+    m.set_input("x", x2)
+    m.run()
+    np.testing.assert_allclose(bound.numpy(), ort_run(model, {"x": x2})[0], rtol=1e-4, atol=1e-5)
+
+
 def test_batched_inputs_must_agree(tmp_path):
     nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("MatMul", ["s", "w"], ["y"])]
     model = save(tmp_path, nodes, [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 4]) for n in "ab"],
