@@ -6,7 +6,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include "backend/batch_samples.h"
 #include "backend/memory_planner.h"
 #include "backend/run_conditions.h"
 #include "ir/text.h"
@@ -55,11 +54,11 @@ class GraphBuilder {
   explicit GraphBuilder(std::string module_name) : module_name_(std::move(module_name)) {}
 
   GraphCodegenResult Build(const FunctionNode& main) {
-    std::vector<BatchAxes> batched_params(main.params.size(), 0);
+    std::vector<bool> batched_params(main.params.size(), false);
     if (main.attrs.Has(attr::kBatchDim)) {
       const std::vector<int64_t>& range = main.attrs.GetInts(attr::kBatchRange);
       result_.graph.batch = {main.attrs.GetString(attr::kBatchDim), range.at(0), range.at(1)};
-      for (int64_t index : main.attrs.GetInts(attr::kBatchInputs)) batched_params.at(static_cast<size_t>(index)) = 1;
+      for (int64_t index : main.attrs.GetInts(attr::kBatchInputs)) batched_params.at(static_cast<size_t>(index)) = true;
     }
     for (size_t i = 0; i < main.params.size(); ++i) {
       AddInput(main.params[i], main.params[i]->As<VarNode>()->name, batched_params[i]);
@@ -74,16 +73,7 @@ class GraphBuilder {
       }
     }
     runtime::Graph& g = result_.graph;
-    if (g.has_batch()) {
-      for (BatchAxes axes : entry_axes_) g.batched_entries.push_back(axes != 0);
-      // The caller's outputs hold the samples along axis 0, as the model at that batch does.
-      for (size_t i = 0; i < g.heads.size(); ++i) {
-        BatchAxes axes = entry_axes_[EntryIndex({g.heads[i].node_id, g.heads[i].index})];
-        runtime::Check(axes == 0 || axes == 1, "the batch dimension cannot be decided at run time: output ", i,
-                       " of the model would hold the samples along another axis than 0; compile with a fixed batch "
-                       "instead");
-      }
-    }
+    if (g.has_batch()) g.batched_entries = batched_entries_;
     g.node_row_ptr.push_back(0);
     for (const runtime::GraphNode& node : g.nodes) g.node_row_ptr.push_back(g.node_row_ptr.back() + node.num_outputs);
     return std::move(result_);
@@ -116,30 +106,30 @@ class GraphBuilder {
     return it->second;
   }
 
-  // `batched` per output: the axes that hold the samples (backend/batch_samples.h); a batched
+  // `batched` per output: whether it holds the batch's samples (frontend/batch_samples.h); such an
   // entry holds the largest batch (axis 0 times its maximum).
-  uint32_t AddNode(runtime::GraphNode node, const std::vector<TensorType>& outputs, const std::vector<BatchAxes>& batched) {
+  uint32_t AddNode(runtime::GraphNode node, const std::vector<TensorType>& outputs, const std::vector<bool>& batched) {
     uint32_t id = static_cast<uint32_t>(result_.graph.nodes.size());
     node.num_outputs = static_cast<uint32_t>(outputs.size());
     result_.graph.nodes.push_back(std::move(node));
-    first_entries_.push_back(static_cast<uint32_t>(entry_axes_.size()));
+    first_entries_.push_back(static_cast<uint32_t>(batched_entries_.size()));
     std::vector<Entry> entries;
     for (uint32_t k = 0; k < outputs.size(); ++k) {
       entries.push_back({id, k});
       TensorType type = outputs[k];
-      if (batched[k] != 0) type.shape.at(0) *= result_.graph.batch.max;
+      if (batched[k]) type.shape.at(0) *= result_.graph.batch.max;
       result_.graph.shapes.push_back(type.shape);
       result_.graph.dtypes.push_back(type.dtype);
       entry_types_.push_back(type);
-      entry_axes_.push_back(batched[k]);
+      batched_entries_.push_back(batched[k]);
     }
     current_entries_ = entries;
     return id;
   }
 
-  void AddInput(const Expr& e, const std::string& name, BatchAxes batched = 0) {
+  void AddInput(const Expr& e, const std::string& name, bool batched = false) {
     runtime::Check(e->type().is_tensor(), "graph codegen: input '", name, "' is a tuple; inputs must be tensors");
-    runtime::Check(batched == 0 || e->type().tensor().ndim() > 0, "graph codegen: input '", name,
+    runtime::Check(!batched || e->type().tensor().ndim() > 0, "graph codegen: input '", name,
                    "' is a scalar; it has no axis 0 to hold the batch");
     runtime::GraphNode node;
     node.op = "null";
@@ -177,23 +167,24 @@ class GraphBuilder {
     runtime::CheckInternal(call->function != nullptr, "graph codegen: the main function calls op ",
                            call->op ? call->op->name : "?", " directly; run FuseOps first");
     const auto* f = call->function->As<FunctionNode>();
-    // Which arguments hold the batch's samples, and so which outputs do.
-    std::vector<BatchAxes> batched_args;
+    // Which arguments hold the batch's samples, and so which outputs do: a function of samples
+    // computes samples (the importer checked that every op keeps them apart).
+    std::vector<bool> batched_args;
     bool any_batched = false;
     for (const Expr& arg : call->args) {
-      BatchAxes axes = 0;
-      for (const Entry& entry : EntriesOf(arg)) axes |= entry_axes_[EntryIndex(entry)];
-      batched_args.push_back(axes);
-      any_batched = any_batched || axes != 0;
+      bool batched = false;
+      for (const Entry& entry : EntriesOf(arg)) batched = batched || batched_entries_[EntryIndex(entry)];
+      batched_args.push_back(batched);
+      any_batched = any_batched || batched;
     }
-    std::vector<BatchAxes> batched_outputs;
+    std::vector<bool> batched_outputs;
     if (any_batched) {
       if (IsExternal(call->function)) {
         runtime::Fail("the batch dimension cannot be decided at run time in a function of the external codegen '",
                       f->attrs.GetString(attr::kCompiler), "' (fixed shapes only): compile without --byoc, or with a ",
                       "fixed batch");
       }
-      batched_outputs = BatchedOutputs(*f, batched_args);
+      batched_outputs.assign(f->type().is_tuple() ? f->type().fields().size() : 1, true);
     }
     runtime::GraphNode node;
     node.op = "tvm_op";
@@ -232,7 +223,7 @@ class GraphBuilder {
     }
     node.attrs["num_outputs"] = std::to_string(outputs.size());
     std::optional<SelectInputs> select = SelectOf(*f);
-    if (!any_batched) batched_outputs.assign(outputs.size(), 0);
+    if (!any_batched) batched_outputs.assign(outputs.size(), false);
     uint32_t id = AddNode(std::move(node), outputs, batched_outputs);
     if (select) selects_[id] = *select;
     entries_[e.get()] = current_entries_;
@@ -242,13 +233,12 @@ class GraphBuilder {
 
   // One symbol per distinct function (functions that print the same and take the batch in the
   // same arguments are the same); an external function's is its global_symbol.
-  std::string SymbolFor(const Expr& function, const std::vector<BatchAxes>& batched_args,
-                        const std::vector<BatchAxes>& batched_outputs) {
+  std::string SymbolFor(const Expr& function, const std::vector<bool>& batched_args,
+                        const std::vector<bool>& batched_outputs) {
     if (IsExternal(function)) return ExternalSymbol(function);
     std::string key = PrintFunction(function);
-    std::vector<bool> batched;  // per argument, parameters then outputs: whether it holds samples
-    for (BatchAxes axes : batched_args) batched.push_back(axes != 0);
-    for (BatchAxes axes : batched_outputs) batched.push_back(axes != 0);
+    std::vector<bool> batched = batched_args;  // per argument, parameters then outputs
+    batched.insert(batched.end(), batched_outputs.begin(), batched_outputs.end());
     if (!batched_outputs.empty()) {
       key += "\nbatched:";
       for (bool b : batched) key += b ? '1' : '0';
@@ -288,7 +278,7 @@ class GraphBuilder {
   std::map<std::string, std::string> symbols_;
   std::map<std::string, int> name_counts_;
   std::vector<TensorType> entry_types_;
-  std::vector<BatchAxes> entry_axes_;     // per entry: the axes that hold the samples
+  std::vector<bool> batched_entries_;     // per entry: whether it holds the batch's samples
   std::vector<uint32_t> first_entries_;  // per node: the entry of its output 0
 };
 

@@ -143,7 +143,7 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
     ++num_args;
   }
   code.Line("static const kiln::kernels::ArgSpec specs[] = {" + specs + "};");
-  // Run sample by sample (backend/batch_samples.h): batched arguments hold `samples` of their
+  // Run sample by sample (frontend/batch_samples.h): batched arguments hold `samples` of their
   // spec along axis 0, and the steps see one at a time.
   std::optional<std::string> whole_batch = WholeBatchField(plan, batched);
   bool by_sample = !batched.empty() && !whole_batch;

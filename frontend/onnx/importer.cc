@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "frontend/batch_samples.h"
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/libonnx_check.h"
 #include "frontend/onnx/onnx_import.h"
@@ -110,7 +111,9 @@ struct BatchSpec {
   std::set<std::string> inputs;
 };
 
-std::optional<BatchSpec> ApplyBatchDim(onnx::ModelProto& model, const OnnxImportOptions& options) {
+// `samples`: the extent the batch dimension gets (1 for the model compiled, 2 for the probe that
+// tells where each value holds the samples, batch_samples.h).
+std::optional<BatchSpec> ApplyBatchDim(onnx::ModelProto& model, const OnnxImportOptions& options, int64_t samples) {
   if (options.dims.empty()) return std::nullopt;
   runtime::Check(options.dims.size() == 1, "--dims gives ", options.dims.size(), " dimensions; kiln decides one ",
                  "at run time today, a batch dimension (axis 0 of the inputs that have it)");
@@ -125,7 +128,7 @@ std::optional<BatchSpec> ApplyBatchDim(onnx::ModelProto& model, const OnnxImport
       if (!dim->has_dim_param() || dim->dim_param() != batch.name) continue;
       runtime::Check(axis == 0, "dimension '", batch.name, "' is axis ", axis, " of input '",
                      runtime::ValidUtf8(input.name()), "'; kiln decides only axis 0 (a batch) at run time today");
-      dim->set_dim_value(1);
+      dim->set_dim_value(samples);
       batch.inputs.insert(runtime::ValidUtf8(input.name()));
     }
   }
@@ -726,7 +729,9 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   ResolveExternalData(model, folder);
   ForgetNegativeDims(*model.mutable_graph());
   ApplyInputShapes(model, options);
-  std::optional<BatchSpec> batch = ApplyBatchDim(model, options);
+  std::optional<onnx::ModelProto> probe;  // the model for two samples
+  if (!options.dims.empty()) probe = model;
+  std::optional<BatchSpec> batch = ApplyBatchDim(model, options, 1);
   OpsetImports opsets = ImportedOpsets(model);
   auto default_opset = opsets.find("");
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
@@ -741,7 +746,19 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   // checks hold instead: CheckStructure's, the typed attribute accessors, each converter's and the
   // IR's type inference of every op.
   if (opset <= kLibonnxMaxOpset) CheckWithLibonnx(model, opset);
-  return GraphImporter(model.graph(), opsets).Import(batch);
+  Expr main = GraphImporter(model.graph(), opsets).Import(batch);
+  if (batch) {
+    ApplyBatchDim(*probe, options, 2);
+    Expr two;
+    try {
+      two = GraphImporter(probe->graph(), opsets).Import(batch);
+    } catch (runtime::Error& e) {
+      runtime::Fail("the batch dimension cannot be decided at run time: imported for a batch of 2 (to find where ",
+                    "each value holds the samples), the model fails: ", e.what());
+    }
+    CheckSamplesApart(main, two);
+  }
+  return main;
 }
 
 }  // namespace

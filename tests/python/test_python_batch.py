@@ -229,13 +229,13 @@ def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
 
 @pytest.mark.parametrize("node, shape, why", [
     (helper.make_node("ReduceMean", ["x"], ["y"], axes=[0], keepdims=1), [1, 4],
-     "'mixer' (ReduceMean)) does not keep the samples apart (it works along their axis)"),
+     "'mixer' (ReduceMean)) does not keep the samples apart (its result does not hold them)"),
     (helper.make_node("Softmax", ["x"], ["y"], axis=0), ["N", 4],
-     "'mixer' (Softmax)) does not keep the samples apart (it works along their axis)"),
+     "'mixer' (Softmax)) does not keep the samples apart (it works along the samples' axis)"),
     (helper.make_node("Concat", ["x", "x"], ["y"], axis=0), ["2N", 4],
-     "'mixer' (Concat)) does not keep the samples apart (it joins along their axis)"),
+     "'mixer' (Concat)) does not keep the samples apart (it joins along the samples' axis)"),
     (helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), [4, "N"],
-     "output 0 of the model would hold the samples along another axis than 0"),
+     "output 0 of the model holds the samples along axis 1, not 0"),
 ])
 def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
     node.name = "mixer"
@@ -244,6 +244,56 @@ def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
     result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4")
     assert result.returncode != 0
     assert "the batch dimension cannot be decided at run time" in result.stderr and why in result.stderr, result.stderr
+
+
+def const(name, values, dtype=np.int64):
+    return numpy_helper.from_array(np.array(values, dtype), name)
+
+
+# Models whose ops combine samples in ways a shape at one sample does not show (found in review):
+# each would give wrong values if run sample by sample; each is refused, naming why.
+MIXING_MODELS = {
+    # [N, 3, 4] -> [3, N, 4] -> [3N, 4]: the tokens' axis now interleaves the samples.
+    "interleaved": ([helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+                     helper.make_node("Reshape", ["t", "rows"], ["r"]),
+                     helper.make_node("Softmax", ["r"], ["s"], axis=0),
+                     helper.make_node("Reshape", ["s", "back"], ["b"]),
+                     helper.make_node("Transpose", ["b"], ["y"], perm=[1, 0, 2])],
+                    ["N", 3, 4], [const("rows", [-1, 4]), const("back", [3, -1, 4])],
+                    "does not keep the samples apart (it splits the samples' axis)"),
+    # [N, 4] -> [1, 4N]: a softmax over all samples' features.
+    "flattened": ([helper.make_node("Flatten", ["x"], ["f"], axis=0),
+                   helper.make_node("Softmax", ["f"], ["s"], axis=1),
+                   helper.make_node("Reshape", ["s", "back"], ["y"])],
+                  ["N", 4], [const("back", [-1, 4])], "the model's graph changes with the batch size at call of"),
+    # Every sample with every other: an outer sum.
+    "outer sum": ([helper.make_node("Unsqueeze", ["x", "one"], ["a"]), helper.make_node("Unsqueeze", ["x", "zero"], ["b"]),
+                   helper.make_node("Add", ["a", "b"], ["o"]), helper.make_node("Reshape", ["o", "flat"], ["y"])],
+                  ["N", 4], [const("one", [1]), const("zero", [0]), const("flat", [-1, 4])],
+                  "two axes that grow with the batch"),
+    # The batch size used as data.
+    "divided by N": ([helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "zero0"], ["n"]),
+                      helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+                      helper.make_node("Div", ["x", "nf"], ["y"])],
+                     ["N", 4], [const("zero0", 0)], "takes a value computed from the batch size as data"),
+    # MaxPool's indices count every sample's elements before it.
+    "pool indices": ([helper.make_node("MaxPool", ["x"], ["v", "y"], kernel_shape=[2, 2], strides=[2, 2])],
+                     ["N", 2, 4, 4], [], "kiln has no rule yet for how it treats the samples"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIXING_MODELS))
+def test_models_that_combine_samples_are_refused(tmp_path, case):
+    nodes, shape, inits, why = MIXING_MODELS[case]
+    out_type = TensorProto.INT64 if case == "pool indices" else TensorProto.FLOAT
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", out_type, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.save(model, tmp_path / "model.onnx")
+    result = compile_cli(tmp_path / "model.onnx", tmp_path / "m.so", "--dims", "N=1..4")
+    assert result.returncode != 0
+    assert "the batch dimension cannot be decided at run time" in result.stderr or "compile with a fixed batch" in result.stderr
+    assert why in result.stderr, result.stderr
 
 
 def test_samples_moved_off_axis_0_and_back(tmp_path):
@@ -298,11 +348,11 @@ def test_the_graph_json_marks_what_tvm_must_refuse(tmp_path):
     assert weights and all(flags[1][e] == 0 for e in weights)
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "bert_2layer"])
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
 def test_suite_models_exported_for_one_sample_run_batches(tmp_path, name):
-    """The suite's models are exported with a batch of 1 (shape arithmetic folded to it); with a
-    batch dimension they run 2 samples, each as ONNX Runtime runs it alone (the suite's rule:
-    max|kiln - ort| <= 1e-4 * max(1, max|ort|))."""
+    """The suite's models are exported with a batch of 1; those whose graph holds at any batch
+    (nothing fixed to one sample) run 2 samples with a batch dimension, each as ONNX Runtime runs it
+    alone (the suite's rule: max|kiln - ort| <= 1e-4 * max(1, max|ort|))."""
     path = model_suite.model_path(name)
     model = onnx.load(str(path), load_external_data=False)
     feeds = model_suite.seeded_inputs(model)
@@ -319,3 +369,13 @@ def test_suite_models_exported_for_one_sample_run_batches(tmp_path, name):
     got = m.get_output(0).numpy()
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
+
+
+def test_a_model_fixed_to_one_sample_is_refused_with_the_reason(tmp_path):
+    """The suite's BERT encoder reshapes to [1, 128, 12, 64], a batch of 1 written into the model:
+    whether it keeps samples apart cannot be told, so it is refused, saying where it fails."""
+    path = model_suite.model_path("bert_2layer")
+    result = compile_cli(path, tmp_path / "m.so", "--input-shapes", "input_ids:[N,128]", "--dims", "N=1..3")
+    assert result.returncode != 0
+    assert ("imported for a batch of 2 (to find where each value holds the samples), the model fails: node "
+            "'/layers.0/Reshape' (Reshape)") in result.stderr, result.stderr
