@@ -83,10 +83,7 @@ std::string Mixing(const CallNode& call, const std::vector<int>& args, int resul
   const TensorType* out = call.type().is_tensor() ? &call.type().tensor() : nullptr;
   bool only_first = std::all_of(args.begin() + 1, args.end(), [](int a) { return a == kNone; });
 
-  if (IsAnyOf(op, {&kReshape, &kSqueeze, &kExpandDims})) {
-    // The samples stay whole blocks: as many elements before their axis before and after.
-    return Product(data.shape, args[0]) == Product(out->shape, result) ? "" : "it splits the samples' axis";
-  }
+  if (IsAnyOf(op, {&kReshape, &kSqueeze, &kExpandDims})) return "";  // where they go: ReshapedOuter
   if (op->pattern == OpPattern::kElemWise || op->pattern == OpPattern::kBroadcast) {
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i] == kNone) continue;
@@ -148,6 +145,19 @@ std::string Mixing(const CallNode& call, const std::vector<int>& args, int resul
   return "kiln has no rule yet for how it treats the samples";
 }
 
+// Where a reshape puts the samples: the one-sample shapes `in` (samples along `axis`, after
+// `outer` index values of it) and `out` (along `result`, from the extents). As many elements
+// precede them in both; `result_outer` gets how many index values of `result` come before them.
+// Returns why not when they do not lie as one digit of `result`'s index.
+std::string ReshapedOuter(const TensorType& in, int axis, int64_t outer, const TensorType& out, int result,
+                          int64_t& result_outer) {
+  int64_t before = Product(in.shape, axis) * outer;  // elements before a sample's first, at one sample
+  int64_t rows = Product(out.shape, result);
+  if (before % rows != 0 || out.shape[result] % (before / rows) != 0) return "it splits the samples' axis";
+  result_outer = before / rows;
+  return "";
+}
+
 // Whether constant `two` is constant `one` repeated twice along `axis` (one's samples' blocks).
 bool RepeatedAlong(const runtime::NDArray& one, const runtime::NDArray& two, const TensorType& type, int axis) {
   size_t outer = static_cast<size_t>(Product(type.shape, axis));
@@ -184,6 +194,7 @@ void CheckSamplesApart(const Expr& one, const Expr& two) {
   runtime::Check(a.size() == b.size(), changes(std::min(a.size(), b.size())));
   std::unordered_map<const ExprNode*, size_t> index_a, index_b;
   std::vector<std::vector<int>> axes(a.size());  // per value, per tensor of it
+  std::vector<int64_t> outer(a.size(), 1);        // per value: the index digits of its axis before the samples
   std::vector<bool> from_batch_size(a.size(), false);  // constants computed from the batch size
   for (size_t i = 0; i < a.size(); ++i) {
     const Expr &ea = a[i], &eb = b[i];
@@ -212,6 +223,7 @@ void CheckSamplesApart(const Expr& one, const Expr& two) {
     const auto* call2 = eb->As<CallNode>();
 
     std::vector<int> args;
+    std::vector<int64_t> outers;  // of the arguments that hold samples
     bool any = false;
     for (size_t j = 0; j < call->args.size(); ++j) {
       size_t arg = index_a.at(call->args[j].get());
@@ -219,6 +231,7 @@ void CheckSamplesApart(const Expr& one, const Expr& two) {
       runtime::Check(!from_batch_size[arg], DescribeCall(ea), " takes a value computed from the batch size as data (",
                      "not as a shape)", kFixedBatch);
       args.push_back(axes[arg].at(0));
+      if (args.back() != kNone) outers.push_back(outer[arg]);
       any = any || args.back() != kNone;
     }
     int result = axes[i][0];
@@ -232,14 +245,25 @@ void CheckSamplesApart(const Expr& one, const Expr& two) {
     runtime::Check(result != kNone, "the batch dimension cannot be decided at run time: ", DescribeCall(ea),
                    " does not keep the samples apart (its result does not hold them)", kFixedBatch);
     std::string why = Mixing(*call, args, result);
+    if (why.empty() && std::any_of(outers.begin(), outers.end(), [&](int64_t o) { return o != outers[0]; })) {
+      why = "its operands hold the samples at different places of their axis";
+    }
+    outer[i] = outers[0];
+    if (why.empty() && IsAnyOf(call->op, {&kReshape, &kSqueeze, &kExpandDims})) {
+      int arg = 0;
+      while (args[arg] == kNone) ++arg;
+      why = ReshapedOuter(call->args[arg]->type().tensor(), args[arg], outers[0], ea->type().tensor(), result, outer[i]);
+    }
     runtime::Check(why.empty(), "the batch dimension cannot be decided at run time: ", DescribeCall(ea),
                    " does not keep the samples apart (", why, ")", kFixedBatch);
   }
   // The caller's outputs hold the samples along axis 0, as the model at that batch does.
   const std::vector<int>& outputs = axes.back();
   for (size_t k = 0; k < outputs.size(); ++k) {
-    runtime::Check(outputs[k] == kNone || outputs[k] == 0, "the batch dimension cannot be decided at run time: ",
-                   "output ", k, " of the model holds the samples along axis ", outputs[k], ", not 0", kFixedBatch);
+    runtime::Check(outputs[k] == kNone || (outputs[k] == 0 && outer.back() == 1),
+                   "the batch dimension cannot be decided at run time: output ", k, " of the model holds the samples ",
+                   outputs[k] == 0 ? "inside axis 0, not as its outer part" : "along axis " + std::to_string(outputs[k]),
+                   kFixedBatch);
   }
 }
 

@@ -235,7 +235,7 @@ def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
     (helper.make_node("Concat", ["x", "x"], ["y"], axis=0), ["2N", 4],
      "'mixer' (Concat)) does not keep the samples apart (it joins along the samples' axis)"),
     (helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), [4, "N"],
-     "output 0 of the model holds the samples along axis 1, not 0"),
+     "output 0 of the model holds the samples along axis 1"),
 ])
 def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
     node.name = "mixer"
@@ -253,14 +253,14 @@ def const(name, values, dtype=np.int64):
 # Models whose ops combine samples in ways a shape at one sample does not show (found in review):
 # each would give wrong values if run sample by sample; each is refused, naming why.
 MIXING_MODELS = {
-    # [N, 3, 4] -> [3, N, 4] -> [3N, 4]: the tokens' axis now interleaves the samples.
+    # [N, 3, 4] -> [3, N, 4] -> [3N, 4]: the rows interleave the samples; a softmax over them.
     "interleaved": ([helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
                      helper.make_node("Reshape", ["t", "rows"], ["r"]),
-                     helper.make_node("Softmax", ["r"], ["s"], axis=0),
+                     helper.make_node("Softmax", ["r"], ["s"], axis=0, name="interleaved"),
                      helper.make_node("Reshape", ["s", "back"], ["b"]),
                      helper.make_node("Transpose", ["b"], ["y"], perm=[1, 0, 2])],
                     ["N", 3, 4], [const("rows", [-1, 4]), const("back", [3, -1, 4])],
-                    "does not keep the samples apart (it splits the samples' axis)"),
+                    "'interleaved' (Softmax)) does not keep the samples apart (it works along the samples' axis)"),
     # [N, 4] -> [1, 4N]: a softmax over all samples' features.
     "flattened": ([helper.make_node("Flatten", ["x"], ["f"], axis=0),
                    helper.make_node("Softmax", ["f"], ["s"], axis=1),
@@ -280,6 +280,21 @@ MIXING_MODELS = {
     "pool indices": ([helper.make_node("MaxPool", ["x"], ["v", "y"], kernel_shape=[2, 2], strides=[2, 2])],
                      ["N", 2, 4, 4], [], "kiln has no rule yet for how it treats the samples"),
 }
+
+
+def test_rows_that_interleave_the_samples_run(tmp_path):
+    """torch's nn.MultiheadAttention: [N, S, D] -> [S, N, D] -> [S * N, D] (the samples inside the
+    rows' index, not its outer part), a product per row, and back to [N, S, E]."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Reshape", ["t", "rows"], ["r"]),
+             helper.make_node("MatMul", ["r", "w"], ["p"]),
+             helper.make_node("Relu", ["p"], ["q"]),
+             helper.make_node("Reshape", ["q", "back"], ["b"]),
+             helper.make_node("Transpose", ["b"], ["y"], perm=[1, 0, 2])]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 2])],
+                 [const("rows", [-1, 4]), const("back", [3, -1, 2]), weight("w", 4, 2)], opset=13)
+    check_batches(tmp_path, model, (3, 4), [3, 1, 4], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", sorted(MIXING_MODELS))
