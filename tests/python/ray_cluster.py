@@ -72,9 +72,13 @@ class RayCluster:
             self._start("head", [f"--head", f"--port={self.port}", "--num-cpus=0", "--include-dashboard=false",
                                  f"--temp-dir={self.temp_dir}", f"--ray-client-server-port={free_port()}",
                                  *common, *_node_ports()])
+            self.wait_for_nodes(1)
+            # One node at a time: nodes on one machine share the head's session directory, where
+            # each names its sockets by the next free number.
             for n in range(workers):
                 self._start(f"worker{n}", [f"--address={self.address}", f"--num-cpus={worker_cpus}",
                                            *common, *_node_ports()])
+                self.wait_for_nodes(2 + n)
         except BaseException:
             self.stop()
             raise
@@ -93,7 +97,8 @@ class RayCluster:
             self.check_alive()
             try:
                 if not ray.is_initialized():
-                    ray.init(address=self.address, logging_level="WARNING", log_to_driver=False)
+                    ray.init(address=self.address, _node_ip_address="127.0.0.1", logging_level="WARNING",
+                             log_to_driver=False)
                 if sum(1 for node in ray.nodes() if node["Alive"]) >= count:
                     return
             except (ConnectionError, RuntimeError):

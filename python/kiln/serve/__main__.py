@@ -19,6 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model-version", default="1", help="the model's version (default 1)")
     parser.add_argument("--host", default="127.0.0.1", help="the HTTP address (default 127.0.0.1; 0.0.0.0 for all)")
     parser.add_argument("--port", type=int, default=8000, help="the HTTP port (default 8000)")
+    parser.add_argument("--route-prefix", default="/",
+                        help="where the protocol's /v2 paths start (default /; each application on a cluster needs its own)")
     parser.add_argument("--address", help="HOST:PORT of a running Ray cluster's head to deploy to")
     scaling = parser.add_mutually_exclusive_group()
     scaling.add_argument("--replicas", type=int, default=1, help="the number of replicas (default 1)")
@@ -28,9 +30,51 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-wait-ms", type=float, default=2.0, help="@serve.batch's wait, ms (default 2)")
     parser.add_argument("--num-cpus", type=float, default=1, help="CPUs each replica reserves (default 1)")
     parser.add_argument("--threads", type=int, help="each replica's kiln threads (default: --num-cpus)")
+    parser.add_argument("--deploy-timeout", type=float, default=600,
+                        help="seconds to wait for the replicas to run (default 600)")
     parser.add_argument("--proxy-location", default="HeadOnly", choices=["HeadOnly", "EveryNode"],
                         help="where Ray Serve runs HTTP proxies (default HeadOnly)")
     return parser
+
+
+def _deploy(args: argparse.Namespace, library: bytes, name: str, options: dict) -> Optional[str]:
+    """Starts Serve's proxy and runs the application, waiting at most --deploy-timeout seconds for
+    its replicas; what went wrong, or None."""
+    from ray import serve
+
+    from .app import build_app
+    outcome: List[Optional[str]] = []
+
+    def deploy() -> None:
+        try:
+            serve.start(proxy_location=args.proxy_location, http_options={"host": args.host, "port": args.port})
+            app = build_app(library, name, version=args.model_version, max_batch_size=args.max_batch_size,
+                            batch_wait_timeout_s=args.batch_wait_ms / 1000, num_threads=args.threads, **options)
+            serve.run(app, name=name, route_prefix=args.route_prefix)
+            outcome.append(None)
+        except Exception as e:  # Serve's errors carry the replicas' (e.g. kiln's refusal at load)
+            outcome.append(str(e))
+
+    thread = threading.Thread(target=deploy, daemon=True)
+    thread.start()
+    thread.join(args.deploy_timeout)
+    if outcome and outcome[0] is None:
+        return None
+    failure = outcome[0] if outcome else (f"its replicas were not running after {args.deploy_timeout:g} s "
+                                          "(--deploy-timeout; are there CPUs for --replicas at --num-cpus each?)")
+    return failure + "".join(f"\n  {line}" for line in _status_messages(name))
+
+
+def _status_messages(name: str) -> List[str]:
+    """What Serve says of the application's deployments (a replica's error at load among them)."""
+    from ray import serve
+    try:
+        application = serve.status().applications[name]
+    except Exception:  # the status only adds detail to an error already known
+        return []
+    messages = [application.message] if application.message else []
+    messages += [f"{d}: {status.message}" for d, status in application.deployments.items() if status.message]
+    return messages
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -61,26 +105,23 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 1
 
     import ray
-    from ray import serve
-
-    from .app import build_app
     if args.address:
-        ray.init(address=args.address, logging_level="WARNING", log_to_driver=False)
+        # A cluster on this machine's loopback (nodes started with --node-ip-address=127.0.0.1).
+        on_loopback = args.address.rsplit(":", 1)[0] in ("127.0.0.1", "localhost")
+        ray.init(address=args.address, _node_ip_address="127.0.0.1" if on_loopback else None,
+                 logging_level="WARNING", log_to_driver=False)
     else:
-        # Serving on the loopback only: Ray's own processes listen there too.
+        # Serving on the loopback: the local node takes that address too.
         loopback = args.host in ("127.0.0.1", "localhost")
         ray.init(include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1" if loopback else None)
-    try:
-        serve.start(proxy_location=args.proxy_location, http_options={"host": args.host, "port": args.port})
-        app = build_app(library, name, version=args.model_version, max_batch_size=args.max_batch_size,
-                        batch_wait_timeout_s=args.batch_wait_ms / 1000, num_threads=args.threads, **options)
-        serve.run(app, name=name, route_prefix="/")
-    except (RuntimeError, ValueError) as e:
-        print(f"kiln serve: model '{name}' was not deployed: {e}", file=sys.stderr)
+    failure = _deploy(args, library, name, options)
+    if failure:
+        print(f"kiln serve: model '{name}' was not deployed: {failure}", file=sys.stderr)
         if not args.address:
             ray.shutdown()
         return 1
-    print(f"kiln serve: model '{name}' at http://{args.host}:{args.port}/v2/models/{name}", flush=True)
+    base = f"http://{args.host}:{args.port}{args.route_prefix.rstrip('/')}"
+    print(f"kiln serve: model '{name}' at {base}/v2/models/{name}", flush=True)
     if args.address:
         return 0
     stop = threading.Event()
