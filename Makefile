@@ -71,7 +71,7 @@ soak: build
 	  tests/python/test_triton_backend.py -k under_load
 	KILN_RAY_LOAD=10000,32 KILN_BIN=$(BUILD)/bin/kiln KILN_BUILD_DIR=$(BUILD) PYTHONPATH=$(BUILD)/python \
 	  $$(scripts/ray_env.sh --print-python) -m pytest -q -s -p no:cacheprovider \
-	  tests/python/test_ray_serve.py -k under_load
+	  tests/python/test_ray_serve.py -k requests_under_load
 
 # ONNX's backend node cases (ONNX 1.12's and the onnx wheel's), kiln and ONNX Runtime side by side;
 # the report goes to $(BUILD)/conformance (CONFORMANCE_ARGS="--suite 1.12 --engines kiln").
