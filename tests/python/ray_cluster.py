@@ -39,6 +39,12 @@ def _processes():
     return table
 
 
+def processes_in_session(session):
+    """The PIDs of the live processes of a session (a process started with start_new_session=True
+    leads one of its own number)."""
+    return sorted(pid for pid, (_, sid) in _processes().items() if sid == session and pid != os.getpid())
+
+
 def process_titles(prefix):
     """{pid: command line} of the processes whose command line (Ray's process title) starts with prefix."""
     found = {}

@@ -13,11 +13,12 @@ import http.client
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 
 import numpy as np
 import onnxruntime as ort
@@ -26,7 +27,7 @@ import tritonclient.http as httpclient
 import xxhash
 from tritonclient.utils import InferenceServerException
 
-from ray_cluster import RayCluster, process_titles
+from ray_cluster import RayCluster, process_titles, processes_in_session as ray_cluster_processes_in_session
 from serving_models import compile_model, free_port, int_add, mlp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -183,6 +184,54 @@ def test_a_library_for_instructions_the_cpu_lacks_is_refused(libraries, tmp_path
     assert result.returncode == 1
     assert "kiln serve: model 'nocpu': kiln cannot load this library" in result.stderr
     assert "does not have: frobnicate (not known to this kiln)" in result.stderr
+
+
+def test_kiln_serve_is_routed_by_the_installed_command():
+    """`kiln serve ...` of the pip-installed command (kiln._cli) is `python -m kiln.serve ...`."""
+    result = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['kiln', 'serve', '--help']; "
+                             "from kiln._cli import main; main()"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: kiln serve [-h]") and "--address" in result.stdout
+
+
+def test_one_machine(libraries, tmp_path):
+    """`python -m kiln.serve int_add.so` starts Ray on this machine and serves (int64, exact), until
+    SIGINT stops it and its local Ray."""
+    port = free_port()
+    ray_tmp = tempfile.mkdtemp(prefix="krl", dir="/tmp")  # short: Ray's socket paths are limited
+    log = open(tmp_path / "serve.log", "w+")
+    process = subprocess.Popen([sys.executable, "-m", "kiln.serve", str(libraries / "int_add.so"), "--port", str(port)],
+                               stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                               env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=ray_tmp))
+    try:
+        deadline = time.monotonic() + DEPLOY_SECONDS
+        while "kiln serve: model 'int_add' at" not in (tmp_path / "serve.log").read_text():
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.5)
+        assert f"at http://127.0.0.1:{port}/v2/models/int_add" in (tmp_path / "serve.log").read_text()
+        a = np.array([[-2, -1, 0, 2**40, -(2**40)]], dtype=np.int64)
+        b = np.array([[10, -20, 30, 2**41, 7]], dtype=np.int64)
+        with connect(f"127.0.0.1:{port}") as client:
+            tensors = [httpclient.InferInput(n, [1, 5], "INT64") for n in ("a", "b")]
+            tensors[0].set_data_from_numpy(a)
+            tensors[1].set_data_from_numpy(b, binary_data=False)
+            np.testing.assert_array_equal(client.infer("int_add", tensors).as_numpy("output_0"), a * 3 + b)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        deadline = time.monotonic() + 15  # Ray's processes end in the seconds after ray.shutdown
+        while ray_cluster_processes_in_session(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = {pid: pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()[:200]
+                for pid in ray_cluster_processes_in_session(process.pid)}
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        log.close()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert not left, f"processes left after kiln serve stopped: {left}"
 
 
 # On the cluster.
