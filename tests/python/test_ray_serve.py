@@ -402,6 +402,33 @@ def test_a_replica_killed_under_load_comes_back(server):
             check(infer(client, rows(seed)), rows(seed))
 
 
+def test_autoscaling_from_ray_serves_configuration(server, libraries):
+    """A second application (int_add under /auto) with Ray Serve's autoscaling_config: an invalid one
+    is refused by Serve's own checks; a valid one serves (int64, exact) beside mlp."""
+    common = ["--address", server.cluster.address, "--port", server.port, "--route-prefix", "/auto",
+              "--num-cpus", 0, "--deploy-timeout", 120]  # no CPUs reserved: mlp's replicas hold them
+    result = kiln_serve(libraries / "int_add.so", *common, "--autoscaling-config",
+                        '{"min_replicas": 3, "max_replicas": 2}')
+    assert result.returncode == 1 and "max_replicas" in result.stderr, result.stderr
+    result = kiln_serve(libraries / "int_add.so", *common, "--autoscaling-config",
+                        '{"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 4}')
+    try:
+        assert result.returncode == 0, result.stderr
+        assert f"at http://127.0.0.1:{server.port}/auto/v2/models/int_add" in result.stdout
+        a = np.array([[-2, -1, 0, 2**40, -(2**40)]], dtype=np.int64)
+        b = np.array([[10, -20, 30, 2**41, 7]], dtype=np.int64)
+        body = json.dumps({"inputs": [{"name": "a", "datatype": "INT64", "shape": [1, 5], "data": a.tolist()},
+                                      {"name": "b", "datatype": "INT64", "shape": [1, 5], "data": b.tolist()}]})
+        status, _, answer = server.request("POST", "/auto/v2/models/int_add/infer", body.encode())
+        assert status == 200, answer
+        assert json.loads(answer)["outputs"][0]["data"] == (a * 3 + b).ravel().tolist()
+        assert server.request("GET", "/auto/v2/models/mlp/ready")[0] == 404
+        assert server.request("GET", "/v2/models/mlp/ready")[0] == 200
+    finally:
+        from ray import serve
+        serve.delete("int_add")
+
+
 def test_a_replica_refuses_a_library_for_instructions_its_cpu_lacks(server, libraries, tmp_path):
     (tmp_path / "nocpu.so").write_bytes(for_no_cpu((libraries / "mlp.so").read_bytes()))
     # No CPUs reserved: the two replicas of mlp hold the workers' CPUs.
@@ -410,6 +437,8 @@ def test_a_replica_refuses_a_library_for_instructions_its_cpu_lacks(server, libr
     try:
         assert result.returncode == 1, result.stdout + result.stderr
         assert "kiln serve: model 'nocpu' was not deployed" in result.stderr, result.stderr
+        assert ("kiln-nocpu: a replica refused the library: model 'nocpu': kiln cannot load this library on "
+                in result.stderr), result.stderr
         assert "does not have: frobnicate (not known to this kiln)" in result.stderr, result.stderr
         print("\n" + result.stderr[result.stderr.index("kiln serve:"):])
     finally:

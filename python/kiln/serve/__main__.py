@@ -62,18 +62,25 @@ def _deploy(args: argparse.Namespace, library: bytes, name: str, options: dict) 
         return None
     failure = outcome[0] if outcome else (f"its replicas were not running after {args.deploy_timeout:g} s "
                                           "(--deploy-timeout; are there CPUs for --replicas at --num-cpus each?)")
-    return failure + "".join(f"\n  {line}" for line in _status_messages(name))
+    return failure + "".join(f"\n  {line}" for line in _status_messages(name) if line not in failure)
 
 
 def _status_messages(name: str) -> List[str]:
     """What Serve says of the application's deployments (a replica's error at load among them)."""
     from ray import serve
+
+    from .model import LibraryLoadError
     try:
         application = serve.status().applications[name]
     except Exception:  # the status only adds detail to an error already known
         return []
     messages = [application.message] if application.message else []
-    messages += [f"{d}: {status.message}" for d, status in application.deployments.items() if status.message]
+    for deployment, status in application.deployments.items():
+        refusal = status.message.rpartition(f"{LibraryLoadError.__module__}.{LibraryLoadError.__name__}: ")[2]
+        if refusal != status.message:  # kiln's refusal, without the traceback around it
+            messages.append(f"{deployment}: a replica refused the library: {refusal.splitlines()[0]}")
+        elif status.message:
+            messages.append(f"{deployment}: {status.message}")
     return messages
 
 

@@ -156,8 +156,8 @@ class KilnDeployment:
         for inputs in batch:
             try:
                 results.append((True, self.model.run(inputs)))
-            except KilnError as e:
-                results.append((False, str(e)))
+            except Exception as e:  # noqa: BLE001 (inputs were checked: a failure here is the server's, and stays this request's)
+                results.append((False, f"{type(e).__name__}: {e}" if not isinstance(e, KilnError) else str(e)))
         return results
 
 
