@@ -1,12 +1,14 @@
-"""kiln.serve (Ray Serve) on a Ray cluster of a head and two worker nodes (`ray start` on 127.0.0.1,
-ray_cluster.py), the model deployed by `python -m kiln.serve --address` as two replicas, one per
-worker node: tritonclient's HTTP client (JSON and binary tensors) against ONNX Runtime (float32:
-rtol 1e-5, atol 1e-5; integers exact); health and metadata; 2,000 requests at concurrency 16 with
-zero errors (KILN_RAY_LOAD="10000,32" for `make soak`, which also checks the replicas' resident
-memory flat); malformed requests answered 4xx with {"error": ...} while the server keeps serving; a
-replica's process killed under load (every request answered correctly within 3 retries, and Serve
-brings the replica back); a library for instructions the CPU lacks refused at load, also by a
-replica on the cluster. The cluster and everything it started is stopped at the end."""
+"""kiln.serve (Ray Serve). On one machine: `python -m kiln.serve` starting Ray locally, serving,
+and stopped by SIGINT with nothing left. On a Ray cluster of a head and two worker nodes (`ray start`
+on 127.0.0.1, ray_cluster.py), the model deployed by `python -m kiln.serve --address` as two
+replicas, one per worker node: tritonclient's HTTP client (JSON and binary tensors) against ONNX
+Runtime (float32: rtol 1e-5, atol 1e-5; integers exact); health and metadata; 2,000 requests at
+concurrency 16 with zero errors (KILN_RAY_LOAD="10000,32" for `make soak`, which also checks the
+replicas' resident memory flat); malformed requests answered 4xx with {"error": ...} while the
+server keeps serving; a replica's process killed under load (every request answered correctly
+within 3 retries, and Serve brings the replica back); a second application with Ray Serve's
+autoscaling_config; a library for instructions the CPU lacks refused at load, also by a replica on
+the cluster. The cluster and everything it started is stopped at the end."""
 import concurrent.futures
 import contextlib
 import http.client
