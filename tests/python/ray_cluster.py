@@ -126,8 +126,10 @@ class RayCluster:
             texts.append(f"--- {log.name}\n" + pathlib.Path(log.name).read_text(errors="replace")[-tail:])
         return "\n".join(texts)
 
-    def _ours(self, sessions, known):
-        """The live processes among `known`, in `sessions`, or descended from any of them."""
+    def own_processes(self, known=()):
+        """The live processes among `known`, in the sessions of this cluster's `ray start`s, or
+        descended from any of them."""
+        sessions = {starter.pid for starter in self.starters}  # each started a session of its own
         table = _processes()
         ours = {pid for pid in known if pid in table}
         ours |= {pid for pid, (_, session) in table.items() if session in sessions}
@@ -146,8 +148,7 @@ class RayCluster:
         import ray
         if ray.is_initialized():
             ray.shutdown()
-        sessions = {starter.pid for starter in self.starters}  # each started a session of its own
-        ours = self._ours(sessions, set())  # before SIGTERM, while the process tree is whole
+        ours = self.own_processes()  # before SIGTERM, while the process tree is whole
         for starter in self.starters:
             if starter.poll() is None:
                 starter.send_signal(signal.SIGTERM)
@@ -157,7 +158,7 @@ class RayCluster:
             except subprocess.TimeoutExpired:
                 pass
         for _ in range(5):
-            ours = self._ours(sessions, ours)
+            ours = self.own_processes(ours)
             if not ours:
                 break
             for pid in ours:

@@ -11,6 +11,7 @@ autoscaling_config; a library for instructions the CPU lacks refused at load, al
 the cluster. The cluster and everything it started is stopped at the end."""
 import concurrent.futures
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -93,7 +95,7 @@ class Server:
 
     def replica_pids(self):
         """The PIDs of this cluster's replica processes (their Ray process titles)."""
-        ours = self.cluster._ours({s.pid for s in self.cluster.starters}, set())
+        ours = self.cluster.own_processes()
         return sorted(pid for pid in process_titles(REPLICA_TITLE) if pid in ours)
 
     def running_replicas(self):
@@ -125,14 +127,13 @@ def rows(seed):
     return np.random.default_rng(seed).standard_normal((1, 16)).astype(np.float32)
 
 
-SESSION = None
+@functools.lru_cache(maxsize=None)
+def onnxruntime_session():
+    return ort.InferenceSession(mlp(1).SerializeToString(), providers=["CPUExecutionProvider"])
 
 
 def reference(x):
-    global SESSION
-    if SESSION is None:
-        SESSION = ort.InferenceSession(mlp(1).SerializeToString(), providers=["CPUExecutionProvider"])
-    y, s = SESSION.run(["y", "s"], {"x": x})
+    y, s = onnxruntime_session().run(["y", "s"], {"x": x})
     return {"output_0": y, "output_1": s}
 
 
@@ -364,7 +365,7 @@ def test_a_replica_killed_under_load_comes_back(server):
     before = server.replica_pids()
     assert len(before) == 2
     victim, count, concurrency, retries = before[0], 600, 16, 3
-    answered, retried, lock = [0], [0], __import__("threading").Lock()
+    answered, retried, lock = [0], [0], threading.Lock()
 
     def one(client, x):
         for attempt in range(retries + 1):
