@@ -35,7 +35,7 @@ from ray_cluster import RayCluster, process_titles, processes_in_session as ray_
 from serving_models import compile_model, free_port, int_add, mlp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BUILD = pathlib.Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build"))
+BUILD = pathlib.Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build")).resolve()
 RTOL = ATOL = 1e-5
 ONNX_NAME = {"output_0": "y", "output_1": "s"}  # kiln's output names, the ONNX model's
 DEPLOY_SECONDS = 180
