@@ -10,7 +10,13 @@ cluster. Needs `pip install "ray[serve]"`; kiln must be importable on every node
 or from the command line: `python -m kiln.serve model.so --replicas 2` (`kiln serve ...` when kiln
 is pip-installed); `--address HOST:PORT` deploys to a running cluster. See kiln.serve.app for how
 requests are batched."""
-from .app import KilnDeployment, build_app
+try:
+    from .app import KilnDeployment, build_app
+except ModuleNotFoundError as e:
+    if e.name not in ("ray", "fastapi", "starlette"):
+        raise
+    raise ModuleNotFoundError(f'kiln.serve needs Ray Serve, and {e.name} is missing: pip install "kiln[serve]" '
+                              '(or "ray[serve]")', name=e.name) from None
 from .model import LibraryLoadError, LoadedModel
 from .protocol import ProtocolError
 
