@@ -64,7 +64,18 @@ ir::Expr BindParams(const ir::Expr& main, const runtime::NamedArrays& params) {
     auto it = constants.find(original.get());
     return it != constants.end() ? it->second : ir::WithInputs(original, inputs);
   });
-  return ir::Function(std::move(kept), std::move(body), function->attrs);
+  ir::Attrs attrs = function->attrs;
+  if (attrs.Has(ir::attr::kBatchInputs)) {  // the batch's inputs by their index among those kept
+    std::vector<int64_t> batch_inputs;
+    for (int64_t index : attrs.GetInts(ir::attr::kBatchInputs)) {
+      const ir::Expr& param = function->params.at(static_cast<size_t>(index));
+      runtime::Check(constants.count(param.get()) == 0, "build: param '", param->As<ir::VarNode>()->name,
+                     "' holds the batch dimension ", attrs.GetString(ir::attr::kBatchDim), "; it cannot be bound");
+      batch_inputs.push_back(std::find(kept.begin(), kept.end(), param) - kept.begin());
+    }
+    attrs.Set(ir::attr::kBatchInputs, batch_inputs);
+  }
+  return ir::Function(std::move(kept), std::move(body), std::move(attrs));
 }
 
 target::Target ResolveTarget(const std::string& text, const CompilerOptions& options) {
@@ -117,7 +128,7 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
       Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
       if (i % kFunctionsPerObject == 0) sources.push_back({"", "", {}});
       sources.back().name += (sources.back().name.empty() ? "" : ", ") + f.symbol;
-      sources.back().text += (sources.back().text.empty() ? "" : "\n") + GenerateOperatorSource(plan);
+      sources.back().text += (sources.back().text.empty() ? "" : "\n") + GenerateOperatorSource(plan, f.batched);
       implementations[f.symbol] = plan.Implementations();
     });
   }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "backend/batch_samples.h"
 #include "backend/memory_planner.h"
 #include "backend/run_conditions.h"
 #include "ir/text.h"
@@ -54,7 +55,15 @@ class GraphBuilder {
   explicit GraphBuilder(std::string module_name) : module_name_(std::move(module_name)) {}
 
   GraphCodegenResult Build(const FunctionNode& main) {
-    for (const Expr& param : main.params) AddInput(param, param->As<VarNode>()->name);
+    std::vector<BatchAxes> batched_params(main.params.size(), 0);
+    if (main.attrs.Has(attr::kBatchDim)) {
+      const std::vector<int64_t>& range = main.attrs.GetInts(attr::kBatchRange);
+      result_.graph.batch = {main.attrs.GetString(attr::kBatchDim), range.at(0), range.at(1)};
+      for (int64_t index : main.attrs.GetInts(attr::kBatchInputs)) batched_params.at(static_cast<size_t>(index)) = 1;
+    }
+    for (size_t i = 0; i < main.params.size(); ++i) {
+      AddInput(main.params[i], main.params[i]->As<VarNode>()->name, batched_params[i]);
+    }
     for (const Expr& e : PostOrder(main.body)) Visit(e);
     for (const Entry& head : EntriesOf(main.body)) result_.graph.heads.push_back({head.node, head.index, 0});
     if (main.attrs.Has(attr::kOutputTrim)) {
@@ -65,6 +74,16 @@ class GraphBuilder {
       }
     }
     runtime::Graph& g = result_.graph;
+    if (g.has_batch()) {
+      for (BatchAxes axes : entry_axes_) g.batched_entries.push_back(axes != 0);
+      // The caller's outputs hold the samples along axis 0, as the model at that batch does.
+      for (size_t i = 0; i < g.heads.size(); ++i) {
+        BatchAxes axes = entry_axes_[EntryIndex({g.heads[i].node_id, g.heads[i].index})];
+        runtime::Check(axes == 0 || axes == 1, "the batch dimension cannot be decided at run time: output ", i,
+                       " of the model would hold the samples along another axis than 0; compile with a fixed batch "
+                       "instead");
+      }
+    }
     g.node_row_ptr.push_back(0);
     for (const runtime::GraphNode& node : g.nodes) g.node_row_ptr.push_back(g.node_row_ptr.back() + node.num_outputs);
     return std::move(result_);
@@ -97,27 +116,35 @@ class GraphBuilder {
     return it->second;
   }
 
-  uint32_t AddNode(runtime::GraphNode node, const std::vector<TensorType>& outputs) {
+  // `batched` per output: the axes that hold the samples (backend/batch_samples.h); a batched
+  // entry holds the largest batch (axis 0 times its maximum).
+  uint32_t AddNode(runtime::GraphNode node, const std::vector<TensorType>& outputs, const std::vector<BatchAxes>& batched) {
     uint32_t id = static_cast<uint32_t>(result_.graph.nodes.size());
     node.num_outputs = static_cast<uint32_t>(outputs.size());
     result_.graph.nodes.push_back(std::move(node));
+    first_entries_.push_back(static_cast<uint32_t>(entry_axes_.size()));
     std::vector<Entry> entries;
     for (uint32_t k = 0; k < outputs.size(); ++k) {
       entries.push_back({id, k});
-      result_.graph.shapes.push_back(outputs[k].shape);
-      result_.graph.dtypes.push_back(outputs[k].dtype);
-      entry_types_.push_back(outputs[k]);
+      TensorType type = outputs[k];
+      if (batched[k] != 0) type.shape.at(0) *= result_.graph.batch.max;
+      result_.graph.shapes.push_back(type.shape);
+      result_.graph.dtypes.push_back(type.dtype);
+      entry_types_.push_back(type);
+      entry_axes_.push_back(batched[k]);
     }
     current_entries_ = entries;
     return id;
   }
 
-  void AddInput(const Expr& e, const std::string& name) {
+  void AddInput(const Expr& e, const std::string& name, BatchAxes batched = 0) {
     runtime::Check(e->type().is_tensor(), "graph codegen: input '", name, "' is a tuple; inputs must be tensors");
+    runtime::Check(batched == 0 || e->type().tensor().ndim() > 0, "graph codegen: input '", name,
+                   "' is a scalar; it has no axis 0 to hold the batch");
     runtime::GraphNode node;
     node.op = "null";
     node.name = name;
-    uint32_t id = AddNode(std::move(node), {e->type().tensor()});
+    uint32_t id = AddNode(std::move(node), {e->type().tensor()}, {batched});
     result_.graph.arg_nodes.push_back(id);
     entries_[e.get()] = current_entries_;
   }
@@ -150,9 +177,27 @@ class GraphBuilder {
     runtime::CheckInternal(call->function != nullptr, "graph codegen: the main function calls op ",
                            call->op ? call->op->name : "?", " directly; run FuseOps first");
     const auto* f = call->function->As<FunctionNode>();
+    // Which arguments hold the batch's samples, and so which outputs do.
+    std::vector<BatchAxes> batched_args;
+    bool any_batched = false;
+    for (const Expr& arg : call->args) {
+      BatchAxes axes = 0;
+      for (const Entry& entry : EntriesOf(arg)) axes |= entry_axes_[EntryIndex(entry)];
+      batched_args.push_back(axes);
+      any_batched = any_batched || axes != 0;
+    }
+    std::vector<BatchAxes> batched_outputs;
+    if (any_batched) {
+      if (IsExternal(call->function)) {
+        runtime::Fail("the batch dimension cannot be decided at run time in a function of the external codegen '",
+                      f->attrs.GetString(attr::kCompiler), "' (fixed shapes only): compile without --byoc, or with a ",
+                      "fixed batch");
+      }
+      batched_outputs = BatchedOutputs(*f, batched_args);
+    }
     runtime::GraphNode node;
     node.op = "tvm_op";
-    node.func_name = SymbolFor(call->function);
+    node.func_name = SymbolFor(call->function, batched_args, batched_outputs);
     node.name = node.func_name;
     node.attrs["func_name"] = node.func_name;
     node.attrs["flatten_data"] = "0";
@@ -187,16 +232,27 @@ class GraphBuilder {
     }
     node.attrs["num_outputs"] = std::to_string(outputs.size());
     std::optional<SelectInputs> select = SelectOf(*f);
-    uint32_t id = AddNode(std::move(node), outputs);
+    if (!any_batched) batched_outputs.assign(outputs.size(), 0);
+    uint32_t id = AddNode(std::move(node), outputs, batched_outputs);
     if (select) selects_[id] = *select;
     entries_[e.get()] = current_entries_;
   }
 
-  // One symbol per distinct function (functions that print the same are the same); an external
-  // function's is its global_symbol.
-  std::string SymbolFor(const Expr& function) {
+  uint32_t EntryIndex(const Entry& entry) const { return first_entries_[entry.node] + entry.index; }
+
+  // One symbol per distinct function (functions that print the same and take the batch in the
+  // same arguments are the same); an external function's is its global_symbol.
+  std::string SymbolFor(const Expr& function, const std::vector<BatchAxes>& batched_args,
+                        const std::vector<BatchAxes>& batched_outputs) {
     if (IsExternal(function)) return ExternalSymbol(function);
     std::string key = PrintFunction(function);
+    std::vector<bool> batched;  // per argument, parameters then outputs: whether it holds samples
+    for (BatchAxes axes : batched_args) batched.push_back(axes != 0);
+    for (BatchAxes axes : batched_outputs) batched.push_back(axes != 0);
+    if (!batched_outputs.empty()) {
+      key += "\nbatched:";
+      for (bool b : batched) key += b ? '1' : '0';
+    }
     auto it = symbols_.find(key);
     if (it != symbols_.end()) return it->second;
     std::string base = BaseSymbol(*function->As<FunctionNode>(), module_name_);
@@ -204,7 +260,7 @@ class GraphBuilder {
     std::string symbol = count == 0 ? base : base + "_" + std::to_string(count);
     ++count;
     symbols_[key] = symbol;
-    result_.functions.push_back({symbol, function});
+    result_.functions.push_back({symbol, function, batched_outputs.empty() ? std::vector<bool>{} : batched});
     return symbol;
   }
 
@@ -215,7 +271,7 @@ class GraphBuilder {
     const std::string& symbol = attrs.GetString(attr::kGlobalSymbol);
     auto [it, added] = external_symbols_.emplace(symbol, function);
     if (added) {
-      result_.external_functions.push_back({symbol, function});
+      result_.external_functions.push_back({symbol, function, {}});
     } else {
       runtime::Check(it->second == function || PrintFunction(it->second) == PrintFunction(function),
                      "graph codegen: two different external functions have the symbol '", symbol, "'");
@@ -232,6 +288,8 @@ class GraphBuilder {
   std::map<std::string, std::string> symbols_;
   std::map<std::string, int> name_counts_;
   std::vector<TensorType> entry_types_;
+  std::vector<BatchAxes> entry_axes_;     // per entry: the axes that hold the samples
+  std::vector<uint32_t> first_entries_;  // per node: the entry of its output 0
 };
 
 // Storage ids from the liveness planner: inputs, parameters and outputs keep buffers of their

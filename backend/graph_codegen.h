@@ -16,6 +16,9 @@ namespace kiln::backend {
 struct OperatorFunction {
   std::string symbol;  // tvmgen_<module>_fused_<ops>[_<n>], or an external function's global_symbol
   ir::Expr function;   // the primitive or external function
+  // With a batch dimension: per argument (parameters, then outputs) whether it holds the samples
+  // (backend/batch_samples.h); empty when none does.
+  std::vector<bool> batched;
 };
 
 struct GraphCodegenResult {

@@ -99,6 +99,13 @@ inline constexpr char kGlobalSymbol[] = "global_symbol";  // its symbol in the b
 // On the main function: (output, count output, axis) triples, one per output whose extent along
 // `axis` depends on the data (RaggedAxesFn): the count outputs come after the model's outputs.
 inline constexpr char kOutputTrim[] = "output_trim";
+// On the main function: a batch dimension decided at run time (its name, its [min, max] and the
+// indices of the parameters whose axis 0 it is). The function is typed for one sample (the
+// dimension is 1); the compiled library runs any number in range (docs/architecture.md, "Batch
+// dimensions").
+inline constexpr char kBatchDim[] = "batch_dim";
+inline constexpr char kBatchRange[] = "batch_range";
+inline constexpr char kBatchInputs[] = "batch_inputs";
 }  // namespace attr
 
 // Whether `function` is handed to an external codegen (it has a Compiler attribute). Passes leave

@@ -31,6 +31,10 @@ struct ArgSpec {
 };
 int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
               const ArgSpec* specs, int num_specs);
+// CheckArgs for a function run sample by sample: an argument with `batched[i]` set holds
+// `*samples` >= 1 of its spec along axis 0, the same number for every such argument.
+int CheckBatchedArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
+                     const ArgSpec* specs, const unsigned char* batched, int num_specs, int64_t* samples);
 
 // Checks the argument of an `__init_` function: one, TVM's Array<NDArray> object
 // (kiln/tvm_objects.h) of num_specs compact CPU tensors of the specs' dtypes and shapes, as

@@ -23,14 +23,16 @@ int Fail(const char* message) {
 
 namespace {
 
-// Whether `t` is a compact CPU tensor of the dtype and shape of `s`.
-bool Fits(const DLTensor* t, const ArgSpec& s) {
+// Whether `t` is a compact CPU tensor of the dtype and shape of `s`, its axis 0 `samples` times
+// as long.
+bool Fits(const DLTensor* t, const ArgSpec& s, int64_t samples = 1) {
   bool ok = t != nullptr && t->device.device_type == kDLCPU && t->dtype.code == s.dtype_code &&
             t->dtype.bits == s.dtype_bits && t->dtype.lanes == 1 && t->ndim == s.ndim;
   int64_t expected_stride = 1;
   for (int d = s.ndim - 1; ok && d >= 0; --d) {
-    ok = t->shape[d] == s.shape[d] && (t->strides == nullptr || t->shape[d] == 1 || t->strides[d] == expected_stride);
-    expected_stride *= s.shape[d];
+    int64_t extent = d == 0 ? s.shape[d] * samples : s.shape[d];
+    ok = t->shape[d] == extent && (t->strides == nullptr || t->shape[d] == 1 || t->strides[d] == expected_stride);
+    expected_stride *= extent;
   }
   return ok;
 }
@@ -45,8 +47,10 @@ int NotFitting(const char* function, const char* what, int i) {
 
 }  // namespace
 
-int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
-              const ArgSpec* specs, int num_specs) {
+namespace {
+
+// The argument count and that every argument is a tensor.
+int CheckArgCount(const char* function, const int* type_codes, int num_args, int num_specs) {
   char message[512];
   if (num_args != num_specs) {
     std::snprintf(message, sizeof(message), "%s: expected %d arguments, got %d", function, num_specs, num_args);
@@ -58,7 +62,33 @@ int CheckArgs(const char* function, const TVMValue* args, const int* type_codes,
                     type_codes[i]);
       return Fail(message);
     }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
+              const ArgSpec* specs, int num_specs) {
+  if (CheckArgCount(function, type_codes, num_args, num_specs) != 0) return -1;
+  for (int i = 0; i < num_args; ++i) {
     if (!Fits(static_cast<const DLTensor*>(args[i].v_handle), specs[i])) return NotFitting(function, "argument", i);
+  }
+  return 0;
+}
+
+int CheckBatchedArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
+                     const ArgSpec* specs, const unsigned char* batched, int num_specs, int64_t* samples) {
+  if (CheckArgCount(function, type_codes, num_args, num_specs) != 0) return -1;
+  *samples = 0;
+  for (int i = 0; i < num_args; ++i) {
+    const auto* t = static_cast<const DLTensor*>(args[i].v_handle);
+    if (batched[i] && *samples == 0 && t != nullptr && t->ndim == specs[i].ndim && t->ndim > 0 && specs[i].shape[0] > 0) {
+      *samples = t->shape[0] / specs[i].shape[0];
+    }
+    if (!Fits(t, specs[i], batched[i] ? *samples : 1) || (batched[i] && *samples < 1)) {
+      return NotFitting(function, "argument", i);
+    }
   }
   return 0;
 }

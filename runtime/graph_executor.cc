@@ -48,6 +48,15 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
   for (int i = 0; i < NumInputs(); ++i) input_index_[InputName(i)] = i;
   is_param_.assign(graph_.arg_nodes.size(), false);
   num_outputs_ = static_cast<int>(graph_.num_model_outputs());
+  if (graph_.has_batch()) {
+    sample_rows_.assign(graph_.num_entries(), 0);
+    for (uint32_t e = 0; e < graph_.num_entries(); ++e) {
+      if (graph_.batched_entries[e]) sample_rows_[e] = graph_.shapes[e][0] / graph_.batch.max;
+    }
+    input_samples_.assign(graph_.arg_nodes.size(), 0);
+    output_samples_.assign(num_outputs_, 0);
+    samples_ = graph_.batch.max;  // storage is allocated for the largest batch
+  }
   AllocateStorage();
   BuildSteps();
   // Until a run sets them, the counts say that data-dependent outputs are empty.
@@ -179,6 +188,14 @@ DLTensor GraphExecutor::EntryTensor(uint32_t entry, void* data) const {
 }
 
 void GraphExecutor::Run() {
+  if (graph_.has_batch()) {
+    int64_t samples = InputSamples();
+    for (int i = 0; i < NumOutputs(); ++i) {
+      Check(output_samples_[i] == 0 || output_samples_[i] == samples, "run: output ", i, " is bound to a buffer of ",
+            output_samples_[i], " samples, but the inputs hold ", samples);
+    }
+    SetSamples(samples);
+  }
   for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
 }
 
@@ -252,7 +269,7 @@ std::vector<TensorInfo> GraphExecutor::GetInputInfo() const {
   for (int i = 0; i < NumInputs(); ++i) {
     if (is_param_[i]) continue;
     uint32_t e = InputEntry(i);
-    infos.push_back(TensorInfo{InputName(i), graph_.shapes[e], graph_.dtypes[e]});
+    infos.push_back(TensorInfo{InputName(i), LargestShape(e), graph_.dtypes[e], BatchDimOf(e)});
   }
   return infos;
 }
@@ -262,8 +279,8 @@ std::vector<TensorInfo> GraphExecutor::GetOutputInfo() const {
   for (int i = 0; i < NumOutputs(); ++i) {
     const GraphEntryRef& head = graph_.heads[i];
     uint32_t e = OutputEntry(i);
-    infos.push_back(TensorInfo{StrCat(graph_.nodes[head.node_id].name, ":", head.index),
-                               graph_.shapes[e], graph_.dtypes[e]});
+    infos.push_back(TensorInfo{StrCat(graph_.nodes[head.node_id].name, ":", head.index), LargestShape(e),
+                               graph_.dtypes[e], BatchDimOf(e)});
   }
   return infos;
 }
@@ -298,20 +315,74 @@ void GraphExecutor::Bind(uint32_t entry, void* data) {
   }
 }
 
-void GraphExecutor::CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data,
-                                        const std::string& what) const {
-  CheckSameType(EntryTensor(entry, nullptr), data, what);
+int64_t GraphExecutor::CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data,
+                                           const std::string& what) const {
+  bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
+  int64_t samples = batched ? SamplesIn(entry, data, what) : 0;
+  if (!batched) CheckSameType(EntryTensor(entry, nullptr), data, what);
   Check(data.device.device_type == kDLCPU, what, ": the buffer is not in CPU memory");
   Check(IsCompact(data), what, ": the buffer is not compact (row-major without gaps)");
   auto address = reinterpret_cast<uintptr_t>(data.data) + data.byte_offset;
   Check(data.data != nullptr && address % kAllocAlignment == 0, what, ": the buffer at address 0x",
         std::hex, address, std::dec, " is not ", kAllocAlignment,
         "-byte aligned (kiln's operators assume aligned data; use set_input to copy instead)");
+  return samples;
+}
+
+int64_t GraphExecutor::SamplesIn(uint32_t entry, const DLTensor& data, const std::string& what) const {
+  const std::vector<int64_t>& shape = graph_.shapes[entry];
+  const BatchDim& batch = graph_.batch;
+  int64_t rows = sample_rows_[entry];
+  bool fits = data.dtype == graph_.dtypes[entry] && data.ndim == static_cast<int>(shape.size()) && data.ndim > 0 &&
+              std::equal(shape.begin() + 1, shape.end(), data.shape + 1);
+  std::string dim = rows == 1 ? batch.name : StrCat(rows, "*", batch.name);
+  std::string expected = DTypeToString(graph_.dtypes[entry]) + "[" + dim;
+  for (size_t i = 1; i < shape.size(); ++i) expected += StrCat(", ", shape[i]);
+  Check(fits, what, ": expected ", expected, "] with ", batch.name, " from ", batch.min, " to ", batch.max, ", got ",
+        DTypeToString(data.dtype), ShapeToString(data.shape, data.ndim));
+  int64_t samples = data.shape[0] / rows;
+  Check(data.shape[0] % rows == 0 && samples >= batch.min && samples <= batch.max, what, ": dimension 0 is ",
+        data.shape[0], ", which is not ", dim, " with ", batch.name, " from ", batch.min, " to ", batch.max);
+  return samples;
+}
+
+void GraphExecutor::SetSamples(int64_t samples) {
+  if (samples == samples_) return;
+  for (uint32_t e = 0; e < graph_.num_entries(); ++e) {
+    if (sample_rows_[e] != 0) graph_.shapes[e][0] = sample_rows_[e] * samples;
+  }
+  samples_ = samples;
+}
+
+int64_t GraphExecutor::InputSamples() const {
+  int64_t samples = 0;
+  int first = -1;
+  for (int i = 0; i < NumInputs(); ++i) {
+    if (is_param_[i] || sample_rows_[InputEntry(i)] == 0) continue;
+    int64_t n = input_samples_[i] != 0 ? input_samples_[i] : graph_.batch.max;
+    if (first >= 0) {
+      Check(n == samples, "run: input '", InputName(first), "' holds ", samples, " samples of batch dimension ",
+            graph_.batch.name, " and input '", InputName(i), "' ", n, "; set every batched input to the same number");
+    }
+    samples = n;
+    if (first < 0) first = i;
+  }
+  return first < 0 ? samples_ : samples;
 }
 
 void GraphExecutor::SetInput(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
   std::string what = StrCat("set_input '", InputName(index), "'");
+  if (!sample_rows_.empty() && sample_rows_[e] != 0) {
+    int64_t samples = SamplesIn(e, data, what);
+    Check(data.device.device_type == kDLCPU, what, ": the data is not in CPU memory");
+    Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
+    if (entry_data_[e] != entries_[e].data()) Bind(e, entries_[e].data());
+    std::memcpy(entries_[e].data(), static_cast<const char*>(data.data) + data.byte_offset, DataBytes(data));
+    input_samples_[index] = samples;
+    SetSamples(samples);
+    return;
+  }
   CheckSameType(*entries_[e].get(), data, what);
   Check(data.device.device_type == kDLCPU, what,
         ": the data is not in CPU memory");
@@ -333,8 +404,12 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
 
 void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
-  CheckZeroCopyBuffer(e, data, StrCat("set_input_zero_copy '", InputName(index), "'"));
+  int64_t samples = CheckZeroCopyBuffer(e, data, StrCat("set_input_zero_copy '", InputName(index), "'"));
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
+  if (samples != 0) {
+    input_samples_[index] = samples;
+    SetSamples(samples);
+  }
 }
 
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
@@ -346,14 +421,25 @@ void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
     Check(alias_root_[graph_.EntryId(arg, 0)] != alias_root_[e], what, ": the output is the graph input '",
           graph_.nodes[arg].name, "' itself (or a reshape of it); bind the input instead");
   }
-  CheckZeroCopyBuffer(e, data, what);
+  int64_t samples = CheckZeroCopyBuffer(e, data, what);
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
+  if (samples != 0) output_samples_[index] = samples;
 }
 
 NDArray GraphExecutor::GetInput(int index) const {
   uint32_t e = InputEntry(index);
-  if (entry_data_[e] == entries_[e].data()) return entries_[e];
-  return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
+  if (entry_data_[e] != entries_[e].data()) return NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
+  return entries_[e].CreateView(graph_.shapes[e], graph_.dtypes[e]);
+}
+
+std::vector<int64_t> GraphExecutor::LargestShape(uint32_t entry) const {
+  std::vector<int64_t> shape = graph_.shapes[entry];
+  if (!sample_rows_.empty() && sample_rows_[entry] != 0) shape[0] = sample_rows_[entry] * graph_.batch.max;
+  return shape;
+}
+
+std::string GraphExecutor::BatchDimOf(uint32_t entry) const {
+  return !sample_rows_.empty() && sample_rows_[entry] != 0 ? graph_.batch.name : "";
 }
 
 const OutputTrim* GraphExecutor::TrimOf(int index) const {
@@ -367,7 +453,7 @@ NDArray GraphExecutor::GetOutput(int index) const {
   uint32_t e = OutputEntry(index);
   NDArray full = entry_data_[e] == entries_[e].data() ? entries_[e] : NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
   const OutputTrim* trim = TrimOf(index);
-  if (trim == nullptr) return full;
+  if (trim == nullptr) return BatchDimOf(e).empty() ? full : full.CreateView(graph_.shapes[e], graph_.dtypes[e]);
   uint32_t count_entry = graph_.EntryId(graph_.heads[trim->count_output]);
   int64_t count = *static_cast<const int64_t*>(entry_data_[count_entry]);
   std::vector<int64_t> shape = graph_.shapes[e];

@@ -26,8 +26,9 @@ namespace kiln::runtime {
 
 struct TensorInfo {
   std::string name;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // the largest, when axis 0 holds the batch
   DLDataType dtype{};
+  std::string batch_dim;       // the batch dimension's name when axis 0 holds its samples, else empty
 };
 
 class GraphExecutor {
@@ -55,6 +56,8 @@ class GraphExecutor {
   std::vector<TensorInfo> GetOutputInfo() const;
 
   // Copies `data` (compact, CPU, same shape and dtype) into the input; ends a zero-copy binding.
+  // An input that holds the batch takes any number of samples in the batch dimension's range
+  // along axis 0; every batched input of a run must hold the same number.
   void SetInput(int index, const DLTensor& data);
   // Makes the operators read the input from `data` itself (64-byte aligned, compact, same shape
   // and dtype); the caller keeps it alive and unchanged during Run().
@@ -79,6 +82,9 @@ class GraphExecutor {
   void ShareParams(const GraphExecutor& other, std::string_view params_bytes);
 
   void Run();
+  // The batch dimension (graph().batch) and the samples of the last run or set_input: batched
+  // entries, outputs included, have that many along axis 0.
+  int64_t samples() const { return samples_; }
   // This executor's thread count for its operators' parallel loops (0: the process's, see
   // thread_pool.h). Executors of different counts may run at once in different threads.
   void SetNumThreads(int num_threads);
@@ -110,13 +116,23 @@ class GraphExecutor {
   uint32_t OutputEntry(int index) const;
   void CheckInputIndex(int index) const;
   void CheckOutputIndex(int index) const;
-  void CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data, const std::string& what) const;
+  // Returns the samples a batched entry's buffer holds, 0 for other entries.
+  int64_t CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data, const std::string& what) const;
+  std::vector<int64_t> LargestShape(uint32_t entry) const;
+  std::string BatchDimOf(uint32_t entry) const;
   // Points the entry (and the entries sharing its memory through __nop) at `data`.
   void Bind(uint32_t entry, void* data);
   DLTensor EntryTensor(uint32_t entry, void* data) const;
   void AllocateStorage();
   void BuildSteps();
   void ReleaseUnusedStorage();
+  // The samples `data` holds for batched entry `entry` (same dtype, rank and trailing dimensions;
+  // axis 0 whole samples, as many as the batch dimension allows); Error naming `what` otherwise.
+  int64_t SamplesIn(uint32_t entry, const DLTensor& data, const std::string& what) const;
+  // Gives every batched entry `samples` samples along axis 0 (the shapes the operators see).
+  void SetSamples(int64_t samples);
+  // The samples every batched input holds; Error when two disagree.
+  int64_t InputSamples() const;
   // The trim of output `index`, or null when its shape is static.
   const OutputTrim* TrimOf(int index) const;
 
@@ -140,6 +156,11 @@ class GraphExecutor {
   std::vector<Step> steps_;
   int num_outputs_ = 0;
   int num_threads_ = 0;
+  // With a batch dimension: per entry the rows of one sample along axis 0 (0: not batched), per
+  // input and output index the samples its data holds (0: none set or bound), the current samples.
+  std::vector<int64_t> sample_rows_;
+  std::vector<int64_t> input_samples_, output_samples_;
+  int64_t samples_ = 0;
   RetValue result_;
 };
 

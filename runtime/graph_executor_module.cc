@@ -9,14 +9,27 @@
 namespace kiln::runtime {
 namespace {
 
+// TVM's {"shape": {name: dims}, "dtype": {name: dtype}}; a dimension decided at run time is -1,
+// named in kiln's "dim_names": {name: [dimension name or null per axis]} (only with such dims).
 std::string InfoJson(const std::vector<TensorInfo>& infos) {
   nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
   nlohmann::ordered_json dtypes = nlohmann::ordered_json::object();
+  nlohmann::ordered_json names = nlohmann::ordered_json::object();
   for (const TensorInfo& info : infos) {
-    shapes[info.name] = info.shape;
+    std::vector<int64_t> shape = info.shape;
+    if (!info.batch_dim.empty()) {
+      shape[0] = -1;
+      nlohmann::ordered_json axes = nlohmann::ordered_json::array();
+      axes.push_back(info.batch_dim);
+      for (size_t i = 1; i < shape.size(); ++i) axes.push_back(nullptr);
+      names[info.name] = axes;
+    }
+    shapes[info.name] = shape;
     dtypes[info.name] = DTypeToString(info.dtype);
   }
-  return nlohmann::ordered_json{{"shape", shapes}, {"dtype", dtypes}}.dump();
+  nlohmann::ordered_json result{{"shape", shapes}, {"dtype", dtypes}};
+  if (!names.empty()) result["dim_names"] = names;
+  return result.dump();
 }
 
 class GraphExecutorModuleNode final : public ModuleNode {

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <set>
 
 #include "runtime/dtype.h"
@@ -17,6 +19,7 @@ using nlohmann::json;
 
 constexpr int64_t kMaxId = int64_t{1} << 31;
 constexpr size_t kMaxDims = 64;
+constexpr int64_t kMaxBatch = int64_t{1} << 20;  // samples a batch dimension may reach
 
 [[noreturn]] void Bad(const std::string& where, const std::string& what) {
   Fail("graph JSON: ", where, ": ", what);
@@ -183,7 +186,8 @@ void ParseAttrs(const json& attrs, Graph& graph) {
   size_t num_entries = graph.node_row_ptr.back();
   for (const auto& [key, value] : attrs.items()) {
     static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
-                                                 "storage_scope", kOutputTrimAttr};
+                                                 "storage_scope", kOutputTrimAttr,
+                                                 kBatchDimAttr, kBatchEntriesAttr};
     if (kKnown.count(key) != 0) continue;
     // Like TVM: unknown integer vectors are skipped, anything else is an error.
     bool skippable = value.is_array() && value.size() == 2 && value[0].is_string() &&
@@ -261,6 +265,51 @@ void ParseOutputTrims(const json& attrs, Graph& graph) {
     std::string item = StrCat(where, " triple ", i / 3);
     graph.output_trims.push_back({Id(values[i], item), Id(values[i + 1], item), Id(values[i + 2], item)});
   }
+}
+
+// The batch dimension's name and range and the batched entries: both attributes or neither; a
+// batched entry has an axis 0 that holds `max` samples of at least one row each.
+void ParseBatch(const json& attrs, Graph& graph) {
+  auto dim = attrs.find(kBatchDimAttr);
+  auto entries = attrs.find(kBatchEntriesAttr);
+  if (dim == attrs.end() && entries == attrs.end()) return;
+  if (dim == attrs.end() || entries == attrs.end()) {
+    Bad("attrs", StrCat("has ", dim == attrs.end() ? kBatchEntriesAttr : kBatchDimAttr, " without ",
+                        dim == attrs.end() ? kBatchDimAttr : kBatchEntriesAttr));
+  }
+  std::string where = StrCat("attrs.", kBatchDimAttr);
+  const json& pair = ArrayOf(*dim, where);
+  if (pair.size() != 2 || pair[0] != "list_str") Bad(where, "expected [\"list_str\", [name, min, max]]");
+  const json& values = ArrayOf(pair[1], where);
+  if (values.size() != 3) Bad(where, StrCat("has ", values.size(), " values, not [name, min, max]"));
+  BatchDim batch;
+  batch.name = String(values[0], where + " name");
+  if (batch.name.empty()) Bad(where, "the dimension has no name");
+  for (int i = 1; i <= 2; ++i) {
+    std::string text = String(values[i], where);
+    int64_t& bound = i == 1 ? batch.min : batch.max;
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || v < 1 || v > kMaxBatch) {
+      Bad(where, StrCat(i == 1 ? "min" : "max", " '", text, "' is not an integer from 1 to ", kMaxBatch));
+    }
+    bound = v;
+  }
+  if (batch.min > batch.max) Bad(where, StrCat("min ", batch.min, " is above max ", batch.max));
+  const json& flags = AttrValues(attrs, kBatchEntriesAttr, "list_int", graph.num_entries(), true);
+  for (size_t e = 0; e < graph.num_entries(); ++e) {
+    std::string item = StrCat("attrs.", kBatchEntriesAttr, " of entry ", e);
+    uint32_t flag = Id(flags[e], item);
+    if (flag > 1) Bad(item, StrCat("is ", flag, ", not 0 or 1"));
+    const std::vector<int64_t>& shape = graph.shapes[e];
+    if (flag == 1 && (shape.empty() || shape[0] == 0 || shape[0] % batch.max != 0)) {
+      Bad(item, StrCat("marks a shape ", ShapeToString(shape),
+                       " as batched, but its axis 0 does not hold ", batch.max, " samples of at least a row"));
+    }
+    graph.batched_entries.push_back(flag == 1);
+  }
+  graph.batch = batch;
 }
 
 // Each trimmed output is a model output with the axis; each count output an int64 scalar after
@@ -397,6 +446,7 @@ Graph ParseGraphJson(std::string_view text) {
   }
   ParseAttrs(Field(root, "attrs", "top level"), graph);
   ParseOutputTrims(Field(root, "attrs", "top level"), graph);
+  ParseBatch(Field(root, "attrs", "top level"), graph);
   CheckGraph(graph);
   CheckOutputTrims(graph);
   return graph;
@@ -450,6 +500,13 @@ std::string WriteGraphJson(const Graph& graph) {
     json::array_t trims;
     for (const OutputTrim& t : graph.output_trims) trims.insert(trims.end(), {t.output, t.count_output, t.axis});
     attrs[kOutputTrimAttr] = json::array({"list_int", trims});
+  }
+  if (graph.has_batch()) {
+    attrs[kBatchDimAttr] = json::array(
+        {"list_str", {graph.batch.name, std::to_string(graph.batch.min), std::to_string(graph.batch.max)}});
+    json::array_t flags;
+    for (bool batched : graph.batched_entries) flags.push_back(batched ? 1 : 0);
+    attrs[kBatchEntriesAttr] = json::array({"list_int", flags});
   }
 
   // nlohmann orders object keys alphabetically; write the top level by hand to keep TVM's order.

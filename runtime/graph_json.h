@@ -62,6 +62,20 @@ struct OutputTrim {
 };
 inline constexpr char kOutputTrimAttr[] = "kiln_output_trim";
 
+// A batch dimension decided at run time (kiln's extension; docs/architecture.md, "Batch
+// dimensions"): the library runs any number of samples from `min` to `max`. A batched entry holds
+// the samples one after another along its axis 0, `rows` rows each (the entry's written shape,
+// axis 0 = rows * max, is its largest); every other entry's shape is fixed. Written as the graph
+// attributes kBatchDimAttr, a list_str [name, min, max], which TVM's graph executor refuses
+// ("cannot skip graph attr kiln_batch_dim") instead of misreading the library, and
+// kBatchEntriesAttr, a list_int of 0 / 1 per entry.
+struct BatchDim {
+  std::string name;
+  int64_t min = 0, max = 0;
+};
+inline constexpr char kBatchDimAttr[] = "kiln_batch_dim";
+inline constexpr char kBatchEntriesAttr[] = "kiln_batch_entries";
+
 struct Graph {
   std::vector<GraphNode> nodes;
   std::vector<uint32_t> arg_nodes;  // the "null" nodes, in input-index order
@@ -73,6 +87,10 @@ struct Graph {
   std::vector<uint32_t> storage_ids;
   std::vector<int32_t> device_types;  // empty when the JSON has no device_index
   std::vector<OutputTrim> output_trims;
+  BatchDim batch;                     // max == 0: every shape is fixed
+  std::vector<bool> batched_entries;  // per entry when batch.max > 0, else empty
+
+  bool has_batch() const { return batch.max > 0; }
 
   // The outputs before the count outputs of output_trims (all outputs when there are none).
   size_t num_model_outputs() const;

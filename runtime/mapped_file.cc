@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include "runtime/error.h"
-#include "runtime/params.h"
 
 namespace kiln::runtime {
 
@@ -29,8 +28,25 @@ MappedFile::MappedFile(const std::string& path) {
     madvise(at, size_, MADV_SEQUENTIAL);
     return;
   }
+  if (regular) {  // empty
+    close(fd);
+    return;
+  }
+  // A pipe (or another stream) is read from this descriptor to its end: opening it again would
+  // leave its writer, for a moment, without a reader (SIGPIPE).
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t got = read(fd, buffer, sizeof(buffer));
+    if (got == 0) break;
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int saved = errno;
+      close(fd);
+      Fail("cannot read '", path, "': ", std::strerror(saved));
+    }
+    read_.append(buffer, static_cast<size_t>(got));
+  }
   close(fd);
-  if (!regular) read_ = ReadFile(path);
 }
 
 MappedFile::~MappedFile() {

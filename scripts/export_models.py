@@ -4,7 +4,7 @@ torchvision architectures are built with weights=None. Batch-norm statistics are
 random data and parameters that start at zero (classifier heads) are re-randomised, so that the
 outputs are not degenerate. Run with the Python of scripts/python_env.sh (Debian's PyTorch).
 
-    python scripts/export_models.py [--models resnet18,bert_2layer] [--list]
+    python scripts/export_models.py [--models resnet18,bert_2layer,resnet50_batched] [--list]
 """
 import argparse
 import math
@@ -18,6 +18,9 @@ CACHE = pathlib.Path(os.environ.get("KILN_MODEL_CACHE", pathlib.Path.home() / ".
 VISION = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "vit_b_16", "resnext50_32x4d",
           "regnet_y_400mf", "shufflenet_v2_x1_0", "densenet121"]
 DETECTORS = ["db_text_detector"]
+# Exported with a symbolic batch dimension "N" (the shapes benchmark: one library for every batch
+# beside libraries compiled for each).
+BATCHED = {"resnet50_batched": "resnet50"}
 BERT = {"bert_base": 12, "bert_2layer": 2}
 HIDDEN, HEADS, FFN, VOCAB, SEQUENCE = 768, 12, 3072, 30522, 128
 
@@ -129,8 +132,12 @@ def vision_model(name):
 
 def export(name):
     torch.manual_seed(0)
+    dynamic_axes = None
     if name in BERT:
         model, example, input_name = BertEncoder(BERT[name]).eval(), torch.randint(0, VOCAB, (1, SEQUENCE)), "input_ids"
+    elif name in BATCHED:
+        model, example, input_name = vision_model(BATCHED[name])
+        dynamic_axes = {input_name: {0: "N"}, "output": {0: "N"}}
     else:
         model, example, input_name = vision_model(name)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -140,14 +147,14 @@ def export(name):
         out = model(example)
     # Outside no_grad: there torchvision's attention takes a fused fast path ONNX cannot express.
     torch.onnx.export(model, example, str(temporary), opset_version=14, input_names=[input_name],
-                      output_names=["output"], do_constant_folding=True)
+                      output_names=["output"], do_constant_folding=True, dynamic_axes=dynamic_axes)
     temporary.rename(target)
     return float(out.std())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(VISION + DETECTORS + list(BERT)))
+    parser.add_argument("--models", default=",".join(VISION + DETECTORS + list(BERT)))  # and BATCHED on request
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list:
@@ -155,8 +162,9 @@ def main():
         return
     torch.set_num_threads(os.cpu_count() or 1)
     for name in args.models.split(","):
-        if name not in VISION + DETECTORS and name not in BERT:
-            raise SystemExit(f"unknown model '{name}' (known: {', '.join(VISION + DETECTORS + list(BERT))})")
+        if name not in VISION + DETECTORS and name not in BERT and name not in BATCHED:
+            known = VISION + DETECTORS + list(BERT) + list(BATCHED)
+            raise SystemExit(f"unknown model '{name}' (known: {', '.join(known)})")
         if (CACHE / f"{name}.onnx").exists():
             continue
         start = time.time()

@@ -1,5 +1,6 @@
-// kiln compile MODEL.onnx [--input-shapes name:[d,...]] [--target T] [-O N] [--disabled-pass P]
+// kiln compile MODEL.onnx [--input-shapes name:[d,...]] [--dims N=MIN..MAX] [--target T] [-O N] [--disabled-pass P]
 //                         [-o OUT.so | -o DIR --format tvmc]
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,7 +22,8 @@ using runtime::Fail;
 namespace {
 
 const std::vector<OptionSpec> kOptions = {
-    {"--input-shapes", "", true, "static input shapes: \"name:[1,3,224,224] other:[1,128]\""},
+    {"--input-shapes", "", true, "input shapes: \"name:[1,3,224,224] other:[1,128]\"; a name for a dimension --dims gives: \"x:[N,3,224,224]\""},
+    {"--dims", "", true, "the range of a dimension decided at run time, a batch (axis 0): \"N=1..8\" (ONNX dim_params too)"},
     {"--target", "", true, "native or cpu (default), an -march value (x86-64-v3, skylake-avx512, ...), or \"cpu -mcpu=CPU\" / \"llvm -mcpu=CPU\""},
     {"--opt-level", "-O", true, "optimization level 0-3 (default 3)"},
     {"--disabled-pass", "", true, "a pass not to run (repeatable; comma-separated lists too)"},
@@ -36,9 +38,10 @@ const std::vector<OptionSpec> kOptions = {
     {"--help", "-h", false, "show this help"},
 };
 
-// "name:[1,3,224,224] b:[1, 128]" (entries separated by spaces or commas).
-std::map<std::string, std::vector<int64_t>> ParseInputShapes(const std::string& text) {
-  std::map<std::string, std::vector<int64_t>> shapes;
+// "name:[1,3,224,224] b:[N, 128]" (entries separated by spaces or commas) into `import`'s input
+// shapes and the names of dimensions decided at run time.
+void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& import) {
+  std::map<std::string, std::vector<int64_t>>& shapes = import.input_shapes;
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
@@ -58,9 +61,14 @@ std::map<std::string, std::vector<int64_t>> ParseInputShapes(const std::string& 
       size_t first = dim.find_first_not_of(' ');
       if (first != std::string::npos) {
         dim = dim.substr(first, dim.find_last_not_of(' ') - first + 1);
-        Check(!dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos,
-              "--input-shapes: dimension '", dim, "' of '", name, "' is not a whole number");
-        dims.push_back(std::stoll(dim));
+        bool number = !dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos;
+        bool named = !dim.empty() && !std::isdigit(static_cast<unsigned char>(dim[0])) &&
+                     dim.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                         std::string::npos;
+        Check(number || named, "--input-shapes: dimension '", dim, "' of '", name,
+              "' is neither a whole number nor a name (letters, digits, _) whose range --dims gives");
+        if (named) import.input_dim_names[name][static_cast<int>(dims.size())] = dim;
+        dims.push_back(named ? -1 : std::stoll(dim));
       }
       if (end == std::string::npos) break;
       j = end + 1;
@@ -68,7 +76,27 @@ std::map<std::string, std::vector<int64_t>> ParseInputShapes(const std::string& 
     Check(shapes.emplace(name, dims).second, "--input-shapes gives '", name, "' twice");
     i = close + 1;
   }
-  return shapes;
+}
+
+// "N=1..8" (several separated by spaces or commas) into `import`'s dimension ranges.
+void ParseDims(const std::string& text, frontend::OnnxImportOptions& import) {
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
+    if (i >= text.size()) break;
+    size_t end = std::min(text.find_first_of(" ,", i), text.size());
+    std::string entry = text.substr(i, end - i);
+    size_t eq = entry.find('='), dots = entry.find("..");
+    auto whole = [](const std::string& digits) {
+      return !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos;
+    };
+    Check(eq != std::string::npos && eq > 0 && dots != std::string::npos && dots > eq &&
+              whole(entry.substr(eq + 1, dots - eq - 1)) && whole(entry.substr(dots + 2)),
+          "--dims: expected NAME=MIN..MAX (for example N=1..8), got '", entry, "'");
+    frontend::DimRange range{std::stoll(entry.substr(eq + 1, dots - eq - 1)), std::stoll(entry.substr(dots + 2))};
+    Check(import.dims.emplace(entry.substr(0, eq), range).second, "--dims gives '", entry.substr(0, eq), "' twice");
+    i = end;
+  }
 }
 
 std::string HumanBytes(int64_t bytes) {
@@ -122,9 +150,8 @@ int CompileCommand(const std::vector<std::string>& args) {
   }
 
   frontend::OnnxImportOptions import;
-  for (const std::string& text : cli.GetAll("--input-shapes")) {
-    for (auto& [name, shape] : ParseInputShapes(text)) import.input_shapes[name] = shape;
-  }
+  for (const std::string& text : cli.GetAll("--input-shapes")) ParseInputShapes(text, import);
+  for (const std::string& text : cli.GetAll("--dims")) ParseDims(text, import);
   auto start = std::chrono::steady_clock::now();
   ir::Expr main;
   {

@@ -19,8 +19,14 @@ namespace {
 
 const std::vector<OptionSpec> kOptions = {{"--help", "-h", false, "show this help"}};
 
-std::string TypeText(const std::vector<int64_t>& shape, DLDataType dtype) {
-  return runtime::DTypeToString(dtype) + runtime::ShapeToString(shape);
+// "float32[1, 3, 224, 224]"; axis 0 named when it holds the batch: "float32[N, 3, 224, 224]",
+// "float32[16*N, 64]" (the batch dimension's largest value gives the shape's).
+std::string TypeText(const runtime::TensorInfo& info, const runtime::BatchDim& batch) {
+  if (info.batch_dim.empty()) return runtime::DTypeToString(info.dtype) + runtime::ShapeToString(info.shape);
+  int64_t rows = info.shape[0] / batch.max;
+  std::string text = runtime::DTypeToString(info.dtype) + "[" + (rows == 1 ? "" : std::to_string(rows) + "*") + batch.name;
+  for (size_t i = 1; i < info.shape.size(); ++i) text += ", " + std::to_string(info.shape[i]);
+  return text + "]";
 }
 
 // One line per module, its imports indented below it; a JSON runtime module (dnnl_json, ...)
@@ -51,9 +57,13 @@ int InspectCommand(const std::vector<std::string>& args) {
   const runtime::GraphExecutor& exec = *artifact.executor;
   const runtime::Graph& g = exec.graph();
 
+  if (g.has_batch()) {
+    std::printf("Batch dimension: %s from %lld to %lld (decided at run time)\n", g.batch.name.c_str(),
+                static_cast<long long>(g.batch.min), static_cast<long long>(g.batch.max));
+  }
   std::printf("Inputs:\n");
   for (const runtime::TensorInfo& info : exec.GetInputInfo()) {
-    std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info.shape, info.dtype).c_str());
+    std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info, g.batch).c_str());
   }
   size_t params = exec.NumInputs() - exec.GetInputInfo().size(), linked = 0;
   int64_t param_bytes = 0;
@@ -68,7 +78,7 @@ int InspectCommand(const std::vector<std::string>& args) {
               param_bytes / 1048576.0, linked);
   std::printf("Outputs:\n");
   for (const runtime::TensorInfo& info : exec.GetOutputInfo()) {
-    std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info.shape, info.dtype).c_str());
+    std::printf("  %-24s %s\n", runtime::EscapeForDisplay(info.name).c_str(), TypeText(info, g.batch).c_str());
   }
   struct FunctionInfo {
     int calls = 0;

@@ -2,6 +2,8 @@
 #include "backend/codegen/host_codegen.h"
 
 #include <cmath>
+#include <map>
+#include <optional>
 #include <variant>
 
 #include "backend/codegen/lowering.h"
@@ -15,14 +17,46 @@ std::string SpecFor(const ir::TensorType& t, const std::string& shape_name) {
          ", " + shape_name + "}";
 }
 
+// Kernel parameter structs whose first field counts whole samples along axis 0 of the data and
+// the result (images, or images x channels for pooling): a kernel of one of them runs a batch in
+// one call (more parallel work and one launch, instead of a call per sample).
+const std::map<std::string, std::string> kSampleFields = {
+    {"Conv2DParams", "batch"}, {"Conv2DNCHWcParams", "batch"}, {"Conv2DWinogradParams", "batch"},
+    {"ConvTransposeParams", "batch"}, {"Pool2DParams", "batch_channels"}};
+
+// The field of `plan`'s one kernel call to multiply by the samples when that call can run a whole
+// batch: the plan is that call alone, without workspace, and each of its tensors either holds the
+// samples (`batched`, per parameter then output) or is read whole by every sample's computation
+// (weights, per-channel epilogue operands: not a batch-free operand of the output's shape).
+std::optional<std::string> WholeBatchField(const Plan& plan, const std::vector<bool>& batched) {
+  if (batched.empty() || plan.steps.size() != 1 || plan.NumOf(PlanBuffer::kWorkspace) != 0) return std::nullopt;
+  const auto* call = std::get_if<KernelCall>(&plan.steps[0]);
+  if (call == nullptr || !call->params) return std::nullopt;
+  auto field = kSampleFields.find(call->params->type);
+  if (field == kSampleFields.end()) return std::nullopt;
+  for (const EpilogueOp& step : call->epilogue) {
+    if (step.operand == kernels::EpilogueStep::kTensor && !batched.at(*step.data)) return std::nullopt;
+  }
+  // The data, the kernel's first tensor, holds the samples (the weights after it do not).
+  for (const KernelArg& arg : call->args) {
+    if (const auto* b = std::get_if<BufferId>(&arg.value)) return batched.at(*b) ? std::optional(field->second) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // Prints the steps of one plan.
 class StepPrinter {
  public:
-  StepPrinter(CodeWriter& code, const Plan& plan) : code_(code), plan_(plan) {}
+  StepPrinter(CodeWriter& code, const Plan& plan, std::string sample_field = "")
+      : code_(code), plan_(plan), sample_field_(std::move(sample_field)) {}
 
   void operator()(const KernelCall& call) {
     std::string args;
-    if (call.params) {
+    if (call.params && !sample_field_.empty()) {
+      code_.Line("auto params = " + ParamsLiteral(*call.params) + ";");
+      code_.Line("params." + sample_field_ + " *= samples;");
+      args = "params";
+    } else if (call.params) {
       code_.Line("const auto params = " + ParamsLiteral(*call.params) + ";");
       args = "params";
     }
@@ -78,6 +112,7 @@ class StepPrinter {
 
   CodeWriter& code_;
   const Plan& plan_;
+  std::string sample_field_;  // non-empty: the kernel call runs every sample, this field scaled
 };
 
 }  // namespace
@@ -89,7 +124,7 @@ std::string OperatorSourcePrelude() {
          "#include \"kernels/elementwise/narrow_floats.h\"\n\n";
 }
 
-std::string GenerateOperatorSource(const Plan& plan) {
+std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched) {
   CodeWriter code;
   code.Open("extern \"C\" TVM_DLL int " + plan.symbol +
             "(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, int* out_ret_tcode, "
@@ -108,15 +143,37 @@ std::string GenerateOperatorSource(const Plan& plan) {
     ++num_args;
   }
   code.Line("static const kiln::kernels::ArgSpec specs[] = {" + specs + "};");
-  code.Line("if (kiln::kernels::CheckArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, " +
-            std::to_string(num_args) + ") != 0) return -1;");
+  // Run sample by sample (backend/batch_samples.h): batched arguments hold `samples` of their
+  // spec along axis 0, and the steps see one at a time.
+  std::optional<std::string> whole_batch = WholeBatchField(plan, batched);
+  bool by_sample = !batched.empty() && !whole_batch;
+  runtime::CheckInternal(batched.empty() || static_cast<int>(batched.size()) == num_args, "host codegen: ", plan.symbol,
+                         " has ", num_args, " arguments but ", batched.size(), " batch flags");
+  if (!batched.empty()) {
+    std::string flags;
+    for (bool b : batched) flags += std::string(flags.empty() ? "" : ", ") + (b ? "1" : "0");
+    code.Line("static const unsigned char batched[] = {" + flags + "};");
+    code.Line("int64_t samples = 0;");
+    code.Line("if (kiln::kernels::CheckBatchedArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, batched, " +
+              std::to_string(num_args) + ", &samples) != 0) return -1;");
+  } else {
+    code.Line("if (kiln::kernels::CheckArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, " +
+              std::to_string(num_args) + ") != 0) return -1;");
+  }
   int arg = 0;
+  std::vector<std::string> per_sample;  // declarations of the batched arguments' pointers in the loop
   for (const PlanBuffer& b : plan.buffers) {
     std::string type = CType(b.type.dtype);
     if (b.kind == PlanBuffer::kParam) type = "const " + type;
     if (b.kind != PlanBuffer::kWorkspace) {
-      code.Line(type + "* " + BufferName(b) + " = static_cast<" + type + "*>(kiln::kernels::ArgData(args, " +
+      bool sampled = by_sample && batched[arg];
+      std::string name = BufferName(b) + (sampled ? "_samples" : "");
+      code.Line(type + "* " + name + " = static_cast<" + type + "*>(kiln::kernels::ArgData(args, " +
                 std::to_string(arg++) + "));");
+      if (sampled) {
+        per_sample.push_back(type + "* " + BufferName(b) + " = " + name + " + sample * " +
+                             std::to_string(b.type.NumElements()) + "LL;");
+      }
     } else {  // alive until the function returns
       std::string workspace = "w" + std::to_string(b.index);
       code.Line("kiln::kernels::Workspace " + workspace + "(" + std::to_string(b.type.NumBytes()) + "ULL);");
@@ -124,12 +181,17 @@ std::string GenerateOperatorSource(const Plan& plan) {
       code.Line(type + "* " + BufferName(b) + " = " + workspace + ".as<" + type + ">();");
     }
   }
-  StepPrinter printer(code, plan);
+  StepPrinter printer(code, plan, whole_batch.value_or(""));
+  if (by_sample) {
+    code.Open("for (int64_t sample = 0; sample < samples; ++sample)");
+    for (const std::string& line : per_sample) code.Line(line);
+  }
   for (const PlanStep& step : plan.steps) {
     code.Open("");  // a scope per step keeps the steps' local names apart
     std::visit(printer, step);
     code.Close();
   }
+  if (by_sample) code.Close();
   code.Line("return 0;");
   code.Close();
   return code.text();

@@ -5,13 +5,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend/codegen/plan.h"
 
 namespace kiln::backend {
 
-// The source of the operator function `plan.symbol`.
-std::string GenerateOperatorSource(const Plan& plan);
+// The source of the operator function `plan.symbol`. With `batched` (per argument: parameters,
+// then outputs), the function runs its steps once per sample of a batch: a flagged argument holds
+// any number of the plan's shapes along axis 0 (backend/batch_samples.h).
+std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched = {});
 
 // The lines every generated translation unit starts with.
 std::string OperatorSourcePrelude();

@@ -78,7 +78,13 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
     if (it == options.input_shapes.end()) continue;
     auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
     shape->clear_dim();
-    for (int64_t d : it->second) {
+    auto names = options.input_dim_names.find(it->first);
+    for (size_t axis = 0; axis < it->second.size(); ++axis) {
+      int64_t d = it->second[axis];
+      if (d == -1 && names != options.input_dim_names.end() && names->second.count(static_cast<int>(axis)) != 0) {
+        shape->add_dim()->set_dim_param(names->second.at(static_cast<int>(axis)));
+        continue;
+      }
       runtime::Check(d >= 0, "input shape for '", input.name(), "' has a negative dimension");
       shape->add_dim()->set_dim_value(d);
     }
@@ -93,6 +99,39 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
                     "', which is not an input of the model (its inputs are: ", known, ")");
     }
   }
+}
+
+// The batch dimension of ImportOptions::dims: each input dimension it names (an ONNX dim_param)
+// becomes 1, the model is imported for one sample, and the inputs that had it are returned by
+// name. The dimension must be axis 0 of each; a range that names no dimension is an error.
+struct BatchSpec {
+  std::string name;
+  DimRange range;
+  std::set<std::string> inputs;
+};
+
+std::optional<BatchSpec> ApplyBatchDim(onnx::ModelProto& model, const OnnxImportOptions& options) {
+  if (options.dims.empty()) return std::nullopt;
+  runtime::Check(options.dims.size() == 1, "--dims gives ", options.dims.size(), " dimensions; kiln decides one ",
+                 "at run time today, a batch dimension (axis 0 of the inputs that have it)");
+  BatchSpec batch{options.dims.begin()->first, options.dims.begin()->second, {}};
+  runtime::Check(batch.range.min >= 1 && batch.range.min <= batch.range.max && batch.range.max <= (int64_t{1} << 20),
+                 "--dims: the range of '", batch.name, "' is ", batch.range.min, "..", batch.range.max,
+                 "; expected MIN..MAX with 1 <= MIN <= MAX <= 1048576");
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    auto* dims = input.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+    for (int axis = 0; axis < dims->size(); ++axis) {
+      auto* dim = dims->Mutable(axis);
+      if (!dim->has_dim_param() || dim->dim_param() != batch.name) continue;
+      runtime::Check(axis == 0, "dimension '", batch.name, "' is axis ", axis, " of input '",
+                     runtime::ValidUtf8(input.name()), "'; kiln decides only axis 0 (a batch) at run time today");
+      dim->set_dim_value(1);
+      batch.inputs.insert(runtime::ValidUtf8(input.name()));
+    }
+  }
+  runtime::Check(!batch.inputs.empty(), "--dims names '", batch.name, "', which no input of the model has as a ",
+                 "dimension (an ONNX dim_param, or a name in --input-shapes)");
+  return batch;
 }
 
 // The operator sets a model imports: domain ("" for ONNX's own, also named "ai.onnx") -> version.
@@ -404,7 +443,7 @@ class GraphImporter {
   GraphImporter(const onnx::GraphProto& graph, const OpsetImports& opsets, const GraphImporter* outer = nullptr)
       : graph_(graph), opsets_(opsets), outer_(outer), converted_(outer == nullptr ? &converted_here_ : outer->converted_) {}
 
-  Expr Import() {
+  Expr Import(const std::optional<BatchSpec>& batch = std::nullopt) {
     std::set<std::string> initializers = ImportInitializers();
     std::vector<Expr> params;
     std::string missing_shapes;
@@ -432,6 +471,15 @@ class GraphImporter {
     std::vector<Expr> outputs = ConvertNodes();
     runtime::Check(!outputs.empty(), "the model has no outputs");
     Attrs attrs = AppendCounts(outputs);
+    if (batch) {
+      std::vector<int64_t> batch_inputs;
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (batch->inputs.count(params[i]->As<VarNode>()->name) != 0) batch_inputs.push_back(static_cast<int64_t>(i));
+      }
+      attrs.Set(ir::attr::kBatchDim, batch->name);
+      attrs.Set(ir::attr::kBatchRange, std::vector<int64_t>{batch->range.min, batch->range.max});
+      attrs.Set(ir::attr::kBatchInputs, batch_inputs);
+    }
     return Function(params, outputs.size() == 1 ? outputs[0] : Tuple(outputs), attrs);
   }
 
@@ -678,6 +726,7 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   ResolveExternalData(model, folder);
   ForgetNegativeDims(*model.mutable_graph());
   ApplyInputShapes(model, options);
+  std::optional<BatchSpec> batch = ApplyBatchDim(model, options);
   OpsetImports opsets = ImportedOpsets(model);
   auto default_opset = opsets.find("");
   // Unsupported ops first (a model made of another domain's ops is about them), then the opset.
@@ -692,7 +741,7 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   // checks hold instead: CheckStructure's, the typed attribute accessors, each converter's and the
   // IR's type inference of every op.
   if (opset <= kLibonnxMaxOpset) CheckWithLibonnx(model, opset);
-  return GraphImporter(model.graph(), opsets).Import();
+  return GraphImporter(model.graph(), opsets).Import(batch);
 }
 
 }  // namespace

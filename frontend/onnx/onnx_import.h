@@ -13,9 +13,20 @@
 
 namespace kiln::frontend {
 
+// The values a named dimension may take at run time.
+struct DimRange {
+  int64_t min = 1, max = 1;
+};
+
 struct OnnxImportOptions {
-  // Static shapes for inputs, by name; required for inputs with symbolic dimensions.
+  // Static shapes for inputs, by name; required for inputs with symbolic dimensions unless `dims`
+  // gives their range. A dimension of -1 is named by input_dim_names instead.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Per input, per axis: the name of a dimension decided at run time (--input-shapes "x:[N,3,8,8]").
+  std::map<std::string, std::map<int, std::string>> input_dim_names;
+  // Ranges of named dimensions (ONNX dim_params or input_dim_names): the library runs any value in
+  // range. Today one name, on axis 0 of the inputs that have it: a batch dimension.
+  std::map<std::string, DimRange> dims;
 };
 
 // Throws Error: for a file that is not a valid ONNX model, for inputs without static shapes

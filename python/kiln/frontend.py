@@ -2,7 +2,7 @@
 ONNX's checker and shape inference, folds shape computations and names every unsupported node at
 once."""
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from ._ffi import IRModule, NDArray
@@ -10,21 +10,32 @@ from ._ffi import IRModule, NDArray
 __all__ = ["from_onnx", "supported_onnx_ops"]
 
 
-def from_onnx(model_or_path: Any, shape_dict: Optional[Mapping[str, Sequence[int]]] = None
-              ) -> Tuple[IRModule, Dict[str, NDArray]]:
+def from_onnx(model_or_path: Any, shape_dict: Optional[Mapping[str, Sequence[Union[int, str]]]] = None,
+              dims: Optional[Mapping[str, Tuple[int, int]]] = None) -> Tuple[IRModule, Dict[str, NDArray]]:
     """Imports an ONNX model: an onnx.ModelProto, a path, or the model's serialized bytes.
 
     shape_dict gives static shapes by input name; it is required for inputs with symbolic
-    dimensions. Returns (mod, params) like TVM's relay.frontend.from_onnx with freeze_params=True:
-    the initializers are constants inside mod, so params is empty; pass it to kiln.build as is.
+    dimensions unless dims gives their range. dims maps a dimension's name (an ONNX dim_param, or
+    a name in shape_dict such as {"x": ("N", 3, 224, 224)}) to its (min, max): the library then
+    runs any value in range, given at set_input. Today one dimension, axis 0 of the inputs that
+    have it (a batch). Returns (mod, params) like TVM's relay.frontend.from_onnx with
+    freeze_params=True: the initializers are constants inside mod, so params is empty; pass it to
+    kiln.build as is.
     """
-    shapes = {str(name): [int(d) for d in shape] for name, shape in (shape_dict or {}).items()}
+    shapes: Dict[str, list] = {}
+    names: Dict[str, Dict[int, str]] = {}
+    for name, shape in (shape_dict or {}).items():
+        shapes[str(name)] = [-1 if isinstance(d, str) else int(d) for d in shape]
+        named = {axis: d for axis, d in enumerate(shape) if isinstance(d, str)}
+        if named:
+            names[str(name)] = named
+    ranges = {str(name): (int(lo), int(hi)) for name, (lo, hi) in (dims or {}).items()}
     if isinstance(model_or_path, (str, os.PathLike)):
-        mod = _ffi.import_onnx_file(os.fspath(model_or_path), shapes)
+        mod = _ffi.import_onnx_file(os.fspath(model_or_path), shapes, names, ranges)
     elif isinstance(model_or_path, (bytes, bytearray)):
-        mod = _ffi.import_onnx_bytes(bytes(model_or_path), shapes)
+        mod = _ffi.import_onnx_bytes(bytes(model_or_path), shapes, names, ranges)
     elif hasattr(model_or_path, "SerializeToString"):
-        mod = _ffi.import_onnx_bytes(model_or_path.SerializeToString(), shapes)
+        mod = _ffi.import_onnx_bytes(model_or_path.SerializeToString(), shapes, names, ranges)
     else:
         raise TypeError("from_onnx expects an onnx.ModelProto, a path or the model's bytes, got "
                         f"{type(model_or_path).__name__}")

@@ -58,15 +58,27 @@ void RegisterIR(py::module_& m) {
 
 void RegisterFrontend(py::module_& m) {
   using Shapes = std::map<std::string, std::vector<int64_t>>;
-  m.def("import_onnx_file", [](const std::string& path, const Shapes& shapes) {
+  // shapes: -1 where dim_names names the dimension; dims: name -> (min, max).
+  using DimNames = std::map<std::string, std::map<int, std::string>>;
+  using Dims = std::map<std::string, std::pair<int64_t, int64_t>>;
+  auto options = [](const Shapes& shapes, const DimNames& names, const Dims& dims) {
+    frontend::OnnxImportOptions o{shapes, names, {}};
+    for (const auto& [name, range] : dims) o.dims[name] = {range.first, range.second};
+    return o;
+  };
+  m.def("import_onnx_file", [options](const std::string& path, const Shapes& shapes, const DimNames& names,
+                                      const Dims& dims) {
+    frontend::OnnxImportOptions o = options(shapes, names, dims);
     py::gil_scoped_release release;
-    return IRModule{frontend::ImportOnnxFile(path, frontend::OnnxImportOptions{shapes}), {}};
-  }, py::arg("path"), py::arg("shapes"));
-  m.def("import_onnx_bytes", [](const py::bytes& bytes, const Shapes& shapes) {
+    return IRModule{frontend::ImportOnnxFile(path, o), {}};
+  }, py::arg("path"), py::arg("shapes"), py::arg("dim_names"), py::arg("dims"));
+  m.def("import_onnx_bytes", [options](const py::bytes& bytes, const Shapes& shapes, const DimNames& names,
+                                       const Dims& dims) {
     std::string data = bytes;
+    frontend::OnnxImportOptions o = options(shapes, names, dims);
     py::gil_scoped_release release;
-    return IRModule{frontend::ImportOnnxBytes(data, frontend::OnnxImportOptions{shapes}), {}};
-  }, py::arg("bytes"), py::arg("shapes"));
+    return IRModule{frontend::ImportOnnxBytes(data, o), {}};
+  }, py::arg("bytes"), py::arg("shapes"), py::arg("dim_names"), py::arg("dims"));
   m.def("supported_onnx_ops", &frontend::SupportedOnnxOps);
 }
 

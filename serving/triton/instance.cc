@@ -54,6 +54,7 @@ Instance::Instance(std::shared_ptr<const ServedModel> model, std::string name)
     input_index_.push_back(executor_->InputIndex(input.library.name));
     input_row_bytes_.push_back(RowBytes(input.library));
     gather_.emplace_back();
+    combine_.emplace_back();
   }
   model_->live_instances.fetch_add(1);
 }
@@ -74,7 +75,9 @@ void Instance::UpdateThreadCount() {
 void Instance::Warmup() {
   for (size_t i = 0; i < input_index_.size(); ++i) {
     const TensorSpec& tensor = model_->config.inputs[i].library;
-    runtime::NDArray zeros = runtime::NDArray::Empty(tensor.shape, tensor.dtype);
+    std::vector<int64_t> shape = tensor.shape;
+    if (tensor.batched) shape[0] *= std::max<int64_t>(1, model_->library->tensors().batch_min);
+    runtime::NDArray zeros = runtime::NDArray::Empty(shape, tensor.dtype);
     std::memset(zeros.data(), 0, zeros.NumBytes());
     executor_->SetInput(input_index_[i], *zeros.get());
   }
@@ -163,48 +166,54 @@ char* Instance::GatherRoom(size_t i, uint64_t bytes) {
   return static_cast<char*>(room.data());
 }
 
-void Instance::BindRow(size_t i, const char* row, bool gathered) {
+void Instance::Bind(size_t i, const char* data, bool gathered, int64_t rows) {
   const TensorSpec& tensor = model_->config.inputs[i].library;
+  std::vector<int64_t> shape = tensor.shape;
+  if (tensor.batched) shape[0] *= rows;  // a library with a batch dimension: `rows` samples
   DLTensor view{};
-  view.data = const_cast<char*>(row);  // kiln's operators only read inputs
+  view.data = const_cast<char*>(data);  // kiln's operators only read inputs
   view.device = runtime::kCPU;
-  view.ndim = static_cast<int32_t>(tensor.shape.size());
+  view.ndim = static_cast<int32_t>(shape.size());
   view.dtype = tensor.dtype;
-  view.shape = const_cast<int64_t*>(tensor.shape.data());
-  if (reinterpret_cast<uintptr_t>(row) % runtime::kAllocAlignment == 0) {
+  view.shape = shape.data();
+  if (reinterpret_cast<uintptr_t>(data) % runtime::kAllocAlignment == 0) {
     executor_->SetInputZeroCopy(input_index_[i], view);
-    ++(gathered ? inputs_gathered_ : inputs_in_place_);
+    (gathered ? inputs_gathered_ : inputs_in_place_) += static_cast<uint64_t>(rows);
   } else {
     executor_->SetInput(input_index_[i], view);
-    ++inputs_copied_;
+    inputs_copied_ += static_cast<uint64_t>(rows);
   }
 }
 
 std::string Instance::Summary() const {
-  return StrCat(rows_run_, " rows run; input rows: ", inputs_in_place_, " read in place, ", inputs_copied_, " copied, ",
-                inputs_gathered_, " gathered");
+  return StrCat(rows_run_, " rows run in ", runs_, " runs; input rows: ", inputs_in_place_, " read in place, ",
+                inputs_copied_, " copied, ", inputs_gathered_, " gathered");
 }
 
-void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing) {
+Instance::Prepared Instance::Prepare(TRITONBACKEND_Request* request) {
   const ServingConfig& config = model_->config;
-  std::vector<const char*> inputs(config.inputs.size());
-  std::vector<bool> gathered(config.inputs.size(), false);
-  int64_t rows = 1;  // a library without inputs runs once
+  Prepared prepared;
+  prepared.inputs.resize(config.inputs.size());
+  prepared.gathered.assign(config.inputs.size(), false);
+  prepared.rows = 1;  // a library without inputs runs once
   for (size_t i = 0; i < config.inputs.size(); ++i) {
     bool input_gathered = false;
-    int64_t input_rows = ReadInput(request, i, &inputs[i], &input_gathered);
-    gathered[i] = input_gathered;
-    if (i > 0 && input_rows != rows) {
+    int64_t input_rows = ReadInput(request, i, &prepared.inputs[i], &input_gathered);
+    prepared.gathered[i] = input_gathered;
+    if (i > 0 && input_rows != prepared.rows) {
       throw RequestError(StrCat("model '", config.model_name, "': input '", config.inputs[i].library.name, "' has ",
-                                input_rows, " rows, input '", config.inputs[0].library.name, "' ", rows));
+                                input_rows, " rows, input '", config.inputs[0].library.name, "' ", prepared.rows));
     }
-    rows = input_rows;
+    prepared.rows = input_rows;
+  }
+  if (prepared.rows < config.run_rows_min) {
+    throw RequestError(StrCat("model '", config.model_name, "': the request has ", prepared.rows,
+                              " rows; the library runs batches of ", config.run_rows_min, " to ", config.run_rows_max));
   }
 
   // The outputs the request asks for (Triton fills in all of them when it names none).
   uint32_t requested_count = 0;
   ThrowIfError(TRITONBACKEND_RequestOutputCount(request, &requested_count), "model '" + config.model_name + "'");
-  std::vector<const ServedTensor*> outputs;
   for (uint32_t k = 0; k < requested_count; ++k) {
     const char* name = nullptr;
     ThrowIfError(TRITONBACKEND_RequestOutputName(request, k, &name), "model '" + config.model_name + "'");
@@ -216,68 +225,113 @@ void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response
       throw RequestError(StrCat("model '", config.model_name, "': the request asks for output '", name,
                                 "', which the model does not have"));
     }
-    outputs.push_back(found);
+    prepared.outputs.push_back(found);
   }
+  return prepared;
+}
 
-  std::vector<char*> buffers(outputs.size(), nullptr);
-  std::vector<size_t> row_bytes(outputs.size(), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (size_t i = 0; i < inputs.size(); ++i) BindRow(i, inputs[i] + r * input_row_bytes_[i], gathered[i]);
-    uint64_t start = NowNs();
-    if (timing.compute_start_ns == 0) timing.compute_start_ns = start;
-    try {
-      executor_->Run();
-    } catch (const runtime::Error& e) {
-      throw runtime::Error(StrCat("model '", config.model_name, "': kiln could not run the request: ", e.what()));
-    }
-    timing.compute_end_ns = NowNs();
-    ++timing.rows;
-    ++rows_run_;
+void Instance::RunOnce(int64_t rows, Timing& timing) {
+  uint64_t start = NowNs();
+  if (timing.compute_start_ns == 0) timing.compute_start_ns = start;
+  try {
+    executor_->Run();
+  } catch (const runtime::Error& e) {
+    throw runtime::Error(StrCat("model '", model_->config.model_name, "': kiln could not run the request: ", e.what()));
+  }
+  timing.compute_end_ns = NowNs();
+  timing.rows += static_cast<uint64_t>(rows);
+  rows_run_ += static_cast<uint64_t>(rows);
+  ++runs_;
+}
 
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      runtime::NDArray result = executor_->GetOutput(outputs[k]->position);
-      if (r == 0) {  // the shape is known once the first row ran (an extent may depend on the data)
-        std::vector<int64_t> shape = result.shape();
-        if (config.max_batch_size > 0) shape[0] = rows;
-        row_bytes[k] = result.NumBytes();
-        TRITONBACKEND_Output* output = nullptr;
-        std::string where = StrCat("model '", config.model_name, "': output '", outputs[k]->library.name, "'");
-        ThrowIfError(TRITONBACKEND_ResponseOutput(response, &output, outputs[k]->library.name.c_str(), outputs[k]->type,
-                                                  shape.data(), static_cast<uint32_t>(shape.size())),
-                     where);
-        void* buffer = nullptr;
-        TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
-        int64_t memory_type_id = 0;
-        ThrowIfError(TRITONBACKEND_OutputBuffer(output, &buffer, row_bytes[k] * rows, &memory_type, &memory_type_id),
-                     where);
-        Check(memory_type != TRITONSERVER_MEMORY_GPU, where, ": Triton gave a GPU buffer; kiln writes CPU memory");
-        buffers[k] = static_cast<char*>(buffer);
-      }
-      if (row_bytes[k] > 0) std::memcpy(buffers[k] + r * row_bytes[k], result.data(), row_bytes[k]);
+void Instance::CopyRows(const Prepared& prepared, TRITONBACKEND_Response* response, int64_t first, int64_t rows,
+                        int64_t result_first, std::vector<char*>& buffers) {
+  const ServingConfig& config = model_->config;
+  for (size_t k = 0; k < prepared.outputs.size(); ++k) {
+    const ServedTensor& served = *prepared.outputs[k];
+    runtime::NDArray result = executor_->GetOutput(served.position);
+    // One sample's (row's) bytes: the result holds the run's rows (a fixed library: one).
+    size_t row_bytes = result.NumBytes() / static_cast<size_t>(std::max<int64_t>(1, RowsOf(result, served)));
+    if (first == 0) {  // the shape is known once the first rows ran (an extent may depend on the data)
+      std::vector<int64_t> shape = result.shape();
+      if (config.max_batch_size > 0) shape[0] = prepared.rows;
+      TRITONBACKEND_Output* output = nullptr;
+      std::string where = StrCat("model '", config.model_name, "': output '", served.library.name, "'");
+      ThrowIfError(TRITONBACKEND_ResponseOutput(response, &output, served.library.name.c_str(), served.type,
+                                                shape.data(), static_cast<uint32_t>(shape.size())),
+                   where);
+      void* buffer = nullptr;
+      TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+      int64_t memory_type_id = 0;
+      ThrowIfError(TRITONBACKEND_OutputBuffer(output, &buffer, row_bytes * static_cast<size_t>(prepared.rows),
+                                              &memory_type, &memory_type_id),
+                   where);
+      Check(memory_type != TRITONSERVER_MEMORY_GPU, where, ": Triton gave a GPU buffer; kiln writes CPU memory");
+      buffers[k] = static_cast<char*>(buffer);
     }
+    if (row_bytes > 0) {
+      std::memcpy(buffers[k] + first * row_bytes, static_cast<const char*>(result.data()) + result_first * row_bytes,
+                  static_cast<size_t>(rows) * row_bytes);
+    }
+  }
+}
+
+int64_t Instance::RowsOf(const runtime::NDArray& result, const ServedTensor& served) const {
+  return served.library.batched && model_->config.run_rows_max > 1 ? result.shape()[0] / served.library.shape[0] : 1;
+}
+
+void Instance::RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing) {
+  RunPrepared(Prepare(request), response, timing);
+}
+
+void Instance::RunPrepared(const Prepared& prepared, TRITONBACKEND_Response* response, Timing& timing) {
+  const ServingConfig& config = model_->config;
+  std::vector<char*> buffers(prepared.outputs.size(), nullptr);
+  for (int64_t first = 0; first < prepared.rows;) {
+    // As many rows as the library runs at once, leaving at least its minimum for the last run.
+    int64_t rows = std::min(prepared.rows - first, config.run_rows_max);
+    int64_t left = prepared.rows - first - rows;
+    if (left > 0 && left < config.run_rows_min) rows -= config.run_rows_min - left;
+    for (size_t i = 0; i < config.inputs.size(); ++i) {
+      Bind(i, prepared.inputs[i] + first * input_row_bytes_[i], prepared.gathered[i], rows);
+    }
+    RunOnce(rows, timing);
+    CopyRows(prepared, response, first, rows, 0, buffers);
+    first += rows;
   }
 }
 
 void Instance::Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request,
                        uint64_t exec_start, Timing& batch) {
+  TRITONBACKEND_Response* response = NewResponse(request);
+  if (response == nullptr) return;
   Timing timing;
+  // Request errors are INVALID_ARG (HTTP 400); a failure to run a checked request, or in
+  // Triton's output buffers, is INTERNAL (500); Triton's own errors keep their code.
+  TRITONSERVER_Error* error = Guard([&] { RunRequest(request, response, timing); }, TRITONSERVER_ERROR_INTERNAL);
+  Finish(triton_instance, request, response, error, exec_start, timing, batch);
+}
+
+TRITONBACKEND_Response* Instance::NewResponse(TRITONBACKEND_Request* request) {
   TRITONBACKEND_Response* response = nullptr;
-  std::unique_ptr<TRITONSERVER_Error, void (*)(TRITONSERVER_Error*)> error(nullptr, TRITONSERVER_ErrorDelete);
-  error.reset(TRITONBACKEND_ResponseNew(&response, request));
-  if (error != nullptr) {
-    // No response to carry the error: the client's request ends when it is released.
-    Log(TRITONSERVER_LOG_ERROR, StrCat(name_, ": could not make a response; the request ends without one: ",
-                                       TRITONSERVER_ErrorMessage(error.get())));
-  } else {
-    // Request errors are INVALID_ARG (HTTP 400); a failure to run a checked request, or in
-    // Triton's output buffers, is INTERNAL (500); Triton's own errors keep their code.
-    error.reset(Guard([&] { RunRequest(request, response, timing); }, TRITONSERVER_ERROR_INTERNAL));
-    Report(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error.get()),
-           "model '" + model_->config.model_name + "': sending a response");
-  }
-  const bool success = error == nullptr;
+  TRITONSERVER_Error* error = TRITONBACKEND_ResponseNew(&response, request);
+  if (error == nullptr) return response;
+  // No response to carry the error: the client's request ends when it is released.
+  std::string message = TRITONSERVER_ErrorMessage(error);
+  TRITONSERVER_ErrorDelete(error);
+  Log(TRITONSERVER_LOG_ERROR, StrCat(name_, ": could not make a response; the request ends without one: ", message));
+  return nullptr;
+}
+
+void Instance::Finish(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request,
+                      TRITONBACKEND_Response* response, TRITONSERVER_Error* error, uint64_t exec_start,
+                      const Timing& timing, Timing& batch) {
+  std::unique_ptr<TRITONSERVER_Error, void (*)(TRITONSERVER_Error*)> owned(error, TRITONSERVER_ErrorDelete);
+  Report(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, owned.get()),
+         "model '" + model_->config.model_name + "': sending a response");
+  const bool success = owned == nullptr;
   if (!success) {
-    Log(TRITONSERVER_LOG_VERBOSE, StrCat(name_, ": request failed: ", TRITONSERVER_ErrorMessage(error.get())));
+    Log(TRITONSERVER_LOG_VERBOSE, StrCat(name_, ": request failed: ", TRITONSERVER_ErrorMessage(owned.get())));
   } else {
     batch.rows += timing.rows;
     if (batch.compute_start_ns == 0) batch.compute_start_ns = timing.compute_start_ns;
@@ -288,16 +342,106 @@ void Instance::Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKE
          name_ + ": reporting statistics");
 }
 
+char* Instance::CombineRoom(size_t i, uint64_t bytes) {
+  runtime::NDArray& room = combine_[i];
+  if (!room.defined() || room.NumBytes() < bytes) {
+    // Room for the library's largest run, at once: the group's rows are never moved.
+    uint64_t largest = static_cast<uint64_t>(model_->config.run_rows_max) * input_row_bytes_[i];
+    int64_t size = static_cast<int64_t>(std::max<uint64_t>({bytes, largest, runtime::kAllocAlignment}));
+    room = runtime::NDArray::Empty({size}, DLDataType{kDLUInt, 8, 1});
+  }
+  return static_cast<char*>(room.data());
+}
+
+void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
+                               uint32_t count, uint64_t batch_start, Timing& batch) {
+  const ServingConfig& config = model_->config;
+  struct Member {
+    TRITONBACKEND_Request* request;
+    TRITONBACKEND_Response* response;
+    Prepared prepared;
+    int64_t first_row;  // in the group's run
+    uint64_t exec_start;
+  };
+  std::vector<Member> group;
+  int64_t group_rows = 0;
+  // One run of the library over the group's rows, gathered one request after another; each
+  // request gets its rows of the outputs.
+  auto run_group = [&] {
+    Timing timing;
+    TRITONSERVER_Error* run_error = Guard([&] {
+      for (size_t i = 0; i < config.inputs.size(); ++i) Bind(i, CombineRoom(i, 0), true, group_rows);
+      RunOnce(group_rows, timing);
+    }, TRITONSERVER_ERROR_INTERNAL);
+    for (Member& m : group) {
+      Timing share = timing;
+      share.rows = static_cast<uint64_t>(m.prepared.rows);
+      TRITONSERVER_Error* error = run_error != nullptr
+                                      ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(run_error), TRITONSERVER_ErrorMessage(run_error))
+                                      : Guard([&] {
+                                          std::vector<char*> buffers(m.prepared.outputs.size(), nullptr);
+                                          CopyRows(m.prepared, m.response, 0, m.prepared.rows, m.first_row, buffers);
+                                        }, TRITONSERVER_ERROR_INTERNAL);
+      Finish(triton_instance, m.request, m.response, error, m.exec_start, share, batch);
+    }
+    if (run_error != nullptr) TRITONSERVER_ErrorDelete(run_error);
+    group.clear();
+    group_rows = 0;
+  };
+  for (uint32_t n = 0; n < count; ++n) {
+    const uint64_t exec_start = n == 0 ? batch_start : NowNs();
+    TRITONBACKEND_Response* response = NewResponse(requests[n]);
+    if (response == nullptr) continue;
+    Prepared prepared;
+    TRITONSERVER_Error* error = Guard([&] { prepared = Prepare(requests[n]); }, TRITONSERVER_ERROR_INTERNAL);
+    if (error == nullptr && prepared.rows > config.run_rows_max) {
+      // More rows than one run takes: this request runs alone, in runs of its own.
+      Timing timing;
+      error = Guard([&] { RunPrepared(prepared, response, timing); }, TRITONSERVER_ERROR_INTERNAL);
+      Finish(triton_instance, requests[n], response, error, exec_start, timing, batch);
+      continue;
+    }
+    if (error != nullptr) {
+      Finish(triton_instance, requests[n], response, error, exec_start, Timing{}, batch);
+      continue;
+    }
+    if (group_rows + prepared.rows > config.run_rows_max) run_group();
+    // Its rows into the group's rooms now: the next request may read into the same gather room.
+    error = Guard([&] {
+      for (size_t i = 0; i < config.inputs.size(); ++i) {
+        uint64_t bytes = static_cast<uint64_t>(prepared.rows) * input_row_bytes_[i];
+        uint64_t offset = static_cast<uint64_t>(group_rows) * input_row_bytes_[i];
+        char* room = CombineRoom(i, offset + bytes);  // made for the largest run: never moves within a group
+        if (bytes > 0) std::memcpy(room + offset, prepared.inputs[i], bytes);
+      }
+    }, TRITONSERVER_ERROR_INTERNAL);
+    if (error != nullptr) {
+      Finish(triton_instance, requests[n], response, error, exec_start, Timing{}, batch);
+      continue;
+    }
+    group.push_back({requests[n], response, std::move(prepared), group_rows, exec_start});
+    group_rows += group.back().prepared.rows;
+  }
+  if (!group.empty()) run_group();
+}
+
 void Instance::Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
                        uint32_t count) {
   const uint64_t batch_start = NowNs();
   UpdateThreadCount();  // may throw (out of memory for its log line) before any request is ours
   Timing batch;
+  if (model_->config.run_rows_max > 1 && count > 1) {
+    try {
+      ExecuteTogether(triton_instance, requests, count, batch_start, batch);
+    } catch (...) {
+      // Only running out of memory for a log line gets here; every request is released below.
+    }
+  }
   for (uint32_t n = 0; n < count; ++n) {
     TRITONBACKEND_Request* request = requests[n];
     const uint64_t exec_start = n == 0 ? batch_start : NowNs();  // the requests run one after another
     try {
-      Respond(triton_instance, request, exec_start, batch);
+      if (model_->config.run_rows_max <= 1 || count == 1) Respond(triton_instance, request, exec_start, batch);
     } catch (...) {
       // Only running out of memory for a log line gets here (Respond's run is guarded); the request
       // is released all the same, since the requests before it are released already.

@@ -3,8 +3,9 @@
 //
 // A request is checked against the library before anything runs (datatype, shape, rows, byte
 // size, memory type), since a configuration with -1 dims lets more through than the library takes.
-// Its rows run one at a time (see model_config.h); an input row lying in one 64-byte aligned CPU
-// buffer of Triton's is read in place (GraphExecutor::SetInputZeroCopy), others are copied or
+// Its rows run one at a time, or as batches for a library with a batch dimension, the rows of a
+// dynamic batch's requests together (see model_config.h); input rows lying in one 64-byte aligned
+// CPU buffer of Triton's are read in place (GraphExecutor::SetInputZeroCopy), others are copied or
 // gathered first. Each request gets one response: its outputs, or Triton's error with kiln's
 // message. Compute time goes to Triton's statistics.
 //
@@ -48,8 +49,8 @@ class Instance {
   // Runs once on zeros (the "warmup" parameter); throws Error when the run fails.
   void Warmup();
 
-  // "<n> rows run; input rows: <a> read in place, <b> copied, <c> gathered" (for the log when the
-  // instance ends).
+  // "<n> rows run in <r> runs; input rows: <a> read in place, <b> copied, <c> gathered" (for the
+  // log when the instance ends).
   std::string Summary() const;
 
   // Responds to and releases every request. Without a "num_threads" parameter, first sets the
@@ -65,17 +66,52 @@ class Instance {
     uint64_t compute_end_ns = 0;
     uint64_t rows = 0;
   };
+  // A checked request: its inputs' bytes (contiguous; perhaps in the gather rooms, valid until the
+  // next request is read), their rows, and the outputs it asks for.
+  struct Prepared {
+    std::vector<const char*> inputs;
+    std::vector<bool> gathered;
+    int64_t rows = 1;
+    std::vector<const ServedTensor*> outputs;
+  };
   // Makes the request's response, runs it (RunRequest) and sends it, reports its statistics and
   // adds its rows and compute times to `batch`; does not release it. Throws only std::bad_alloc
   // (from a log line).
   void Respond(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request, uint64_t exec_start,
                Timing& batch);
+  // The request's response, or null (logged) when Triton cannot make one.
+  TRITONBACKEND_Response* NewResponse(TRITONBACKEND_Request* request);
+  // Sends the response (with `error`, taken over, when not null), reports the request's
+  // statistics and adds a success's rows and compute times to `batch`.
+  void Finish(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request,
+              TRITONBACKEND_Response* response, TRITONSERVER_Error* error, uint64_t exec_start, const Timing& timing,
+              Timing& batch);
+  // The requests of one Execute for a library with a batch dimension: their rows gathered into
+  // runs of up to the library's largest batch, each request answered with its rows.
+  void ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests, uint32_t count,
+                       uint64_t batch_start, Timing& batch);
   // Runs one request into `response`; throws Error (RequestError for a request kiln cannot run).
   void RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing);
+  // Checks the request's inputs and requested outputs; throws RequestError.
+  Prepared Prepare(TRITONBACKEND_Request* request);
+  // Runs a prepared request's rows, as many at once as the library takes, into `response`.
+  void RunPrepared(const Prepared& prepared, TRITONBACKEND_Response* response, Timing& timing);
+  // One run of the executor over `rows` bound rows, timed.
+  void RunOnce(int64_t rows, Timing& timing);
+  // Copies `rows` rows of the last run's outputs, from its row `result_first`, to the request's
+  // outputs from its row `first` (making them, with `buffers`, when `first` is 0).
+  void CopyRows(const Prepared& prepared, TRITONBACKEND_Response* response, int64_t first, int64_t rows,
+                int64_t result_first, std::vector<char*>& buffers);
+  // The rows a result of the last run holds for a served output.
+  int64_t RowsOf(const runtime::NDArray& result, const ServedTensor& served) const;
   // Checks served input i of the request; returns its rows and sets `data` to its bytes,
   // contiguous, and `gathered` to whether they are in this instance's gather room.
   int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered);
-  void BindRow(size_t i, const char* row, bool gathered);
+  // Binds `rows` rows (samples) of served input i at `data`: in place when 64-byte aligned.
+  void Bind(size_t i, const char* data, bool gathered, int64_t rows);
+  // This instance's aligned room for served input i's rows of a group of requests, made once
+  // for the library's largest run.
+  char* CombineRoom(size_t i, uint64_t bytes);
   // Follows the count of live instances (without a "num_threads" parameter).
   void UpdateThreadCount();
   // This instance's 64-byte aligned room of at least `bytes` for served input i, kept between requests.
@@ -87,8 +123,10 @@ class Instance {
   std::vector<int> input_index_;        // per served input: the executor's input index
   std::vector<size_t> input_row_bytes_;  // per served input: bytes of one row (the library's shape)
   std::vector<runtime::NDArray> gather_;  // per served input: aligned room for inputs in several buffers
+  std::vector<runtime::NDArray> combine_;  // per served input: the rows of a group of requests run together
   int num_threads_ = 0;  // the thread count UpdateThreadCount set (0: none yet; it logs each change)
   uint64_t rows_run_ = 0;
+  uint64_t runs_ = 0;
   uint64_t inputs_in_place_ = 0;  // input rows bound where Triton's buffer holds them
   uint64_t inputs_copied_ = 0;    // input rows copied (not 64-byte aligned)
   uint64_t inputs_gathered_ = 0;  // input rows bound in the gather room (they came in several buffers)

@@ -50,8 +50,19 @@ std::shared_ptr<ModelLibrary> ModelLibrary::Load(const std::string& version_dir,
 }
 
 void ModelLibrary::DescribeTensors() {
+  const runtime::Graph& graph = first_->graph();
+  if (graph.has_batch()) {
+    tensors_.batch_min = graph.batch.min;
+    tensors_.batch_max = graph.batch.max;
+  }
+  // One sample's shape of a batched tensor (the executor reports the largest batch's).
+  auto sample_shape = [&](const runtime::TensorInfo& info) {
+    std::vector<int64_t> shape = info.shape;
+    if (!info.batch_dim.empty()) shape[0] /= graph.batch.max;
+    return shape;
+  };
   for (const runtime::TensorInfo& info : first_->GetInputInfo()) {
-    tensors_.inputs.push_back({info.name, info.shape, info.dtype, -1});
+    tensors_.inputs.push_back({info.name, sample_shape(info), info.dtype, -1, !info.batch_dim.empty()});
   }
   std::vector<runtime::TensorInfo> outputs = first_->GetOutputInfo();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -61,7 +72,8 @@ void ModelLibrary::DescribeTensors() {
     }
     // A library keeps its inputs' names but not its outputs' (the graph's heads are operator
     // nodes): Triton sees output_0, output_1, ..., as `kiln run` and tvmc name them.
-    tensors_.outputs.push_back({"output_" + std::to_string(i), outputs[i].shape, outputs[i].dtype, axis});
+    tensors_.outputs.push_back({"output_" + std::to_string(i), sample_shape(outputs[i]), outputs[i].dtype, axis,
+                                !outputs[i].batch_dim.empty()});
   }
 }
 

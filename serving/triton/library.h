@@ -21,16 +21,20 @@ namespace kiln::triton {
 
 struct TensorSpec {
   std::string name;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // one sample's when `batched`
   DLDataType dtype{};
   int data_dependent_axis = -1;  // an output whose extent along this axis the data decides
+  bool batched = false;          // axis 0 holds the samples of the library's batch dimension
 };
 
 // What a library takes and gives: the inputs a request supplies (parameters excluded) and the
 // outputs, in the library's order. Outputs are named output_<i> (i: the executor's output index).
+// A library compiled with a batch dimension (kiln compile --dims) runs batch_min to batch_max
+// samples at once; batch_max is 0 for a library of fixed shapes.
 struct LibraryTensors {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  int64_t batch_min = 0, batch_max = 0;
 };
 
 class ModelLibrary {

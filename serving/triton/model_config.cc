@@ -73,9 +73,9 @@ std::vector<int64_t> ServedDims(const TensorSpec& tensor, const char* kind, int6
         " needs outputs of fixed shape, and the library's output '", tensor.name,
         "' has an extent the data decides; set max_batch_size: 0");
   Check(!dims.empty() && dims[0] == 1, "model '", model, "': max_batch_size ", max_batch_size,
-        " needs every input and output of the library to have a leading dimension of 1 (kiln runs a "
-        "batch one row at a time), but ", kind, " '", tensor.name, "' has shape ", ShapeToString(tensor.shape),
-        "; set max_batch_size: 0, or compile the library with a batch of 1");
+        " needs every input and output of the library to have a leading dimension of 1 (one row per "
+        "sample), but ", kind, " '", tensor.name, "' has shape ", ShapeToString(tensor.shape),
+        "; set max_batch_size: 0, or compile the library with a batch of 1 or a batch dimension (--dims)");
   dims.erase(dims.begin());
   return dims;
 }
@@ -188,8 +188,22 @@ std::string LibraryFileName(const json& config) {
 
 bool AutoCompleteConfig(json& config, const LibraryTensors& library) {
   std::string model = ModelName(config);
-  int64_t max_batch_size = MaxBatchSize(config);
   bool changed = false;
+  // A library with a batch dimension over one row per sample batches up to its largest batch.
+  auto one_row_per_sample = [](const std::vector<TensorSpec>& tensors) {
+    return std::all_of(tensors.begin(), tensors.end(),
+                       [](const TensorSpec& t) { return t.batched && !t.shape.empty() && t.shape[0] == 1; });
+  };
+  // Triton writes max_batch_size 0 when the file leaves it out (as Triton's ONNX Runtime backend
+  // does, 0 is completed), and only a configuration that lists no tensors is completed: written
+  // dims keep their meaning.
+  auto listed = [&](const char* field) { return config.contains(field) && config[field].is_array() && !config[field].empty(); };
+  if (MaxBatchSize(config) == 0 && !listed("input") && !listed("output") && library.batch_max > 0 &&
+      one_row_per_sample(library.inputs) && one_row_per_sample(library.outputs)) {
+    config["max_batch_size"] = library.batch_max;
+    changed = true;
+  }
+  int64_t max_batch_size = MaxBatchSize(config);
   auto complete = [&](const char* field, const std::vector<TensorSpec>& tensors, const char* kind) {
     if (config.contains(field) && config[field].is_array() && !config[field].empty()) return;
     json entries = json::array();
@@ -242,6 +256,17 @@ ServingConfig CheckConfig(const json& config, const LibraryTensors& library, int
     }
   }
   Check(!serving.outputs.empty(), "model '", model, "': the configuration lists no output");
+  if (serving.max_batch_size > 0 && library.batch_max > 0) {
+    // Rows run as batches of the library: every served tensor must hold its samples.
+    for (const std::vector<ServedTensor>* tensors : {&serving.inputs, &serving.outputs}) {
+      for (const ServedTensor& t : *tensors) {
+        Check(t.library.batched, "model '", model, "': the library's batch dimension does not reach '", t.library.name,
+              "', so its rows cannot run as one batch; set max_batch_size: 0");
+      }
+    }
+    serving.run_rows_min = library.batch_min;
+    serving.run_rows_max = library.batch_max;
+  }
 
   serving.instance_count = 0;
   if (config.contains("instance_group")) {

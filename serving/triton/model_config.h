@@ -2,10 +2,12 @@
 // completing a minimal configuration from the library's inputs and outputs, checking a written
 // one, and reading the backend's parameters. No Triton calls: the JSON comes in and goes out.
 //
-// Batching: kiln libraries have fixed shapes. With max_batch_size > 0, every input and output of
-// the library must have a leading dimension of 1; the configuration's dims are the library's
-// without it, and a request of k rows (or a dynamic batch of requests) runs as k runs of the
-// library, one row each. Any other leading dimension is a configuration error.
+// Batching: with max_batch_size > 0, every input and output of the library must have a leading
+// dimension of 1 (per sample); the configuration's dims are the library's without it. A library
+// of fixed shapes runs a request of k rows as k runs, one row each; a library with a batch
+// dimension (kiln compile --dims N=MIN..MAX) runs up to MAX rows at once, the rows of several
+// requests of a dynamic batch together, and a configuration without max_batch_size gets MAX.
+// Any other leading dimension is a configuration error.
 //
 // Failure: every function throws kiln::runtime::Error with a sentence naming the model and the
 // tensor or field (also for a field of the wrong JSON type).
@@ -33,6 +35,9 @@ struct ServedTensor {
 struct ServingConfig {
   std::string model_name;
   int64_t max_batch_size = 0;            // 0: requests carry the library's whole shape
+  // Rows one run of the library takes: a library with a batch dimension, served with
+  // max_batch_size > 0, from its MIN to its MAX; else 1 to 1.
+  int64_t run_rows_min = 1, run_rows_max = 1;
   std::vector<ServedTensor> inputs;      // every input of the library
   std::vector<ServedTensor> outputs;     // the outputs the configuration lists
   int instance_count = 1;                // over all instance groups
@@ -43,7 +48,7 @@ struct ServingConfig {
 };
 
 // Adds to `config` what a one-line configuration leaves out: "input" and "output" from the
-// library (name, data_type, dims). Returns whether it changed anything. A configuration that
+// library (name, data_type, dims), and max_batch_size for a library with a batch dimension. Returns whether it changed anything. A configuration that
 // already lists inputs or outputs keeps them as written (CheckConfig checks them).
 bool AutoCompleteConfig(nlohmann::json& config, const LibraryTensors& library);
 

@@ -34,14 +34,15 @@ ONNX_NAME = {"output_0": "y", "output_1": "s"}
 LOADED_AT_START = ["mlp", "mlp_batch", "mlp_var", "int_add", "int_add_batch"]
 
 
-def write_model(repository, name, config, library=None, tvmc_library=None, version_number=1):
-    """<repository>/<name>/config.pbtxt and a version's library (one file, or the tvmc layout)."""
+def write_model(repository, name, config, library=None, tvmc_library=None, version_number=1, flags=()):
+    """<repository>/<name>/config.pbtxt and a version's library (one file, or the tvmc layout),
+    compiled with `flags`."""
     version = repository / name / str(version_number)
     version.mkdir(parents=True)
     if config is not None:
         (repository / name / "config.pbtxt").write_text(config)
     if library is not None:
-        compile_model(library, version / "model.so")
+        compile_model(library, version / "model.so", *flags)
     if tvmc_library is not None:
         compile_model(tvmc_library, version / "mod", "--format", "tvmc")
         for part in (version / "mod").iterdir():
@@ -374,8 +375,9 @@ def wait_for_log(server, pattern, seconds=30):
 
 
 def instance_summaries(server, model):
-    """Per ended instance of `model`: (rows run, input rows read in place, copied, gathered)."""
-    pattern = rf"instance '{model}[^']*': (\d+) rows run; input rows: (\d+) read in place, (\d+) copied, (\d+) gathered"
+    """Per ended instance of `model`: (rows run, runs, input rows read in place, copied, gathered)."""
+    pattern = (rf"instance '{model}[^']*': (\d+) rows run in (\d+) runs; input rows: (\d+) read in place, (\d+) copied, "
+               r"(\d+) gathered")
     return [tuple(map(int, m)) for m in wait_for_log(server, pattern)]
 
 
@@ -428,12 +430,57 @@ def test_large_inputs_in_several_buffers_are_gathered(server):
             time.sleep(0.1)
         summaries = instance_summaries(server, "image")
         assert len(summaries) == ended + 1, server.log_text()
-        run, in_place, copied, gathered = summaries[-1]
+        run, runs, in_place, copied, gathered = summaries[-1]
         ended += 1
         if module is httpclient:
-            assert run == 4 and in_place + copied + gathered == 4 and gathered >= 1, summaries
+            assert run == runs == 4 and in_place + copied + gathered == 4 and gathered >= 1, summaries
         else:
-            assert run == 3 and gathered == 0, summaries
+            assert run == runs == 3 and gathered == 0, summaries
+    assert_still_serving(server)
+
+
+def test_a_library_with_a_batch_dimension_runs_dynamic_batches_together(server):
+    """mlp compiled with --dims N=1..8: the one-line configuration gets max_batch_size 8, and the
+    rows of the requests a dynamic batch gathers run as one run of the library (the instance's
+    summary counts fewer runs than rows); a request of more rows than the library's largest batch
+    (max_batch_size 20 written) runs in several; a library of batches from 2 refuses one row with
+    kiln's message. Every answer against ONNX Runtime."""
+    write_model(server.repository, "dims_together", 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n',
+                mlp("N"), flags=["--dims", "N=1..8"])
+    write_model(server.repository, "dims_chunked", 'backend: "kiln"\nmax_batch_size: 20\n', mlp("N"),
+                flags=["--dims", "N=1..8"])
+    write_model(server.repository, "dims_from_two", 'backend: "kiln"\n', mlp("N"), flags=["--dims", "N=2..8"])
+    session = ort.InferenceSession(mlp("N").SerializeToString(), providers=["CPUExecutionProvider"])
+    with connect(httpclient, server.http_url) as client:
+        for name in ["dims_together", "dims_chunked", "dims_from_two"]:
+            client.load_model(name)
+        assert int(client.get_model_config("dims_together")["max_batch_size"]) == 8
+
+        def one(n):
+            x = rows(5000 + n, 1 + n % 3)
+            got = infer(httpclient, server.http_url, "dims_together", {"x": x}, ["output_0", "output_1"])
+            want = session.run(None, {"x": x})
+            np.testing.assert_allclose(got["output_0"], want[0], rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(got["output_1"], want[1], rtol=RTOL, atol=ATOL)
+            return x.shape[0]
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            sent = sum(pool.map(one, range(240)))
+        x = rows(77, 20)
+        got = infer(httpclient, server.http_url, "dims_chunked", {"x": x}, ["output_0"])["output_0"]
+        np.testing.assert_allclose(got, session.run(["y"], {"x": x})[0], rtol=RTOL, atol=ATOL)
+        x = rows(78, 2)
+        got = infer(httpclient, server.http_url, "dims_from_two", {"x": x}, ["output_0"])["output_0"]
+        np.testing.assert_allclose(got, session.run(["y"], {"x": x})[0], rtol=RTOL, atol=ATOL)
+        with pytest.raises(InferenceServerException, match="the request has 1 rows; the library runs batches of 2 to 8"):
+            infer(httpclient, server.http_url, "dims_from_two", {"x": rows(79, 1)}, ["output_0"])
+        for name in ["dims_together", "dims_chunked", "dims_from_two"]:
+            client.unload_model(name)
+    ended = instance_summaries(server, "dims_together")  # per instance (Triton's default group)
+    rows_run, runs = sum(e[0] for e in ended), sum(e[1] for e in ended)
+    assert rows_run == sent and runs < 240, ended  # requests ran together
+    ended = instance_summaries(server, "dims_chunked")
+    assert (sum(e[0] for e in ended), sum(e[1] for e in ended)) == (20, 3), ended  # 8 + 8 + 4
     assert_still_serving(server)
 
 

@@ -393,6 +393,61 @@ TEST(GraphJson, RejectsMalformedOutputTrims) {
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("count output 1 is not an int64 scalar"));
 }
 
+// TvmGraph with a batch dimension N of 1 to 2 samples: data, the add and the reshape hold them.
+json BatchedGraph() {
+  json g = TvmGraph();
+  g["attrs"]["shape"][1][0] = json::array({2, 4});
+  g["attrs"]["shape"][1][2] = json::array({2, 4});
+  g["attrs"][kBatchDimAttr] = json::parse(R"(["list_str", ["N", "1", "2"]])");
+  g["attrs"][kBatchEntriesAttr] = json::parse(R"(["list_int", [1, 0, 1, 1, 0, 0]])");
+  return g;
+}
+
+TEST(GraphJson, BatchDimensionsAreReadAndWrittenBack) {
+  Graph graph = ParseGraphJson(BatchedGraph().dump());
+  ASSERT_TRUE(graph.has_batch());
+  EXPECT_EQ(graph.batch.name, "N");
+  EXPECT_EQ(graph.batch.min, 1);
+  EXPECT_EQ(graph.batch.max, 2);
+  EXPECT_EQ(graph.batched_entries, (std::vector<bool>{true, false, true, true, false, false}));
+  EXPECT_FALSE(ParseGraphJson(TvmGraph().dump()).has_batch());
+  json written = json::parse(WriteGraphJson(graph));
+  // A list_str graph attribute: TVM's graph executor stops at it ("cannot skip graph attr").
+  EXPECT_EQ(written["attrs"][kBatchDimAttr], json::parse(R"(["list_str", ["N", "1", "2"]])"));
+  EXPECT_EQ(written["attrs"][kBatchEntriesAttr], json::parse(R"(["list_int", [1, 0, 1, 1, 0, 0]])"));
+  Graph again = ParseGraphJson(written.dump());
+  ExpectSameGraph(again, graph);
+  EXPECT_EQ(again.batched_entries, graph.batched_entries);
+  EXPECT_FALSE(json::parse(WriteGraphJson(ParseGraphJson(TvmGraph().dump())))["attrs"].contains(kBatchDimAttr));
+}
+
+TEST(GraphJson, RejectsMalformedBatchDimensions) {
+  struct Case { const char* dim; const char* entries; const char* message; };
+  const Case cases[] = {
+      {nullptr, R"(["list_int", [1, 0, 1, 1, 0, 0]])", "has kiln_batch_entries without kiln_batch_dim"},
+      {R"(["list_str", ["N", "1", "2"]])", nullptr, "has kiln_batch_dim without kiln_batch_entries"},
+      {R"(["list_int", [1, 2]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "expected [\"list_str\", [name, min, max]]"},
+      {R"(["list_str", ["N", "1"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "has 2 values, not [name, min, max]"},
+      {R"(["list_str", ["", "1", "2"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "the dimension has no name"},
+      {R"(["list_str", ["N", "0", "2"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "min '0' is not an integer from 1 to"},
+      {R"(["list_str", ["N", "1", "2x"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "max '2x' is not an integer"},
+      {R"(["list_str", ["N", "1", "99999999999999999999"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "is not an integer"},
+      {R"(["list_str", ["N", "2", "1"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])", "min 2 is above max 1"},
+      {R"(["list_str", ["N", "1", "2"]])", R"(["list_int", [1, 0, 1, 1, 0]])", "has 5 values for 6 entries"},
+      {R"(["list_str", ["N", "1", "2"]])", R"(["list_int", [1, 0, 2, 1, 0, 0]])", "entry 2: is 2, not 0 or 1"},
+      {R"(["list_str", ["N", "1", "3"]])", R"(["list_int", [1, 0, 1, 1, 0, 0]])",
+       "marks a shape [2, 4] as batched, but its axis 0 does not hold 3 samples"},
+  };
+  for (const Case& c : cases) {
+    json g = BatchedGraph();
+    g["attrs"].erase(kBatchDimAttr);
+    g["attrs"].erase(kBatchEntriesAttr);
+    if (c.dim != nullptr) g["attrs"][kBatchDimAttr] = json::parse(c.dim);
+    if (c.entries != nullptr) g["attrs"][kBatchEntriesAttr] = json::parse(c.entries);
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << (c.dim ? c.dim : "") << (c.entries ? c.entries : "");
+  }
+}
+
 // c (a bool scalar) and x; "then" copies x when c holds, "else" when it does not.
 json ConditionalGraph() {
   return json::parse(R"({

@@ -77,8 +77,8 @@ TEST(TritonConfig, BatchingALibraryWithAnotherLeadingDimensionIsAnError) {
   } catch (const runtime::Error& e) {
     EXPECT_STREQ(e.what(),
                  "model 'wide': max_batch_size 4 needs every input and output of the library to have a leading "
-                 "dimension of 1 (kiln runs a batch one row at a time), but input 'x' has shape [4, 16]; set "
-                 "max_batch_size: 0, or compile the library with a batch of 1");
+                 "dimension of 1 (one row per sample), but input 'x' has shape [4, 16]; set max_batch_size: 0, or "
+                 "compile the library with a batch of 1 or a batch dimension (--dims)");
   }
   // Data-dependent extents cannot be stacked row by row either.
   LibraryTensors dynamic = {{{"x", {1, 16}, kF32, -1}}, {{"output_0", {1, 100}, kF32, 1}}};
@@ -92,6 +92,54 @@ TEST(TritonConfig, BatchingALibraryWithAnotherLeadingDimensionIsAnError) {
     EXPECT_NE(std::string(e.what()).find("output 'output_0' has an extent the data decides"), std::string::npos)
         << e.what();
   }
+}
+
+// BatchOneLibrary compiled with a batch dimension of 2 to 6 samples (kiln compile --dims N=2..6).
+LibraryTensors BatchDimensionLibrary() {
+  LibraryTensors library = BatchOneLibrary();
+  for (auto* tensors : {&library.inputs, &library.outputs}) {
+    for (TensorSpec& t : *tensors) t.batched = true;
+  }
+  library.batch_min = 2;
+  library.batch_max = 6;
+  return library;
+}
+
+TEST(TritonConfig, ALibraryWithABatchDimensionBatchesUpToItsLargest) {
+  json config = Completed({{"name", "m"}}, BatchDimensionLibrary());
+  EXPECT_EQ(config["max_batch_size"], 6);
+  EXPECT_EQ(config["input"][0]["dims"], json::parse("[16]"));
+  ServingConfig serving = CheckConfig(config, BatchDimensionLibrary(), 2);
+  EXPECT_EQ(serving.max_batch_size, 6);
+  EXPECT_EQ(serving.run_rows_min, 2);
+  EXPECT_EQ(serving.run_rows_max, 6);
+  // A written max_batch_size is kept (rows past the library's largest batch run in several runs);
+  // 0 serves one sample per request.
+  ServingConfig larger = CheckConfig(Completed({{"name", "m"}, {"max_batch_size", "16"}}, BatchDimensionLibrary()),
+                                     BatchDimensionLibrary(), 2);
+  EXPECT_EQ(larger.max_batch_size, 16);
+  EXPECT_EQ(larger.run_rows_max, 6);
+  // Triton's JSON has max_batch_size 0 when the file leaves it out: completed as well. Written
+  // tensors keep a max_batch_size of 0: one sample per request.
+  EXPECT_EQ(Completed({{"name", "m"}, {"max_batch_size", "0"}}, BatchDimensionLibrary())["max_batch_size"], 6);
+  json written = Completed({{"name", "m"}}, BatchOneLibrary());
+  EXPECT_FALSE(Completed(written, BatchDimensionLibrary()).contains("max_batch_size"));
+  EXPECT_EQ(CheckConfig(written, BatchDimensionLibrary(), 2).run_rows_max, 1);
+  // A library of fixed shapes gets no max_batch_size and runs a row at a time.
+  json fixed = Completed({{"name", "m"}}, BatchOneLibrary());
+  EXPECT_FALSE(fixed.contains("max_batch_size"));
+  EXPECT_EQ(CheckConfig(Completed({{"name", "m"}, {"max_batch_size", 4}}, BatchOneLibrary()), BatchOneLibrary(), 2)
+                .run_rows_max,
+            1);
+}
+
+TEST(TritonConfig, ATensorTheBatchDoesNotReachCannotBeBatched) {
+  LibraryTensors library = BatchDimensionLibrary();
+  library.outputs[1].batched = false;  // [1, 1] whatever the batch
+  EXPECT_FALSE(Completed({{"name", "m"}}, library).contains("max_batch_size"));  // not every tensor holds the batch
+  EXPECT_EQ(ErrorOf(Completed({{"name", "m"}, {"max_batch_size", 4}}, library), library),
+            "model 'm': the library's batch dimension does not reach 'output_1', so its rows cannot run as one batch; "
+            "set max_batch_size: 0");
 }
 
 TEST(TritonConfig, WrittenEntriesAreCheckedAgainstTheLibrary) {

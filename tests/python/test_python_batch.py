@@ -1,0 +1,297 @@
+"""A batch dimension decided at run time (kiln compile --dims N=MIN..MAX, from_onnx(dims=...)):
+one library runs every batch in range, each against ONNX Runtime at that batch; batches out of
+range, inputs that disagree and ops that mix samples are clear errors; the graph JSON says what
+TVM's runtime must refuse."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import kiln
+from kiln import graph_executor, runtime
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import model_suite  # noqa: E402
+
+KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
+RNG = np.random.default_rng(7)
+
+
+def weight(name, *shape, scale=0.3):
+    return numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def save(tmp_path, nodes, inputs, outputs, inits, opset=17, name="model.onnx"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.checker.check_model(model)
+    path = tmp_path / name
+    onnx.save(model, path)
+    return path
+
+
+def cnn(tmp_path, batch="N"):
+    """Conv + BatchNorm-free ReLU stack, pooling, a classifier and softmax over classes."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["y"], axis=1),
+    ]
+    inits = [weight("w1", 24, 3, 3, 3), weight("b1", 24), weight("w2", 40, 24, 3, 3, scale=0.1), weight("b2", 40),
+             weight("w3", 10, 40), weight("b3", 10)]
+    return save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 20, 20])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 10])], inits)
+
+
+def attention(tmp_path):
+    """One self-attention block over [N, S, D] with 2 heads, a residual and LayerNormalization."""
+    S, D, H = 6, 8, 2
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]), helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v"]),
+        helper.make_node("Reshape", ["q", "heads"], ["q4"]), helper.make_node("Reshape", ["k", "heads"], ["k4"]),
+        helper.make_node("Reshape", ["v", "heads"], ["v4"]),
+        helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qt", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Softmax", ["ss"], ["a"], axis=-1), helper.make_node("MatMul", ["a", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merged"], ["om"]), helper.make_node("Add", ["om", "x"], ["res"]),
+        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["y"], axis=-1),
+    ]
+    inits = [weight("wq", D, D), weight("wk", D, D), weight("wv", D, D),
+             numpy_helper.from_array(np.array([0, 0, H, D // H], np.int64), "heads"),
+             numpy_helper.from_array(np.array([0, 0, D], np.int64), "merged"),
+             numpy_helper.from_array(np.array(1 / np.sqrt(D // H), np.float32), "scale"),
+             weight("gamma", D), weight("beta", D)]
+    return save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", S, D])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", S, D])], inits)
+
+
+def compile_cli(model, out, *args):
+    result = subprocess.run([KILN, "compile", str(model), "-o", str(out), *args], capture_output=True, text=True)
+    return result
+
+
+def executor(path):
+    return graph_executor.GraphModule(runtime.load_module(str(path))["default"](runtime.cpu()))
+
+
+def ort_run(model, feeds):
+    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def check_batches(tmp_path, model, sample_shape, batches, rtol=1e-4, atol=1e-5):
+    """Compiles `model` (input x of [N, *sample_shape]) with --dims N=1..4 and runs each batch
+    against ONNX Runtime at that batch."""
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    for n in batches:
+        x = RNG.standard_normal((n, *sample_shape)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=rtol, atol=atol)
+
+
+def test_a_cnn_runs_every_batch_in_range_against_onnx_runtime(tmp_path):
+    model = cnn(tmp_path)
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..5")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    shapes, dtypes = m.get_input_info()
+    assert shapes == {"x": (-1, 3, 20, 20)} and dtypes == {"x": "float32"}
+    assert list(m.get_output_info()[0].values()) == [(-1, 10)]
+    for n in [1, 5, 2, 3, 1, 4]:  # growing and shrinking
+        x = RNG.standard_normal((n, 3, 20, 20)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        y = m.get_output(0).numpy()
+        assert y.shape == (n, 10)
+        np.testing.assert_allclose(y, ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    inspected = subprocess.run([KILN, "inspect", str(tmp_path / "m.so")], capture_output=True, text=True).stdout
+    assert "Batch dimension: N from 1 to 5" in inspected and "float32[N, 3, 20, 20]" in inspected
+    assert "float32[N, 10]" in inspected
+
+
+def test_the_python_api_names_the_batch_in_shape_dict_and_runs_zero_copy(tmp_path):
+    model = cnn(tmp_path, batch=1)  # a model of batch 1: the name comes from shape_dict
+    mod, params = kiln.frontend.from_onnx(str(model), {"x": ("B", 3, 20, 20)}, dims={"B": (2, 3)})
+    lib = kiln.build(mod, target="llvm", params=params)
+    lib.export_library(str(tmp_path / "m.so"))
+    m = executor(tmp_path / "m.so")
+    x = RNG.standard_normal((3, 3, 20, 20)).astype(np.float32)
+    aligned = kiln.nd.empty((3, 3, 20, 20), "float32")
+    aligned.copyfrom(x)
+    m.module["set_input_zero_copy"]("x", aligned)
+    m.run()
+    want = np.concatenate([ort_run(model, {"x": x[i:i + 1]})[0] for i in range(3)])
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(kiln.KilnError, match="dimension 0 is 1, which is not B with B from 2 to 3"):
+        m.set_input("x", x[:1])
+
+
+def test_batches_out_of_range_and_other_shapes_are_errors_that_change_nothing(tmp_path):
+    model = cnn(tmp_path)
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=2..4").returncode == 0
+    m = executor(tmp_path / "m.so")
+    x = RNG.standard_normal((3, 3, 20, 20)).astype(np.float32)
+    m.set_input("x", x)
+    for bad, message in [(np.zeros((1, 3, 20, 20), np.float32), "dimension 0 is 1, which is not N with N from 2 to 4"),
+                         (np.zeros((5, 3, 20, 20), np.float32), "dimension 0 is 5, which is not N with N from 2 to 4"),
+                         (np.zeros((3, 3, 20, 21), np.float32), r"expected float32\[N, 3, 20, 20\] with N from 2 to 4"),
+                         (np.zeros((3, 3, 20, 20), np.float64), r"expected float32\[N, 3, 20, 20\]")]:
+        with pytest.raises(kiln.KilnError, match=message):
+            m.set_input("x", bad)
+    m.run()  # the input set before the errors is still there
+    np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_batched_inputs_must_agree(tmp_path):
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("MatMul", ["s", "w"], ["y"])]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 4]) for n in "ab"],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], [weight("w", 4, 3)])
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "N=1..8").returncode == 0
+    m = executor(tmp_path / "m.so")
+    a, b = RNG.standard_normal((3, 4)).astype(np.float32), RNG.standard_normal((2, 4)).astype(np.float32)
+    m.set_input("a", a)
+    m.set_input("b", b)
+    with pytest.raises(kiln.KilnError, match="input 'a' holds 3 samples of batch dimension N and input 'b' 2"):
+        m.run()
+    b = RNG.standard_normal((3, 4)).astype(np.float32)
+    m.set_input("b", b)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"a": a, "b": b})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_attention_keeps_samples_apart(tmp_path):
+    check_batches(tmp_path, attention(tmp_path), (6, 8), [4, 1, 3])
+
+
+def test_pieces_joined_per_sample_and_a_token_expanded_to_the_batch(tmp_path):
+    """ViT's class token: expanded to the batch by shape arithmetic (folded to one sample at
+    import) and joined with each sample's patches along axis 1; then a join of two batched pieces."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+        helper.make_node("Concat", ["n1", "tail"], ["token_shape"], axis=0),
+        helper.make_node("Expand", ["token", "token_shape"], ["tokens"]),
+        helper.make_node("Concat", ["tokens", "x"], ["joined"], axis=1),
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Concat", ["joined", "r"], ["y"], axis=1),
+    ]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes0"),
+             numpy_helper.from_array(np.array([1, 6], np.int64), "tail"), weight("token", 1, 1, 6)]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 9, 6])], inits, opset=13)
+    check_batches(tmp_path, model, (4, 6), [3, 1, 4], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("node, shape, why", [
+    (helper.make_node("ReduceMean", ["x"], ["y"], axes=[0], keepdims=1), [1, 4],
+     "'mixer' (ReduceMean)) does not keep the samples apart (it works along their axis)"),
+    (helper.make_node("Softmax", ["x"], ["y"], axis=0), ["N", 4],
+     "'mixer' (Softmax)) does not keep the samples apart (it works along their axis)"),
+    (helper.make_node("Concat", ["x", "x"], ["y"], axis=0), ["2N", 4],
+     "'mixer' (Concat)) does not keep the samples apart (it joins along their axis)"),
+    (helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), [4, "N"],
+     "output 0 of the model would hold the samples along another axis than 0"),
+])
+def test_ops_that_mix_samples_are_refused_by_name(tmp_path, node, shape, why):
+    node.name = "mixer"
+    model = save(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [], opset=13)
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4")
+    assert result.returncode != 0
+    assert "the batch dimension cannot be decided at run time" in result.stderr and why in result.stderr, result.stderr
+
+
+def test_samples_moved_off_axis_0_and_back(tmp_path):
+    """torch's sequence-first attention: [N, S, D] -> [S, N, D], a product per token and a
+    softmax over the sequence, then back to [N, S, D]; computing each sample alone is the same."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["t", "w"], ["h"]),
+        helper.make_node("Softmax", ["h"], ["p"], axis=0),  # over the sequence, axis 0 here
+        helper.make_node("Transpose", ["p"], ["y"], perm=[1, 0, 2]),
+    ]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5, 3])], [weight("w", 6, 3)], opset=13)
+    check_batches(tmp_path, model, (5, 6), [3, 1], rtol=1e-5, atol=1e-6)
+    # A softmax over the axis the samples were moved to mixes them.
+    nodes[2] = helper.make_node("Softmax", ["h"], ["p"], axis=1, name="over_samples")
+    mixed = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5, 3])], [weight("w", 6, 3)], opset=13,
+                 name="mixed.onnx")
+    result = compile_cli(mixed, tmp_path / "mixed.so", "--dims", "N=1..4")
+    assert result.returncode != 0 and "'over_samples' (Softmax)) does not keep the samples apart" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dims", "N=4..2"], "the range of 'N' is 4..2"),
+    (["--dims", "N=0..2"], "the range of 'N' is 0..2"),
+    (["--dims", "N=1-2"], "--dims: expected NAME=MIN..MAX"),
+    (["--dims", "M=1..2"], "--dims names 'M', which no input of the model has"),
+    (["--input-shapes", "x:[1,3,H,20]", "--dims", "H=1..2"], "dimension 'H' is axis 2 of input 'x'"),
+    (["--input-shapes", "x:[1,3,2x,20]"], "dimension '2x' of 'x' is neither a whole number nor a name"),
+])
+def test_command_line_mistakes_are_clear_errors(tmp_path, args, message):
+    result = compile_cli(cnn(tmp_path), tmp_path / "m.so", *args)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_the_graph_json_marks_what_tvm_must_refuse(tmp_path):
+    """TVM v0.19's graph executor skips unknown graph attributes only when they are list_int or
+    size_t and aborts on others ("cannot skip graph attr kiln_batch_dim"): a batched library is
+    refused there, never run with its largest shape misread as fixed."""
+    out = tmp_path / "tvmc"
+    assert compile_cli(cnn(tmp_path), out, "--dims", "N=1..6", "--format", "tvmc").returncode == 0
+    graph = json.loads((out / "mod.json").read_text())
+    assert graph["attrs"]["kiln_batch_dim"] == ["list_str", ["N", "1", "6"]]
+    flags = graph["attrs"]["kiln_batch_entries"]
+    assert flags[0] == "list_int" and len(flags[1]) == len(graph["attrs"]["shape"][1])
+    entry = {graph["nodes"][n]["name"]: graph["node_row_ptr"][n] for n in graph["arg_nodes"]}["x"]
+    assert flags[1][entry] == 1 and graph["attrs"]["shape"][1][entry] == [6, 3, 20, 20]  # planned for the largest
+    head = graph["node_row_ptr"][graph["heads"][0][0]]
+    assert flags[1][head] == 1 and graph["attrs"]["shape"][1][head] == [6, 10]
+    weights = [graph["node_row_ptr"][n] for n in graph["arg_nodes"] if graph["nodes"][n]["name"] != "x"]
+    assert weights and all(flags[1][e] == 0 for e in weights)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "bert_2layer"])
+def test_suite_models_exported_for_one_sample_run_batches(tmp_path, name):
+    """The suite's models are exported with a batch of 1 (shape arithmetic folded to it); with a
+    batch dimension they run 2 samples, each as ONNX Runtime runs it alone (the suite's rule:
+    max|kiln - ort| <= 1e-4 * max(1, max|ort|))."""
+    path = model_suite.model_path(name)
+    model = onnx.load(str(path), load_external_data=False)
+    feeds = model_suite.seeded_inputs(model)
+    (input_name, one), = feeds.items()
+    spec = f"{input_name}:[N,{','.join(map(str, one.shape[1:]))}]"
+    result = compile_cli(path, tmp_path / "m.so", "--input-shapes", spec, "--dims", "N=1..3")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    x = np.concatenate([one, np.flip(one, axis=-1)])
+    m.set_input(input_name, x)
+    m.run()
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.concatenate([session.run(None, {input_name: x[i:i + 1]})[0] for i in range(2)])
+    got = m.get_output(0).numpy()
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
