@@ -1,5 +1,7 @@
-"""kiln.serve (Ray Serve). On one machine: `python -m kiln.serve` starting Ray locally, serving,
-and stopped by SIGINT with nothing left. On a Ray cluster of a head and two worker nodes (`ray start`
+"""kiln.serve (Ray Serve). Without a server: the protocol's checks, integers exact, a library with a
+batch dimension running the samples of several requests together. On one machine: `python -m
+kiln.serve` starting Ray locally, serving a library of batches 1 to 4 to concurrent requests, and
+stopped by SIGINT with nothing left. On a Ray cluster of a head and two worker nodes (`ray start`
 on 127.0.0.1, ray_cluster.py), the model deployed by `python -m kiln.serve --address` as two
 replicas, one per worker node: tritonclient's HTTP client (JSON and binary tensors) against ONNX
 Runtime (float32: rtol 1e-5, atol 1e-5; integers exact); health and metadata; 2,000 requests at
@@ -53,6 +55,7 @@ def libraries(tmp_path_factory):
     directory = tmp_path_factory.mktemp("libraries")
     compile_model(mlp(1), directory / "mlp.so")
     compile_model(int_add(), directory / "int_add.so")
+    compile_model(mlp("N"), directory / "mlp_batch.so", "--dims", "N=1..4")  # one library for batches 1 to 4
     return directory
 
 
@@ -123,17 +126,17 @@ def connect(url):
     return contextlib.closing(httpclient.InferenceServerClient(url, network_timeout=30))
 
 
-def rows(seed):
-    return np.random.default_rng(seed).standard_normal((1, 16)).astype(np.float32)
+def rows(seed, count=1):
+    return np.random.default_rng(seed).standard_normal((count, 16)).astype(np.float32)
 
 
 @functools.lru_cache(maxsize=None)
-def onnxruntime_session():
-    return ort.InferenceSession(mlp(1).SerializeToString(), providers=["CPUExecutionProvider"])
+def onnxruntime_session(batch):
+    return ort.InferenceSession(mlp(batch).SerializeToString(), providers=["CPUExecutionProvider"])
 
 
-def reference(x):
-    y, s = onnxruntime_session().run(["y", "s"], {"x": x})
+def reference(x, batch=1):
+    y, s = onnxruntime_session(batch).run(["y", "s"], {"x": x})
     return {"output_0": y, "output_1": s}
 
 
@@ -145,8 +148,8 @@ def infer(client, x, binary_in=True, binary_out=True, version=""):
     return {name: answer.as_numpy(name) for name in ONNX_NAME}
 
 
-def check(got, x):
-    want = reference(x)
+def check(got, x, batch=1):
+    want = reference(x, batch)
     for name in ONNX_NAME:
         np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL)
 
@@ -177,6 +180,28 @@ def test_integers_through_the_protocol_are_exact(libraries):
     np.testing.assert_array_equal(np.frombuffer(body[header_length:], dtype=np.int64).reshape(1, 5), a * 3 + b)
 
 
+def test_a_batch_dimension_runs_the_samples_of_several_requests_together(libraries):
+    """A library of batches 1 to 4: requests of 1 to 4 rows are checked against that range, and
+    consecutive requests run together while their rows fit one run, each answered with its rows."""
+    from kiln.serve.model import LoadedModel
+    from kiln.serve.protocol import ProtocolError, parse_request
+    model = LoadedModel((libraries / "mlp_batch.so").read_bytes(), "mlp_batch")
+    assert [t.metadata() for t in model.signature.inputs] == [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}]
+    assert [t.metadata()["shape"] for t in model.signature.outputs] == [[-1, 8], [-1, 1]]
+    for count in (0, 5):
+        body = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [count, 16],
+                                       "data": [0.5] * (16 * count)}]}).encode()
+        with pytest.raises(ProtocolError, match=rf"has shape \[{count}, 16\]; the model takes \[N, 16\] with N from 1 to 4"):
+            parse_request(body, None, model.signature)
+    counts = [1, 3, 2, 1, 4, 1, 2, 2]  # runs: 1+3, 2+1, 4, 1+2, 2
+    requests = [{"x": rows(40 + k, n)} for k, n in enumerate(counts)]
+    results = model.run_many(requests)
+    assert model.runs == 5
+    for request, (ok, outputs) in zip(requests, results):
+        assert ok, outputs
+        check(outputs, request["x"], batch="N")
+
+
 def test_a_library_for_instructions_the_cpu_lacks_is_refused(libraries, tmp_path):
     from kiln.serve.model import LibraryLoadError, LoadedModel
     stamped = for_no_cpu((libraries / "mlp.so").read_bytes())
@@ -198,27 +223,38 @@ def test_kiln_serve_is_routed_by_the_installed_command():
 
 
 def test_one_machine(libraries, tmp_path):
-    """`python -m kiln.serve int_add.so` starts Ray on this machine and serves (int64, exact), until
-    SIGINT stops it and its local Ray."""
+    """`python -m kiln.serve mlp_batch.so` (a library of batches 1 to 4) starts Ray on this machine
+    and serves concurrent requests of 1 to 4 rows, until SIGINT stops it and its local Ray."""
     port = free_port()
     ray_tmp = tempfile.mkdtemp(prefix="krl", dir="/tmp")  # short: Ray's socket paths are limited
     log = open(tmp_path / "serve.log", "w+")
-    process = subprocess.Popen([sys.executable, "-m", "kiln.serve", str(libraries / "int_add.so"), "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "kiln.serve", str(libraries / "mlp_batch.so"), "--port", str(port)],
                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=ray_tmp))
     try:
         deadline = time.monotonic() + DEPLOY_SECONDS
-        while "kiln serve: model 'int_add' at" not in (tmp_path / "serve.log").read_text():
+        while "kiln serve: model 'mlp_batch' at" not in (tmp_path / "serve.log").read_text():
             assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
             time.sleep(0.5)
-        assert f"at http://127.0.0.1:{port}/v2/models/int_add" in (tmp_path / "serve.log").read_text()
-        a = np.array([[-2, -1, 0, 2**40, -(2**40)]], dtype=np.int64)
-        b = np.array([[10, -20, 30, 2**41, 7]], dtype=np.int64)
+        assert f"at http://127.0.0.1:{port}/v2/models/mlp_batch" in (tmp_path / "serve.log").read_text()
+
+        def worker(first):
+            with connect(f"127.0.0.1:{port}") as client:
+                for n in range(first, 64, 8):
+                    x = rows(300 + n, 1 + n % 4)
+                    tensor = httpclient.InferInput("x", list(x.shape), "FP32")
+                    tensor.set_data_from_numpy(x, binary_data=n % 2 == 0)
+                    answer = client.infer("mlp_batch", [tensor])
+                    check({name: answer.as_numpy(name) for name in ONNX_NAME}, x, batch="N")
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(worker, range(8)))
         with connect(f"127.0.0.1:{port}") as client:
-            tensors = [httpclient.InferInput(n, [1, 5], "INT64") for n in ("a", "b")]
-            tensors[0].set_data_from_numpy(a)
-            tensors[1].set_data_from_numpy(b, binary_data=False)
-            np.testing.assert_array_equal(client.infer("int_add", tensors).as_numpy("output_0"), a * 3 + b)
+            assert client.get_model_metadata("mlp_batch")["inputs"][0]["shape"] == [-1, 16]
+            tensor = httpclient.InferInput("x", [5, 16], "FP32")
+            tensor.set_data_from_numpy(rows(1, 5))
+            with pytest.raises(InferenceServerException, match=r"the model takes \[N, 16\] with N from 1 to 4"):
+                client.infer("mlp_batch", [tensor])
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
     finally:

@@ -1,10 +1,11 @@
 """kiln.serve's Ray Serve deployment: each replica loads the kiln library from the bytes it was
 given (a deployment init argument, so they reach replicas on any node through Ray) and answers the
 Open Inference Protocol (KServe v2) over REST through a FastAPI ingress. Requests are gathered by
-@serve.batch; a kiln library runs one fixed shape, so the batch handler runs the requests of a batch
-one after another on the replica's executor (each request carries the model's full shape, its batch
-dimension included). Batching thus saves the hops between the event loop and the executor thread,
-not compute. Replicas and autoscaling are Ray Serve's own deployment options."""
+@serve.batch and run on the replica's executor thread (LoadedModel.run_many): a library of fixed
+shapes runs them one after another, each request carrying the library's whole shape (there batching
+saves only the hops between the event loop and the executor thread); a library with a batch
+dimension (kiln compile --dims N=MIN..MAX) runs the samples of several requests in one run, up to
+its largest batch. Replicas and autoscaling are Ray Serve's own deployment options."""
 import asyncio
 import concurrent.futures
 from typing import Any, Dict, List, Optional, Tuple
@@ -16,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import KilnError, __version__
+from .. import __version__
 from .model import LoadedModel
 from .protocol import HEADER_LENGTH, ProtocolError, encode_response, parse_request
 
@@ -148,17 +149,7 @@ class KilnDeployment:
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.002)
     async def _run_batch(self, batch: List[Dict[str, np.ndarray]]) -> List[Tuple[bool, Any]]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._run_each, batch)
-
-    def _run_each(self, batch: List[Dict[str, np.ndarray]]) -> List[Tuple[bool, Any]]:
-        """Runs the requests of a batch one after another (the library's shape is fixed)."""
-        results: List[Tuple[bool, Any]] = []
-        for inputs in batch:
-            try:
-                results.append((True, self.model.run(inputs)))
-            except Exception as e:  # noqa: BLE001 (inputs were checked: a failure here is the server's, and stays this request's)
-                results.append((False, f"{type(e).__name__}: {e}" if not isinstance(e, KilnError) else str(e)))
-        return results
+        return await loop.run_in_executor(self._executor, self.model.run_many, batch)
 
 
 def build_app(library: bytes, name: str, *, version: str = "1", max_batch_size: int = 8,

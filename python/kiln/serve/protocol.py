@@ -4,15 +4,17 @@ JSON header's length comes in the Inference-Header-Content-Length header), and a
 same way. Plain Python and numpy, no server: kiln.serve.app calls it from its FastAPI routes.
 
 Every check that concerns a tensor's size is made against the model before anything is allocated
-from what the request declares: a shape is compared with the model's first, so a declared shape of
-2^40 elements costs nothing. Problems raise ProtocolError, whose status (400, 404) and message the
+from what the request declares: a shape is compared with the model's first (a library with a batch
+dimension takes any number of samples in its range along axis 0), so a declared shape of 2^40
+elements costs nothing. Problems raise ProtocolError, whose status (400, 404) and message the
 server sends back as {"error": message}."""
 import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["HEADER_LENGTH", "ProtocolError", "Signature", "TensorSpec", "encode_response", "parse_request"]
+__all__ = ["HEADER_LENGTH", "BatchDim", "ProtocolError", "Signature", "TensorSpec", "encode_response",
+           "parse_request"]
 
 # The binary tensor data extension's HTTP header: the length of the JSON part of the body.
 HEADER_LENGTH = "Inference-Header-Content-Length"
@@ -34,10 +36,19 @@ class ProtocolError(Exception):
         self.message = message
 
 
-class TensorSpec:
-    """One input or output of a model: its name, kiln dtype, protocol datatype and fixed shape."""
+class BatchDim:
+    """A library's batch dimension (kiln compile --dims N=MIN..MAX): axis 0 of the tensors that
+    hold samples takes any number from `smallest` to `largest`."""
 
-    def __init__(self, name: str, dtype: str, shape: Sequence[int]) -> None:
+    def __init__(self, name: str, smallest: int, largest: int) -> None:
+        self.name, self.smallest, self.largest = name, smallest, largest
+
+
+class TensorSpec:
+    """One input or output of a model: its name, kiln dtype, protocol datatype and shape; with
+    `batch`, axis 0 (-1 in `shape`, as the protocol marks a variable dimension) is the batch."""
+
+    def __init__(self, name: str, dtype: str, shape: Sequence[int], batch: Optional[BatchDim] = None) -> None:
         if dtype not in _DATATYPES:
             raise ValueError(f"tensor '{name}' is of dtype {dtype}, which the Open Inference Protocol "
                              f"cannot carry through kiln.serve (it serves {', '.join(_DATATYPES)})")
@@ -46,17 +57,42 @@ class TensorSpec:
         self.datatype = _DATATYPES[dtype]
         self.numpy_dtype = np.dtype(dtype)
         self.shape = tuple(int(d) for d in shape)
-        self.count = int(np.prod(self.shape, dtype=np.int64))
+        self.batch = batch if self.shape[:1] == (-1,) else None
+        if any(d < 0 for d in self.shape[1 if self.batch else 0:]):
+            raise ValueError(f"tensor '{name}' has shape {list(self.shape)}: kiln.serve takes fixed shapes "
+                             "and a batch dimension on axis 0")
+        largest = (self.batch.largest, *self.shape[1:]) if self.batch else self.shape
+        self.count = int(np.prod(largest, dtype=np.int64))  # the largest
         self.nbytes = self.count * self.numpy_dtype.itemsize
+
+    def shape_text(self) -> str:
+        if not self.batch:
+            return str(list(self.shape))
+        b = self.batch
+        return f"[{', '.join([b.name, *map(str, self.shape[1:])])}] with {b.name} from {b.smallest} to {b.largest}"
+
+    def check_shape(self, shape: Sequence[int]) -> Tuple[int, ...]:
+        """`shape` if this tensor takes it (compared before anything is allocated from it)."""
+        shape = tuple(shape)
+        fits = shape == self.shape
+        if self.batch:
+            fits = (len(shape) == len(self.shape) and shape[1:] == self.shape[1:]
+                    and self.batch.smallest <= shape[0] <= self.batch.largest)
+        if not fits:
+            shown = list(shape) if len(shape) <= 8 else list(shape[:8]) + ["..."]
+            raise ProtocolError(400, f"input '{self.name}' has shape {shown}; the model takes {self.shape_text()}")
+        return shape
 
     def metadata(self) -> Dict[str, Any]:
         return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
 
 
 class Signature:
-    """A model's inputs and outputs (TensorSpecs, in the library's order)."""
+    """A model's inputs and outputs (TensorSpecs, in the library's order) and its batch dimension."""
 
-    def __init__(self, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> None:
+    def __init__(self, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+                 batch: Optional[BatchDim] = None) -> None:
+        self.batch = batch
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.input_by_name = {t.name: t for t in self.inputs}
@@ -92,10 +128,7 @@ def _shape_of(tensor: Mapping[str, Any], spec: TensorSpec) -> Tuple[int, ...]:
     shape = tensor.get("shape")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         raise _bad(f"input '{spec.name}': 'shape' must be a list of integers")
-    if tuple(shape) != spec.shape:
-        shown = shape if len(shape) <= 8 else shape[:8] + ["..."]
-        raise _bad(f"input '{spec.name}' has shape {shown}; the model takes {list(spec.shape)}")
-    return spec.shape
+    return spec.check_shape(shape)
 
 
 def _binary_size(tensor: Mapping[str, Any], name: str) -> Optional[int]:
@@ -111,7 +144,7 @@ def _binary_size(tensor: Mapping[str, Any], name: str) -> Optional[int]:
     return size
 
 
-def _json_data(data: Any, spec: TensorSpec) -> np.ndarray:
+def _json_data(data: Any, spec: TensorSpec, shape: Tuple[int, ...]) -> np.ndarray:
     """The tensor of a JSON 'data' list (flat or nested, row-major), checked against the spec."""
     if not isinstance(data, list):
         raise _bad(f"input '{spec.name}': 'data' must be a list")
@@ -119,8 +152,9 @@ def _json_data(data: Any, spec: TensorSpec) -> np.ndarray:
         array = np.array(data, dtype=object).reshape(-1)
     except ValueError:
         raise _bad(f"input '{spec.name}': 'data' is a ragged nested list") from None
-    if array.size != spec.count:
-        raise _bad(f"input '{spec.name}': 'data' holds {array.size} values; shape {list(spec.shape)} needs {spec.count}")
+    count = int(np.prod(shape, dtype=np.int64))
+    if array.size != count:
+        raise _bad(f"input '{spec.name}': 'data' holds {array.size} values; shape {list(shape)} needs {count}")
     kind = spec.numpy_dtype.kind
     for value in array:
         if kind == "b":
@@ -137,7 +171,7 @@ def _json_data(data: Any, spec: TensorSpec) -> np.ndarray:
         raise _bad(f"input '{spec.name}': a value is out of range for {spec.datatype}") from None
     if kind in "iu" and not np.array_equal(converted.astype(object), array):
         raise _bad(f"input '{spec.name}': a value is out of range for {spec.datatype}")
-    return converted.reshape(spec.shape)
+    return converted.reshape(shape)
 
 
 def parse_request(body: bytes, header_length: Optional[str], signature: Signature) -> Tuple[
@@ -162,22 +196,23 @@ def parse_request(body: bytes, header_length: Optional[str], signature: Signatur
             raise _bad(f"input '{name}' is given twice")
         if tensor.get("datatype") != spec.datatype:
             raise _bad(f"input '{name}' has datatype {str(tensor.get('datatype'))[:20]}; the model takes {spec.datatype}")
-        _shape_of(tensor, spec)
+        shape = _shape_of(tensor, spec)
         size = _binary_size(tensor, name)
         if size is None:
             if "data" not in tensor:
                 raise _bad(f"input '{name}' has neither 'data' nor binary_data_size")
-            inputs[name] = _json_data(tensor["data"], spec)
+            inputs[name] = _json_data(tensor["data"], spec, shape)
             continue
         if "data" in tensor:
             raise _bad(f"input '{name}' has both 'data' and binary_data_size")
-        if size != spec.nbytes:
-            raise _bad(f"input '{name}': binary_data_size is {size}; shape {list(spec.shape)} of "
-                       f"{spec.datatype} takes {spec.nbytes} bytes")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * spec.numpy_dtype.itemsize
+        if size != nbytes:
+            raise _bad(f"input '{name}': binary_data_size is {size}; shape {list(shape)} of "
+                       f"{spec.datatype} takes {nbytes} bytes")
         if offset + size > len(binary):
             raise _bad(f"input '{name}': the binary data is cut short ({len(binary) - offset} bytes left "
                        f"of the {size} declared)")
-        array = np.frombuffer(binary[offset:offset + size], dtype=spec.numpy_dtype).reshape(spec.shape)
+        array = np.frombuffer(binary[offset:offset + size], dtype=spec.numpy_dtype).reshape(shape)
         if spec.dtype == "bool":
             array = array.view(np.uint8).astype(bool)  # any nonzero byte is true
         inputs[name] = array
@@ -187,6 +222,10 @@ def parse_request(body: bytes, header_length: Optional[str], signature: Signatur
     missing = [t.name for t in signature.inputs if t.name not in inputs]
     if missing:
         raise _bad(f"the request lacks input(s) {', '.join(missing)}")
+    samples = {t.name: inputs[t.name].shape[0] for t in signature.inputs if t.batch}
+    if len(set(samples.values())) > 1:
+        raise _bad("the inputs that hold the batch hold different numbers of samples: "
+                   + ", ".join(f"'{n}' {k}" for n, k in samples.items()))
     return inputs, _requested_outputs(request, signature), _request_id(request)
 
 
