@@ -17,10 +17,12 @@ deps:
 	@scripts/deps.sh
 	@scripts/python_env.sh
 	@scripts/triton_env.sh
+	@scripts/ray_env.sh
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKILN_PYTHON=$$(scripts/python_env.sh --print-python) \
-	  -DKILN_TRITON_PYTHON=$$(scripts/triton_env.sh --print-python) $(CMAKE_FLAGS) >/dev/null
+	  -DKILN_TRITON_PYTHON=$$(scripts/triton_env.sh --print-python) \
+	  -DKILN_RAY_PYTHON=$$(scripts/ray_env.sh --print-python) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: test-unit test-asan test-tsan test-fuzz
@@ -59,13 +61,17 @@ test-fuzz: deps
 fuzz:
 	@$(MAKE) test-fuzz FUZZ_SECONDS=600
 
-# The soak test at length: 100,000 runs (`make test` runs 3,000); then the Triton backend under
-# 10,000 requests at concurrency 32, the server's resident memory checked flat (`make test`: 2,000 at 16).
+# The soak test at length: 100,000 runs (`make test` runs 3,000); then the Triton backend and
+# kiln.serve on Ray Serve under 10,000 requests at concurrency 32, the servers' resident memory
+# checked flat (`make test`: 2,000 at 16).
 soak: build
 	KILN_SOAK_RUNS=100000 $(BUILD)/bin/soak_test
 	KILN_TRITON_LOAD=10000,32 KILN_BIN=$(BUILD)/bin/kiln KILN_BUILD_DIR=$(BUILD) \
 	  $$(scripts/triton_env.sh --print-python) -m pytest -q -s -p no:cacheprovider \
 	  tests/python/test_triton_backend.py -k under_load
+	KILN_RAY_LOAD=10000,32 KILN_BIN=$(BUILD)/bin/kiln KILN_BUILD_DIR=$(BUILD) PYTHONPATH=$(BUILD)/python \
+	  $$(scripts/ray_env.sh --print-python) -m pytest -q -s -p no:cacheprovider \
+	  tests/python/test_ray_serve.py -k requests_under_load
 
 # ONNX's backend node cases (ONNX 1.12's and the onnx wheel's), kiln and ONNX Runtime side by side;
 # the report goes to $(BUILD)/conformance (CONFORMANCE_ARGS="--suite 1.12 --engines kiln").
