@@ -19,7 +19,6 @@ using nlohmann::json;
 
 constexpr int64_t kMaxId = int64_t{1} << 31;
 constexpr size_t kMaxDims = 64;
-constexpr int64_t kMaxBatch = int64_t{1} << 20;  // samples a batch dimension may reach
 
 [[noreturn]] void Bad(const std::string& where, const std::string& what) {
   Fail("graph JSON: ", where, ": ", what);

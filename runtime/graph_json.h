@@ -73,6 +73,7 @@ struct BatchDim {
   std::string name;
   int64_t min = 0, max = 0;
 };
+inline constexpr int64_t kMaxBatch = int64_t{1} << 20;  // the largest value a batch dimension may take
 inline constexpr char kBatchDimAttr[] = "kiln_batch_dim";
 inline constexpr char kBatchEntriesAttr[] = "kiln_batch_entries";
 

@@ -41,7 +41,8 @@ const std::vector<OptionSpec> kOptions = {
 // "name:[1,3,224,224] b:[N, 128]" (entries separated by spaces or commas) into `import`'s input
 // shapes and the names of dimensions decided at run time.
 void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& import) {
-  std::map<std::string, std::vector<int64_t>>& shapes = import.input_shapes;
+  std::map<std::string, std::vector<int64_t>> shapes;  // this option's (a later option's replace them)
+  std::map<std::string, std::map<int, std::string>> names;
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
@@ -67,7 +68,7 @@ void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& impo
                          std::string::npos;
         Check(number || named, "--input-shapes: dimension '", dim, "' of '", name,
               "' is neither a whole number nor a name (letters, digits, _) whose range --dims gives");
-        if (named) import.input_dim_names[name][static_cast<int>(dims.size())] = dim;
+        if (named) names[name][static_cast<int>(dims.size())] = dim;
         dims.push_back(named ? -1 : std::stoll(dim));
       }
       if (end == std::string::npos) break;
@@ -75,6 +76,11 @@ void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& impo
     }
     Check(shapes.emplace(name, dims).second, "--input-shapes gives '", name, "' twice");
     i = close + 1;
+  }
+  for (auto& [name, dims] : shapes) {
+    import.input_shapes[name] = std::move(dims);
+    import.input_dim_names.erase(name);
+    if (names.count(name) != 0) import.input_dim_names[name] = names[name];
   }
 }
 

@@ -17,6 +17,7 @@
 #include "ir/provenance.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
+#include "runtime/graph_json.h"
 #include "runtime/mapped_file.h"
 #include "runtime/params.h"
 #include "runtime/text.h"
@@ -118,9 +119,9 @@ std::optional<BatchSpec> ApplyBatchDim(onnx::ModelProto& model, const OnnxImport
   runtime::Check(options.dims.size() == 1, "--dims gives ", options.dims.size(), " dimensions; kiln decides one ",
                  "at run time today, a batch dimension (axis 0 of the inputs that have it)");
   BatchSpec batch{options.dims.begin()->first, options.dims.begin()->second, {}};
-  runtime::Check(batch.range.min >= 1 && batch.range.min <= batch.range.max && batch.range.max <= (int64_t{1} << 20),
+  runtime::Check(batch.range.min >= 1 && batch.range.min <= batch.range.max && batch.range.max <= runtime::kMaxBatch,
                  "--dims: the range of '", batch.name, "' is ", batch.range.min, "..", batch.range.max,
-                 "; expected MIN..MAX with 1 <= MIN <= MAX <= 1048576");
+                 "; expected MIN..MAX with 1 <= MIN <= MAX <= ", runtime::kMaxBatch);
   for (auto& input : *model.mutable_graph()->mutable_input()) {
     auto* dims = input.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
     for (int axis = 0; axis < dims->size(); ++axis) {

@@ -166,7 +166,7 @@ char* Instance::GatherRoom(size_t i, uint64_t bytes) {
   return static_cast<char*>(room.data());
 }
 
-void Instance::Bind(size_t i, const char* data, bool gathered, int64_t rows) {
+void Instance::Bind(size_t i, const char* data, RowsFrom from, int64_t rows) {
   const TensorSpec& tensor = model_->config.inputs[i].library;
   std::vector<int64_t> shape = tensor.shape;
   if (tensor.batched) shape[0] *= rows;  // a library with a batch dimension: `rows` samples
@@ -178,7 +178,9 @@ void Instance::Bind(size_t i, const char* data, bool gathered, int64_t rows) {
   view.shape = shape.data();
   if (reinterpret_cast<uintptr_t>(data) % runtime::kAllocAlignment == 0) {
     executor_->SetInputZeroCopy(input_index_[i], view);
-    (gathered ? inputs_gathered_ : inputs_in_place_) += static_cast<uint64_t>(rows);
+    uint64_t& counted = from == RowsFrom::kTriton ? inputs_in_place_
+                        : from == RowsFrom::kGatherRoom ? inputs_gathered_ : inputs_copied_;
+    counted += static_cast<uint64_t>(rows);
   } else {
     executor_->SetInput(input_index_[i], view);
     inputs_copied_ += static_cast<uint64_t>(rows);
@@ -293,7 +295,8 @@ void Instance::RunPrepared(const Prepared& prepared, TRITONBACKEND_Response* res
     int64_t left = prepared.rows - first - rows;
     if (left > 0 && left < config.run_rows_min) rows -= config.run_rows_min - left;
     for (size_t i = 0; i < config.inputs.size(); ++i) {
-      Bind(i, prepared.inputs[i] + first * input_row_bytes_[i], prepared.gathered[i], rows);
+      Bind(i, prepared.inputs[i] + first * input_row_bytes_[i],
+           prepared.gathered[i] ? RowsFrom::kGatherRoom : RowsFrom::kTriton, rows);
     }
     RunOnce(rows, timing);
     CopyRows(prepared, response, first, rows, 0, buffers);
@@ -354,11 +357,15 @@ char* Instance::CombineRoom(size_t i, uint64_t bytes) {
 }
 
 void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests,
-                               uint32_t count, uint64_t batch_start, Timing& batch) {
+                               uint32_t count, uint64_t batch_start, Timing& batch, std::vector<Answer>& answers) {
   const ServingConfig& config = model_->config;
+  // Sends request n's response and marks it answered.
+  auto finish = [&](uint32_t n, TRITONSERVER_Error* error, uint64_t exec_start, const Timing& timing) {
+    answers[n].answered = true;
+    Finish(triton_instance, requests[n], answers[n].response, error, exec_start, timing, batch);
+  };
   struct Member {
-    TRITONBACKEND_Request* request;
-    TRITONBACKEND_Response* response;
+    uint32_t n;  // the request's index
     Prepared prepared;
     int64_t first_row;  // in the group's run
     uint64_t exec_start;
@@ -370,7 +377,7 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
   auto run_group = [&] {
     Timing timing;
     TRITONSERVER_Error* run_error = Guard([&] {
-      for (size_t i = 0; i < config.inputs.size(); ++i) Bind(i, CombineRoom(i, 0), true, group_rows);
+      for (size_t i = 0; i < config.inputs.size(); ++i) Bind(i, CombineRoom(i, 0), RowsFrom::kTogether, group_rows);
       RunOnce(group_rows, timing);
     }, TRITONSERVER_ERROR_INTERNAL);
     for (Member& m : group) {
@@ -380,9 +387,10 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
                                       ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(run_error), TRITONSERVER_ErrorMessage(run_error))
                                       : Guard([&] {
                                           std::vector<char*> buffers(m.prepared.outputs.size(), nullptr);
-                                          CopyRows(m.prepared, m.response, 0, m.prepared.rows, m.first_row, buffers);
+                                          CopyRows(m.prepared, answers[m.n].response, 0, m.prepared.rows, m.first_row,
+                                                   buffers);
                                         }, TRITONSERVER_ERROR_INTERNAL);
-      Finish(triton_instance, m.request, m.response, error, m.exec_start, share, batch);
+      finish(m.n, error, m.exec_start, share);
     }
     if (run_error != nullptr) TRITONSERVER_ErrorDelete(run_error);
     group.clear();
@@ -391,18 +399,22 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
   for (uint32_t n = 0; n < count; ++n) {
     const uint64_t exec_start = n == 0 ? batch_start : NowNs();
     TRITONBACKEND_Response* response = NewResponse(requests[n]);
-    if (response == nullptr) continue;
+    answers[n].response = response;
+    if (response == nullptr) {
+      answers[n].answered = true;  // nothing can carry an answer: the request ends when released
+      continue;
+    }
     Prepared prepared;
     TRITONSERVER_Error* error = Guard([&] { prepared = Prepare(requests[n]); }, TRITONSERVER_ERROR_INTERNAL);
     if (error == nullptr && prepared.rows > config.run_rows_max) {
       // More rows than one run takes: this request runs alone, in runs of its own.
       Timing timing;
       error = Guard([&] { RunPrepared(prepared, response, timing); }, TRITONSERVER_ERROR_INTERNAL);
-      Finish(triton_instance, requests[n], response, error, exec_start, timing, batch);
+      finish(n, error, exec_start, timing);
       continue;
     }
     if (error != nullptr) {
-      Finish(triton_instance, requests[n], response, error, exec_start, Timing{}, batch);
+      finish(n, error, exec_start, Timing{});
       continue;
     }
     if (group_rows + prepared.rows > config.run_rows_max) run_group();
@@ -416,10 +428,10 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
       }
     }, TRITONSERVER_ERROR_INTERNAL);
     if (error != nullptr) {
-      Finish(triton_instance, requests[n], response, error, exec_start, Timing{}, batch);
+      finish(n, error, exec_start, Timing{});
       continue;
     }
-    group.push_back({requests[n], response, std::move(prepared), group_rows, exec_start});
+    group.push_back({n, std::move(prepared), group_rows, exec_start});
     group_rows += group.back().prepared.rows;
   }
   if (!group.empty()) run_group();
@@ -431,10 +443,21 @@ void Instance::Execute(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKE
   UpdateThreadCount();  // may throw (out of memory for its log line) before any request is ours
   Timing batch;
   if (model_->config.run_rows_max > 1 && count > 1) {
+    std::vector<Answer> answers(count);
     try {
-      ExecuteTogether(triton_instance, requests, count, batch_start, batch);
+      ExecuteTogether(triton_instance, requests, count, batch_start, batch, answers);
     } catch (...) {
-      // Only running out of memory for a log line gets here; every request is released below.
+      // Out of memory midway: each request not answered yet gets an error, every one is released
+      // below.
+      for (uint32_t n = 0; n < count; ++n) {
+        if (answers[n].answered) continue;
+        TRITONBACKEND_Response* response = answers[n].response;
+        if (response == nullptr && TRITONBACKEND_ResponseNew(&response, requests[n]) != nullptr) continue;
+        TRITONSERVER_Error* error = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "kiln ran out of memory");
+        TRITONSERVER_Error* sent = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error);
+        if (error != nullptr) TRITONSERVER_ErrorDelete(error);
+        if (sent != nullptr) TRITONSERVER_ErrorDelete(sent);
+      }
     }
   }
   for (uint32_t n = 0; n < count; ++n) {

@@ -86,10 +86,16 @@ class Instance {
   void Finish(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request* request,
               TRITONBACKEND_Response* response, TRITONSERVER_Error* error, uint64_t exec_start, const Timing& timing,
               Timing& batch);
+  // Per request of ExecuteTogether: its response once made, and whether it was sent (or none
+  // could be made), so that an exception midway leaves no request without an answer.
+  struct Answer {
+    TRITONBACKEND_Response* response = nullptr;
+    bool answered = false;
+  };
   // The requests of one Execute for a library with a batch dimension: their rows gathered into
   // runs of up to the library's largest batch, each request answered with its rows.
   void ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRITONBACKEND_Request** requests, uint32_t count,
-                       uint64_t batch_start, Timing& batch);
+                       uint64_t batch_start, Timing& batch, std::vector<Answer>& answers);
   // Runs one request into `response`; throws Error (RequestError for a request kiln cannot run).
   void RunRequest(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Timing& timing);
   // Checks the request's inputs and requested outputs; throws RequestError.
@@ -107,8 +113,11 @@ class Instance {
   // Checks served input i of the request; returns its rows and sets `data` to its bytes,
   // contiguous, and `gathered` to whether they are in this instance's gather room.
   int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered);
+  // Where bound rows lie: in Triton's buffer, in the gather room (they came in several buffers),
+  // or copied into the combine room with other requests' rows.
+  enum class RowsFrom { kTriton, kGatherRoom, kTogether };
   // Binds `rows` rows (samples) of served input i at `data`: in place when 64-byte aligned.
-  void Bind(size_t i, const char* data, bool gathered, int64_t rows);
+  void Bind(size_t i, const char* data, RowsFrom from, int64_t rows);
   // This instance's aligned room for served input i's rows of a group of requests, made once
   // for the library's largest run.
   char* CombineRoom(size_t i, uint64_t bytes);
@@ -128,7 +137,7 @@ class Instance {
   uint64_t rows_run_ = 0;
   uint64_t runs_ = 0;
   uint64_t inputs_in_place_ = 0;  // input rows bound where Triton's buffer holds them
-  uint64_t inputs_copied_ = 0;    // input rows copied (not 64-byte aligned)
+  uint64_t inputs_copied_ = 0;    // input rows copied (not 64-byte aligned, or run with other requests' rows)
   uint64_t inputs_gathered_ = 0;  // input rows bound in the gather room (they came in several buffers)
 };
 

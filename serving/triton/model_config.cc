@@ -256,6 +256,12 @@ ServingConfig CheckConfig(const json& config, const LibraryTensors& library, int
     }
   }
   Check(!serving.outputs.empty(), "model '", model, "': the configuration lists no output");
+  if (library.batch_max > 0) {
+    // A request's rows (or one row without batching) must reach the library's smallest batch.
+    Check(serving.max_batch_size >= library.batch_min || (serving.max_batch_size == 0 && library.batch_min == 1),
+          "model '", model, "': the library runs batches of ", library.batch_min, " to ", library.batch_max,
+          " rows, and with max_batch_size ", serving.max_batch_size, " no request could reach ", library.batch_min);
+  }
   if (serving.max_batch_size > 0 && library.batch_max > 0) {
     // Rows run as batches of the library: every served tensor must hold its samples.
     for (const std::vector<ServedTensor>* tensors : {&serving.inputs, &serving.outputs}) {

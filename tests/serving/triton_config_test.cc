@@ -122,15 +122,26 @@ TEST(TritonConfig, ALibraryWithABatchDimensionBatchesUpToItsLargest) {
   // Triton's JSON has max_batch_size 0 when the file leaves it out: completed as well. Written
   // tensors keep a max_batch_size of 0: one sample per request.
   EXPECT_EQ(Completed({{"name", "m"}, {"max_batch_size", "0"}}, BatchDimensionLibrary())["max_batch_size"], 6);
+  LibraryTensors from_one = BatchDimensionLibrary();
+  from_one.batch_min = 1;
   json written = Completed({{"name", "m"}}, BatchOneLibrary());
-  EXPECT_FALSE(Completed(written, BatchDimensionLibrary()).contains("max_batch_size"));
-  EXPECT_EQ(CheckConfig(written, BatchDimensionLibrary(), 2).run_rows_max, 1);
+  EXPECT_FALSE(Completed(written, from_one).contains("max_batch_size"));
+  EXPECT_EQ(CheckConfig(written, from_one, 2).run_rows_max, 1);
   // A library of fixed shapes gets no max_batch_size and runs a row at a time.
   json fixed = Completed({{"name", "m"}}, BatchOneLibrary());
   EXPECT_FALSE(fixed.contains("max_batch_size"));
   EXPECT_EQ(CheckConfig(Completed({{"name", "m"}, {"max_batch_size", 4}}, BatchOneLibrary()), BatchOneLibrary(), 2)
                 .run_rows_max,
             1);
+}
+
+TEST(TritonConfig, AConfigurationNoRequestOfWhichTheLibraryRunsIsAnError) {
+  // The library takes 2 to 6 rows: one row per request, or at most one, never reaches 2.
+  json written = Completed({{"name", "m"}}, BatchOneLibrary());  // tensors listed: max_batch_size stays 0
+  EXPECT_EQ(ErrorOf(written, BatchDimensionLibrary()),
+            "model 'm': the library runs batches of 2 to 6 rows, and with max_batch_size 0 no request could reach 2");
+  EXPECT_EQ(ErrorOf(Completed({{"name", "m"}, {"max_batch_size", 1}}, BatchDimensionLibrary()), BatchDimensionLibrary()),
+            "model 'm': the library runs batches of 2 to 6 rows, and with max_batch_size 1 no request could reach 2");
 }
 
 TEST(TritonConfig, ATensorTheBatchDoesNotReachCannotBeBatched) {
