@@ -445,7 +445,7 @@ def test_a_library_with_a_batch_dimension_runs_dynamic_batches_together(server):
     summary counts fewer runs than rows); a request of more rows than the library's largest batch
     (max_batch_size 20 written) runs in several; a library of batches from 2 refuses one row with
     kiln's message. Every answer against ONNX Runtime."""
-    write_model(server.repository, "dims_together", 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n',
+    write_model(server.repository, "dims_together", 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: 50000 }\n',
                 mlp("N"), flags=["--dims", "N=1..8"])
     write_model(server.repository, "dims_chunked", 'backend: "kiln"\nmax_batch_size: 20\n', mlp("N"),
                 flags=["--dims", "N=1..8"])
