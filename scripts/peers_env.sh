@@ -11,14 +11,8 @@ set -euo pipefail
 venv=${KILN_PEERS_VENV:-$HOME/.cache/kiln/peers-venv}
 pins=(onnxruntime==1.32.0 openvino==2026.4.1 numpy==2.2.6)
 
-stamp="$venv/.kiln-pins"
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]]; then
-  echo "peers_env: setting up $venv (${pins[*]})" >&2
-  [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
-  "$venv/bin/python" -c 'import onnxruntime, openvino, numpy' >&2
-  echo "${pins[*]}" >"$stamp"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/pinned_venv.sh"
+ensure_pinned_venv peers_env "$venv" python3 "" 'onnxruntime, openvino, numpy' "${pins[@]}"
 
 if [[ "${1:-}" == "--print-python" ]]; then
   echo "$venv/bin/python"

@@ -29,15 +29,8 @@ if ((${#missing[@]} > 0)); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# A stamp holding the pin list marks a complete venv; changing the pins reinstalls.
-stamp="$venv/.kiln-pins"
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]]; then
-  echo "python_env: setting up $venv (${pins[*]})" >&2
-  [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
-  "$venv/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, numpy, sympy' >&2
-  echo "${pins[*]}" >"$stamp"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/pinned_venv.sh"
+ensure_pinned_venv python_env "$venv" /usr/bin/python3 "--system-site-packages" 'torch, torchvision, onnx, onnxruntime, numpy, sympy' "${pins[@]}"
 
 if [[ "${1:-}" == "--print-python" ]]; then
   echo "$venv/bin/python"

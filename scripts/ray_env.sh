@@ -17,15 +17,8 @@ venv=${KILN_RAY_VENV:-$HOME/.cache/kiln/ray-venv}
 pins=("ray[serve]==2.49.2" fastapi==0.116.1 starlette==0.47.3 pydantic==2.11.7 uvicorn==0.35.0 protobuf==5.29.5
       "tritonclient[http]==2.51.0" numpy==1.26.4 onnx==1.16.2 onnxruntime==1.19.2 xxhash==3.5.0 pytest==8.3.3)
 
-# A stamp holding the pin list marks a complete venv; changing the pins reinstalls.
-stamp="$venv/.kiln-pins"
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]]; then
-  echo "ray_env: setting up $venv (${pins[*]})" >&2
-  [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
-  "$venv/bin/python" -c 'import ray, ray.serve, fastapi, tritonclient.http, onnx, onnxruntime' >&2
-  echo "${pins[*]}" >"$stamp"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/pinned_venv.sh"
+ensure_pinned_venv ray_env "$venv" /usr/bin/python3 "" 'ray, ray.serve, fastapi, tritonclient.http, onnx, onnxruntime' "${pins[@]}"
 
 case "${1:-}" in
   --print-python) echo "$venv/bin/python" ;;

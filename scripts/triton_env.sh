@@ -14,15 +14,8 @@ venv=${KILN_TRITON_VENV:-$HOME/.cache/kiln/triton-venv}
 pins=(nvidia-pytriton==0.7.0 "tritonclient[all]==2.51.0" numpy==1.26.4 onnx==1.16.2
       onnxruntime==1.19.2 pytest==8.3.3)
 
-# A stamp holding the pin list marks a complete venv; changing the pins reinstalls.
-stamp="$venv/.kiln-pins"
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]]; then
-  echo "triton_env: setting up $venv (${pins[*]})" >&2
-  [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
-  "$venv/bin/python" -c 'import tritonclient.http, tritonclient.grpc, pytriton, onnx, onnxruntime' >&2
-  echo "${pins[*]}" >"$stamp"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/pinned_venv.sh"
+ensure_pinned_venv triton_env "$venv" /usr/bin/python3 "" 'tritonclient.http, tritonclient.grpc, pytriton, onnx, onnxruntime' "${pins[@]}"
 
 case "${1:-}" in
   --print-python) echo "$venv/bin/python" ;;
