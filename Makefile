@@ -1,7 +1,8 @@
 # kiln: `make` builds everything into build/, `make test` runs all tests (also under sanitizers
 # and the fuzzers briefly), `make demo` compiles and runs ResNet-18. Each installs what it needs
 # first (`make deps`: Debian packages, then the Python environment of scripts/python_env.sh).
-# `make benchmark` times the model suite beside ONNX Runtime and OpenVINO; `make conformance` runs
+# `make benchmark` times the model suite beside ONNX Runtime and OpenVINO (`make benchmark-shapes`:
+# one library for every batch; `make benchmark-serving`: behind Triton); `make conformance` runs
 # ONNX's node cases; `make soak` and `make fuzz` are the long forms of their parts of `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -9,7 +10,8 @@ FUZZ_SECONDS ?= 20
 FUZZ_TARGETS = fuzz_graph_json fuzz_params fuzz_module_blob fuzz_library_file fuzz_onnx_import fuzz_npz
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz soak conformance demo benchmark clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-fuzz fuzz soak conformance demo benchmark benchmark-shapes \
+  benchmark-serving clean
 
 all: build
 
@@ -87,6 +89,15 @@ demo: build
 benchmark: build
 	@scripts/peers_env.sh
 	@PYTHONPATH=$(BUILD)/python $$(scripts/python_env.sh --print-python) scripts/benchmark.py $(BENCHMARK_ARGS)
+
+# One library for every batch beside a library per batch (scripts/benchmark_shapes.py), and serving:
+# perf_analyzer on kiln's Triton backend beside ONNX Runtime in PyTriton (scripts/benchmark_serving.py).
+benchmark-shapes: build
+	@PYTHONPATH=$(BUILD)/python $$(scripts/python_env.sh --print-python) scripts/benchmark_shapes.py $(BENCHMARK_ARGS)
+
+benchmark-serving: build
+	@$$(scripts/triton_env.sh --print-python) scripts/benchmark_serving.py --kiln $(BUILD)/bin/kiln --build $(BUILD) \
+	  $(BENCHMARK_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
