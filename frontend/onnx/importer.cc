@@ -471,7 +471,7 @@ class GraphImporter {
     }
     runtime::Check(missing_shapes.empty(), "the model's inputs ", missing_shapes,
                    " have no static shape; give them with --input-shapes name:[d0,d1,...] "
-                   "(Python: from_onnx's shape_dict)");
+                   "(Python: from_onnx's shape_dict), or a batch's range with --dims NAME=MIN..MAX (Python: dims)");
     std::vector<Expr> outputs = ConvertNodes();
     runtime::Check(!outputs.empty(), "the model has no outputs");
     Attrs attrs = AppendCounts(outputs);
