@@ -93,9 +93,11 @@ class LoadedModel:
             except Exception:  # noqa: BLE001 (each request again alone, so that an error is its own)
                 results.extend(self._run_alone(r) for r in group)
                 continue
-            ends = np.cumsum([self._samples(r) for r in group])[:-1]
-            parts = {spec.name: np.split(joined[spec.name], ends) if spec.batch else None
-                     for spec in self.signature.outputs}
+            samples = np.array([self._samples(r) for r in group])
+            ends = np.cumsum(samples)[:-1]
+            # An output may hold several rows per sample ("16*N"): split at sample boundaries.
+            parts = {spec.name: np.split(joined[spec.name], ends * (joined[spec.name].shape[0] // samples.sum()))
+                     if spec.batch else None for spec in self.signature.outputs}
             for k in range(len(group)):
                 results.append((True, {n: parts[n][k] if parts[n] is not None else joined[n].copy()
                                        for n in joined}))
