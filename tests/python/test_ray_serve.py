@@ -202,6 +202,27 @@ def test_a_batch_dimension_runs_the_samples_of_several_requests_together(librari
         check(outputs, request["x"], batch="N")
 
 
+def test_outputs_of_several_rows_per_sample_are_split_at_sample_boundaries(tmp_path):
+    """A batched output of 3 rows per sample ([N, 3, 4] reshaped to [3N, 4]): requests run
+    together get their own 3 rows per sample back."""
+    from kiln.serve.model import LoadedModel
+    from onnx import TensorProto, helper, numpy_helper
+    from serving_models import onnx_model
+    model = onnx_model([helper.make_node("Reshape", ["x", "rows"], ["r"]), helper.make_node("Relu", ["r"], ["y"])],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["R", 4])],
+                       [numpy_helper.from_array(np.array([-1, 4], np.int64), "rows")])
+    compile_model(model, tmp_path / "rows.so", "--dims", "N=1..4")
+    loaded = LoadedModel((tmp_path / "rows.so").read_bytes(), "rows")
+    requests = [{"x": np.random.default_rng(k).standard_normal((n, 3, 4)).astype(np.float32)}
+                for k, n in enumerate([1, 2, 1])]
+    results = loaded.run_many(requests)
+    assert loaded.runs == 1
+    for request, (ok, outputs) in zip(requests, results):
+        assert ok, outputs
+        np.testing.assert_array_equal(outputs["output_0"], np.maximum(request["x"].reshape(-1, 4), 0))
+
+
 def test_a_library_for_instructions_the_cpu_lacks_is_refused(libraries, tmp_path):
     from kiln.serve.model import LibraryLoadError, LoadedModel
     stamped = for_no_cpu((libraries / "mlp.so").read_bytes())
