@@ -38,6 +38,12 @@ const std::vector<OptionSpec> kOptions = {
     {"--help", "-h", false, "show this help"},
 };
 
+// Whether `digits` is a whole number of at most 9 digits: what a dimension or a range bound on the
+// command line may be (no extent of a model's tensor comes near 10^9).
+bool SmallWholeNumber(const std::string& digits) {
+  return !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // "name:[1,3,224,224] b:[N, 128]" (entries separated by spaces or commas) into `import`'s input
 // shapes and the names of dimensions decided at run time.
 void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& import) {
@@ -68,6 +74,8 @@ void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& impo
                          std::string::npos;
         Check(number || named, "--input-shapes: dimension '", dim, "' of '", name,
               "' is neither a whole number nor a name (letters, digits, _) whose range --dims gives");
+        Check(!number || SmallWholeNumber(dim), "--input-shapes: dimension ", dim, " of '", name,
+              "' is too large (at most 9 digits)");
         if (named) names[name][static_cast<int>(dims.size())] = dim;
         dims.push_back(named ? -1 : std::stoll(dim));
       }
@@ -93,11 +101,8 @@ void ParseDims(const std::string& text, frontend::OnnxImportOptions& import) {
     size_t end = std::min(text.find_first_of(" ,", i), text.size());
     std::string entry = text.substr(i, end - i);
     size_t eq = entry.find('='), dots = entry.find("..");
-    auto whole = [](const std::string& digits) {
-      return !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos;
-    };
     Check(eq != std::string::npos && eq > 0 && dots != std::string::npos && dots > eq &&
-              whole(entry.substr(eq + 1, dots - eq - 1)) && whole(entry.substr(dots + 2)),
+              SmallWholeNumber(entry.substr(eq + 1, dots - eq - 1)) && SmallWholeNumber(entry.substr(dots + 2)),
           "--dims: expected NAME=MIN..MAX (for example N=1..8), got '", entry, "'");
     frontend::DimRange range{std::stoll(entry.substr(eq + 1, dots - eq - 1)), std::stoll(entry.substr(dots + 2))};
     Check(import.dims.emplace(entry.substr(0, eq), range).second, "--dims gives '", entry.substr(0, eq), "' twice");
