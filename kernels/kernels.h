@@ -54,6 +54,7 @@ struct Conv2DParams {
   int64_t pad_top, pad_left;
   int64_t groups;
   bool depthwise;  // groups == in_channels > 1: per channel (multiplier out / in), not a product per group
+  static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
   auto Fields() const {
     return std::tie(batch, in_channels, in_height, in_width, out_channels, kernel_height, kernel_width, out_height,
                     out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, groups, depthwise);
@@ -79,6 +80,7 @@ struct ConvTransposeParams {
   int64_t kernel_depth, kernel_height, kernel_width;
   int64_t stride_d, stride_h, stride_w, dilation_d, dilation_h, dilation_w;
   int64_t pad_front, pad_top, pad_left;
+  static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
   auto Fields() const {
     return std::tie(batch, in_channels, out_channels, groups, in_depth, in_height, in_width, out_depth, out_height,
                     out_width, kernel_depth, kernel_height, kernel_width, stride_d, stride_h, stride_w, dilation_d,
@@ -93,6 +95,7 @@ struct Pool2DParams {
   int64_t batch_channels, in_height, in_width, out_height, out_width;
   int64_t pool_h, pool_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right;
   bool count_include_pad;  // average: divide by the window clipped to the padded input
+  static constexpr const char* kSampleField = "batch_channels";  // counts samples (kernel_params.h)
   auto Fields() const {
     return std::tie(batch_channels, in_height, in_width, out_height, out_width, pool_h, pool_w, stride_h, stride_w,
                     dilation_h, dilation_w, pad_top, pad_left, pad_bottom, pad_right, count_include_pad);
@@ -146,6 +149,7 @@ struct Conv2DNCHWcParams {
   // strided 1x1 convolution without padding, copied first with only the positions it reads;
   // for a 1x1 convolution with stride 1 over a small plane, the plane taken as one row.
   bool copy_padded, gather_strided, flat_plane;
+  static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
   auto Fields() const {
     return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, kernel_height,
                     kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top,
@@ -209,6 +213,7 @@ int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const f
 struct Conv2DWinogradParams {
   int64_t batch, in_channels, in_height, in_width, in_block;
   int64_t out_channels, out_block, out_height, out_width, pad_top, pad_left;
+  static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
   auto Fields() const {
     return std::tie(batch, in_channels, in_height, in_width, in_block, out_channels, out_block, out_height, out_width,
                     pad_top, pad_left);

@@ -2,7 +2,6 @@
 #include "backend/codegen/host_codegen.h"
 
 #include <cmath>
-#include <map>
 #include <optional>
 #include <variant>
 
@@ -17,29 +16,23 @@ std::string SpecFor(const ir::TensorType& t, const std::string& shape_name) {
          ", " + shape_name + "}";
 }
 
-// Kernel parameter structs whose first field counts whole samples along axis 0 of the data and
-// the result (images, or images x channels for pooling): a kernel of one of them runs a batch in
-// one call (more parallel work and one launch, instead of a call per sample).
-const std::map<std::string, std::string> kSampleFields = {
-    {"Conv2DParams", "batch"}, {"Conv2DNCHWcParams", "batch"}, {"Conv2DWinogradParams", "batch"},
-    {"ConvTransposeParams", "batch"}, {"Pool2DParams", "batch_channels"}};
-
 // The field of `plan`'s one kernel call to multiply by the samples when that call can run a whole
-// batch: the plan is that call alone, without workspace, and each of its tensors either holds the
+// batch (its parameter struct counts samples, kernel_params.h: one call, more parallel work and one
+// launch, instead of a call per sample): the plan is that call alone, without workspace, and each of its tensors either holds the
 // samples (`batched`, per parameter then output) or is read whole by every sample's computation
 // (weights, per-channel epilogue operands: not a batch-free operand of the output's shape).
 std::optional<std::string> WholeBatchField(const Plan& plan, const std::vector<bool>& batched) {
   if (batched.empty() || plan.steps.size() != 1 || plan.NumOf(PlanBuffer::kWorkspace) != 0) return std::nullopt;
   const auto* call = std::get_if<KernelCall>(&plan.steps[0]);
-  if (call == nullptr || !call->params) return std::nullopt;
-  auto field = kSampleFields.find(call->params->type);
-  if (field == kSampleFields.end()) return std::nullopt;
+  if (call == nullptr || !call->params || call->params->sample_field.empty()) return std::nullopt;
   for (const EpilogueOp& step : call->epilogue) {
     if (step.operand == kernels::EpilogueStep::kTensor && !batched.at(*step.data)) return std::nullopt;
   }
   // The data, the kernel's first tensor, holds the samples (the weights after it do not).
   for (const KernelArg& arg : call->args) {
-    if (const auto* b = std::get_if<BufferId>(&arg.value)) return batched.at(*b) ? std::optional(field->second) : std::nullopt;
+    if (const auto* b = std::get_if<BufferId>(&arg.value)) {
+      return batched.at(*b) ? std::optional(call->params->sample_field) : std::nullopt;
+    }
   }
   return std::nullopt;
 }

@@ -18,6 +18,10 @@ struct KernelParams {
   using Value = std::variant<int64_t, float, bool>;
   std::string type;  // the struct's name in kiln::kernels
   std::vector<Value> fields;  // in declaration order
+  // The field that counts whole samples along axis 0 of the kernel's data and result (images, or
+  // images x channels), named by the struct's kSampleField: a kernel of such a struct runs a batch
+  // in one call with that field times the samples. Empty: none.
+  std::string sample_field;
 };
 
 namespace detail {
@@ -47,6 +51,15 @@ constexpr size_t FieldCount() {
   }
 }
 
+template <class P, class = void>
+struct SampleFieldOf {
+  static constexpr const char* kName = "";
+};
+template <class P>
+struct SampleFieldOf<P, std::void_t<decltype(P::kSampleField)>> {
+  static constexpr const char* kName = P::kSampleField;
+};
+
 }  // namespace detail
 
 // The struct as a C++ expression: "kiln::kernels::Conv2DParams{1, 64, ...}" (emitter.cc).
@@ -57,7 +70,7 @@ KernelParams TypedParams(const char* type, const P& params) {
   static_assert(std::is_aggregate_v<P>, "kernel parameter structs are aggregates");
   static_assert(detail::FieldCount<P>() == std::tuple_size_v<decltype(params.Fields())>,
                 "the parameter struct's Fields() must list every field");
-  KernelParams typed{type, {}};
+  KernelParams typed{type, {}, detail::SampleFieldOf<P>::kName};
   std::apply(
       [&](const auto&... field) {
         (typed.fields.push_back(KernelParams::Value(std::in_place_type<std::decay_t<decltype(field)>>, field)), ...);

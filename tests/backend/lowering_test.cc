@@ -227,6 +227,28 @@ TEST(Lowering, KernelParametersArePrintedWhole) {
   EXPECT_EQ(plan.Implementations(), "conv2d.nchw_im2col_gemm");
 }
 
+// With a batch dimension (frontend/batch_samples.h), a function that is one kernel call whose
+// parameter struct counts samples passes the whole batch to it; any other runs its steps once per
+// sample on offset pointers.
+TEST(Lowering, BatchedFunctionsRunTheBatchWholeOrSampleBySample) {
+  EXPECT_EQ(TypedParams("Conv2DParams", kernels::Conv2DParams{}).sample_field, "batch");
+  EXPECT_EQ(TypedParams("Pool2DParams", kernels::Pool2DParams{}).sample_field, "batch_channels");
+  EXPECT_EQ(TypedParams("TopKShape", kernels::TopKShape{}).sample_field, "");
+  Plan conv = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(4, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w); %0
+  })");
+  std::string whole = GenerateOperatorSource(conv, {true, false, true});
+  EXPECT_THAT(whole, HasSubstr("CheckBatchedArgs("));
+  EXPECT_THAT(whole, HasSubstr("params.batch *= samples;"));
+  EXPECT_THAT(whole, ::testing::Not(HasSubstr("for (int64_t sample = 0")));
+  Plan conv_sigmoid = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(4, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w); %1 = sigmoid(%0); %1
+  })");
+  std::string by_sample = GenerateOperatorSource(conv_sigmoid, {true, false, true});
+  EXPECT_THAT(by_sample, HasSubstr("for (int64_t sample = 0; sample < samples; ++sample)"));
+  EXPECT_THAT(by_sample, ::testing::Not(HasSubstr("*= samples")));
+}
+
 TEST(Lowering, UnsupportedBlockedFormIsAClearError) {
   try {
     Lower(R"(fn (%x: Tensor[(1, 1, 4, 4, 16), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
