@@ -1,16 +1,18 @@
 """kiln.serve (Ray Serve). Without a server: the protocol's checks, integers exact, a library with a
 batch dimension running the samples of several requests together. On one machine: `python -m
 kiln.serve` starting Ray locally, serving a library of batches 1 to 4 to concurrent requests, and
-stopped by SIGINT with nothing left. On a Ray cluster of a head and two worker nodes (`ray start`
-on 127.0.0.1, ray_cluster.py), the model deployed by `python -m kiln.serve --address` as two
-replicas, one per worker node: tritonclient's HTTP client (JSON and binary tensors) against ONNX
-Runtime (float32: rtol 1e-5, atol 1e-5; integers exact); health and metadata; 2,000 requests at
-concurrency 16 with zero errors (KILN_RAY_LOAD="10000,32" for `make soak`, which also checks the
-replicas' resident memory flat); malformed requests answered 4xx with {"error": ...} while the
-server keeps serving; a replica's process killed under load (every request answered correctly
-within 3 retries, and Serve brings the replica back); a second application with Ray Serve's
-autoscaling_config; a library for instructions the CPU lacks refused at load, also by a replica on
-the cluster. The cluster and everything it started is stopped at the end."""
+stopped by SIGINT with nothing left. On a Ray cluster of a head and two worker nodes on 127.0.0.1
+(ray_cluster.py), the model deployed by `python -m kiln.serve --address` as two replicas, one per
+worker node. Every socket that the Ray processes listen on, the cluster's and kiln serve's on one
+machine, is on 127.0.0.1 (found by process in /proc). On the cluster: tritonclient's HTTP client
+(JSON and binary tensors) against ONNX Runtime (float32: rtol 1e-5, atol 1e-5; integers exact);
+health and metadata; 2,000 requests at concurrency 16 with zero errors (KILN_RAY_LOAD="10000,32"
+for `make soak`, which also checks the replicas' resident memory flat); malformed requests answered
+4xx with {"error": ...} while the server keeps serving; a replica's process killed under load
+(every request answered correctly within 3 retries, and Serve brings the replica back); a second
+application with Ray Serve's autoscaling_config; a library for instructions the CPU lacks refused
+at load, also by a replica on the cluster. The cluster and everything it started is stopped at the
+end."""
 import concurrent.futures
 import contextlib
 import functools
@@ -33,7 +35,8 @@ import tritonclient.http as httpclient
 import xxhash
 from tritonclient.utils import InferenceServerException
 
-from ray_cluster import RayCluster, process_titles, processes_in_session as ray_cluster_processes_in_session
+from ray_cluster import (RayCluster, listening_sockets, on_loopback, process_titles,
+                         processes_in_session as ray_cluster_processes_in_session)
 from serving_models import compile_model, free_port, int_add, mlp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -46,6 +49,8 @@ REPLICA_TITLE = "ray::ServeReplica:mlp:kiln-mlp"
 
 
 def kiln_serve(*args, timeout=DEPLOY_SECONDS):
+    # With this process's environment: RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (ray_cluster.py) lets it
+    # reach the cluster at 127.0.0.1.
     return subprocess.run([sys.executable, "-m", "kiln.serve", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
 
@@ -120,6 +125,12 @@ def server(cluster, libraries):
         assert time.monotonic() < deadline, f"not two running replicas: {running.running_replicas()}"
         time.sleep(0.5)
     return running
+
+
+def off_loopback(sockets):
+    """The sockets of listening_sockets() that are not on 127.0.0.1 or ::1, described."""
+    return [f"{protocol} {address} port {port}: pid {pid} {title}"
+            for pid, protocol, address, port, title in sockets if not on_loopback(address)]
 
 
 def connect(url):
@@ -249,9 +260,11 @@ def test_one_machine(libraries, tmp_path):
     port = free_port()
     ray_tmp = tempfile.mkdtemp(prefix="krl", dir="/tmp")  # short: Ray's socket paths are limited
     log = open(tmp_path / "serve.log", "w+")
+    # As a user runs it: without ray_cluster.py's RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0.
+    env = {name: value for name, value in os.environ.items() if name != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
     process = subprocess.Popen([sys.executable, "-m", "kiln.serve", str(libraries / "mlp_batch.so"), "--port", str(port)],
                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                               env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=ray_tmp))
+                               env=dict(env, RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=ray_tmp))
     try:
         deadline = time.monotonic() + DEPLOY_SECONDS
         while "kiln serve: model 'mlp_batch' at" not in (tmp_path / "serve.log").read_text():
@@ -276,6 +289,10 @@ def test_one_machine(libraries, tmp_path):
             tensor.set_data_from_numpy(rows(1, 5))
             with pytest.raises(InferenceServerException, match=r"the model takes \[N, 16\] with N from 1 to 4"):
                 client.infer("mlp_batch", [tensor])
+        # Ray's local node and Serve listen on 127.0.0.1 only (kiln serve gives Ray that node address).
+        sockets = listening_sockets([process.pid, *ray_cluster_processes_in_session(process.pid)])
+        assert port in {socket[3] for socket in sockets}, sockets
+        assert not off_loopback(sockets), "\n".join(off_loopback(sockets))
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
     finally:
@@ -312,6 +329,23 @@ def test_health_and_metadata(server):
         assert server.request("GET", path)[0] == 200, path
     status, _, body = server.request("GET", "/v2/models/mlp/versions/2")
     assert status == 404 and "has no version '2'" in json.loads(body)["error"]
+
+
+def test_every_server_of_the_cluster_listens_on_loopback_only(server):
+    """The listening TCP sockets and unconnected UDP sockets of every process of the cluster (GCS,
+    raylets and their object managers, dashboard and runtime-env agents, metrics exporters, Serve's
+    controller, proxy and replicas) and of this driver are on 127.0.0.1 (or ::1)."""
+    import ray
+    nodes = [node for node in ray.nodes() if node["Alive"]]
+    assert [node["NodeManagerAddress"] for node in nodes] == ["127.0.0.1"] * 3, nodes
+    sockets = server.cluster.listening_sockets()
+    ports = {socket[3] for socket in sockets}
+    # What the check must see, lest it pass by seeing nothing: the GCS, the HTTP proxy, each replica.
+    assert {server.cluster.port, server.port} <= ports, sockets
+    assert set(server.replica_pids()) <= {socket[0] for socket in sockets}, sockets
+    assert not off_loopback(sockets), f"{len(off_loopback(sockets))} of {len(sockets)} sockets:\n" + \
+        "\n".join(off_loopback(sockets))
+    print(f"\n{len(sockets)} sockets of {len({socket[0] for socket in sockets})} processes, all on 127.0.0.1")
 
 
 @pytest.mark.parametrize("binary_in,binary_out", [(True, True), (False, False), (True, False), (False, True)],
