@@ -1,4 +1,5 @@
 // The context pointers of a model library, argument checks and parallel loops.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -127,28 +128,44 @@ int ConstantArrayArgs(const char* function, const TVMValue* args, const int* typ
 
 namespace {
 
-// Items go in grains, a few per task, taken from a shared counter: a thread that runs slower
-// (preempted by another process, or given costlier items) takes fewer grains and the others
-// more, instead of the launch waiting for a fixed share (with the thread pool's claimed tasks,
-// runtime/thread_pool.cc).
+// Items go in grains, a few per task. Each task has a home range of the items, the same range at
+// every launch of the same count, and takes its grains from the front of it; a task whose range
+// is done takes grains from the front of the others'. So when every thread runs, each computes the
+// same part of every layer each time (the part it computed of the layer before is in its own
+// caches: with grains claimed from one shared counter, which part a thread got changed from launch
+// to launch, and a depthwise layer of 24 blocks on 14x14 ran 1.15x faster on two threads than on
+// one instead of 1.8x); and a thread that runs slower (preempted by another process, or given
+// costlier items) takes fewer grains and the others more, instead of the launch waiting for its
+// fixed share (with the thread pool's claimed tasks, runtime/thread_pool.cc).
 constexpr int64_t kGrainsPerTask = 4;
+constexpr int kMaxHomes = 16;  // launches of more tasks share their grains from one counter
+
+struct alignas(64) GrainCounter {
+  std::atomic<int64_t> claimed{0};  // grains of the home range taken
+};
 
 struct ParallelForJob {
   int64_t count;
   void (*body)(int64_t, int64_t, void*);
   void* context;
-  std::atomic<int64_t> next{0};
+  GrainCounter homes[kMaxHomes];
 };
 
-int RunGrains(int, TVMParallelGroupEnv* env, void* cdata) {
+int RunGrains(int task, TVMParallelGroupEnv* env, void* cdata) {
   auto* job = static_cast<ParallelForJob*>(cdata);
-  const int64_t grains = int64_t{env->num_task} * kGrainsPerTask;
-  const int64_t grain = (job->count + grains - 1) / grains;
-  for (;;) {
-    int64_t begin = job->next.fetch_add(grain, std::memory_order_relaxed);
-    if (begin >= job->count) return 0;
-    job->body(begin, begin + grain < job->count ? begin + grain : job->count, job->context);
+  const int64_t tasks = env->num_task, count = job->count;
+  const int64_t grain = (count + tasks * kGrainsPerTask - 1) / (tasks * kGrainsPerTask);
+  const int64_t homes = std::min<int64_t>(tasks, kMaxHomes);
+  for (int64_t h = 0; h < homes; ++h) {
+    const int64_t home = (task + h) % homes;
+    const int64_t begin = count * home / homes, end = count * (home + 1) / homes;
+    for (;;) {
+      int64_t first = begin + job->homes[home].claimed.fetch_add(1, std::memory_order_relaxed) * grain;
+      if (first >= end) break;
+      job->body(first, std::min(first + grain, end), job->context);
+    }
   }
+  return 0;
 }
 
 }  // namespace
@@ -159,7 +176,7 @@ int ParallelFor(int64_t count, void (*body)(int64_t, int64_t, void*), void* cont
     body(0, count, context);
     return 0;
   }
-  ParallelForJob job{count, body, context};
+  ParallelForJob job{count, body, context, {}};
   return __TVMBackendParallelLaunch(RunGrains, &job, 0);
 }
 
