@@ -4,6 +4,10 @@
 // compiler vectorizes as well as the target allows. Loads and stores are unaligned.
 //
 // Exp(x) is a vector exp where the target has one (about 2e-7 relative error).
+// LoadLanes(p, lo, hi) loads lanes [lo, hi) from p (the others zero, their addresses never read);
+// StoreLanes(p, count) stores the first `count` lanes; EvenLanes(a, b) is a's even lanes then b's
+// (a stride-2 row's columns). The vector widths of the target have them (Vec<8> with AVX2,
+// Vec<16> with AVX-512, the portable form).
 // GroupBroadcast<G, C>(x) fills each group of G lanes with the group's lane C (G = 2 or 4). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
 // vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
 // when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
@@ -86,6 +90,17 @@ struct Vec<8> {
   static Vec Exp(Vec a) { return {Exp8(a.v)}; }
   template <int G, int C>
   static Vec GroupBroadcast(Vec a) { return {GroupBroadcast8<G, C>(a.v)}; }
+  static __m256i LaneMask(int lo, int hi) {  // lanes [lo, hi) all ones
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1)),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane));
+  }
+  static Vec LoadLanes(const float* p, int lo, int hi) { return {_mm256_maskload_ps(p, LaneMask(lo, hi))}; }
+  void StoreLanes(float* p, int count) const { _mm256_maskstore_ps(p, LaneMask(0, count), v); }
+  static Vec EvenLanes(Vec a, Vec b) {  // [a0 a2 b0 b2 | a4 a6 b4 b6], 64-bit pairs reordered
+    __m256 pairs = _mm256_shuffle_ps(a.v, b.v, _MM_SHUFFLE(2, 0, 2, 0));
+    return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), _MM_SHUFFLE(3, 1, 2, 0)))};
+  }
   void Pin() { asm("" : "+x"(v)); }
 };
 #endif
@@ -114,6 +129,15 @@ struct Vec<16> {
   static Vec GroupBroadcast(Vec a) {
     constexpr int kPermute = GroupPermute<G, C>();
     return {_mm512_permute_ps(a.v, kPermute)};
+  }
+  static __mmask16 LaneMask(int lo, int hi) {  // lanes [lo, hi)
+    return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+  }
+  static Vec LoadLanes(const float* p, int lo, int hi) { return {_mm512_maskz_loadu_ps(LaneMask(lo, hi), p)}; }
+  void StoreLanes(float* p, int count) const { _mm512_mask_storeu_ps(p, LaneMask(0, count), v); }
+  static Vec EvenLanes(Vec a, Vec b) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return {_mm512_permutex2var_ps(a.v, even, b.v)};
   }
   void Pin() { asm("" : "+v"(v)); }
 };
@@ -203,6 +227,22 @@ struct Vec {
   static Vec GroupBroadcast(Vec a) {
     Vec r;
     for (int i = 0; i < N; ++i) r.v[i] = a.v[i / G * G + C];
+    return r;
+  }
+  static Vec LoadLanes(const float* p, int lo, int hi) {
+    Vec r;
+    for (int i = 0; i < N; ++i) r.v[i] = i >= lo && i < hi ? p[i] : 0.0f;
+    return r;
+  }
+  void StoreLanes(float* p, int count) const {
+    for (int i = 0; i < count; ++i) p[i] = v[i];
+  }
+  static Vec EvenLanes(Vec a, Vec b) {
+    Vec r;
+    for (int i = 0; i < N / 2; ++i) {
+      r.v[i] = a.v[2 * i];
+      r.v[N / 2 + i] = b.v[2 * i];
+    }
     return r;
   }
   void Pin() {}
