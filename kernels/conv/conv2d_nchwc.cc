@@ -32,6 +32,11 @@ namespace {
 constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of input channels
 constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
 constexpr int64_t kRowPartPositions = 512;        // rows wider than this are split into parts
+// Work items a layer is split into at least, where its rows are wide enough for parts of
+// kMinPartPositions: a 1x1 layer of 5 or 7 output blocks on a 14x14 plane taken as one row
+// (EfficientNet's projections) was 5 or 7 items, which two threads share 3:2 or 4:3.
+constexpr int64_t kMinItems = 16;
+constexpr int64_t kMinPartPositions = 28;
 
 // An epilogue of a bias per channel, a residual and then relu, clip or swish (each optional; the
 // common tails of a convolution) is applied to the accumulators before they are stored, not in
@@ -390,10 +395,12 @@ int Run(Job& job) {
   job.chunk = std::max<int64_t>(1, kChunkWeightBytes / chunk_bytes);
   job.rows_per_item = std::min(p.out_height, std::max<int64_t>(1, (kPositionsPerItem + p.out_width - 1) / p.out_width));
   job.row_items = (p.out_height + job.rows_per_item - 1) / job.rows_per_item;
+  int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
   job.row_parts = (p.out_width + kRowPartPositions - 1) / kRowPartPositions;
+  int64_t wanted_parts = (kMinItems + sets * job.row_items - 1) / (sets * job.row_items);
+  job.row_parts = std::max(job.row_parts, std::min(wanted_parts, p.out_width / kMinPartPositions));
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
-  int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
   return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S>, &job);
 }
 
