@@ -113,7 +113,9 @@ class Lowerer {
         if (lowering->copy) {
           plan_.steps.push_back(Copy{inputs.at(0), results.at(0)});
         } else {
+          // Large by its output or, for a reduction (global pooling), by what it reads.
           bool large = e->type().is_tensor() && SplitAcrossThreads(e->type().tensor());
+          for (const Expr& arg : call->args) large = large || (arg->type().is_tensor() && SplitAcrossThreads(arg->type().tensor()));
           plan_.steps.push_back(LoopOp{call, inputs, results, large});
         }
       }

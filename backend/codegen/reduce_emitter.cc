@@ -118,7 +118,8 @@ void EmitCumsum(EmitContext& c) {
   c.code.Close();
 }
 
-// Sums in double per channel; in NCHW[x]c the `block` channels of a plane side by side.
+// Sums in double per channel; in NCHW[x]c the `block` channels of a plane side by side. Planes are
+// split across threads when the input is large.
 void EmitGlobalAvgPool2D(EmitContext& c) {
   runtime::Check(c.input_types[0].dtype == runtime::kFloat32, "nn.global_avg_pool2d on ",
                  runtime::DTypeToString(c.input_types[0].dtype),
@@ -127,7 +128,17 @@ void EmitGlobalAvgPool2D(EmitContext& c) {
   int64_t block = std::max<int64_t>(1, ir::ChannelBlock(c.call.attrs.GetString("layout")));
   int64_t planes = data[0] * data[1], size = data[2] * data[3];
   std::string i = c.code.Fresh("plane");
-  c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(planes) + "; ++" + i + ")");
+  bool parallel = c.parallel && planes > 1;  // planes split across threads (EfficientNet's squeeze-and-excitation)
+  if (parallel) {
+    std::vector<ParallelBuffer> buffers;
+    AddParallelBuffer(&buffers, c.inputs[0], c.input_types[0], false);
+    AddParallelBuffer(&buffers, c.outputs[0], c.output_types[0], true);
+    c.code.Open("");
+    OpenParallelFor(c.code, buffers, planes);
+    c.code.Open("for (int64_t " + i + " = begin_; " + i + " < end_; ++" + i + ")");
+  } else {
+    c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(planes) + "; ++" + i + ")");
+  }
   c.code.Line("double sum[" + IntLiteral(block) + "] = {};");
   c.code.Open("for (int64_t j = 0; j < " + IntLiteral(size) + "; ++j)");
   c.code.Line("for (int64_t k = 0; k < " + IntLiteral(block) + "; ++k) sum[k] += " + c.inputs[0] + "[(" + i + " * " +
@@ -136,6 +147,10 @@ void EmitGlobalAvgPool2D(EmitContext& c) {
   c.code.Line("for (int64_t k = 0; k < " + IntLiteral(block) + "; ++k) " + c.outputs[0] + "[" + i + " * " +
               IntLiteral(block) + " + k] = static_cast<float>(sum[k] / " + IntLiteral(size) + ");");
   c.code.Close();
+  if (parallel) {
+    CloseParallelFor(c.code);
+    c.code.Close();
+  }
 }
 
 // nn.max_pool2d_with_indices: each window's first largest value and its index in the flattened

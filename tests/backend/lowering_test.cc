@@ -249,6 +249,20 @@ TEST(Lowering, BatchedFunctionsRunTheBatchWholeOrSampleBySample) {
   EXPECT_THAT(by_sample, ::testing::Not(HasSubstr("*= samples")));
 }
 
+// A global pooling is large by what it reads: its planes split across threads, though its output
+// is a value per channel.
+TEST(Lowering, GlobalPoolingOfALargeInputSplitsItsPlanes) {
+  Plan large = Lower(R"(fn (%x: Tensor[(1, 9, 56, 56, 16), float32]) {
+    %0 = nn.global_avg_pool2d(%x, layout="NCHW16c"); %0
+  })");
+  EXPECT_TRUE(StepAt<LoopOp>(large, 0).parallel);
+  EXPECT_THAT(GenerateOperatorSource(large), HasSubstr("ParallelFor(9LL"));
+  Plan small = Lower(R"(fn (%x: Tensor[(1, 2, 4, 4, 16), float32]) {
+    %0 = nn.global_avg_pool2d(%x, layout="NCHW16c"); %0
+  })");
+  EXPECT_THAT(GenerateOperatorSource(small), ::testing::Not(HasSubstr("ParallelFor")));
+}
+
 TEST(Lowering, UnsupportedBlockedFormIsAClearError) {
   try {
     Lower(R"(fn (%x: Tensor[(1, 1, 4, 4, 16), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
