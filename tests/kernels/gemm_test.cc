@@ -215,6 +215,30 @@ TEST(GemmWithEpilogue, StepsPerRowOverEveryColumn) {
   UseThreads(false);
 }
 
+// A matrix times a vector (n = 1: a 1x1 convolution on one position) runs as dot products of A's
+// rows: random A and B against sums in double, K with and without a partial vector, rows in and
+// past whole groups of four, with its epilogue; serial and on the thread pool, small and large
+// enough to be split.
+TEST(GemmWithEpilogue, MatrixTimesVectorAgainstTheDefinition) {
+  std::mt19937 rng(31);
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (auto [m, k] : {std::pair<int64_t, int64_t>{1, 1}, {3, 17}, {28, 672}, {61, 5}, {1157, 300}}) {
+      std::vector<float> a = Random(m * k, rng), b = Random(k, rng), bias = Random(m, rng), c(m, NAN);
+      const EpilogueStep steps[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                    {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0}};
+      ASSERT_EQ(GemmWithEpilogue(m, 1, k, a.data(), k, b.data(), 1, c.data(), 1, steps, 2), 0);
+      for (int64_t i = 0; i < m; ++i) {
+        double sum = bias[i];
+        for (int64_t x = 0; x < k; ++x) sum += double(a[i * k + x]) * b[x];
+        double want = sum / (1.0 + std::exp(-sum));
+        ASSERT_NEAR(c[i], want, 1e-5 * (1.0 + std::abs(want))) << m << "x1x" << k << " row " << i;
+      }
+    }
+  }
+  UseThreads(false);
+}
+
 // GemmPacked copies A into workspace first: without it, the call fails and writes nothing.
 TEST(GemmPacked, MissingWorkspaceIsAnError) {
   const int64_t m = 20, n = 40, k = 30;
