@@ -20,8 +20,8 @@ struct KernelConfig {
   int gemm_panel;               // columns of a packed matrix panel ("NK16n" dense weights)
   int gemm_tile_rows;           // rows of C a matrix micro-kernel keeps in registers
   int gemm_tile_panels;         // panels of C it keeps for each row (columns: gemm_panel each)
-  int64_t parallel_elements;    // elementwise and data-movement loops over fewer values (and the
-                                // matrix kernels' copies of fewer) run on the calling thread
+  int64_t parallel_elements;    // elementwise and data-movement loops over fewer values run on
+                                // the calling thread
 };
 
 // As many accumulators as the register file holds beside the weight vectors and a broadcast: 16
