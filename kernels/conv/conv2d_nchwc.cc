@@ -13,8 +13,9 @@
 //
 // Where a block is one vector of 8 channels, a tile computes up to three output channel blocks
 // at once (kernel_config.h), so that each broadcast input value feeds three FMAs. Work items are
-// (batch, set of output channel blocks, a few output rows or a part of a long one, as 1-D layers
-// have), split across threads. Input channel blocks are taken in chunks whose weights fit
+// (batch, set of output channel blocks, a few output rows or a part of a row: of a long one, as
+// 1-D layers have, or of any row of 56 positions or more when the layer would give fewer than 16
+// items), split across threads. Input channel blocks are taken in chunks whose weights fit
 // in L1 cache; between chunks the partial sums wait in the output (no operator works in place, so
 // the output aliases no input).
 #include <algorithm>
@@ -31,18 +32,22 @@ namespace {
 
 constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of input channels
 constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
-constexpr int64_t kRowPartPositions = 512;        // rows wider than this are split into parts
+constexpr int64_t kRowPartPositions = 512;        // rows wider than this are always split into parts
 // Work items a layer is split into at least, where its rows are wide enough for parts of
 // kMinPartPositions: a 1x1 layer of 5 or 7 output blocks on a 14x14 plane taken as one row
 // (EfficientNet's projections) was 5 or 7 items, which two threads share 3:2 or 4:3.
 constexpr int64_t kMinItems = 16;
 constexpr int64_t kMinPartPositions = 28;
 
-// An epilogue of a bias per channel, a residual and then relu, clip or swish (each optional; the
-// common tails of a convolution) is applied to the accumulators before they are stored, not in
-// passes over the stored tile: layers of few input channels (SqueezeNet's, MobileNet's, the text
-// detector's, of 16 or 24) are bound by stores, and each pass stores the tile again (EfficientNet's
-// 16 -> 96 layer on 112x112 with its swish, one AVX-512 core: 842 us in passes, 694 in registers).
+// An epilogue of a bias per channel, a residual and then relu, clip or (with AVX-512) swish, each
+// optional (the common tails of a convolution), is applied to the accumulators before they are
+// stored, not in passes over the stored tile: layers of few input channels (SqueezeNet's,
+// MobileNet's, the text detector's, of 16 or 24) are bound by stores, and each pass stores the
+// tile again (EfficientNet's 16 -> 96 layer on 112x112 with its swish, one AVX-512 core: 842 us
+// in passes, 694 in registers). With AVX2's 16 registers swish's temporaries spill the
+// accumulators: the same layer 1.12 -> 3.25 ms, and every tile function slower (relu 0.56 ->
+// 0.61), so there it stays a pass.
+constexpr bool kSwishInRegisters = kCompiledConfig.vector_floats == 16;
 struct RegisterEpilogue {
   bool active = false;
   const float* bias = nullptr;      // [O]; null: none
@@ -67,7 +72,7 @@ inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size) 
     r.lo = steps[s].lo;
     r.hi = steps[s].hi;
     ++s;
-  } else if (s < size && steps[s].op == EpilogueStep::kSwish) {
+  } else if (kSwishInRegisters && s < size && steps[s].op == EpilogueStep::kSwish) {
     r.activation = RegisterEpilogue::kSwish;
     ++s;
   }
@@ -150,10 +155,12 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
       V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
 #pragma GCC unroll 16
       for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
-    } else if (r.activation == RegisterEpilogue::kSwish) {
+    } else if constexpr (kSwishInRegisters) {
+      if (r.activation == RegisterEpilogue::kSwish) {
 #pragma GCC unroll 16
-      for (int i = 0; i < NB * T; ++i) {
-        if (i % T < count) acc[i] = scalar::Swish(acc[i]);
+        for (int i = 0; i < NB * T; ++i) {
+          if (i % T < count) acc[i] = scalar::Swish(acc[i]);
+        }
       }
     }
   }
@@ -396,6 +403,7 @@ int Run(Job& job) {
   job.rows_per_item = std::min(p.out_height, std::max<int64_t>(1, (kPositionsPerItem + p.out_width - 1) / p.out_width));
   job.row_items = (p.out_height + job.rows_per_item - 1) / job.rows_per_item;
   int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
+  if (sets == 0) return 0;  // no image
   job.row_parts = (p.out_width + kRowPartPositions - 1) / kRowPartPositions;
   int64_t wanted_parts = (kMinItems + sets * job.row_items - 1) / (sets * job.row_items);
   job.row_parts = std::max(job.row_parts, std::min(wanted_parts, p.out_width / kMinPartPositions));

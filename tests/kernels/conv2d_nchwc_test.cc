@@ -277,6 +277,39 @@ TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
   UseThreads(false);
 }
 
+// Bias, residual and swish, applied to the accumulators before the store: only once all input
+// channels are summed (320 channels of 3x3 taps are several chunks of input blocks), and only to
+// the tile's positions; 1x1 and 3x3, both block widths, serial and parallel.
+TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
+  std::mt19937 rng(9);
+  for (int64_t k : {1, 3}) {
+    for (int64_t ob : {8, 16}) {
+      for (bool parallel : {false, true}) {
+        UseThreads(parallel);
+        Shape s{1, 320, 9, 11, 2 * ob, k, k, 1, 1, 1, 1, k / 2, k / 2, k / 2, k / 2, 16, ob, false};
+        std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * k * k, rng);
+        int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
+        std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);
+        std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                           {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                           {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0}};
+        std::vector<float> out(out_size, NAN);
+        ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(),
+                                        out.data(), steps.data(), static_cast<int>(steps.size())),
+                  0)
+            << TVMGetLastError();
+        std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, ob);
+        for (int64_t i = 0; i < out_size; ++i) {
+          float v = want[i] + bias[i / (positions * ob) * ob + i % ob] + residual[i];
+          want[i] = v / (1.0f + std::exp(-v));
+        }
+        ExpectNear(out, want, s.Text() + (parallel ? " parallel" : ""));
+      }
+    }
+  }
+  UseThreads(false);
+}
+
 // The vector exp behind swish, over the whole float range that matters: an identity 1x1
 // convolution passes x through, the epilogue computes x * sigmoid(x).
 TEST(Conv2DNCHWc, SwishIsAccurateOverTheWholeRange) {
