@@ -2,8 +2,8 @@
 // vectors along the output rows. A tile of a few vectors of one row, or of a few rows when rows
 // are narrow, keeps its sums in registers over the taps; the fused epilogue then runs over each
 // plane just stored (in L1 or L2 cache).
-// At stride 2 along the rows, and at stride 1 where an output row is one vector, the input is
-// read where it lies: tap (kh, kw) of a vector reads its input row from the vector's first column
+// Where an output row is short (at most two vectors at stride 2 along the rows, one vector of 16
+// at stride 1), the input is read where it lies: tap (kh, kw) of a vector reads its input row from the vector's first column
 // times the stride, one load at stride 1 and the even lanes of two at stride 2, the lanes outside
 // the row masked to zeros; rows outside the input are skipped. Otherwise the input plane is first
 // copied into workspace with its padding written out as zeros and split into s phases for a
@@ -154,7 +154,8 @@ void Tile(const Job& job, const float* copy, const float* w, float* out, int64_t
 void PlaneEpilogue(const Job& job, int64_t nc, int64_t oc, float* out);
 
 // Tap columns [b, b + kLanes * S) of input row `row` (of `width` floats) at stride S (1 or 2):
-// lane j the column b + S * j, zero outside the row.
+// lane j the column b + S * j, zero outside the row. (A masked load's lane 0 may lie before the
+// row or past it; the lanes outside [lo, hi) are never read.)
 template <int S>
 KILN_ALWAYS_INLINE V LoadTap(const float* row, int64_t b, int64_t width) {
   V part[S];
@@ -173,8 +174,8 @@ KILN_ALWAYS_INLINE V LoadTap(const float* row, int64_t b, int64_t width) {
   }
 }
 
-// InPlaceTile's: output rows [oh, oh + R), vectors [v0, v0 + U) of each, of plane `out` from input
-// plane `in` read where it lies, at stride S along the rows.
+// Output rows [oh, oh + R), vectors [v0, v0 + U) of each, of plane `out`, from input plane `in`
+// read where it lies at stride S along the rows.
 template <int R, int U, int S>
 void InPlaceTile(const Job& job, const float* in, const float* w, float* out, int64_t oh, int64_t v0) {
   const Conv2DParams& p = *job.p;
@@ -191,7 +192,7 @@ void InPlaceTile(const Job& job, const float* in, const float* w, float* out, in
     for (int r = 0; r < R; ++r) {
       int64_t ih = (oh + r) * p.stride_h - p.pad_top + kh * p.dilation_h;
       inside[r] = ih >= 0 && ih < p.in_height;
-      rows[r] = in + ih * p.in_width;
+      rows[r] = inside[r] ? in + ih * p.in_width : in;
     }
     for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
       V wv = V::Broadcast(w + kh * p.kernel_width + kw);
@@ -240,7 +241,9 @@ void InPlacePlane(const Job& job, const float* in, const float* w, float* out) {
       nullptr, InPlaceTile<1, 1, S>, InPlaceTile<1, 2, S>, InPlaceTile<1, 3, S>, InPlaceTile<1, 4, S>};
   for (; oh < p.out_height; ++oh) {
     int64_t v = 0;
-    for (; v + kTileVectors <= job.row_vectors; v += kTileVectors) InPlaceTile<1, kTileVectors, S>(job, in, w, out, oh, v);
+    for (; v + kTileVectors <= job.row_vectors; v += kTileVectors) {
+      InPlaceTile<1, kTileVectors, S>(job, in, w, out, oh, v);
+    }
     if (v < job.row_vectors) kRowRuns[job.row_vectors - v](job, in, w, out, oh, v);
   }
 }
@@ -324,10 +327,14 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
   }
   Job job{&p, data, weight, out, epilogue, epilogue_size, 0, 0, 0, 0, nullptr, nullptr};
   job.row_vectors = (p.out_width + kLanes - 1) / kLanes;
-  // Read in place at stride 2 and where an output row is one vector; wider rows at stride 1 run
-  // faster from the copy (unchecked loads: 32 channels of 112x112 232 us from the copy, 354 in
-  // place; 116 channels of 14x14 35 -> 28 us in place, 116 from 28x28 at stride 2 122 -> 46).
-  if (p.stride_w == 2 || (p.stride_w == 1 && job.row_vectors == 1)) {
+  // Read in place where an output row is at most two vectors at stride 2, or one vector of 16 at
+  // stride 1; wider rows run faster from the copy (unchecked loads). Measured on one core of this
+  // AVX-512 machine, with AVX-512 and with AVX2 code: 116 channels from 28x28 at stride 2 122 -> 46
+  // us in place (AVX2 83 -> 60), 58 from 56x56 133 -> 65 (AVX2, four vectors a row: 95 -> 142);
+  // 116 channels of 14x14 35 -> 28 (AVX2's 8-lane masked loads on 7x7: 15 -> 18); 32 channels of
+  // 112x112 232 from the copy, 354 in place.
+  const bool in_place = p.stride_w == 2 ? job.row_vectors <= 2 : p.stride_w == 1 && job.row_vectors == 1 && kLanes == 16;
+  if (in_place) {
     return ParallelFor(p.batch * p.out_channels, RunPlanesInPlace, &job);
   }
   job.copy_rows = (p.out_height - 1) * p.stride_h + (p.kernel_height - 1) * p.dilation_h + 1;

@@ -1,6 +1,6 @@
 // The depthwise NCHW kernel (depthwise_conv2d.cc) against the definition over random shapes: any
-// channel count and channel multiplier, kernels up to 5x5, strides up to 3 (the input read in
-// place at strides 1 and 2, the phase split of the copy), dilations, pads on every side, rows
+// channel count and channel multiplier, kernels up to 5x5, strides up to 3 (short rows read in
+// place, the phase split of the copy), dilations, pads on every side, rows
 // narrower and wider than the vector tiles, the input between NaN guards, with a random chain of
 // epilogue steps; serial and on the thread pool. Compiled for each instruction set, like the other
 // kernel tests (the masked loads and the even lanes of the in-place reads, at stride 2 the
