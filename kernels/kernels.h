@@ -374,8 +374,9 @@ struct RoiAlignShape {
 };
 int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const int64_t* batch_indices, float* out);
 
-// Runs body(begin, end) over [0, count) in contiguous grains (a few per thread) that the runtime's
-// threads take as they come free.
+// Runs body(begin, end) over [0, count) in contiguous grains (a few per thread): each of the
+// runtime's threads first takes the grains of its own home range (the same at every launch), then
+// any others left (support.cc).
 // `body` is a plain function with a context pointer so that no std::function is needed.
 int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context);
 

@@ -130,15 +130,15 @@ namespace {
 
 // Items go in grains, a few per task. Each task has a home range of the items, the same range at
 // every launch of the same count, and takes its grains from the front of it; a task whose range
-// is done takes grains from the front of the others'. So when every thread runs, each computes the
-// same part of every layer each time (the part it computed of the layer before is in its own
-// caches: with grains claimed from one shared counter, which part a thread got changed from launch
-// to launch, and a depthwise layer of 24 blocks on 14x14 ran 1.15x faster on two threads than on
-// one instead of 1.8x); and a thread that runs slower (preempted by another process, or given
-// costlier items) takes fewer grains and the others more, instead of the launch waiting for its
-// fixed share (with the thread pool's claimed tasks, runtime/thread_pool.cc).
+// is done takes grains from the front of the others'. Task 0 is the launching thread's; with two
+// threads task 1 is the worker's, so each thread computes the same part of every layer each time
+// (the part it computed of the layer before is in its own caches: with grains claimed from one
+// shared counter, which part a thread got changed from launch to launch). With more threads the
+// workers claim tasks 1.. in whatever order they wake. A thread that runs slower (preempted by
+// another process, or given costlier items) takes fewer grains and the others more, instead of the
+// launch waiting for its fixed share (with the thread pool's claimed tasks, runtime/thread_pool.cc).
 constexpr int64_t kGrainsPerTask = 4;
-constexpr int kMaxHomes = 16;  // launches of more tasks share their grains from one counter
+constexpr int kMaxHomes = 16;  // launches of more tasks: task t starts on home t % 16
 
 struct alignas(64) GrainCounter {
   std::atomic<int64_t> claimed{0};  // grains of the home range taken

@@ -11,7 +11,9 @@
 // copy and 8 x 3: 98-112). C is split across threads in blocks of rows x 12 panels (4 blocks for a
 // layer of 768 columns; at least 8 blocks where the tiles allow), and K is walked in
 // blocks of 256, so that the tile's panels' part (16 KiB per panel) stays in L1 or L2 while it
-// meets every row of the block.
+// meets every row of the block. Products of few rows times a transposed B, and a matrix times a
+// vector, are dot products instead (DotJob); products of fewer than 2^17 multiply-adds run on the
+// calling thread.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -41,14 +43,15 @@ constexpr int64_t kMinBlocks = 8;
 // thread: waking the others costs more (a squeeze-and-excitation layer's 672 -> 28 matrix-vector
 // product, 19K multiply-adds, ran slower on two threads than on one).
 constexpr int64_t kSerialProducts = 1 << 17;
+inline bool Serial(int64_t batch, int64_t m, int64_t n, int64_t k) { return batch * m * n * k < kSerialProducts; }
 static_assert(kBlockPanels % kTilePanels == 0, "a task's panels are whole tiles of panels");
 // A copy of A or B in `tasks` tasks, on the calling thread when it moves fewer than
-// kParallelPackFloats floats, else split across the runtime's threads. (The copy runs before the
+// kParallelPackFloats floats or its product is `serial`, else split across the runtime's threads. (The copy runs before the
 // product's blocks, every thread waiting for it: ShuffleNet's 116 x 116 weights, 13K floats,
 // packed on one thread made its 116x196x116 product 45 us on two threads; split, 38.)
 constexpr int64_t kParallelPackFloats = 8192;
-int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, void*), void* job) {
-  if (floats < kParallelPackFloats) {
+int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, void*), void* job, bool serial) {
+  if (serial || floats < kParallelPackFloats) {
     pack(0, tasks, job);
     return 0;
   }
@@ -231,7 +234,9 @@ int RunPacked(int64_t batch, PackedJob job) {
   Workspace packed_a(a_count * job.m * job.k * sizeof(float));
   if (!packed_a.ok()) return Fail("Gemm: out of workspace memory");
   job.packed_a = packed_a.as<float>();
-  if (int status = PackInTasks(a_count * job.m * job.k, a_count * RowTiles(job.m), PackATiles, &job); status != 0) {
+  const bool serial = Serial(batch, job.m, job.n, job.k);
+  if (int status = PackInTasks(a_count * job.m * job.k, a_count * RowTiles(job.m), PackATiles, &job, serial);
+      status != 0) {
     return status;
   }
   // Blocks in tiles: rows of at most kMaxBlockRows, panels of at most kBlockPanels, split further
@@ -255,7 +260,7 @@ int RunPacked(int64_t batch, PackedJob job) {
   job.row_blocks = blocks(job.m, job.block_rows);
   job.col_blocks = blocks(Panels(job.n), job.block_panels);
   const int64_t tasks = batch * job.row_blocks * job.col_blocks;
-  if (batch * job.m * job.n * job.k < kSerialProducts) {
+  if (serial) {
     PackedBlocks(0, tasks, &job);
     return 0;
   }
@@ -264,7 +269,8 @@ int RunPacked(int64_t batch, PackedJob job) {
 
 // Few rows times a transposed B (a dense layer at batch 1 whose weight is not packed, as a
 // classifier's 1000 columns): each C[i, j] is a dot product of two contiguous rows, so B is read
-// once and never copied. A tile walks K for all rows and kDotColumns columns at once, one vector of
+// once and never copied. (GemmWithEpilogue's matrix times a vector is one such row, the vector,
+// times the matrix as B.) A tile walks K for all rows and kDotColumns columns at once, one vector of
 // each at a time, in as many accumulators as products: B's rows stream from memory, and the
 // independent accumulators keep the FMAs from waiting on one another (one accumulator per product
 // ran at 5 GFLOP/s, bound by the FMA's latency).
@@ -403,7 +409,8 @@ int PackB(int64_t batch, int64_t ldb, bool b_transposed, PackedJob* job, PackedB
   packed->memory.emplace(b_count * packed_size * sizeof(float));
   if (!packed->memory->ok()) return Fail("Gemm: out of workspace memory");
   PackBJob pack{n, k, job->b, ldb, job->b_stride, packed->memory->as<float>(), packed_size};
-  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack); status != 0) {
+  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack, Serial(batch, job->m, n, k));
+      status != 0) {
     return status;
   }
   job->b = packed->memory->as<float>();
@@ -422,9 +429,14 @@ int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, in
               bool a_transposed, const float* b, int64_t ldb, int64_t b_stride, bool b_transposed, float* c,
               int64_t ldc, int64_t c_stride) {
   if (b_transposed && !a_transposed && m <= kMaxDotRows) {
+    const int64_t groups = (n + kDotColumns - 1) / kDotColumns;
     for (int64_t product = 0; product < batch; ++product) {
       DotJob job{m, n, k, a + product * a_stride, lda, b + product * b_stride, ldb, c + product * c_stride, ldc};
-      if (ParallelFor((n + kDotColumns - 1) / kDotColumns, DotColumns, &job) != 0) return -1;
+      if (Serial(1, m, n, k)) {
+        DotColumns(0, groups, &job);
+      } else if (ParallelFor(groups, DotColumns, &job) != 0) {
+        return -1;
+      }
     }
     return 0;
   }
@@ -450,7 +462,7 @@ int GemmWithEpilogue(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld
     // of a 672 -> 28 product).
     DotJob dot{1, m, k, b, k, a, lda, c, 1};
     const int64_t groups = (m + kDotColumns - 1) / kDotColumns;
-    if (m * k < kSerialProducts) {
+    if (Serial(1, m, 1, k)) {
       DotColumns(0, groups, &dot);
     } else if (ParallelFor(groups, DotColumns, &dot) != 0) {
       return -1;

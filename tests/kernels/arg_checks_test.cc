@@ -1,6 +1,7 @@
 // The argument checks at the entry of every operator function of a model library: CheckArgs
 // (fixed shapes) and CheckBatchedArgs (a function run once per sample of a batch dimension).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend_api.h"
@@ -20,6 +21,8 @@ struct Tensor {
     dl.strides = nullptr;
     dl.byte_offset = 0;
   }
+  Tensor(const Tensor&) = delete;  // dl.shape points into shape
+  Tensor& operator=(const Tensor&) = delete;
   std::vector<int64_t> shape;
   DLTensor dl;
 };

@@ -216,20 +216,22 @@ TEST(GemmWithEpilogue, StepsPerRowOverEveryColumn) {
 }
 
 // A matrix times a vector (n = 1: a 1x1 convolution on one position) runs as dot products of A's
-// rows: random A and B against sums in double, K with and without a partial vector, rows in and
-// past whole groups of four, with its epilogue; serial and on the thread pool, small and large
-// enough to be split.
+// rows: random A and B against sums in double, K with and without a partial vector and empty,
+// rows in and past whole groups of four, with its epilogue (a value per row, a residual, swish);
+// serial and on the thread pool, small and large enough to be split.
 TEST(GemmWithEpilogue, MatrixTimesVectorAgainstTheDefinition) {
   std::mt19937 rng(31);
   for (bool parallel : {false, true}) {
     UseThreads(parallel);
-    for (auto [m, k] : {std::pair<int64_t, int64_t>{1, 1}, {3, 17}, {28, 672}, {61, 5}, {1157, 300}}) {
+    for (auto [m, k] : {std::pair<int64_t, int64_t>{1, 1}, {3, 17}, {5, 0}, {28, 672}, {61, 5}, {1157, 300}}) {
       std::vector<float> a = Random(m * k, rng), b = Random(k, rng), bias = Random(m, rng), c(m, NAN);
+      std::vector<float> residual = Random(m, rng);
       const EpilogueStep steps[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                    {EpilogueStep::kSubtract, EpilogueStep::kTensor, residual.data(), 0, 0},
                                     {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0}};
-      ASSERT_EQ(GemmWithEpilogue(m, 1, k, a.data(), k, b.data(), 1, c.data(), 1, steps, 2), 0);
+      ASSERT_EQ(GemmWithEpilogue(m, 1, k, a.data(), k, b.data(), 1, c.data(), 1, steps, 3), 0);
       for (int64_t i = 0; i < m; ++i) {
-        double sum = bias[i];
+        double sum = double(bias[i]) - residual[i];
         for (int64_t x = 0; x < k; ++x) sum += double(a[i * k + x]) * b[x];
         double want = sum / (1.0 + std::exp(-sum));
         ASSERT_NEAR(c[i], want, 1e-5 * (1.0 + std::abs(want))) << m << "x1x" << k << " row " << i;

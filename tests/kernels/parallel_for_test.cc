@@ -60,7 +60,7 @@ struct FirstGrains {
   std::mutex mutex;
   std::set<std::thread::id> seen;
   std::set<int64_t> firsts;
-  bool all_arrived = true;
+  std::atomic<bool> all_arrived{true};
 };
 
 void RecordFirstGrain(int64_t begin, int64_t, void* context) {
@@ -96,7 +96,7 @@ TEST(ParallelFor, EachThreadStartsOnItsHomeRange) {
 struct HeldUp {
   int64_t count, held_begin;
   std::atomic<int64_t> done{0};
-  bool finished_without_it = true;
+  std::atomic<bool> finished_without_it{true};
 };
 
 void HoldUpOneGrain(int64_t begin, int64_t end, void* context) {
