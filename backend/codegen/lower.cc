@@ -115,7 +115,9 @@ class Lowerer {
         } else {
           // Large by its output or, for a reduction (global pooling), by what it reads.
           bool large = e->type().is_tensor() && SplitAcrossThreads(e->type().tensor());
-          for (const Expr& arg : call->args) large = large || (arg->type().is_tensor() && SplitAcrossThreads(arg->type().tensor()));
+          for (const Expr& arg : call->args) {
+            large = large || (lowering->reduces && arg->type().is_tensor() && SplitAcrossThreads(arg->type().tensor()));
+          }
           plan_.steps.push_back(LoopOp{call, inputs, results, large});
         }
       }
@@ -359,12 +361,12 @@ class Lowerer {
     plan_.steps.push_back(std::move(loop));
   }
 
-  // Whether a loop writing `output` is split across the runtime's threads: when it writes
-  // enough values (the kernel configuration's parallel_elements). Not a question of the target's
-  // cores: the runtime's thread count decides where the model runs, and with one thread the split
-  // loop runs on the calling thread.
-  bool SplitAcrossThreads(const TensorType& output) const {
-    return output.NumElements() >= strategy::ConfigFor(target_).parallel_elements;
+  // Whether a loop writing (or, for a reduction, reading) `values` is split across the runtime's
+  // threads: when there are enough (the kernel configuration's parallel_elements). Not a question
+  // of the target's cores: the runtime's thread count decides where the model runs, and with one
+  // thread the split loop runs on the calling thread.
+  bool SplitAcrossThreads(const TensorType& values) const {
+    return values.NumElements() >= strategy::ConfigFor(target_).parallel_elements;
   }
 
   const FunctionNode& f_;

@@ -66,6 +66,7 @@ struct Lowering {
   // The step a kernel's epilogue applies when the op follows the kernel; absent when none can.
   std::optional<kernels::EpilogueStep::Op> epilogue_step;
   bool copy = false;  // the result is the bytes of the first argument (reshape and its kind)
+  bool reduces = false;  // loops that reduce their input: large (split across threads) by what they read
 
   bool elementwise() const { return scalar.function != nullptr || element != nullptr; }
 };

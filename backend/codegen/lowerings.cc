@@ -64,6 +64,12 @@ Lowering Loops(OpEmitter emit) {
   return lowering;
 }
 
+Lowering Reduces(OpEmitter emit) {
+  Lowering lowering = Loops(emit);
+  lowering.reduces = true;
+  return lowering;
+}
+
 Lowering Bytes() {
   Lowering lowering;
   lowering.copy = true;
@@ -148,13 +154,13 @@ const Entry kLowerings[] = {
     {"reshape", Bytes()},
     {"squeeze", Bytes()},
     {"expand_dims", Bytes()},
-    {"sum", Loops(EmitReduce)},
-    {"mean", Loops(EmitReduce)},
-    {"max", Loops(EmitReduce)},
-    {"min", Loops(EmitReduce)},
-    {"prod", Loops(EmitReduce)},
-    {"argmax", Loops(EmitArgReduce)},
-    {"argmin", Loops(EmitArgReduce)},
+    {"sum", Reduces(EmitReduce)},
+    {"mean", Reduces(EmitReduce)},
+    {"max", Reduces(EmitReduce)},
+    {"min", Reduces(EmitReduce)},
+    {"prod", Reduces(EmitReduce)},
+    {"argmax", Reduces(EmitArgReduce)},
+    {"argmin", Reduces(EmitArgReduce)},
     {"nn.conv2d", Kernel(PlanConv2D, Conv2DEpilogueLength)},
     {"nn.conv2d_winograd", Kernel(PlanConv2DWinograd, Conv2DEpilogueLength)},
     {"nn.conv2d_transpose", Kernel(PlanConvTranspose)},
@@ -163,7 +169,7 @@ const Entry kLowerings[] = {
     {"nn.batch_matmul", Kernel(PlanBatchMatmul)},
     {"nn.max_pool2d", Kernel(PlanPool2D)},
     {"nn.avg_pool2d", Kernel(PlanPool2D)},
-    {"nn.global_avg_pool2d", Loops(EmitGlobalAvgPool2D)},
+    {"nn.global_avg_pool2d", Reduces(EmitGlobalAvgPool2D)},
     {"nn.max_pool2d_with_indices", Loops(EmitMaxPool2DWithIndices)},
     {"nn.softmax", Kernel(PlanSoftmax)},
     {"nn.layer_norm", Kernel(PlanLayerNorm)},

@@ -77,7 +77,9 @@ struct ElementwiseLoop {
 struct LoopOp {
   const ir::CallNode* call = nullptr;
   std::vector<BufferId> inputs, outputs;
-  bool parallel = false;  // loops written over the output in order (OpenOutputLoops) split across threads
+  // Split across threads: loops written over the output in order (OpenOutputLoops), or global
+  // average pooling's planes.
+  bool parallel = false;
 };
 
 // The bytes of one buffer into another of the same size.
