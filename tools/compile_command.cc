@@ -74,8 +74,8 @@ void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& impo
                          std::string::npos;
         Check(number || named, "--input-shapes: dimension '", dim, "' of '", name,
               "' is neither a whole number nor a name (letters, digits, _) whose range --dims gives");
-        Check(!number || SmallWholeNumber(dim), "--input-shapes: dimension ", dim, " of '", name,
-              "' is too large (at most 9 digits)");
+        Check(!number || SmallWholeNumber(dim.substr(std::min(dim.find_first_not_of('0'), dim.size() - 1))),
+              "--input-shapes: dimension '", dim, "' of '", name, "' is too large (at most 9 digits)");
         if (named) names[name][static_cast<int>(dims.size())] = dim;
         dims.push_back(named ? -1 : std::stoll(dim));
       }
