@@ -18,9 +18,10 @@ std::string SpecFor(const ir::TensorType& t, const std::string& shape_name) {
 
 // The field of `plan`'s one kernel call to multiply by the samples when that call can run a whole
 // batch (its parameter struct counts samples, kernel_params.h: one call, more parallel work and one
-// launch, instead of a call per sample): the plan is that call alone, without workspace, and each of its tensors either holds the
-// samples (`batched`, per parameter then output) or is read whole by every sample's computation
-// (weights, per-channel epilogue operands: not a batch-free operand of the output's shape).
+// launch, instead of a call per sample): the plan is that call alone, without workspace, and each
+// of its tensors either holds the samples (`batched`, per parameter then output) or is read whole
+// by every sample's computation (weights, per-channel epilogue operands: not a batch-free operand
+// of the output's shape).
 std::optional<std::string> WholeBatchField(const Plan& plan, const std::vector<bool>& batched) {
   if (batched.empty() || plan.steps.size() != 1 || plan.NumOf(PlanBuffer::kWorkspace) != 0) return std::nullopt;
   const auto* call = std::get_if<KernelCall>(&plan.steps[0]);

@@ -3,13 +3,13 @@
 // are narrow, keeps its sums in registers over the taps; the fused epilogue then runs over each
 // plane just stored (in L1 or L2 cache).
 // Where an output row is short (at most two vectors at stride 2 along the rows, one vector of 16
-// at stride 1), the input is read where it lies: tap (kh, kw) of a vector reads its input row from the vector's first column
-// times the stride, one load at stride 1 and the even lanes of two at stride 2, the lanes outside
-// the row masked to zeros; rows outside the input are skipped. Otherwise the input plane is first
-// copied into workspace with its padding written out as zeros and split into s phases for a
-// stride s (phase q of a copied row holds its columns q, q + s, q + 2s, ...), so that each tap
-// reads one contiguous run of the copy with unchecked loads. (The copy was most of the time of
-// ShuffleNet's small planes.)
+// at stride 1), the input is read where it lies: tap (kh, kw) of a vector reads its input row
+// from the vector's first column times the stride, one load at stride 1 and the even lanes of two
+// at stride 2, the lanes outside the row masked to zeros; rows outside the input are skipped.
+// Otherwise the input plane is first copied into workspace with its padding written out as zeros
+// and split into s phases for a stride s (phase q of a copied row holds its columns q, q + s,
+// q + 2s, ...), so that each tap reads one contiguous run of the copy with unchecked loads. (The
+// copy was most of the time of ShuffleNet's small planes.)
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -333,7 +333,8 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
   // us in place (AVX2 83 -> 60), 58 from 56x56 133 -> 65 (AVX2, four vectors a row: 95 -> 142);
   // 116 channels of 14x14 35 -> 28 (AVX2's 8-lane masked loads on 7x7: 15 -> 18); 32 channels of
   // 112x112 232 from the copy, 354 in place.
-  const bool in_place = p.stride_w == 2 ? job.row_vectors <= 2 : p.stride_w == 1 && job.row_vectors == 1 && kLanes == 16;
+  const bool in_place =
+      p.stride_w == 2 ? job.row_vectors <= 2 : p.stride_w == 1 && job.row_vectors == 1 && kLanes == 16;
   if (in_place) {
     return ParallelFor(p.batch * p.out_channels, RunPlanesInPlace, &job);
   }

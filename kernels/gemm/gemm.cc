@@ -46,9 +46,10 @@ constexpr int64_t kSerialProducts = 1 << 17;
 inline bool Serial(int64_t batch, int64_t m, int64_t n, int64_t k) { return batch * m * n * k < kSerialProducts; }
 static_assert(kBlockPanels % kTilePanels == 0, "a task's panels are whole tiles of panels");
 // A copy of A or B in `tasks` tasks, on the calling thread when it moves fewer than
-// kParallelPackFloats floats or its product is `serial`, else split across the runtime's threads. (The copy runs before the
-// product's blocks, every thread waiting for it: ShuffleNet's 116 x 116 weights, 13K floats,
-// packed on one thread made its 116x196x116 product 45 us on two threads; split, 38.)
+// kParallelPackFloats floats or its product is `serial`, else split across the runtime's threads.
+// (The copy runs before the product's blocks, every thread waiting for it: ShuffleNet's 116 x 116
+// weights, 13K floats, packed on one thread made its 116x196x116 product 45 us on two threads;
+// split, 38.)
 constexpr int64_t kParallelPackFloats = 8192;
 int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, void*), void* job, bool serial) {
   if (serial || floats < kParallelPackFloats) {
@@ -409,8 +410,8 @@ int PackB(int64_t batch, int64_t ldb, bool b_transposed, PackedJob* job, PackedB
   packed->memory.emplace(b_count * packed_size * sizeof(float));
   if (!packed->memory->ok()) return Fail("Gemm: out of workspace memory");
   PackBJob pack{n, k, job->b, ldb, job->b_stride, packed->memory->as<float>(), packed_size};
-  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack, Serial(batch, job->m, n, k));
-      status != 0) {
+  const bool serial = Serial(batch, job->m, n, k);
+  if (int status = PackInTasks(b_count * packed_size, b_count * Panels(n), PackBPanels, &pack, serial); status != 0) {
     return status;
   }
   job->b = packed->memory->as<float>();
