@@ -30,7 +30,6 @@
 namespace kiln::kernels {
 namespace {
 
-constexpr int64_t kChunkWeightBytes = 16 * 1024;  // weights of one chunk of input channels
 constexpr int64_t kPositionsPerItem = 64;         // output positions per work item, at least
 constexpr int64_t kRowPartPositions = 512;        // rows wider than this are always split into parts
 // Work items a layer is split into at least, where its rows are wide enough for parts of
@@ -137,34 +136,34 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
     for (int b = 0; b < NB; ++b) {
       if (r.bias != nullptr) {
         V bias = V::Load(r.bias + (tile.ocb + b) * OB);
-#pragma GCC unroll 16
+#pragma GCC unroll 32
         for (int t = 0; t < T; ++t) acc[b * T + t] = scalar::Add(acc[b * T + t], bias);
       }
     }
     if (r.residual != nullptr) {
       const float* residual = r.residual + (out - job.out);
-#pragma GCC unroll 16
+#pragma GCC unroll 32
       for (int i = 0; i < NB * T; ++i) {
         if (i % T < count) acc[i] = scalar::Add(acc[i], V::Load(residual + i / T * block_stride + i % T * OB));
       }
     }
     if (r.activation == RegisterEpilogue::kRelu) {
-#pragma GCC unroll 16
+#pragma GCC unroll 32
       for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Relu(acc[i]);
     } else if (r.activation == RegisterEpilogue::kClip) {
       V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
-#pragma GCC unroll 16
+#pragma GCC unroll 32
       for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
     } else if constexpr (kSwishInRegisters) {
       if (r.activation == RegisterEpilogue::kSwish) {
-#pragma GCC unroll 16
+#pragma GCC unroll 32
         for (int i = 0; i < NB * T; ++i) {
           if (i % T < count) acc[i] = scalar::Swish(acc[i]);
         }
       }
     }
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 32
   for (int i = 0; i < NB * T; ++i) {
     if (i % T < count) acc[i].Store(out + i / T * block_stride + i % T * OB);
   }
@@ -177,7 +176,7 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t block_stride = OutBlockStride(job, OB);
   float* out = job.out + (((tile.n * job.out_blocks + tile.ocb) * p.out_height + tile.oh) * p.out_width + tile.ow0) * OB;
-#pragma GCC unroll 16
+#pragma GCC unroll 32
   for (int i = 0; i < NB * T; ++i) {
     acc[i] = tile.first || i % T >= count ? Vec<OB>::Zero() : Vec<OB>::Load(out + i / T * block_stride + i % T * OB);
   }
@@ -225,7 +224,7 @@ void ConvTile(const Job& job, const Tile& tile) {
         int64_t t_begin = 0, t_end = T;
         if (kChecked) ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
         const float* x = x_row + iw0 * ib;
-#pragma GCC unroll 16
+#pragma GCC unroll 32
         for (int64_t ic = 0; ic < ib; ++ic) {
           V wv[NB];
 #pragma GCC unroll 4
@@ -233,7 +232,7 @@ void ConvTile(const Job& job, const Tile& tile) {
             wv[b] = V::Load(w + b * w_block_stride + ic * OB);
             wv[b].Pin();
           }
-#pragma GCC unroll 16
+#pragma GCC unroll 32
           for (int t = 0; t < T; ++t) {
             if (kChecked && (t < t_begin || t >= t_end)) continue;
             V xv = V::Broadcast(x + t * x_step + ic);
@@ -256,7 +255,7 @@ KILN_ALWAYS_INLINE void GroupTap(Vec<OB> (&acc)[T], const float* x, int64_t x_st
   using V = Vec<OB>;
   V wv = V::Load(w + C * w_step);
   wv.Pin();
-#pragma GCC unroll 16
+#pragma GCC unroll 32
   for (int t = 0; t < T; ++t) {
     if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::template GroupBroadcast<G, C>(V::Load(x + t * x_step)), wv, acc[t]);
   }
@@ -294,7 +293,7 @@ void BlockLocalTile(const Job& job, const Tile& tile) {
         continue;
       }
       V wv = V::Load(w);
-#pragma GCC unroll 16
+#pragma GCC unroll 32
       for (int t = 0; t < T; ++t) {
         if (t >= t_begin && t < t_end) acc[t] = V::Fma(V::Load(x + t * x_step), wv, acc[t]);
       }
@@ -307,11 +306,12 @@ using TileFn = void (*)(const Job&, const Tile&);
 
 // Output channel blocks a tile (not block-local) computes together, at most (kernel_config.h).
 template <int OB>
-constexpr int kTileBlocks = OB == 8 ? kCompiledConfig.conv_tile_blocks_8 : 1;
+constexpr int kTileBlocks = OB == 8 ? kCompiledConfig.conv_tile_blocks_8 : kCompiledConfig.conv_tile_blocks_16;
 // Tiles of NB blocks keep kMinTile .. kMaxTile positions in registers (fewer would leave too few
 // independent accumulators); a narrower tile runs checked in the narrowest of them.
 template <int OB, int NB>
-constexpr int kMaxTile = kTileWidth<OB> / NB;
+constexpr int kMaxTile =
+    NB == 1 ? kTileWidth<OB> : (OB == 8 ? kCompiledConfig.conv_multi_tile_8 : kCompiledConfig.conv_multi_tile_16) / NB;
 template <int OB, int NB>
 constexpr int kMinTile = (kMaxTile<OB, NB> + 1) / 2;
 
@@ -379,14 +379,20 @@ void RunItems(int64_t begin, int64_t end, void* context) {
                 c0 == 0, c0 + job.chunk >= in_total};
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
-        if constexpr (kLocalGroup > 0 || kTileBlocks<OB> == 1) {
-          RunRow<OB, 1, kLocalGroup, IB, S>(job, tile, ow_begin, ow_end);
-        } else {
-          static_assert(kTileBlocks<OB> == 3, "tiles of 1, 2 or 3 blocks are compiled");
-          if (blocks == 3) RunRow<OB, 3, 0, IB, S>(job, tile, ow_begin, ow_end);
-          else if (blocks == 2) RunRow<OB, 2, 0, IB, S>(job, tile, ow_begin, ow_end);
-          else RunRow<OB, 1, 0, IB, S>(job, tile, ow_begin, ow_end);
+        static_assert(kTileBlocks<OB> >= 1 && kTileBlocks<OB> <= 3, "tiles of 1, 2 or 3 blocks are compiled");
+        if constexpr (kLocalGroup == 0 && kTileBlocks<OB> >= 3) {
+          if (blocks == 3) {
+            RunRow<OB, 3, 0, IB, S>(job, tile, ow_begin, ow_end);
+            continue;
+          }
         }
+        if constexpr (kLocalGroup == 0 && kTileBlocks<OB> >= 2) {
+          if (blocks == 2) {
+            RunRow<OB, 2, 0, IB, S>(job, tile, ow_begin, ow_end);
+            continue;
+          }
+        }
+        RunRow<OB, 1, kLocalGroup, IB, S>(job, tile, ow_begin, ow_end);
       }
     }
   }
@@ -399,7 +405,7 @@ int Run(Job& job) {
   job.tile_blocks = p.depthwise ? 1 : std::min<int64_t>(kTileBlocks<OB>, job.group_out_blocks);
   job.block_sets = (job.group_out_blocks + job.tile_blocks - 1) / job.tile_blocks;
   int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * job.tile_blocks * static_cast<int64_t>(sizeof(float));
-  job.chunk = std::max<int64_t>(1, kChunkWeightBytes / chunk_bytes);
+  job.chunk = std::max<int64_t>(1, kCompiledConfig.conv_chunk_bytes / chunk_bytes);
   job.rows_per_item = std::min(p.out_height, std::max<int64_t>(1, (kPositionsPerItem + p.out_width - 1) / p.out_width));
   job.row_items = (p.out_height + job.rows_per_item - 1) / job.rows_per_item;
   int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;

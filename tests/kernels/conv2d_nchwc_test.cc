@@ -80,7 +80,8 @@ Shape RandomShape(std::mt19937& rng, bool depthwise) {
   s.c = depthwise ? s.ob * pick(1, 3) : s.ib * s.groups * pick(1, s.groups > 1 ? 2 : 4);
   // Block-local: half depthwise, half groups of 2 or 4 channels.
   if (depthwise && pick(0, 1) == 1) s.groups = s.c / (pick(0, 1) == 1 ? 4 : 2);
-  // Up to five output blocks per group: tiles of three 8-channel blocks, and the one or two left.
+  // Up to five output blocks per group: tiles of three 8-channel blocks (of two 16-channel ones with
+  // AVX-512), and the blocks left.
   s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 4 : 5);
   PickWindow(rng, s);
   s.h = pick(1, 19);
@@ -278,15 +279,16 @@ TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
 }
 
 // Bias, residual and swish, applied to the accumulators before the store: only once all input
-// channels are summed (320 channels of 3x3 taps are several chunks of input blocks), and only to
-// the tile's positions; 1x1 and 3x3, both block widths, serial and parallel.
+// channels are summed (320 channels of 3x3 taps, 1056 of 1x1, are several chunks of input blocks
+// on every instruction set), and only to the tile's positions; 1x1 and 3x3, both block widths,
+// serial and parallel.
 TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
   std::mt19937 rng(9);
   for (int64_t k : {1, 3}) {
     for (int64_t ob : {8, 16}) {
       for (bool parallel : {false, true}) {
         UseThreads(parallel);
-        Shape s{1, 320, 9, 11, 2 * ob, k, k, 1, 1, 1, 1, k / 2, k / 2, k / 2, k / 2, 16, ob, false};
+        Shape s{1, k == 1 ? 1056 : 320, 9, 11, 2 * ob, k, k, 1, 1, 1, 1, k / 2, k / 2, k / 2, k / 2, 16, ob, false};
         std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * k * k, rng);
         int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
         std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);
