@@ -83,7 +83,7 @@ std::vector<Problem> Problems() {
       }
     }
   }
-  problems.push_back({128, 768, 600, false, true, 0});  // a BERT-sized dense layer, K in three blocks
+  problems.push_back({128, 768, 1100, false, true, 0});  // a BERT-sized dense layer, K in three blocks
   return problems;
 }
 
