@@ -12,8 +12,11 @@ namespace {
 
 using kernels::KernelConfig;
 
-// Planes of up to this many positions run a pointwise convolution as one row (kernels.h).
-constexpr int64_t kMaxFlatPositions = 256;
+// Planes of up to this many positions run a pointwise convolution as one row (kernels.h): 28x28
+// too, whose rows of 28 took tiles of 9 and 10 positions where a tile of two 16-channel blocks
+// keeps 12 (one layer alone on an AMD Zen 4 core, AVX-512: 256 -> 512 channels 91 -> 111 GFLOP/s,
+// others -4..+2%; AVX2 code -4..+3%). Wider planes gained nothing (56x56: -4%).
+constexpr int64_t kMaxFlatPositions = 28 * 28;
 
 bool IsFloat32(const ir::Expr& e) { return e->type().is_tensor() && e->type().tensor().dtype == runtime::kFloat32; }
 

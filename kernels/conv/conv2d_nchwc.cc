@@ -328,13 +328,14 @@ std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
   }
 }
 
-// The checked tile of NB blocks: the widest, for tiles of any width up to it that touch the
-// input's border or are narrower than the unchecked ones. (A checked tile computes only its
-// `count` positions; one per width, as the unchecked tiles have, took 19 of the 33 s that GCC
-// spent on this file.)
-template <int OB, int NB, int kLocalGroup>
-constexpr TileFn kCheckedTile = kLocalGroup > 0 ? &BlockLocalTile<OB, (kLocalGroup > 0 ? kLocalGroup : 1), kMaxTile<OB, NB>, true>
-                                                : &ConvTile<OB, NB, kMaxTile<OB, NB>, true>;
+// The checked tile of one block: the widest, for tiles of any width up to it that touch the
+// input's border or are narrower than the unchecked ones, one block at a time. (A checked tile
+// computes only its `count` positions; one per width, as the unchecked tiles have, took 19 of the
+// 33 s that GCC spent on this file; checked tiles of two or three blocks took 40% of a variant's
+// compile time.)
+template <int OB, int kLocalGroup>
+constexpr TileFn kCheckedTile = kLocalGroup > 0 ? &BlockLocalTile<OB, (kLocalGroup > 0 ? kLocalGroup : 1), kMaxTile<OB, 1>, true>
+                                                : &ConvTile<OB, 1, kMaxTile<OB, 1>, true>;
 
 // Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB blocks, as even as the
 // widest compiled tile allows.
@@ -353,7 +354,13 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
     int64_t first_iw = ow0 * p.stride_w - p.pad_left;
     int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
     bool inside = first_iw >= 0 && last_iw < p.in_width && count >= kMin;
-    (inside ? unchecked[count - kMin] : kCheckedTile<OB, NB, kLocalGroup>)(job, tile);
+    if (inside) {
+      unchecked[count - kMin](job, tile);
+    } else {
+      static_assert(kMaxTile<OB, NB> <= kMaxTile<OB, 1>, "a tile of several blocks is no wider than one of one");
+      Tile block = tile;
+      for (int b = 0; b < NB; ++b, ++block.ocb) kCheckedTile<OB, kLocalGroup>(job, block);
+    }
     ow0 += count;
   }
 }
