@@ -68,6 +68,24 @@ def test_unknown_and_disabled_codegens_are_clear_errors(tmp_path):
     assert "there is no external codegen 'nope' (known: dnnl, ccompiler)" in failed.stderr, failed.stderr
 
 
+def test_a_batch_dimension_in_an_external_function_is_a_clear_error(tmp_path):
+    """External functions are compiled for fixed shapes: a batch decided at run time that reaches
+    one is refused at compile time, saying what to do, and no library is written; the same model
+    without the codegen compiles with the batch dimension."""
+    scale = numpy_helper.from_array(np.random.default_rng(3).standard_normal((1, 4, 1, 1)).astype(np.float32), "scale")
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["s"]), helper.make_node("Max", ["s", "x"], ["y"])]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 3, 5])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 3, 5])], [scale], name="scaled.onnx")
+    lib = tmp_path / "m.so"
+    failed = kiln("compile", model, "--byoc", "ccompiler", "--dims", "N=1..4", "-o", lib, check=False)
+    assert failed.returncode != 0
+    assert ("the batch dimension cannot be decided at run time in a function of the external codegen 'ccompiler' "
+            "(fixed shapes only): compile without --byoc, or with a fixed batch") in failed.stderr, failed.stderr
+    assert not lib.exists()
+    kiln("compile", model, "--dims", "N=1..4", "-o", lib)
+    assert "float32[N, 4, 3, 5]" in kiln("inspect", lib).stdout
+
+
 def test_a_dnnl_library_runs_from_a_c_program(tmp_path):
     """examples/minimal.c (TVM's C API only) loads a library whose dense layer runs in oneDNN:
     libkiln_runtime loads libkiln_dnnl on its own."""
