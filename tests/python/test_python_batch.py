@@ -202,6 +202,45 @@ def test_batched_inputs_must_agree(tmp_path):
     np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"a": a, "b": b})[0], rtol=1e-5, atol=1e-6)
 
 
+def squeeze_excitation(tmp_path, batch="N"):
+    """A squeeze-and-excitation block before a 1x1 projection (EfficientNet's, RegNetY's): each
+    image's channels scaled by a gate computed from that image."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+        helper.make_node("Conv", ["g", "w2", "b2"], ["squeezed"]), helper.make_node("Relu", ["squeezed"], ["r"]),
+        helper.make_node("Conv", ["r", "w3", "b3"], ["e"]), helper.make_node("Sigmoid", ["e"], ["gate"]),
+        helper.make_node("Mul", ["c", "gate"], ["scaled"]),
+        helper.make_node("Conv", ["scaled", "w4", "b4"], ["y"]),
+    ]
+    inits = [weight("w1", 16, 3, 3, 3), weight("b1", 16), weight("w2", 4, 16, 1, 1), weight("b2", 4),
+             weight("w3", 16, 4, 1, 1), weight("b3", 16), weight("w4", 8, 16, 1, 1), weight("b4", 8)]
+    return save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 12, 12])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 8, 12, 12])], inits,
+                name=f"se_{batch}.onnx")
+
+
+def test_each_image_keeps_its_own_squeeze_excitation_gate(tmp_path):
+    """With a fixed batch of 1 the gate moves into the projection's weight (FoldScaleAxis); with
+    a batch decided at run time it must not (the weight would be one image's), and each batch
+    matches ONNX Runtime."""
+    fixed = squeeze_excitation(tmp_path, batch=1)
+    result = compile_cli(fixed, tmp_path / "fixed.so")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "fixed.so")
+    x = RNG.standard_normal((1, 3, 12, 12)).astype(np.float32)
+    m.set_input("x", x)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(fixed, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    def functions(lib):
+        return subprocess.run([KILN, "inspect", str(lib)], capture_output=True, text=True).stdout
+
+    inspected = functions(tmp_path / "fixed.so")  # the gate scales the weight, not the feature map
+    assert "(nn.conv2d,add,sigmoid)" in inspected and "(reshape,multiply,layout_transform)" in inspected, inspected
+    check_batches(tmp_path, squeeze_excitation(tmp_path), (3, 12, 12), [3, 1, 4, 2])
+    assert "(nn.conv2d,add,sigmoid,multiply)" in functions(tmp_path / "m.so")
+
+
 def test_attention_keeps_samples_apart(tmp_path):
     check_batches(tmp_path, attention(tmp_path), (6, 8), [4, 1, 3])
 

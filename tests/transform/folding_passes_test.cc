@@ -188,6 +188,47 @@ TEST(FoldScaleAxis, DoesNotFireWhenIllegal) {
   ExpectPass(FoldScaleAxis, text, text);
 }
 
+// Squeeze-and-excitation's gate, computed at run time, multiplies the projection's weight
+// (3 x 1 x 1 per input channel) instead of the 4x4 input.
+TEST(FoldScaleAxis, RunTimeInputScaleMovesIntoTheNextConvWeight) {
+  ExpectPass(FoldScaleAxis, R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %v: Tensor[(1, 2, 1, 1), float32]) {
+    %w = const(Tensor[(3, 2, 1, 1), float32], [1, 2, 3, 4, 5, 6]);
+    %0 = sigmoid(%v);
+    %1 = multiply(%x, %0);
+    %2 = nn.conv2d(%1, %w);
+    %2
+  })",
+             R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %v: Tensor[(1, 2, 1, 1), float32]) {
+    %w = const(Tensor[(3, 2, 1, 1), float32], [1, 2, 3, 4, 5, 6]);
+    %0 = sigmoid(%v);
+    %1 = reshape(%0, newshape=[1, 2, 1, 1]);
+    %2 = multiply(%w, %1);
+    %3 = nn.conv2d(%x, %2);
+    %3
+  })");
+}
+
+TEST(FoldScaleAxis, InputScaleStaysWhereFoldingIsIllegalOrCostsMore) {
+  // A weight of more elements per input channel (5 x 1 x 1) than the input has positions (2x2);
+  // a scaled input read by another op too; a grouped convolution; a scale along the width.
+  const char* text = R"(fn (%x: Tensor[(1, 2, 2, 2), float32], %v: Tensor[(1, 2, 1, 1), float32], %u: Tensor[(1, 1, 1, 2), float32]) {
+    %w = const(Tensor[(5, 2, 1, 1), float32], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    %k = const(Tensor[(1, 2, 1, 1), float32], [1, 2]);
+    %g = const(Tensor[(2, 1, 1, 1), float32], [3, 4]);
+    %0 = multiply(%x, %v);
+    %1 = nn.conv2d(%0, %w);
+    %2 = multiply(%x, %v);
+    %3 = nn.conv2d(%2, %k);
+    %4 = exp(%2);
+    %5 = multiply(%x, %v);
+    %6 = nn.conv2d(%5, %g, groups=2);
+    %7 = multiply(%x, %u);
+    %8 = nn.conv2d(%7, %k);
+    (%1, %3, %4, %6, %8)
+  })";
+  ExpectPass(FoldScaleAxis, text, text);
+}
+
 TEST(FoldScaleAxis, DoesNotFireOnPackedDenseWeights) {
   // AlterOpLayout's packed form NK16n: the weight's first axis is not the output column any more.
   const char* text = R"(fn (%x: Tensor[(1, 2), float32]) {
