@@ -38,10 +38,12 @@ const std::vector<OptionSpec> kOptions = {
     {"--help", "-h", false, "show this help"},
 };
 
-// Whether `digits` is a whole number of at most 9 digits: what a dimension or a range bound on the
-// command line may be (no extent of a model's tensor comes near 10^9).
+// Whether `digits` is a whole number of at most 9 digits, leading zeros not counted: what a
+// dimension or a range bound on the command line may be (no extent of a model's tensor comes
+// near 10^9).
 bool SmallWholeNumber(const std::string& digits) {
-  return !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  return digits.size() - std::min(digits.find_first_not_of('0'), digits.size() - 1) <= 9;
 }
 
 // "name:[1,3,224,224] b:[N, 128]" (entries separated by spaces or commas) into `import`'s input
@@ -74,7 +76,7 @@ void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& impo
                          std::string::npos;
         Check(number || named, "--input-shapes: dimension '", dim, "' of '", name,
               "' is neither a whole number nor a name (letters, digits, _) whose range --dims gives");
-        Check(!number || SmallWholeNumber(dim.substr(std::min(dim.find_first_not_of('0'), dim.size() - 1))),
+        Check(!number || SmallWholeNumber(dim),
               "--input-shapes: dimension '", dim, "' of '", name, "' is too large (at most 9 digits)");
         if (named) names[name][static_cast<int>(dims.size())] = dim;
         dims.push_back(named ? -1 : std::stoll(dim));

@@ -386,6 +386,18 @@ def test_command_line_mistakes_are_clear_errors(tmp_path, args, message):
     assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
+def test_leading_zeros_on_the_command_line_are_not_counted_as_digits(tmp_path):
+    """A bound or a dimension is at most 9 digits, its leading zeros not counted, in both options."""
+    model = cnn(tmp_path, batch=1)
+    args = ["--input-shapes", "x:[N,0000000003,20,0020]", "--dims", "N=0000000001..000000000004"]
+    result = compile_cli(model, tmp_path / "m.so", *args)
+    assert result.returncode == 0, result.stderr
+    assert "Batch dimension: N from 1 to 4" in subprocess.run([KILN, "inspect", str(tmp_path / "m.so")],
+                                                                capture_output=True, text=True).stdout
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..0001000000000")
+    assert result.returncode != 0 and "--dims: expected NAME=MIN..MAX" in result.stderr, result.stderr
+
+
 def test_the_graph_json_marks_what_tvm_must_refuse(tmp_path):
     """TVM v0.19's graph executor skips unknown graph attributes only when they are list_int or
     size_t and aborts on others ("cannot skip graph attr kiln_batch_dim"): a batched library is
