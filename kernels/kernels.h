@@ -42,9 +42,13 @@ int BatchGemmFloat64(int64_t batch, int64_t m, int64_t n, int64_t k, const doubl
 // [j / 16, :, j % 16], zeros past N. A dense weight [N, K] with N a multiple of 16 packs to this
 // as layout "NK16n".
 constexpr int kGemmPanel = kCompiledConfig.gemm_panel;
-// C[M, N] = A[M, K] * B with B packed; row strides lda, ldc.
+// C[M, N] = epilogue(A[M, K] * B) with B packed; row strides lda, ldc. A dense layer: the steps
+// are applied to each tile of C once its sums are complete, a kChannel operand holding one value
+// per column of C (the layer's output feature: its bias), a kTensor operand C's layout (a
+// residual).
+struct EpilogueStep;
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
-               int64_t ldc);
+               int64_t ldc, const EpilogueStep* epilogue, int epilogue_size);
 
 struct Conv2DParams {
   int64_t batch, in_channels, in_height, in_width;

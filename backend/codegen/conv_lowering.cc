@@ -27,16 +27,21 @@ bool IsFloat32(const TensorType& t) { return t.dtype == runtime::kFloat32; }
 
 // How the kernel reads the other operand of a binary epilogue op, or nothing when it cannot: a
 // tensor of the output's shape, a single value, or one value per channel (right-aligned to the
-// output: [1, O / ob, 1, 1, ob] blocked, [1, O, 1, 1] plain, leading ones optional).
-std::optional<Step::Operand> OperandKind(const TensorType& operand, const TensorType& out) {
+// output: [1, O / ob, 1, 1, ob] blocked, [1, O, 1, 1] plain, leading ones optional; with channels
+// last, a dense layer's output features, [N] or [1, ..., N]).
+std::optional<Step::Operand> OperandKind(const TensorType& operand, const TensorType& out, bool channels_last) {
   if (!IsFloat32(operand) || operand.ndim() > out.ndim()) return std::nullopt;
   if (operand.shape == out.shape) return Step::kTensor;
   if (operand.NumElements() == 1) return Step::kScalar;
   std::vector<int64_t> channel(out.ndim(), 1);
-  channel[1] = out.shape[1];
-  if (out.ndim() == 5) channel[4] = out.shape[4];
+  if (channels_last) {
+    channel.back() = out.shape.back();
+  } else {
+    channel[1] = out.shape[1];
+    if (out.ndim() == 5) channel[4] = out.shape[4];
+  }
   int64_t first = out.ndim() - operand.ndim();
-  if (first > 1) return std::nullopt;  // the channel axis must be there
+  if (!channels_last && first > 1) return std::nullopt;  // the channel axis must be there
   for (int d = 0; d < operand.ndim(); ++d) {
     if (operand.shape[d] != channel[first + d]) return std::nullopt;
   }
@@ -57,15 +62,18 @@ bool Blocked(const strategy::Conv2DImplementation& implementation) {
          implementation.kernel == strategy::Conv2DKernel::kConv2DNCHWcDepthwise;
 }
 
-// The kernel's step for epilogue op `op` on the convolution's output `out`, or nothing when the
+// The kernel's step for epilogue op `op` on the kernel's output `out`, or nothing when the
 // kernel cannot apply it: an op of the output's type whose other operand it reads (OperandKind);
-// nn.bias_add along the channels of a plain output as an add of one value per channel.
-std::optional<EpilogueOp> StepFor(const FusedOp& op, const TensorType& out) {
+// nn.bias_add along the channels (axis 1 of a plain convolution's output, the last of a dense
+// layer's) as an add of one value per channel.
+std::optional<EpilogueOp> EpilogueStepFor(const FusedOp& op, const TensorType& out, bool channels_last) {
   if (!op.call->type().is_tensor() || op.call->type().tensor() != out) return std::nullopt;
   if (kBiasAdd.Is(op.call->op)) {
-    int64_t axis = op.call->attrs.GetInt("axis");
-    bool along_channels = out.ndim() == 4 && (axis == 1 || axis == -3) && IsFloat32(op.operand_type) &&
-                          op.operand_type.shape == std::vector<int64_t>{out.shape[1]};
+    int64_t axis = op.call->attrs.GetInt("axis"), rank = out.ndim();
+    int64_t channel_axis = channels_last ? rank - 1 : 1;
+    bool along_channels = (channels_last || rank == 4) && (axis == channel_axis || axis == channel_axis - rank) &&
+                          IsFloat32(op.operand_type) &&
+                          op.operand_type.shape == std::vector<int64_t>{out.shape[channel_axis]};
     if (!along_channels) return std::nullopt;
     return EpilogueOp{Step::kAdd, Step::kChannel, op.operand};
   }
@@ -73,7 +81,7 @@ std::optional<EpilogueOp> StepFor(const FusedOp& op, const TensorType& out) {
   if (!kind) return std::nullopt;
   EpilogueOp step{*kind, Step::kNone, op.operand};
   if (op.operand) {
-    std::optional<Step::Operand> operand = OperandKind(op.operand_type, out);
+    std::optional<Step::Operand> operand = OperandKind(op.operand_type, out, channels_last);
     if (!operand) return std::nullopt;
     step.operand = *operand;
   }
@@ -84,11 +92,22 @@ std::optional<EpilogueOp> StepFor(const FusedOp& op, const TensorType& out) {
   return step;
 }
 
-std::vector<EpilogueOp> EpilogueOf(const KernelOperands& o) {
+}  // namespace
+
+std::vector<EpilogueOp> EpilogueOf(const KernelOperands& o, bool channels_last) {
   std::vector<EpilogueOp> steps;
-  for (const FusedOp& op : o.epilogue) steps.push_back(*StepFor(op, o.output_types[0]));
+  for (const FusedOp& op : o.epilogue) steps.push_back(*EpilogueStepFor(op, o.output_types[0], channels_last));
   return steps;
 }
+
+size_t EpilogueChainLength(const ir::CallNode& anchor, const std::vector<FusedOp>& chain, bool channels_last) {
+  const TensorType& out = anchor.type().tensor();
+  size_t length = 0;
+  while (length < chain.size() && EpilogueStepFor(chain[length], out, channels_last)) ++length;
+  return length;
+}
+
+namespace {
 
 // The instance of Conv2DNCHWc that computes `p` on a target of `config`.
 std::string Conv2DNCHWcKernel(const kernels::Conv2DNCHWcParams& p, const kernels::KernelConfig& config) {
@@ -105,20 +124,12 @@ KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplem
   k.params = TypedParams("Conv2DNCHWcParams", params);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
-  k.epilogue = EpilogueOf(o);
+  k.epilogue = EpilogueOf(o, false);
   return k;
 }
 
 bool AllFloat32(const std::vector<TensorType>& types) {
   return std::all_of(types.begin(), types.end(), IsFloat32);
-}
-
-// How many ops of `chain`, from the first, a convolution kernel that takes an epilogue applies.
-size_t ChainStepsLength(const ir::CallNode& anchor, const std::vector<FusedOp>& chain) {
-  const TensorType& out = anchor.type().tensor();
-  size_t length = 0;
-  while (length < chain.size() && StepFor(chain[length], out)) ++length;
-  return length;
 }
 
 }  // namespace
@@ -128,7 +139,7 @@ size_t ChainStepsLength(const ir::CallNode& anchor, const std::vector<FusedOp>& 
 // one in its matrix product's tiles, the plain depthwise one on each plane.
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain) {
-  return AllFloat32(anchor_inputs) ? ChainStepsLength(anchor, chain) : 0;
+  return AllFloat32(anchor_inputs) ? EpilogueChainLength(anchor, chain, false) : 0;
 }
 
 KernelCall PlanConv2DWinograd(const KernelOperands& o) {
@@ -141,7 +152,7 @@ KernelCall PlanConv2DWinograd(const KernelOperands& o) {
   k.inner_kernel = Conv2DNCHWcKernel(kernels::Conv2DWinogradProduct(params), o.config);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
-  k.epilogue = EpilogueOf(o);
+  k.epilogue = EpilogueOf(o, false);
   return k;
 }
 
@@ -156,7 +167,7 @@ KernelCall PlanConv2D(const KernelOperands& o) {
   k.params = TypedParams("Conv2DParams", strategy::Conv2DKernelParams(o.call, implementation));
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
-  k.epilogue = EpilogueOf(o);
+  k.epilogue = EpilogueOf(o, false);
   return k;
 }
 

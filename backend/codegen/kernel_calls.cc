@@ -40,6 +40,8 @@ KernelCall PlanDense(const KernelOperands& o) {
                  Buffer("b_packed", o.inputs[1]),
                  Buffer("c", o.outputs[0]),
                  Int("ldc", n)};
+    call.takes_epilogue = true;
+    call.epilogue = EpilogueOf(o, true);
     return call;
   }
   call.kernel = "Gemm";
@@ -55,6 +57,16 @@ KernelCall PlanDense(const KernelOperands& o) {
                Buffer("c", o.outputs[0]),
                Int("ldc", n)};
   return call;
+}
+
+// A dense layer in packed panels applies the ops after it (its bias, a residual, relu, ...) to
+// each tile of its result while the tile is in cache; one passed as a matrix product does not.
+size_t DenseEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
+                           const std::vector<FusedOp>& chain) {
+  bool float32 = std::all_of(anchor_inputs.begin(), anchor_inputs.end(),
+                             [](const ir::TensorType& t) { return t.dtype == runtime::kFloat32; });
+  bool packed = strategy::DenseImplementationOf(anchor).kernel == strategy::DenseKernel::kGemmPacked;
+  return float32 && packed ? EpilogueChainLength(anchor, chain, true) : 0;
 }
 
 // nn.batch_matmul on float32 (BatchGemm), int32 (BatchGemmInt32) or float64 (BatchGemmFloat64).

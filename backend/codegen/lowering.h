@@ -88,12 +88,19 @@ inline KernelArg Flag(std::string name, bool value) { return {std::move(name), v
 void RequireFloat32(const KernelOperands& operands);
 
 // The kernel planners and epilogue rules of each op family (conv_lowering.cc, kernel_calls.cc).
+// A kernel's epilogue: the steps of `operands.epilogue`, and how many ops of `chain` from the
+// first the kernel computing `anchor` can apply; a per-channel operand lies along axis 1 of a
+// convolution's output, or along the last axis (`channels_last`: a dense layer's features).
+std::vector<EpilogueOp> EpilogueOf(const KernelOperands& operands, bool channels_last);
+size_t EpilogueChainLength(const ir::CallNode& anchor, const std::vector<FusedOp>& chain, bool channels_last);
 KernelCall PlanConv2D(const KernelOperands& operands);
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain);
 KernelCall PlanConv2DWinograd(const KernelOperands& operands);
 KernelCall PlanConvTranspose(const KernelOperands& operands);
 KernelCall PlanDense(const KernelOperands& operands);
+size_t DenseEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
+                           const std::vector<FusedOp>& chain);
 KernelCall PlanBatchMatmul(const KernelOperands& operands);
 KernelCall PlanPool2D(const KernelOperands& operands);
 KernelCall PlanSoftmax(const KernelOperands& operands);

@@ -165,7 +165,7 @@ const Entry kLowerings[] = {
     {"nn.conv2d_winograd", Kernel(PlanConv2DWinograd, Conv2DEpilogueLength)},
     {"nn.conv2d_transpose", Kernel(PlanConvTranspose)},
     {"nn.conv3d_transpose", Kernel(PlanConvTranspose)},
-    {"nn.dense", Kernel(PlanDense)},
+    {"nn.dense", Kernel(PlanDense, DenseEpilogueLength)},
     {"nn.batch_matmul", Kernel(PlanBatchMatmul)},
     {"nn.max_pool2d", Kernel(PlanPool2D)},
     {"nn.avg_pool2d", Kernel(PlanPool2D)},

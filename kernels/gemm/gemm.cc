@@ -63,11 +63,41 @@ int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, vo
 // Panels of 16 columns that n columns take.
 inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
 
+// A dense layer's common tail, applied to a tile's accumulators before they are stored: a bias
+// per column (at the tile's first column), a residual (at the tile's place, C's row stride), then
+// relu or clip, each optional. Applied in passes over the stored tile instead (TileEpilogue), a
+// call per row and step cost BERT's 128-row layers more than the separate loop they replace.
+struct RegisterTail {
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  enum Activation { kNone, kRelu, kClip } activation = kNone;
+  float lo = 0, hi = 0;
+};
+
+// The register form of `steps` (with a kChannel operand per column), or nothing.
+std::optional<RegisterTail> RegisterTailOf(const EpilogueStep* steps, int size) {
+  RegisterTail t;
+  int s = 0;
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) t.bias = steps[s++].data;
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kTensor) {
+    t.residual = steps[s++].data;
+  }
+  if (s < size && (steps[s].op == EpilogueStep::kRelu || steps[s].op == EpilogueStep::kClip)) {
+    t.activation = steps[s].op == EpilogueStep::kRelu ? RegisterTail::kRelu : RegisterTail::kClip;
+    t.lo = steps[s].lo;
+    t.hi = steps[s].hi;
+    ++s;
+  }
+  if (size == 0 || s != size) return std::nullopt;
+  return t;
+}
+
 // C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
-// its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc.
+// its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc; then `tail`
+// (its pointers at the tile's place) when not null.
 template <int R, int P>
 void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, int64_t k_stride, bool accumulate,
-          float* c, int64_t ldc) {
+          float* c, int64_t ldc, const RegisterTail* tail) {
   V acc[R * P];
 #pragma GCC unroll 32
   for (int i = 0; i < R * P; ++i) acc[i] = accumulate ? V::Load(c + i / P * ldc + i % P * kGemmPanel) : V::Zero();
@@ -85,11 +115,32 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
       for (int q = 0; q < P; ++q) acc[r * P + q] = V::Fma(b, w[q], acc[r * P + q]);
     }
   }
+  if (tail != nullptr) {
+    if (tail->bias != nullptr) {
+#pragma GCC unroll 32
+      for (int i = 0; i < R * P; ++i) acc[i] = scalar::Add(acc[i], V::Load(tail->bias + i % P * kGemmPanel));
+    }
+    if (tail->residual != nullptr) {
+#pragma GCC unroll 32
+      for (int i = 0; i < R * P; ++i) {
+        acc[i] = scalar::Add(acc[i], V::Load(tail->residual + i / P * ldc + i % P * kGemmPanel));
+      }
+    }
+    if (tail->activation == RegisterTail::kRelu) {
+#pragma GCC unroll 32
+      for (int i = 0; i < R * P; ++i) acc[i] = scalar::Relu(acc[i]);
+    } else if (tail->activation == RegisterTail::kClip) {
+      V lo = V::Broadcast(&tail->lo), hi = V::Broadcast(&tail->hi);
+#pragma GCC unroll 32
+      for (int i = 0; i < R * P; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
+    }
+  }
 #pragma GCC unroll 32
   for (int i = 0; i < R * P; ++i) acc[i].Store(c + i / P * ldc + i % P * kGemmPanel);
 }
 
-using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, int64_t, bool, float*, int64_t);
+using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, int64_t, bool, float*, int64_t,
+                              const RegisterTail*);
 
 template <int P, int... I>
 constexpr auto MakeTiles(std::integer_sequence<int, I...>) {
@@ -104,19 +155,24 @@ constexpr auto MakeTileTable(std::integer_sequence<int, P...>) {
 constexpr auto kTiles = MakeTileTable(std::make_integer_sequence<int, kTilePanels>());
 
 // A tile of `rows` x `cols` (cols <= kTilePanels * 16; a partial last panel at C's right edge goes
-// through a full-width copy).
-void AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
-             int64_t k_stride, bool accumulate, float* c, int64_t ldc) {
+// through a full-width copy), then `tail` (null: none) where the tile is whole panels. Returns
+// whether it applied the tail.
+bool AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
+             int64_t k_stride, bool accumulate, float* c, int64_t ldc, const RegisterTail* tail) {
   int64_t panels = Panels(cols);
   TileFunction tile = kTiles[panels - 1][rows - 1];
-  if (cols == panels * kGemmPanel) return tile(k, a, panel, panel_stride, k_stride, accumulate, c, ldc);
+  if (cols == panels * kGemmPanel) {
+    tile(k, a, panel, panel_stride, k_stride, accumulate, c, ldc, tail);
+    return tail != nullptr;
+  }
   constexpr int64_t kWidth = kTilePanels * kGemmPanel;
   float copy[kTileRows * kWidth] = {};  // columns past `cols` are computed and dropped
   if (accumulate) {
     for (int64_t r = 0; r < rows; ++r) std::memcpy(copy + r * kWidth, c + r * ldc, cols * sizeof(float));
   }
-  tile(k, a, panel, panel_stride, k_stride, accumulate, copy, kWidth);
+  tile(k, a, panel, panel_stride, k_stride, accumulate, copy, kWidth, nullptr);
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, copy + r * kWidth, cols * sizeof(float));
+  return false;
 }
 
 // `batch` products; operand X of product i at X + i * x_stride (0: shared by all).
@@ -131,8 +187,10 @@ struct PackedJob {
   int64_t ldc, c_stride;
   int64_t row_blocks, block_rows, col_blocks, block_panels;
   float* packed_a;  // per product of A: its row tiles, tile of rows [i, i + r) at i * k as [k][r]
-  const EpilogueStep* epilogue = nullptr;  // one product only: kChannel per row of C
+  const EpilogueStep* epilogue = nullptr;  // one product only
   int epilogue_size = 0;
+  bool channel_per_column = false;  // a kChannel operand: one value per column of C (else per row)
+  std::optional<RegisterTail> register_tail;  // the epilogue in registers, where it has that form
   bool b_in_place = false;  // B read where it lies, its last partial panel (n % 16 columns) from `last_panel`
   int64_t ldb = 0;
   const float* last_panel = nullptr;  // [k, 16], zeros past n, per product last_panel_stride apart
@@ -145,7 +203,9 @@ void TileEpilogue(const PackedJob& g, int64_t row0, int64_t rows, int64_t col0, 
   for (int s = 0; s < g.epilogue_size; ++s) {
     const EpilogueStep& step = g.epilogue[s];
     for (int64_t r = row0; r < row0 + rows; ++r) {
-      const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + r * g.ldc + col0 : nullptr;
+      const float* tensor = step.operand == EpilogueStep::kTensor                            ? step.data + r * g.ldc + col0
+                            : step.operand == EpilogueStep::kChannel && g.channel_per_column ? step.data + col0
+                                                                                              : nullptr;
       ApplyStepToFloats<kGemmPanel>(step, g.c + r * g.ldc + col0, cols, tensor, StepOperand(step, r));
     }
   }
@@ -198,19 +258,27 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
           int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
           const float* a_tile = a + i * g.k + k0 * rows;
           float* c_tile = c + i * g.ldc + p * kGemmPanel;
+          bool tail_applied = false;
           if (!g.b_in_place) {
-            AnyTile(rows, cols, kc, a_tile, b + (p * g.k + k0) * kGemmPanel, g.k * kGemmPanel, kGemmPanel, k0 > 0,
-                    c_tile, g.ldc);
+            RegisterTail at_tile;
+            if (last && g.register_tail) {  // its operands at the tile's place
+              at_tile = *g.register_tail;
+              if (at_tile.bias != nullptr) at_tile.bias += p * kGemmPanel;
+              if (at_tile.residual != nullptr) at_tile.residual += i * g.ldc + p * kGemmPanel;
+            }
+            tail_applied = AnyTile(rows, cols, kc, a_tile, b + (p * g.k + k0) * kGemmPanel, g.k * kGemmPanel,
+                                   kGemmPanel, k0 > 0, c_tile, g.ldc, last && g.register_tail ? &at_tile : nullptr);
           } else {
             if (whole > 0) {
               AnyTile(rows, whole, kc, a_tile, b + k0 * g.ldb + p * kGemmPanel, kGemmPanel, g.ldb, k0 > 0, c_tile,
-                      g.ldc);
+                      g.ldc, nullptr);
             }
             if (whole < cols) {
-              AnyTile(rows, cols - whole, kc, a_tile, last_panel, 0, kGemmPanel, k0 > 0, c_tile + whole, g.ldc);
+              AnyTile(rows, cols - whole, kc, a_tile, last_panel, 0, kGemmPanel, k0 > 0, c_tile + whole, g.ldc,
+                      nullptr);
             }
           }
-          if (last && g.epilogue_size > 0) TileEpilogue(g, i, rows, p * kGemmPanel, cols);
+          if (last && g.epilogue_size > 0 && !tail_applied) TileEpilogue(g, i, rows, p * kGemmPanel, cols);
         }
       }
     }
@@ -423,8 +491,13 @@ int PackB(int64_t batch, int64_t ldb, bool b_transposed, PackedJob* job, PackedB
 }  // namespace
 
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
-               int64_t ldc) {
-  return RunPacked(1, PackedJob{m, n, k, a, lda, 0, false, b_packed, 0, c, ldc, 0, 0, 0, 0, 0, nullptr});
+               int64_t ldc, const EpilogueStep* epilogue, int epilogue_size) {
+  PackedJob job{m, n, k, a, lda, 0, false, b_packed, 0, c, ldc, 0, 0, 0, 0, 0, nullptr};
+  job.epilogue = epilogue;
+  job.epilogue_size = epilogue_size;
+  job.channel_per_column = true;
+  job.register_tail = RegisterTailOf(epilogue, epilogue_size);
+  return RunPacked(1, job);
 }
 
 int BatchGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t a_stride,

@@ -275,8 +275,10 @@ TEST(Lowering, UnsupportedBlockedFormIsAClearError) {
   }
 }
 
-// A packed dense layer calls the packed matrix kernel; its elementwise tail (bias, erf, scale)
-// is one loop that stores only its last value, split across threads at this size (128 x 512).
+// A packed dense layer calls the packed matrix kernel, which adds its bias (one value per output
+// feature) to each tile; the rest of its elementwise tail (erf, scale), which no epilogue step
+// computes, is one loop that stores only its last value, split across threads at this size
+// (128 x 512).
 TEST(Lowering, PackedDenseAndOneFusedLoop) {
   Plan plan = Lower(R"(fn (%x: Tensor[(128, 64), float32], %w: Tensor[(32, 64, 16), float32], %b: Tensor[(512), float32], %s: Tensor[(), float32]) {
     %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = add(%0, %b); %2 = erf(%1); %3 = multiply(%2, %s); %3
@@ -290,14 +292,36 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_EQ(ArgOf(gemm, "n"), Int(512));
   EXPECT_EQ(ArgOf(gemm, "k"), Int(64));
   EXPECT_EQ(ArgOf(gemm, "b_packed"), KernelArg::Value(plan.Param(1)));
-  EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 1);  // the product only
+  ASSERT_TRUE(gemm.takes_epilogue);
+  ASSERT_EQ(gemm.epilogue.size(), 1u);
+  EXPECT_EQ(gemm.epilogue[0].op, kernels::EpilogueStep::kAdd);
+  EXPECT_EQ(gemm.epilogue[0].operand, kernels::EpilogueStep::kChannel);
+  EXPECT_EQ(gemm.epilogue[0].data, plan.Param(2));
+  EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 1);  // the product with its bias only
   const ElementwiseLoop& tail = StepAt<ElementwiseLoop>(plan, 1);
-  EXPECT_THAT(MemberOps(tail), ElementsAre("add", "erf", "multiply"));
+  EXPECT_THAT(MemberOps(tail), ElementsAre("erf", "multiply"));
   EXPECT_TRUE(tail.parallel);
   EXPECT_FALSE(tail.members[0].output.has_value());
-  EXPECT_FALSE(tail.members[1].output.has_value());
   EXPECT_EQ(tail.members[1].operands[0].member, 0);
-  EXPECT_EQ(tail.members[2].output, plan.Output(0));
+  EXPECT_EQ(tail.members[1].output, plan.Output(0));
+
+  // Bias, residual and relu all in the kernel's epilogue: no loop. A bias along another axis is
+  // not one value per feature: it stays a loop.
+  Plan epilogue = Lower(R"(fn (%x: Tensor[(1, 20, 64), float32], %w: Tensor[(2, 64, 16), float32], %b: Tensor[(32), float32], %r: Tensor[(1, 20, 32), float32]) {
+    %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = nn.bias_add(%0, %b, axis=-1); %2 = add(%1, %r); %3 = nn.relu(%2); %3
+  })");
+  ASSERT_EQ(epilogue.steps.size(), 1u);
+  const KernelCall& fused = StepAt<KernelCall>(epilogue, 0);
+  ASSERT_EQ(fused.epilogue.size(), 3u);
+  EXPECT_EQ(fused.epilogue[0].operand, kernels::EpilogueStep::kChannel);
+  EXPECT_EQ(fused.epilogue[1].operand, kernels::EpilogueStep::kTensor);
+  EXPECT_EQ(fused.epilogue[2].op, kernels::EpilogueStep::kRelu);
+  EXPECT_EQ(ArgOf(fused, "c"), KernelArg::Value(epilogue.Output(0)));
+  Plan other_axis = Lower(R"(fn (%x: Tensor[(20, 64), float32], %w: Tensor[(2, 64, 16), float32], %b: Tensor[(20, 1), float32]) {
+    %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = add(%0, %b); %1
+  })");
+  ASSERT_EQ(other_axis.steps.size(), 2u);
+  EXPECT_TRUE(StepAt<KernelCall>(other_axis, 0).epilogue.empty());
 
   // A plain weight calls the matrix kernel with B transposed; a small loop stays on the calling thread.
   Plan plain = Lower(R"(fn (%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {

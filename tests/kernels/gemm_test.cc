@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -161,8 +162,56 @@ TEST(GemmPacked, AgainstTheDefinition) {
       std::vector<float> packed = PackNK16n(o.b, p.n, p.k, o.ldb);
       int64_t ldc = p.n + p.pad;
       std::vector<float> c(p.m * ldc, NAN);
-      ASSERT_EQ(GemmPacked(p.m, p.n, p.k, o.a.data(), o.lda, packed.data(), c.data(), ldc), 0);
+      ASSERT_EQ(GemmPacked(p.m, p.n, p.k, o.a.data(), o.lda, packed.data(), c.data(), ldc, nullptr, 0), 0);
       ExpectProduct(p, o, c, ldc, parallel ? "threads" : "serial");
+    }
+  }
+  UseThreads(false);
+}
+
+// GemmPacked (a dense layer) applies its steps once to each element of C, columns in and past
+// whole panels, to an empty product's zeros, after the last of several K blocks, with rows past
+// whole tiles; C's padding stays untouched: a bias per column (its output feature), a residual of
+// C's layout and a clip (applied in registers), and a scale per column, relu and a scalar
+// (applied in passes). Random A and B against sums in double, serial and on the thread pool.
+TEST(GemmPacked, EpiloguePerColumnAgainstTheDefinition) {
+  std::mt19937 rng(33);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (auto [m, n, k] : {std::array<int64_t, 3>{1, 16, 7}, {13, 37, 0}, {13, 37, 1100}, {130, 100, 64}}) {
+      for (bool in_registers : {true, false}) {
+        const int64_t ldc = n + 3;
+        std::vector<float> a(m * k), w(n * k), bias(n), residual(m * ldc), c(m * ldc, NAN);
+        for (std::vector<float>* v : {&a, &w, &bias, &residual}) {
+          for (float& x : *v) x = uniform(rng);
+        }
+        std::vector<float> packed = PackNK16n(w, n, k, k);
+        const float half = 0.5f;
+        const EpilogueStep tail[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                     {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                     {EpilogueStep::kClip, EpilogueStep::kNone, nullptr, -0.5f, 2.0f}};
+        const EpilogueStep passes[] = {{EpilogueStep::kMultiply, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                       {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0},
+                                       {EpilogueStep::kSubtract, EpilogueStep::kScalar, &half, 0, 0}};
+        ASSERT_EQ(GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), ldc, in_registers ? tail : passes, 3), 0)
+            << TVMGetLastError();
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            if (j >= n) {
+              ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "wrote C's padding at " << i << ", " << j;
+              continue;
+            }
+            double sum = 0;
+            for (int64_t x = 0; x < k; ++x) sum += double(a[i * k + x]) * w[j * k + x];
+            double want = in_registers ? std::min(2.0, std::max(-0.5, sum + bias[j] + residual[i * ldc + j]))
+                                       : std::max(0.0, sum * bias[j]) - 0.5;
+            ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + std::abs(sum)))
+                << m << "x" << n << "x" << k << (parallel ? " threads" : "") << (in_registers ? " tail" : " passes")
+                << " at " << i << ", " << j;
+          }
+        }
+      }
     }
   }
   UseThreads(false);
@@ -247,18 +296,18 @@ TEST(GemmPacked, MissingWorkspaceIsAnError) {
   std::vector<float> a(m * k, 1.0f), packed((n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel, 1.0f), c(m * n, NAN);
   workspace_grants = 0;
   __TVMBackendAllocWorkspace = RationedWorkspace;
-  int status = GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n);
+  int status = GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n, nullptr, 0);
   __TVMBackendAllocWorkspace = TVMBackendAllocWorkspace;
   EXPECT_NE(status, 0);
   EXPECT_THAT(std::string(TVMGetLastError()), ::testing::HasSubstr("Gemm: out of workspace memory"));
   for (float v : c) ASSERT_TRUE(std::isnan(v));
-  ASSERT_EQ(GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n), 0);  // with workspace
+  ASSERT_EQ(GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), n, nullptr, 0), 0);  // with workspace
   for (float v : c) ASSERT_EQ(v, float(k));
 }
 
 TEST(GemmPacked, EmptyInnerDimensionGivesZeros) {
   std::vector<float> a(1), packed(1), c(3 * 5, NAN);
-  ASSERT_EQ(GemmPacked(3, 5, 0, a.data(), 0, packed.data(), c.data(), 5), 0);
+  ASSERT_EQ(GemmPacked(3, 5, 0, a.data(), 0, packed.data(), c.data(), 5, nullptr, 0), 0);
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
