@@ -334,8 +334,9 @@ std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
 // 33 s that GCC spent on this file; checked tiles of two or three blocks took 40% of a variant's
 // compile time.)
 template <int OB, int kLocalGroup>
-constexpr TileFn kCheckedTile = kLocalGroup > 0 ? &BlockLocalTile<OB, (kLocalGroup > 0 ? kLocalGroup : 1), kMaxTile<OB, 1>, true>
-                                                : &ConvTile<OB, 1, kMaxTile<OB, 1>, true>;
+constexpr TileFn kCheckedTile = kLocalGroup > 0
+                                    ? &BlockLocalTile<OB, (kLocalGroup > 0 ? kLocalGroup : 1), kMaxTile<OB, 1>, true>
+                                    : &ConvTile<OB, 1, kMaxTile<OB, 1>, true>;
 
 // Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB blocks, as even as the
 // widest compiled tile allows.

@@ -78,7 +78,9 @@ struct RegisterTail {
 std::optional<RegisterTail> RegisterTailOf(const EpilogueStep* steps, int size) {
   RegisterTail t;
   int s = 0;
-  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) t.bias = steps[s++].data;
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) {
+    t.bias = steps[s++].data;
+  }
   if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kTensor) {
     t.residual = steps[s++].data;
   }
@@ -203,9 +205,9 @@ void TileEpilogue(const PackedJob& g, int64_t row0, int64_t rows, int64_t col0, 
   for (int s = 0; s < g.epilogue_size; ++s) {
     const EpilogueStep& step = g.epilogue[s];
     for (int64_t r = row0; r < row0 + rows; ++r) {
-      const float* tensor = step.operand == EpilogueStep::kTensor                            ? step.data + r * g.ldc + col0
-                            : step.operand == EpilogueStep::kChannel && g.channel_per_column ? step.data + col0
-                                                                                              : nullptr;
+      const float* tensor = nullptr;  // the other operand, where it varies along the row
+      if (step.operand == EpilogueStep::kTensor) tensor = step.data + r * g.ldc + col0;
+      if (step.operand == EpilogueStep::kChannel && g.channel_per_column) tensor = step.data + col0;
       ApplyStepToFloats<kGemmPanel>(step, g.c + r * g.ldc + col0, cols, tensor, StepOperand(step, r));
     }
   }

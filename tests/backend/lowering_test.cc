@@ -307,8 +307,10 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
 
   // Bias, residual and relu all in the kernel's epilogue: no loop. A bias along another axis is
   // not one value per feature: it stays a loop.
-  Plan epilogue = Lower(R"(fn (%x: Tensor[(1, 20, 64), float32], %w: Tensor[(2, 64, 16), float32], %b: Tensor[(32), float32], %r: Tensor[(1, 20, 32), float32]) {
-    %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = nn.bias_add(%0, %b, axis=-1); %2 = add(%1, %r); %3 = nn.relu(%2); %3
+  Plan epilogue = Lower(R"(fn (%x: Tensor[(1, 20, 64), float32], %w: Tensor[(2, 64, 16), float32],
+                              %b: Tensor[(32), float32], %r: Tensor[(1, 20, 32), float32]) {
+    %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = nn.bias_add(%0, %b, axis=-1); %2 = add(%1, %r);
+    %3 = nn.relu(%2); %3
   })");
   ASSERT_EQ(epilogue.steps.size(), 1u);
   const KernelCall& fused = StepAt<KernelCall>(epilogue, 0);
@@ -317,7 +319,8 @@ TEST(Lowering, PackedDenseAndOneFusedLoop) {
   EXPECT_EQ(fused.epilogue[1].operand, kernels::EpilogueStep::kTensor);
   EXPECT_EQ(fused.epilogue[2].op, kernels::EpilogueStep::kRelu);
   EXPECT_EQ(ArgOf(fused, "c"), KernelArg::Value(epilogue.Output(0)));
-  Plan other_axis = Lower(R"(fn (%x: Tensor[(20, 64), float32], %w: Tensor[(2, 64, 16), float32], %b: Tensor[(20, 1), float32]) {
+  Plan other_axis = Lower(R"(fn (%x: Tensor[(20, 64), float32], %w: Tensor[(2, 64, 16), float32],
+                                %b: Tensor[(20, 1), float32]) {
     %0 = nn.dense(%x, %w, weight_layout="NK16n"); %1 = add(%0, %b); %1
   })");
   ASSERT_EQ(other_axis.steps.size(), 2u);

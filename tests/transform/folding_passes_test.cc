@@ -211,7 +211,8 @@ TEST(FoldScaleAxis, RunTimeInputScaleMovesIntoTheNextConvWeight) {
 TEST(FoldScaleAxis, InputScaleStaysWhereFoldingIsIllegalOrCostsMore) {
   // A weight of more elements per input channel (5 x 1 x 1) than the input has positions (2x2);
   // a scaled input read by another op too; a grouped convolution; a scale along the width.
-  const char* text = R"(fn (%x: Tensor[(1, 2, 2, 2), float32], %v: Tensor[(1, 2, 1, 1), float32], %u: Tensor[(1, 1, 1, 2), float32]) {
+  const char* text = R"(fn (%x: Tensor[(1, 2, 2, 2), float32], %v: Tensor[(1, 2, 1, 1), float32],
+                          %u: Tensor[(1, 1, 1, 2), float32]) {
     %w = const(Tensor[(5, 2, 1, 1), float32], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     %k = const(Tensor[(1, 2, 1, 1), float32], [1, 2]);
     %g = const(Tensor[(2, 1, 1, 1), float32], [3, 4]);
