@@ -208,7 +208,9 @@ void TileEpilogue(const PackedJob& g, int64_t row0, int64_t rows, int64_t col0, 
       const float* tensor = nullptr;  // the other operand, where it varies along the row
       if (step.operand == EpilogueStep::kTensor) tensor = step.data + r * g.ldc + col0;
       if (step.operand == EpilogueStep::kChannel && g.channel_per_column) tensor = step.data + col0;
-      ApplyStepToFloats<kGemmPanel>(step, g.c + r * g.ldc + col0, cols, tensor, StepOperand(step, r));
+      // One value for the row (not read where `tensor` is set: a per-column operand has n values).
+      float row_operand = tensor != nullptr ? 0.0f : StepOperand(step, r);
+      ApplyStepToFloats<kGemmPanel>(step, g.c + r * g.ldc + col0, cols, tensor, row_operand);
     }
   }
 }
