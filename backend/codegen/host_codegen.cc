@@ -21,13 +21,16 @@ std::string SpecFor(const ir::TensorType& t, const std::string& shape_name) {
 // launch, instead of a call per sample): the plan is that call alone, without workspace, and each
 // of its tensors either holds the samples (`batched`, per parameter then output) or is read whole
 // by every sample's computation (weights, per-channel epilogue operands: not a batch-free operand
-// of the output's shape).
+// of the output's shape, nor a per-channel or single value that is each sample's own, which the
+// kernel would read as the first sample's for all).
 std::optional<std::string> WholeBatchField(const Plan& plan, const std::vector<bool>& batched) {
   if (batched.empty() || plan.steps.size() != 1 || plan.NumOf(PlanBuffer::kWorkspace) != 0) return std::nullopt;
   const auto* call = std::get_if<KernelCall>(&plan.steps[0]);
   if (call == nullptr || !call->params || call->params->sample_field.empty()) return std::nullopt;
   for (const EpilogueOp& step : call->epilogue) {
-    if (step.operand == kernels::EpilogueStep::kTensor && !batched.at(*step.data)) return std::nullopt;
+    if (!step.data) continue;
+    bool tensor = step.operand == kernels::EpilogueStep::kTensor;
+    if (tensor != batched.at(*step.data)) return std::nullopt;
   }
   // The data, the kernel's first tensor, holds the samples (the weights after it do not).
   for (const KernelArg& arg : call->args) {

@@ -241,6 +241,29 @@ def test_each_image_keeps_its_own_squeeze_excitation_gate(tmp_path):
     assert "(nn.conv2d,add,sigmoid,multiply)" in functions(tmp_path / "m.so")
 
 
+def test_a_per_sample_scale_after_a_convolution_stays_per_sample(tmp_path):
+    """A convolution whose output is scaled per channel by a second input (FiLM-style
+    conditioning) takes the scale into its epilogue; with a batch decided at run time each image
+    has its own scale, so the library must not run the batch as one call reading the first
+    image's."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Mul", ["c", "s"], ["y"])]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8]),
+                                   helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 16, 1, 1])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16, 8, 8])],
+                 [weight("w", 16, 3, 3, 3), weight("b", 16)], name="film.onnx")
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..4")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    for n in [3, 1, 4]:
+        feeds = {"x": RNG.standard_normal((n, 3, 8, 8)).astype(np.float32),
+                 "s": RNG.standard_normal((n, 16, 1, 1)).astype(np.float32)}
+        for name, value in feeds.items():
+            m.set_input(name, value)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
 def test_attention_keeps_samples_apart(tmp_path):
     check_batches(tmp_path, attention(tmp_path), (6, 8), [4, 1, 3])
 
