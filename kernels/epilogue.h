@@ -79,4 +79,42 @@ void ApplySteps(const EpilogueStep* steps, int size, int64_t block, float* x, in
   }
 }
 
+// The common tail of a kernel's result that kernels apply to their accumulators before storing
+// them (the convolution's tiles, the dense layer's matrix tiles): a bias per channel, a residual
+// of the output's layout, then relu, clip or swish, each optional.
+struct RegisterEpilogue {
+  bool active = false;              // the steps had this form
+  const float* bias = nullptr;      // one value per channel; null: none
+  const float* residual = nullptr;  // of the output's shape and layout; null: none
+  enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
+  float lo = 0, hi = 0;  // kClip
+};
+
+// The register form of `steps` (swish only where `swish` allows it), or an inactive one when
+// they are not of that form.
+inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size, bool swish) {
+  RegisterEpilogue r;
+  int s = 0;
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) {
+    r.bias = steps[s++].data;
+  }
+  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kTensor) {
+    r.residual = steps[s++].data;
+  }
+  if (s < size && steps[s].op == EpilogueStep::kRelu) {
+    r.activation = RegisterEpilogue::kRelu;
+    ++s;
+  } else if (s < size && steps[s].op == EpilogueStep::kClip) {
+    r.activation = RegisterEpilogue::kClip;
+    r.lo = steps[s].lo;
+    r.hi = steps[s].hi;
+    ++s;
+  } else if (swish && s < size && steps[s].op == EpilogueStep::kSwish) {
+    r.activation = RegisterEpilogue::kSwish;
+    ++s;
+  }
+  r.active = size > 0 && s == size;
+  return r;
+}
+
 }  // namespace kiln::kernels

@@ -128,10 +128,6 @@ KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplem
   return k;
 }
 
-bool AllFloat32(const std::vector<TensorType>& types) {
-  return std::all_of(types.begin(), types.end(), IsFloat32);
-}
-
 }  // namespace
 
 // Inputs other than float32: none (planning says why).

@@ -15,6 +15,10 @@ const ir::OpRef kAvgPool2D("nn.avg_pool2d");
 
 }  // namespace
 
+bool AllFloat32(const std::vector<ir::TensorType>& types) {
+  return std::all_of(types.begin(), types.end(), [](const ir::TensorType& t) { return t.dtype == runtime::kFloat32; });
+}
+
 void RequireFloat32(const KernelOperands& o) {
   for (const ir::TensorType& t : o.input_types) {
     runtime::Check(t.dtype == runtime::kFloat32, o.call.op->name, " on ", runtime::DTypeToString(t.dtype),
@@ -63,10 +67,8 @@ KernelCall PlanDense(const KernelOperands& o) {
 // each tile of its result while the tile is in cache; one passed as a matrix product does not.
 size_t DenseEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                            const std::vector<FusedOp>& chain) {
-  bool float32 = std::all_of(anchor_inputs.begin(), anchor_inputs.end(),
-                             [](const ir::TensorType& t) { return t.dtype == runtime::kFloat32; });
   bool packed = strategy::DenseImplementationOf(anchor).kernel == strategy::DenseKernel::kGemmPacked;
-  return float32 && packed ? EpilogueChainLength(anchor, chain, true) : 0;
+  return AllFloat32(anchor_inputs) && packed ? EpilogueChainLength(anchor, chain, true) : 0;
 }
 
 // nn.batch_matmul on float32 (BatchGemm), int32 (BatchGemmInt32) or float64 (BatchGemmFloat64).

@@ -84,7 +84,9 @@ inline KernelArg Buffer(std::string name, BufferId buffer) { return {std::move(n
 inline KernelArg Int(std::string name, int64_t value) { return {std::move(name), value}; }
 inline KernelArg Float(std::string name, float value) { return {std::move(name), value}; }
 inline KernelArg Flag(std::string name, bool value) { return {std::move(name), value}; }
-// Throws Error naming the op when an argument is not float32 (the kernels' one dtype).
+// Whether every type is float32 (the kernels' one dtype); RequireFloat32 throws Error naming the
+// op when an argument is not.
+bool AllFloat32(const std::vector<ir::TensorType>& types);
 void RequireFloat32(const KernelOperands& operands);
 
 // The kernel planners and epilogue rules of each op family (conv_lowering.cc, kernel_calls.cc).

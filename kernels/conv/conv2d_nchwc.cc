@@ -47,37 +47,6 @@ constexpr int64_t kMinPartPositions = 28;
 // accumulators: the same layer 1.12 -> 3.25 ms, and every tile function slower (relu 0.56 ->
 // 0.61), so there it stays a pass.
 constexpr bool kSwishInRegisters = kCompiledConfig.vector_floats == 16;
-struct RegisterEpilogue {
-  bool active = false;
-  const float* bias = nullptr;      // [O]; null: none
-  const float* residual = nullptr;  // of the output's shape and layout; null: none
-  enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
-  float lo = 0, hi = 0;  // kClip
-};
-
-// The register form of `steps`, or an inactive one when they are not of that form.
-inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size) {
-  RegisterEpilogue r;
-  int s = 0;
-  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) r.bias = steps[s++].data;
-  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kTensor) {
-    r.residual = steps[s++].data;
-  }
-  if (s < size && steps[s].op == EpilogueStep::kRelu) {
-    r.activation = RegisterEpilogue::kRelu;
-    ++s;
-  } else if (s < size && steps[s].op == EpilogueStep::kClip) {
-    r.activation = RegisterEpilogue::kClip;
-    r.lo = steps[s].lo;
-    r.hi = steps[s].hi;
-    ++s;
-  } else if (kSwishInRegisters && s < size && steps[s].op == EpilogueStep::kSwish) {
-    r.activation = RegisterEpilogue::kSwish;
-    ++s;
-  }
-  r.active = size > 0 && s == size;
-  return r;
-}
 
 struct Job {
   const Conv2DNCHWcParams* p;
@@ -409,7 +378,7 @@ void RunItems(int64_t begin, int64_t end, void* context) {
 template <int OB, int kLocalGroup, int IB, int S>
 int Run(Job& job) {
   const Conv2DNCHWcParams& p = *job.p;
-  job.in_registers = RegisterEpilogueOf(job.epilogue, job.epilogue_size);
+  job.in_registers = RegisterEpilogueOf(job.epilogue, job.epilogue_size, kSwishInRegisters);
   job.tile_blocks = p.depthwise ? 1 : std::min<int64_t>(kTileBlocks<OB>, job.group_out_blocks);
   job.block_sets = (job.group_out_blocks + job.tile_blocks - 1) / job.tile_blocks;
   int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * job.tile_blocks * static_cast<int64_t>(sizeof(float));

@@ -63,43 +63,15 @@ int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, vo
 // Panels of 16 columns that n columns take.
 inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
 
-// A dense layer's common tail, applied to a tile's accumulators before they are stored: a bias
-// per column (at the tile's first column), a residual (at the tile's place, C's row stride), then
-// relu or clip, each optional. Applied in passes over the stored tile instead (TileEpilogue), a
-// call per row and step cost BERT's 128-row layers more than the separate loop they replace.
-struct RegisterTail {
-  const float* bias = nullptr;
-  const float* residual = nullptr;
-  enum Activation { kNone, kRelu, kClip } activation = kNone;
-  float lo = 0, hi = 0;
-};
-
-// The register form of `steps` (with a kChannel operand per column), or nothing.
-std::optional<RegisterTail> RegisterTailOf(const EpilogueStep* steps, int size) {
-  RegisterTail t;
-  int s = 0;
-  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) {
-    t.bias = steps[s++].data;
-  }
-  if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kTensor) {
-    t.residual = steps[s++].data;
-  }
-  if (s < size && (steps[s].op == EpilogueStep::kRelu || steps[s].op == EpilogueStep::kClip)) {
-    t.activation = steps[s].op == EpilogueStep::kRelu ? RegisterTail::kRelu : RegisterTail::kClip;
-    t.lo = steps[s].lo;
-    t.hi = steps[s].hi;
-    ++s;
-  }
-  if (size == 0 || s != size) return std::nullopt;
-  return t;
-}
-
 // C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
 // its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc; then `tail`
-// (its pointers at the tile's place) when not null.
+// (its pointers at the tile's place; a dense layer's bias per column, residual, relu or clip) on
+// the accumulators before the store, when not null. (Applied in passes over the stored tile
+// instead, TileEpilogue, a call per row and step cost BERT's 128-row layers more than the
+// separate loop that it replaced.)
 template <int R, int P>
 void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, int64_t k_stride, bool accumulate,
-          float* c, int64_t ldc, const RegisterTail* tail) {
+          float* c, int64_t ldc, const RegisterEpilogue* tail) {
   V acc[R * P];
 #pragma GCC unroll 32
   for (int i = 0; i < R * P; ++i) acc[i] = accumulate ? V::Load(c + i / P * ldc + i % P * kGemmPanel) : V::Zero();
@@ -128,10 +100,10 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
         acc[i] = scalar::Add(acc[i], V::Load(tail->residual + i / P * ldc + i % P * kGemmPanel));
       }
     }
-    if (tail->activation == RegisterTail::kRelu) {
+    if (tail->activation == RegisterEpilogue::kRelu) {
 #pragma GCC unroll 32
       for (int i = 0; i < R * P; ++i) acc[i] = scalar::Relu(acc[i]);
-    } else if (tail->activation == RegisterTail::kClip) {
+    } else if (tail->activation == RegisterEpilogue::kClip) {
       V lo = V::Broadcast(&tail->lo), hi = V::Broadcast(&tail->hi);
 #pragma GCC unroll 32
       for (int i = 0; i < R * P; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
@@ -142,7 +114,7 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
 }
 
 using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, int64_t, bool, float*, int64_t,
-                              const RegisterTail*);
+                              const RegisterEpilogue*);
 
 template <int P, int... I>
 constexpr auto MakeTiles(std::integer_sequence<int, I...>) {
@@ -160,7 +132,7 @@ constexpr auto kTiles = MakeTileTable(std::make_integer_sequence<int, kTilePanel
 // through a full-width copy), then `tail` (null: none) where the tile is whole panels. Returns
 // whether it applied the tail.
 bool AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
-             int64_t k_stride, bool accumulate, float* c, int64_t ldc, const RegisterTail* tail) {
+             int64_t k_stride, bool accumulate, float* c, int64_t ldc, const RegisterEpilogue* tail) {
   int64_t panels = Panels(cols);
   TileFunction tile = kTiles[panels - 1][rows - 1];
   if (cols == panels * kGemmPanel) {
@@ -192,7 +164,7 @@ struct PackedJob {
   const EpilogueStep* epilogue = nullptr;  // one product only
   int epilogue_size = 0;
   bool channel_per_column = false;  // a kChannel operand: one value per column of C (else per row)
-  std::optional<RegisterTail> register_tail;  // the epilogue in registers, where it has that form
+  RegisterEpilogue register_tail;  // the epilogue in registers, where it has that form (active)
   bool b_in_place = false;  // B read where it lies, its last partial panel (n % 16 columns) from `last_panel`
   int64_t ldb = 0;
   const float* last_panel = nullptr;  // [k, 16], zeros past n, per product last_panel_stride apart
@@ -264,14 +236,15 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
           float* c_tile = c + i * g.ldc + p * kGemmPanel;
           bool tail_applied = false;
           if (!g.b_in_place) {
-            RegisterTail at_tile;
-            if (last && g.register_tail) {  // its operands at the tile's place
-              at_tile = *g.register_tail;
+            RegisterEpilogue at_tile;
+            if (last && g.register_tail.active) {  // its operands at the tile's place
+              at_tile = g.register_tail;
               if (at_tile.bias != nullptr) at_tile.bias += p * kGemmPanel;
               if (at_tile.residual != nullptr) at_tile.residual += i * g.ldc + p * kGemmPanel;
             }
+            const RegisterEpilogue* tail = last && g.register_tail.active ? &at_tile : nullptr;
             tail_applied = AnyTile(rows, cols, kc, a_tile, b + (p * g.k + k0) * kGemmPanel, g.k * kGemmPanel,
-                                   kGemmPanel, k0 > 0, c_tile, g.ldc, last && g.register_tail ? &at_tile : nullptr);
+                                   kGemmPanel, k0 > 0, c_tile, g.ldc, tail);
           } else {
             if (whole > 0) {
               AnyTile(rows, whole, kc, a_tile, b + k0 * g.ldb + p * kGemmPanel, kGemmPanel, g.ldb, k0 > 0, c_tile,
@@ -500,7 +473,7 @@ int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
   job.epilogue = epilogue;
   job.epilogue_size = epilogue_size;
   job.channel_per_column = true;
-  job.register_tail = RegisterTailOf(epilogue, epilogue_size);
+  job.register_tail = RegisterEpilogueOf(epilogue, epilogue_size, false);  // swish stays a pass
   return RunPacked(1, job);
 }
 
