@@ -85,6 +85,7 @@ void ApplySteps(const EpilogueStep* steps, int size, int64_t block, float* x, in
 struct RegisterEpilogue {
   bool active = false;              // the steps had this form
   const float* bias = nullptr;      // one value per channel; null: none
+  bool bias_per_row = false;        // a matrix tile's channels are its rows (else its columns)
   const float* residual = nullptr;  // of the output's shape and layout; null: none
   enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
   float lo = 0, hi = 0;  // kClip

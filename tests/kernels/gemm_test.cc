@@ -1,6 +1,6 @@
 // Gemm, BatchGemm, GemmPacked and BatchGemmInt32 against the definition (sums in double): every
 // combination of transposed operands, row strides wider than the rows, sizes around the
-// micro-kernel's tile (rows), panel (16 columns), tile of panels (3 with AVX-512), K block (256),
+// micro-kernel's tile (rows), panel (16 columns), tile of panels (3 with AVX-512), K block (512),
 // row blocks and blocks of panels, batch-1 dense layers (the dot-product path); serial and on the
 // thread pool. A refused workspace is an error that writes nothing. Compiled for AVX-512, AVX2
 // and baseline x86-64 (the portable path).
@@ -77,7 +77,7 @@ std::vector<Problem> Problems() {
   std::vector<Problem> problems;
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 13, 97, 200}) {
     for (int64_t n : {1, 15, 16, 17, 33, 48, 100, 400}) {
-      for (int64_t k : {1, 7, 256, 300}) {
+      for (int64_t k : {1, 7, 17, 256, 300}) {
         for (int transposes = 0; transposes < 4; ++transposes) {
           problems.push_back({m, n, k, (transposes & 1) != 0, (transposes & 2) != 0, (m + n + k) % 3});
         }
@@ -257,6 +257,38 @@ TEST(GemmWithEpilogue, StepsPerRowOverEveryColumn) {
           }
           float want = std::max(0.0f, float(k) + bias[i] - residual[i * ldc + j]);
           ASSERT_FLOAT_EQ(c[i * ldc + j], want) << "k " << k << (parallel ? " threads" : "") << " at " << i << ", " << j;
+        }
+      }
+    }
+  }
+  UseThreads(false);
+}
+
+// GemmWithEpilogue's register form (a value per row added, a residual added, relu or clip, as a
+// 1x1 convolution's bias and activation), applied in the tile's registers where the tile is whole
+// panels and as passes where it is not: random operands against sums in double, rows around the
+// tile, columns in whole tiles, partial panels and tiles, K in one and two blocks; serial and on the
+// thread pool.
+TEST(GemmWithEpilogue, RegisterFormPerRowAgainstTheDefinition) {
+  std::mt19937 rng(47);
+  for (bool parallel : {false, true}) {
+    UseThreads(parallel);
+    for (auto [m, n, k] : {std::array<int64_t, 3>{1, 16, 7}, {11, 100, 29}, {40, 196, 116}, {9, 250, 600}}) {
+      for (bool clip : {false, true}) {
+        std::vector<float> a = Random(m * k, rng), b = Random(k * n, rng), bias = Random(m, rng);
+        std::vector<float> residual = Random(m * n, rng), c(m * n, NAN);
+        const EpilogueStep steps[] = {
+            {EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+            {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+            {clip ? EpilogueStep::kClip : EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, -0.25f, 0.5f}};
+        ASSERT_EQ(GemmWithEpilogue(m, n, k, a.data(), k, b.data(), n, c.data(), n, steps, 3), 0);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = double(bias[i]) + residual[i * n + j];
+            for (int64_t x = 0; x < k; ++x) sum += double(a[i * k + x]) * b[x * n + j];
+            double want = clip ? std::min(0.5, std::max(-0.25, sum)) : std::max(0.0, sum);
+            ASSERT_NEAR(c[i * n + j], want, 1e-5 * (1.0 + k)) << m << "x" << n << "x" << k << " at " << i << ", " << j;
+          }
         }
       }
     }
