@@ -171,6 +171,8 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
         per_sample.push_back(type + "* " + BufferName(b) + " = " + name + " + sample * " +
                              std::to_string(b.type.NumElements()) + "LL;");
       }
+    } else if (b.view_of >= 0) {
+      continue;  // declared with the steps (below), after what it views
     } else {  // alive until the function returns
       std::string workspace = "w" + std::to_string(b.index);
       code.Line("kiln::kernels::Workspace " + workspace + "(" + std::to_string(b.type.NumBytes()) + "ULL);");
@@ -182,6 +184,14 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
   if (by_sample) {
     code.Open("for (int64_t sample = 0; sample < samples; ++sample)");
     for (const std::string& line : per_sample) code.Line(line);
+  }
+  for (const PlanBuffer& b : plan.buffers) {  // views, each after its base (an earlier buffer)
+    if (b.view_of < 0) continue;
+    const PlanBuffer* root = &plan.buffers.at(b.view_of);
+    while (root->view_of >= 0) root = &plan.buffers.at(root->view_of);
+    std::string type = (root->kind == PlanBuffer::kParam ? "const " : "") + CType(b.type.dtype);
+    code.Line(type + "* " + BufferName(b) + " = reinterpret_cast<" + type + "*>(" +
+              BufferName(plan.buffers.at(b.view_of)) + ");");
   }
   for (const PlanStep& step : plan.steps) {
     code.Open("");  // a scope per step keeps the steps' local names apart

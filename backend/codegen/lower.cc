@@ -109,6 +109,17 @@ class Lowerer {
         LowerKernelCall(e, *lowering);
       } else {
         std::vector<BufferId> inputs = ArgumentBuffers(*call);
+        if (lowering->copy && IsView(e)) {  // the same bytes: no step where its argument lies in place
+          auto slot = output_slots_.find(std::make_pair(e.get(), size_t{0}));
+          if (slot == output_slots_.end()) {
+            values_[e.get()] = {View(inputs.at(0), e->type().tensor())};
+            continue;
+          }
+          if (Root(inputs.at(0)) == slot->second) {  // written there by its producer (Allocate)
+            values_[e.get()] = {slot->second};
+            continue;
+          }
+        }
         std::vector<BufferId> results = AllocateResults(e, e);
         if (lowering->copy) {
           plan_.steps.push_back(Copy{inputs.at(0), results.at(0)});
@@ -138,10 +149,45 @@ class Lowerer {
     return static_cast<BufferId>(plan_.buffers.size() - 1);
   }
 
-  // The buffer of result `result` of `value`: the output it is returned as, or new workspace.
+  // The buffer of result `result` of `value`: the output it is returned as, the output that the
+  // one reshape reading it is returned as (seen with its type), or new workspace.
   BufferId Allocate(const Expr& value, size_t result, const TensorType& type) {
     auto slot = output_slots_.find(std::make_pair(value.get(), result));
-    return slot != output_slots_.end() ? slot->second : Add(PlanBuffer::kWorkspace, type);
+    if (slot != output_slots_.end()) return slot->second;
+    auto it = readers_.find(value.get());
+    if (result == 0 && value->type().is_tensor() && it != readers_.end() && it->second.size() == 1) {
+      const Expr& reader = it->second[0];
+      auto reader_slot = output_slots_.find(std::make_pair(reader.get(), size_t{0}));
+      if (reader_slot != output_slots_.end() && IsView(reader)) return View(reader_slot->second, type);
+    }
+    return Add(PlanBuffer::kWorkspace, type);
+  }
+
+  // Whether `e` is a reshape-kind op (the same bytes; Bytes lowering) of one tensor into one of its
+  // dtype that no gather loop computes: its result can be its argument's buffer.
+  bool IsView(const Expr& e) const {
+    const auto* call = e->As<CallNode>();
+    if (call == nullptr || call->op == nullptr || call->args.empty() || !e->type().is_tensor()) return false;
+    const Lowering* lowering = FindLowering(*call->op);
+    if (lowering == nullptr || !lowering->copy || gathered_.count(e.get()) != 0 || gather_runs_.count(e.get()) != 0) {
+      return false;
+    }
+    const Type& arg = call->args[0]->type();
+    return arg.is_tensor() && arg.tensor().dtype == e->type().tensor().dtype &&
+           arg.tensor().NumBytes() == e->type().tensor().NumBytes();
+  }
+
+  // The buffer whose memory `b` is.
+  BufferId Root(BufferId b) const {
+    while (plan_.buffers[b].view_of >= 0) b = plan_.buffers[b].view_of;
+    return b;
+  }
+
+  // A workspace buffer of `type` over the bytes of `base`.
+  BufferId View(BufferId base, const TensorType& type) {
+    BufferId view = Add(PlanBuffer::kWorkspace, type);
+    plan_.buffers[view].view_of = base;
+    return view;
   }
 
   // Buffers for the results of `op`, which `value` (op itself, or the last op of its epilogue) stands for.

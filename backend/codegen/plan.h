@@ -23,6 +23,10 @@ struct PlanBuffer {
   Kind kind = kWorkspace;
   int index = 0;  // among the buffers of its kind: p<index>, out<index>, t<index>
   ir::TensorType type;
+  // A workspace buffer with no memory of its own: the bytes of an earlier buffer seen with this
+  // buffer's type (a reshape's result, or a value whose one reader is a reshape the function
+  // returns, written in place in that output).
+  int view_of = -1;
 };
 // A buffer of the plan: an index into Plan::buffers.
 using BufferId = int;

@@ -34,9 +34,73 @@ std::vector<int64_t> TransposeAxes(const ir::CallNode& call, size_t ndim) {
   return axes;
 }
 
+// A transpose whose output rows read the input at a stride (its last axis is not the input's):
+// blocks of kTransposeBlock x kTransposeBlock elements between the output axis that reads the
+// input's rows (`rows`) and the last, so that each block's reads and writes stay in L1 (element by
+// element in output order, BERT's key transpose [128, 12, 64] -> [12, 64, 128] missed the cache on
+// every read: 150 us on one core). A task is a block of `rows` at each index of the other axes.
+constexpr int64_t kTransposeBlock = 16;
+
+void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size_t rows) {
+  const auto& in = c.input_types[0].shape;
+  const auto& out = c.output_types[0].shape;
+  const size_t last = out.size() - 1;
+  std::vector<int64_t> in_strides = ir::RowStrides(in), out_strides = ir::RowStrides(out);
+  const int64_t row_blocks = (out[rows] + kTransposeBlock - 1) / kTransposeBlock;
+  int64_t tasks = row_blocks;
+  for (size_t d = 0; d < last; ++d) tasks *= d == rows ? 1 : out[d];
+  if (c.parallel) {
+    std::vector<ParallelBuffer> buffers;
+    AddParallelBuffer(&buffers, c.inputs[0], c.input_types[0], false);
+    AddParallelBuffer(&buffers, c.outputs[0], c.output_types[0], true);
+    c.code.Open("");  // a scope of its own (context_)
+    OpenParallelFor(c.code, buffers, tasks);
+    c.code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
+  } else {
+    c.code.Open("for (int64_t task_ = 0; task_ < " + IntLiteral(tasks) + "; ++task_)");
+  }
+  c.code.Line("int64_t rest_ = task_;");
+  c.code.Line("const int64_t block_ = rest_ % " + IntLiteral(row_blocks) + ";");
+  c.code.Line("rest_ /= " + IntLiteral(row_blocks) + ";");
+  std::string from = c.inputs[0], to = c.outputs[0];
+  for (size_t d = last; d-- > 0;) {
+    if (d == rows) continue;
+    std::string i = Index(d);
+    c.code.Line("const int64_t " + i + " = rest_ % " + IntLiteral(out[d]) + ";");
+    c.code.Line("rest_ /= " + IntLiteral(out[d]) + ";");
+    from += " + " + i + " * " + IntLiteral(in_strides[axes[d]]);
+    to += " + " + i + " * " + IntLiteral(out_strides[d]);
+  }
+  c.code.Line("const auto* from_ = " + from + ";");
+  c.code.Line("auto* to_ = " + to + ";");
+  c.code.Line("const int64_t r0_ = block_ * " + IntLiteral(kTransposeBlock) + ", r1_ = std::min<int64_t>(r0_ + " +
+              IntLiteral(kTransposeBlock) + ", " + IntLiteral(out[rows]) + ");");
+  c.code.Open("for (int64_t l0_ = 0; l0_ < " + IntLiteral(out[last]) + "; l0_ += " + IntLiteral(kTransposeBlock) + ")");
+  c.code.Line("const int64_t l1_ = std::min<int64_t>(l0_ + " + IntLiteral(kTransposeBlock) + ", " +
+              IntLiteral(out[last]) + ");");
+  c.code.Open("for (int64_t r_ = r0_; r_ < r1_; ++r_)");
+  c.code.Open("for (int64_t l_ = l0_; l_ < l1_; ++l_)");
+  c.code.Line("to_[r_ * " + IntLiteral(out_strides[rows]) + " + l_] = from_[r_ + l_ * " +
+              IntLiteral(in_strides[axes[last]]) + "];");
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();  // the task loop
+  if (c.parallel) {
+    CloseParallelFor(c.code);
+    c.code.Close();
+  }
+}
+
 void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   std::vector<int64_t> axes = TransposeAxes(c.call, in.size());
+  const size_t last = in.size() - 1;
+  if (in.size() >= 2 && axes[last] != static_cast<int64_t>(last) && in[last] > 1 && in[axes[last]] > 1) {
+    // The output axis that runs along the input's rows.
+    size_t rows = std::find(axes.begin(), axes.end(), static_cast<int64_t>(last)) - axes.begin();
+    return EmitBlockedTranspose(c, axes, rows);
+  }
   std::vector<int64_t> in_strides = ir::RowStrides(in);
   std::vector<std::string> terms;
   for (size_t d = 0; d < axes.size(); ++d) terms.push_back(Index(d) + " * " + IntLiteral(in_strides[axes[d]]));

@@ -414,16 +414,20 @@ TEST(Lowering, DataMovementTreesAreOneGatherLoop) {
   EXPECT_EQ(StepAt<GatherLoop>(heads, 0).run, 8);
   EXPECT_FALSE(StepAt<GatherLoop>(heads, 0).parallel);
 
-  // A transpose of the last axis leaves runs of 1: the ops keep their own loops and the reshape
-  // its copy. A lone op is not a tree.
+  // A transpose of the last axis leaves runs of 1: the transpose keeps its own loops (in blocks,
+  // EmitBlockedTranspose) and reads the reshape's argument where it lies. A lone op is not a tree.
   Plan last_axis = Lower(R"(fn (%x: Tensor[(4, 6, 10), float32]) {
     %0 = reshape(%x, newshape=[24, 10]);
     %1 = transpose(%0, axes=[1, 0]);
     %1
   })");
-  ASSERT_EQ(last_axis.steps.size(), 2u);
-  EXPECT_TRUE(std::holds_alternative<Copy>(last_axis.steps[0]));
-  EXPECT_EQ(StepAt<LoopOp>(last_axis, 1).call->op->name, "transpose");
+  ASSERT_EQ(last_axis.steps.size(), 1u);
+  const LoopOp& transpose = StepAt<LoopOp>(last_axis, 0);
+  EXPECT_EQ(transpose.call->op->name, "transpose");
+  EXPECT_EQ(last_axis.buffers[transpose.inputs[0]].view_of, last_axis.Param(0));
+  std::string last_axis_source = GenerateOperatorSource(last_axis);
+  EXPECT_THAT(last_axis_source, HasSubstr("const float* t0 = reinterpret_cast<const float*>(p0);"));
+  EXPECT_THAT(last_axis_source, HasSubstr("l0_ += 16LL"));  // blocks of 16 x 16
 
   // Below a root whose runs are too short, a subtree that has long ones is a gather loop; a value
   // read twice is a leaf of both trees that read it.
@@ -516,6 +520,38 @@ TEST(Lowering, OutputsNotComputedInPlaceAreCopied) {
   EXPECT_EQ(twice.from, plan.Output(1));
   EXPECT_EQ(twice.to, plan.Output(3));
   EXPECT_EQ(plan.steps.size(), 4u);
+}
+
+// A reshape is no step: its result is its argument's bytes (a view), and a value whose one reader
+// is a reshape the function returns is written in place in that output. Where the argument lies
+// elsewhere (a parameter returned reshaped, a field of a split), the output is a copy.
+TEST(Lowering, ReshapesAreViewsOfTheirArgument) {
+  Plan into_output = Lower(R"(fn (%x: Tensor[(4, 6), float32]) {
+    %0 = transpose(%x, axes=[1, 0]);
+    %1 = reshape(%0, newshape=[24]);
+    %2 = exp(%1);
+    %3 = reshape(%2, newshape=[2, 12]);
+    %3
+  })");
+  ASSERT_EQ(into_output.steps.size(), 2u);
+  const LoopOp& transpose = StepAt<LoopOp>(into_output, 0);
+  BufferId transposed = transpose.outputs.at(0);
+  EXPECT_EQ(into_output.buffers[transposed].kind, PlanBuffer::kWorkspace);
+  EXPECT_EQ(into_output.buffers[transposed].view_of, -1);  // its reader's result is not returned
+  const ElementwiseLoop& exp = StepAt<ElementwiseLoop>(into_output, 1);
+  BufferId exp_out = *exp.members.at(0).output;
+  EXPECT_EQ(into_output.buffers[exp_out].view_of, into_output.Output(0));
+  EXPECT_EQ(into_output.buffers[exp.members.at(0).operands.at(0).buffer].view_of, transposed);
+  std::string source = GenerateOperatorSource(into_output);
+  EXPECT_THAT(source, HasSubstr("float* t2 = reinterpret_cast<float*>(out0);"));
+  EXPECT_THAT(source, ::testing::Not(HasSubstr("memcpy")));
+
+  Plan parameter = Lower(R"(fn (%x: Tensor[(4, 6), float32]) {
+    reshape(%x, newshape=[24])
+  })");
+  ASSERT_EQ(parameter.steps.size(), 1u);
+  EXPECT_EQ(StepAt<Copy>(parameter, 0).from, parameter.Param(0));
+  EXPECT_EQ(StepAt<Copy>(parameter, 0).to, parameter.Output(0));
 }
 
 TEST(Lowering, PoolingSoftmaxAndLayerNormKernels) {
