@@ -369,6 +369,12 @@ TEST(Lowering, LargeDataMovementLoopsSplitAcrossThreads) {
     ++plane_loops;
   }
   EXPECT_EQ(plane_loops, 2u) << planes_source;  // the elementwise loop and the transpose
+  // A blocked transpose (EmitBlockedTranspose) splits along both axes of its blocks: 8 rows of
+  // 65536 columns are 4096 tasks, not one.
+  Plan narrow = Lower(R"(fn (%x: Tensor[(65536, 8), float32]) {
+    transpose(%x, axes=[1, 0])
+  })");
+  EXPECT_THAT(GenerateOperatorSource(narrow), HasSubstr("kiln::kernels::ParallelFor(4096LL"));
   Plan small = Lower(R"(fn (%x: Tensor[(4, 3, 8), float32]) {
     transpose(%x, axes=[1, 0, 2])
   })");
@@ -427,7 +433,7 @@ TEST(Lowering, DataMovementTreesAreOneGatherLoop) {
   EXPECT_EQ(last_axis.buffers[transpose.inputs[0]].view_of, last_axis.Param(0));
   std::string last_axis_source = GenerateOperatorSource(last_axis);
   EXPECT_THAT(last_axis_source, HasSubstr("const float* t0 = reinterpret_cast<const float*>(p0);"));
-  EXPECT_THAT(last_axis_source, HasSubstr("l0_ += 16LL"));  // blocks of 16 x 16
+  EXPECT_THAT(last_axis_source, HasSubstr("const int64_t l0_ = rest_ % 2LL * 16LL;"));  // blocks of 16 x 16
 
   // Below a root whose runs are too short, a subtree that has long ones is a gather loop; a value
   // read twice is a leaf of both trees that read it.
