@@ -44,6 +44,8 @@ void ApplyStep(const EpilogueStep& s, float* x, int64_t count, const float* tens
       return EachVector<N>(x, count, nullptr, y, [lo, hi](V a, V) { return scalar::Clip(a, lo, hi); });
     }
     case EpilogueStep::kSwish: return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::Swish(a); });
+    case EpilogueStep::kGelu:
+      return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::GeluOfFloats(a); });
   }
 }
 
@@ -81,19 +83,19 @@ void ApplySteps(const EpilogueStep* steps, int size, int64_t block, float* x, in
 
 // The common tail of a kernel's result that kernels apply to their accumulators before storing
 // them (the convolution's tiles, the dense layer's matrix tiles): a bias per channel, a residual
-// of the output's layout, then relu, clip or swish, each optional.
+// of the output's layout, then relu, clip, swish or gelu, each optional.
 struct RegisterEpilogue {
   bool active = false;              // the steps had this form
   const float* bias = nullptr;      // one value per channel; null: none
   bool bias_per_row = false;        // a matrix tile's channels are its rows (else its columns)
   const float* residual = nullptr;  // of the output's shape and layout; null: none
-  enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
+  enum Activation { kNone, kRelu, kClip, kSwish, kGelu } activation = kNone;
   float lo = 0, hi = 0;  // kClip
 };
 
-// The register form of `steps` (swish only where `swish` allows it), or an inactive one when
-// they are not of that form.
-inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size, bool swish) {
+// The register form of `steps` (swish and gelu only where `swish` and `gelu` allow them), or an
+// inactive one when they are not of that form.
+inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size, bool swish, bool gelu = false) {
   RegisterEpilogue r;
   int s = 0;
   if (s < size && steps[s].op == EpilogueStep::kAdd && steps[s].operand == EpilogueStep::kChannel) {
@@ -112,6 +114,9 @@ inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size, 
     ++s;
   } else if (swish && s < size && steps[s].op == EpilogueStep::kSwish) {
     r.activation = RegisterEpilogue::kSwish;
+    ++s;
+  } else if (gelu && s < size && steps[s].op == EpilogueStep::kGelu) {
+    r.activation = RegisterEpilogue::kGelu;
     ++s;
   }
   r.active = size > 0 && s == size;

@@ -122,7 +122,7 @@ void Pool2DElementwise(const Pool2DParams& p, int64_t block, const float* data, 
 // An elementwise op applied to a convolution's result while it is in registers, in order:
 // result = op(result, operand), or for kReverseSubtract operand - result.
 struct EpilogueStep {
-  enum Op : int { kAdd, kSubtract, kReverseSubtract, kMultiply, kMaximum, kMinimum, kRelu, kClip, kSwish };
+  enum Op : int { kAdd, kSubtract, kReverseSubtract, kMultiply, kMaximum, kMinimum, kRelu, kClip, kSwish, kGelu };
   enum Operand : int {
     kNone,     // relu, clip, swish (x * sigmoid(x))
     kScalar,   // data[0]

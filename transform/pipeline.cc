@@ -9,6 +9,7 @@
 #include "ir/text.h"
 #include "runtime/error.h"
 #include "transform/alter_op_layout.h"
+#include "transform/combine_gelu.h"
 #include "transform/combine_layer_norm.h"
 #include "transform/dead_code_elimination.h"
 #include "transform/eliminate_common_subexpr.h"
@@ -42,6 +43,7 @@ const std::vector<Pass>& BuildPipeline() {
       {"SimplifyInference", 0, SimplifyInference},
       {"SimplifyExpr", 0, SimplifyExpr},
       {"CombineLayerNorm", 1, CombineLayerNorm},
+      {"CombineGelu", 1, CombineGelu},
       {"EliminateCommonSubexpr", 3, EliminateCommonSubexpr},
       {"FoldConstant", 2, FoldConstant},
       {"FoldScaleAxis", 3, FoldScaleAxis},

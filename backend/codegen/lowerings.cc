@@ -131,6 +131,7 @@ const Entry kLowerings[] = {
     {"nn.softplus", Scalar("Softplus")},
     {"nn.softsign", Scalar("Softsign")},
     {"nn.hard_swish", Scalar("HardSwish")},
+    {"nn.gelu", Scalar("Gelu", Step::kGelu)},
     {"nn.elu", Scalar("Elu", {"alpha"})},
     {"nn.selu", Scalar("Selu", {"alpha", "gamma"})},
     {"nn.celu", Scalar("Celu", {"alpha"})},

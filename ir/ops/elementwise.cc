@@ -320,6 +320,7 @@ KILN_FLOAT_OP(LogOp, scalar::Log(x))
 KILN_FLOAT_OP(SqrtOp, scalar::Sqrt(x))
 KILN_FLOAT_OP(RsqrtOp, scalar::Rsqrt(x))
 KILN_FLOAT_OP(ErfOp, scalar::Erf(x))
+KILN_FLOAT_OP(GeluOp, scalar::Gelu(x))
 KILN_FLOAT_OP(FloorOp, scalar::Floor(x))
 KILN_FLOAT_OP(CeilOp, scalar::Ceil(x))
 KILN_FLOAT_OP(RoundOp, scalar::Round(x))
@@ -422,7 +423,8 @@ void RegisterElementwiseOps(OpTable& table) {
                        {"atan", EvaluateFloat<AtanOp>}, {"sinh", EvaluateFloat<SinhOp>}, {"cosh", EvaluateFloat<CoshOp>},
                        {"asinh", EvaluateFloat<AsinhOp>}, {"acosh", EvaluateFloat<AcoshOp>},
                        {"atanh", EvaluateFloat<AtanhOp>}, {"nn.softplus", EvaluateFloat<SoftplusOp>},
-                       {"nn.softsign", EvaluateFloat<SoftsignOp>}, {"nn.hard_swish", EvaluateFloat<HardSwishOp>}}) {
+                       {"nn.softsign", EvaluateFloat<SoftsignOp>}, {"nn.hard_swish", EvaluateFloat<HardSwishOp>},
+                       {"nn.gelu", EvaluateFloat<GeluOp>}}) {
     Add(table, {op.name, 1, 1, {}, OpPattern::kElemWise, FloatUnary, "unary elementwise on floats",
                 op.evaluate, LayoutRule::kElementwise});
   }

@@ -258,31 +258,45 @@ T Atanh(T x) {
 
 // erf(x) in float as x * P(x^2) / Q(x^2) on [-3.92, 3.92] (a rational least-squares fit, refined
 // toward minimax) and +-1 beyond; absolute and relative error at most 3.5e-7 against the exact
-// erf. NaN stays NaN: each clamp keeps its value when a comparison with NaN is false. It
-// vectorizes; std::erf does not. Other types: std::erf.
-inline float Erf(float x) {
-  x = 3.92f < x ? 3.92f : x;  // ternaries on values, not std::min / std::max: GCC vectorizes these
-  x = x < -3.92f ? -3.92f : x;
-  float t = x * x;
-  float p = 2.0353457e-06f;
-  p = p * t + 2.8746415e-04f;
-  p = p * t + 3.8666846e-03f;
-  p = p * t + 5.3055529e-02f;
-  p = p * t + 1.9272287e-01f;
-  p = p * t + 1.1283790e+00f;
-  float q = 3.8076148e-05f;
-  q = q * t + 1.1877562e-03f;
-  q = q * t + 1.5169006e-02f;
-  q = q * t + 1.1506804e-01f;
-  q = q * t + 5.0412786e-01f;
-  q = q * t + 1.0f;
-  float r = x * p / q;
-  r = 1.0f < r ? 1.0f : r;
-  return r < -1.0f ? -1.0f : r;
+// erf. NaN stays NaN: each clamp keeps its value when a comparison with NaN is false. For float and
+// vectors of floats (simd.h: the dense layer's GELU epilogue); it vectorizes, std::erf does not.
+template <typename T>
+T ErfOfFloats(T x) {
+  x = Minimum(x, Constant<T>(3.92f));  // (3.92 < x ? 3.92 : x): ternaries, which GCC vectorizes
+  x = Maximum(x, Constant<T>(-3.92f));
+  T t = x * x;
+  T p = Constant<T>(2.0353457e-06f);
+  p = p * t + Constant<T>(2.8746415e-04f);
+  p = p * t + Constant<T>(3.8666846e-03f);
+  p = p * t + Constant<T>(5.3055529e-02f);
+  p = p * t + Constant<T>(1.9272287e-01f);
+  p = p * t + Constant<T>(1.1283790e+00f);
+  T q = Constant<T>(3.8076148e-05f);
+  q = q * t + Constant<T>(1.1877562e-03f);
+  q = q * t + Constant<T>(1.5169006e-02f);
+  q = q * t + Constant<T>(1.1506804e-01f);
+  q = q * t + Constant<T>(5.0412786e-01f);
+  q = q * t + Constant<T>(1.0f);
+  T r = x * p / q;
+  r = Minimum(r, Constant<T>(1.0f));
+  return Maximum(r, Constant<T>(-1.0f));
 }
+inline float Erf(float x) { return ErfOfFloats(x); }
 template <typename T>
 T Erf(T x) {
   return std::erf(x);
+}
+
+// GELU, erf form: x * (1 + erf(x / sqrt 2)) / 2 (x / sqrt 2 as x times its reciprocal). Float and
+// vectors of floats through ErfOfFloats; other types std::erf.
+template <typename T>
+T GeluOfFloats(T x) {
+  return Constant<T>(0.5f) * x * (Constant<T>(1.0f) + ErfOfFloats(x * Constant<T>(0.70710678118654752)));
+}
+inline float Gelu(float x) { return GeluOfFloats(x); }
+template <typename T>
+T Gelu(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752)));
 }
 
 template <typename T>

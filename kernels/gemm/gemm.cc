@@ -65,7 +65,7 @@ inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
 
 // C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
 // its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc; then `tail`
-// (its pointers at the tile's place; a dense layer's bias per column, residual, relu or clip) on
+// (its pointers at the tile's place; a dense layer's bias per column, residual, relu, clip or gelu) on
 // the accumulators before the store, when not null. (Applied in passes over the stored tile
 // instead, TileEpilogue, a call per row and step cost BERT's 128-row layers more than the
 // separate loop that it replaced.)
@@ -110,6 +110,9 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
       V lo = V::Broadcast(&tail->lo), hi = V::Broadcast(&tail->hi);
 #pragma GCC unroll 32
       for (int i = 0; i < R * P; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
+    } else if (tail->activation == RegisterEpilogue::kGelu) {
+#pragma GCC unroll 32
+      for (int i = 0; i < R * P; ++i) acc[i] = scalar::GeluOfFloats(acc[i]);
     }
   }
 #pragma GCC unroll 32
@@ -507,7 +510,7 @@ int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
   job.epilogue = epilogue;
   job.epilogue_size = epilogue_size;
   job.channel_per_column = true;
-  job.register_tail = RegisterEpilogueOf(epilogue, epilogue_size, false);  // swish stays a pass
+  job.register_tail = RegisterEpilogueOf(epilogue, epilogue_size, false, true);  // swish stays a pass
   return RunPacked(1, job);
 }
 
@@ -542,7 +545,7 @@ int GemmWithEpilogue(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld
   PackedJob job{m, n, k, a, lda, 0, false, b, 0, c, ldc, 0, 0, 0, 0, 0, nullptr};
   job.epilogue = epilogue;
   job.epilogue_size = epilogue_size;
-  job.register_tail = RegisterEpilogueOf(epilogue, epilogue_size, false);  // swish stays a pass
+  job.register_tail = RegisterEpilogueOf(epilogue, epilogue_size, false, true);  // swish stays a pass
   job.register_tail.bias_per_row = true;  // C's rows are the output channels
   if (n == 1 && ldb == 1 && ldc == 1 && m > 0) {
     // A matrix times a vector (a 1x1 convolution on one position: squeeze-and-excitation): C[i] is

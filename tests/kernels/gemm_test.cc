@@ -180,7 +180,8 @@ TEST(GemmPacked, EpiloguePerColumnAgainstTheDefinition) {
   for (bool parallel : {false, true}) {
     UseThreads(parallel);
     for (auto [m, n, k] : {std::array<int64_t, 3>{1, 16, 7}, {13, 37, 0}, {13, 37, 1100}, {130, 100, 64}}) {
-      for (bool in_registers : {true, false}) {
+      for (int form = 0; form < 4; ++form) {  // in registers, passes, GELU in registers, GELU in passes
+        const bool in_registers = form % 2 == 0, gelu = form >= 2;
         const int64_t ldc = n + 3;
         std::vector<float> a(m * k), w(n * k), bias(n), residual(m * ldc), c(m * ldc, NAN);
         for (std::vector<float>* v : {&a, &w, &bias, &residual}) {
@@ -194,7 +195,12 @@ TEST(GemmPacked, EpiloguePerColumnAgainstTheDefinition) {
         const EpilogueStep passes[] = {{EpilogueStep::kMultiply, EpilogueStep::kChannel, bias.data(), 0, 0},
                                        {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0},
                                        {EpilogueStep::kSubtract, EpilogueStep::kScalar, &half, 0, 0}};
-        ASSERT_EQ(GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), ldc, in_registers ? tail : passes, 3), 0)
+        const EpilogueStep gelu_tail[] = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                          {EpilogueStep::kGelu, EpilogueStep::kNone, nullptr, 0, 0}};
+        const EpilogueStep gelu_passes[] = {{EpilogueStep::kMultiply, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                            {EpilogueStep::kGelu, EpilogueStep::kNone, nullptr, 0, 0}};
+        const EpilogueStep* steps = gelu ? (in_registers ? gelu_tail : gelu_passes) : in_registers ? tail : passes;
+        ASSERT_EQ(GemmPacked(m, n, k, a.data(), k, packed.data(), c.data(), ldc, steps, gelu ? 2 : 3), 0)
             << TVMGetLastError();
         for (int64_t i = 0; i < m; ++i) {
           for (int64_t j = 0; j < ldc; ++j) {
@@ -206,8 +212,13 @@ TEST(GemmPacked, EpiloguePerColumnAgainstTheDefinition) {
             for (int64_t x = 0; x < k; ++x) sum += double(a[i * k + x]) * w[j * k + x];
             double want = in_registers ? std::min(2.0, std::max(-0.5, sum + bias[j] + residual[i * ldc + j]))
                                        : std::max(0.0, sum * bias[j]) - 0.5;
+            if (gelu) {
+              double y = in_registers ? sum + bias[j] : sum * bias[j];
+              want = 0.5 * y * (1.0 + std::erf(y / std::sqrt(2.0)));
+            }
             ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + std::abs(sum)))
                 << m << "x" << n << "x" << k << (parallel ? " threads" : "") << (in_registers ? " tail" : " passes")
+                << (gelu ? " gelu" : "")
                 << " at " << i << ", " << j;
           }
         }

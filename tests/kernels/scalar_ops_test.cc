@@ -123,16 +123,30 @@ TEST(ScalarOps, VectorsApplyTheSameDefinitions) {
   float lo = -1.0f, hi = 2.0f;
   same(scalar::Clip(vx, V::Broadcast(&lo), V::Broadcast(&hi)), [](float a, float) { return scalar::Clip(a, -1.0f, 2.0f); },
        "clip");
-  // Swish: a vector exp where the target has one (about 2e-7 relative), libm's otherwise.
-  scalar::Swish(vx).Store(out);
-  for (int i = 0; i < 16; ++i) {
-    float want = scalar::Swish(x[i]);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(out[i])) << i;
-    } else {
-      EXPECT_NEAR(out[i], want, 1e-6f * std::max(1.0f, std::abs(want))) << "swish lane " << i;
+  // Swish: a vector exp where the target has one (about 2e-7 relative), libm's otherwise. GELU:
+  // the same rational erf, its products and sums rounded apart on vectors (no contraction).
+  for (bool gelu : {false, true}) {
+    (gelu ? scalar::GeluOfFloats(vx) : scalar::Swish(vx)).Store(out);
+    for (int i = 0; i < 16; ++i) {
+      float want = gelu ? scalar::Gelu(x[i]) : scalar::Swish(x[i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(out[i])) << i;
+      } else {
+        EXPECT_NEAR(out[i], want, 1e-6f * std::max(1.0f, std::abs(want))) << (gelu ? "gelu" : "swish") << " lane " << i;
+      }
     }
   }
+}
+
+// GELU (erf form) against the exact definition in double: within 3e-7 of max(1, |x|) (erf's error
+// 3.5e-7 times x / 2, 1.8e-7 measured; relative to GELU itself it is larger where GELU is tiny,
+// for x below -5, as in the decomposed form exporters write).
+TEST(ScalarOps, GeluAgainstTheDefinition) {
+  for (float x = -10.0f; x <= 10.0f; x += 1.0f / 64) {
+    double want = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    EXPECT_NEAR(scalar::Gelu(x), want, 3e-7 * std::max(1.0, std::abs(double(x)))) << x;
+  }
+  EXPECT_TRUE(std::isnan(scalar::Gelu(kNaN)));
 }
 
 }  // namespace
