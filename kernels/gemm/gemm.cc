@@ -10,9 +10,10 @@
 // dense layers on one AVX-512 core, tiles of 14 rows x 1 panel: 50-88 GFLOP/s of 117; with the
 // copy and 8 x 3: 98-112). C is split across threads in blocks of rows x 12 panels (4 blocks for a
 // layer of 768 columns; at least 8 blocks where the tiles allow), and K is walked in
-// blocks of 512, so that the tile's panels' part (32 KiB per panel) stays in L2 while it meets
-// every row of the block (in blocks of 256, ViT's 197 x 3072 x 768 and 197 x 768 x 3072 products
-// were 2-8% slower, AVX-512 and AVX2 code alike, on an AMD Zen 4 core). Products of few rows times
+// blocks of 1024, so that the tile's panels' part (64 KiB per panel) stays in L2 while it meets
+// every row of the block (on an AMD Zen 4 core, in blocks of 256 ViT's 197 x 3072 x 768 and
+// 197 x 768 x 3072 products were 2-8% slower, AVX-512 and AVX2 code alike, and in blocks of 512
+// BERT's dense layers 1.5% slower, their weights read from memory). Products of few rows times
 // a transposed B, and a matrix times a vector, are dot products instead (DotJob); products of
 // fewer than 2^17 multiply-adds run on the calling thread.
 #include <algorithm>
@@ -32,7 +33,7 @@ namespace {
 using V = Vec<kGemmPanel>;
 constexpr int kTileRows = kCompiledConfig.gemm_tile_rows;
 constexpr int kTilePanels = kCompiledConfig.gemm_tile_panels;
-constexpr int64_t kBlockK = 512;                   // K per block: a panel's part 32 KiB
+constexpr int64_t kBlockK = 1024;                  // K per block: a panel's part 64 KiB
 constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 16 tiles of rows
 constexpr int64_t kBlockPanels = 12;               // columns of C per task: 192
 // Blocks of C a product is split into at least, where its tiles allow: the thread pool hands them

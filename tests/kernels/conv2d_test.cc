@@ -22,9 +22,9 @@ Shape RandomPlainShape(std::mt19937& rng) {
   Shape s{};
   s.groups = pick(1, 3);
   s.n = pick(1, 2);
-  // Up to 64 channels per group: with a 3x3 window or larger, K passes the product's K block
-  // (512), so the epilogue must wait for the last one.
-  s.c = s.groups * (pick(0, 3) == 0 ? pick(58, 64) : pick(1, 9));
+  // Up to 128 channels per group: with a 3x3 window or larger, K passes the product's K block
+  // (1024), so the epilogue must wait for the last one.
+  s.c = s.groups * (pick(0, 3) == 0 ? pick(115, 128) : pick(1, 9));
   s.o = s.groups * pick(1, 21);
   if (pick(0, 2) == 0) {  // a 1x1 layer that reads its input in place
     s.kh = s.kw = s.sh = s.sw = s.dh = s.dw = 1;
