@@ -2,10 +2,11 @@
 // vectors along the output rows. A tile of a few vectors of one row, or of a few rows when rows
 // are narrow, keeps its sums in registers over the taps; the fused epilogue then runs over each
 // plane just stored (in L1 or L2 cache).
-// Where an output row is short (at most two vectors at stride 2 along the rows, one vector of 16
-// at stride 1), the input is read where it lies: tap (kh, kw) of a vector reads its input row
-// from the vector's first column times the stride, one load at stride 1 and the even lanes of two
-// at stride 2, the lanes outside the row masked to zeros; rows outside the input are skipped.
+// Where an output row is short (at most two vectors), the input is read where it lies: tap
+// (kh, kw) of a vector reads its input row from the vector's first column times the stride, one
+// load at stride 1 and the even lanes of two at stride 2, the lanes outside the row masked to zeros
+// (where each tap's load starts and its lanes: a table made once per call); rows outside the input
+// read a row of zeros.
 // Otherwise the input plane is first copied into workspace with its padding written out as zeros
 // and split into s phases for a stride s (phase q of a copied row holds its columns q, q + s,
 // q + 2s, ...), so that each tap reads one contiguous run of the copy with unchecked loads. (The
@@ -27,6 +28,7 @@ namespace {
 constexpr int kLanes = kCompiledConfig.vector_floats;
 using V = Vec<kLanes>;
 constexpr int kTileVectors = 4;  // vectors a tile keeps in registers (rows x vectors of a row)
+constexpr int64_t kMaxInPlaceWidth = 256;  // input rows read in place are at most this wide (the zero row)
 
 struct Job {
   const Conv2DParams* p;
@@ -41,6 +43,15 @@ struct Job {
   int64_t row_floats;    // floats of a copied row: stride_w * phase_width
   const int64_t* taps;   // where tap (kh, kw) reads, from the copy of the tile's first position
   std::atomic<bool>* out_of_workspace;  // set by a thread that got no workspace (its planes unwritten)
+  // Read in place: per output vector of a row, tap column and half (stride 2 reads two vectors),
+  // where the load starts in the input row and the lanes [lo, hi) inside it (ColumnTaps).
+  const struct ColumnTap* column_taps;
+  const float* zero_row;  // in_width zeros: read for rows outside the input
+};
+
+struct ColumnTap {
+  int64_t first;
+  int lo, hi;
 };
 
 // GCC's vectors of kLanes floats and of as many lane indices, for the shuffles that split a row.
@@ -153,20 +164,14 @@ void Tile(const Job& job, const float* copy, const float* w, float* out, int64_t
 
 void PlaneEpilogue(const Job& job, int64_t nc, int64_t oc, float* out);
 
-// Tap columns [b, b + kLanes * S) of input row `row` (of `width` floats) at stride S (1 or 2):
-// lane j the column b + S * j, zero outside the row. (A masked load's lane 0 may lie before the
-// row or past it; the lanes outside [lo, hi) are never read.)
+// Tap columns [b, b + kLanes * S) of input row `row` at stride S (1 or 2), b as `taps` (S halves)
+// give it: lane j the column b + S * j, zero outside the row. (A masked load's lane 0 may lie
+// before the row or past it; the lanes outside [lo, hi) are never read.)
 template <int S>
-KILN_ALWAYS_INLINE V LoadTap(const float* row, int64_t b, int64_t width) {
+KILN_ALWAYS_INLINE V LoadTap(const float* row, const ColumnTap* taps) {
   V part[S];
 #pragma GCC unroll 2
-  for (int h = 0; h < S; ++h) {
-    int64_t first = b + h * kLanes;
-    int64_t lo = std::max<int64_t>(0, -first), hi = std::min<int64_t>(kLanes, width - first);
-    part[h] = lo == 0 && hi == kLanes ? V::Load(row + first)
-              : hi <= lo              ? V::Zero()
-                                      : V::LoadLanes(row + first, static_cast<int>(lo), static_cast<int>(hi));
-  }
+  for (int h = 0; h < S; ++h) part[h] = V::LoadLanes(row + taps[h].first, taps[h].lo, taps[h].hi);
   if constexpr (S == 1) {
     return part[0];
   } else {
@@ -175,7 +180,9 @@ KILN_ALWAYS_INLINE V LoadTap(const float* row, int64_t b, int64_t width) {
 }
 
 // Output rows [oh, oh + R), vectors [v0, v0 + U) of each, of plane `out`, from input plane `in`
-// read where it lies at stride S along the rows.
+// read where it lies at stride S along the rows. Rows outside the input read the zero row, and
+// each tap's columns come from the job's table: no test in the loops over taps (testing each row
+// and computing each load's lanes there took 3/4 of ShuffleNet's 14x14 layers).
 template <int R, int U, int S>
 void InPlaceTile(const Job& job, const float* in, const float* w, float* out, int64_t oh, int64_t v0) {
   const Conv2DParams& p = *job.p;
@@ -187,22 +194,18 @@ void InPlaceTile(const Job& job, const float* in, const float* w, float* out, in
   }
   for (int64_t kh = 0; kh < p.kernel_height; ++kh) {
     const float* rows[R];
-    bool inside[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       int64_t ih = (oh + r) * p.stride_h - p.pad_top + kh * p.dilation_h;
-      inside[r] = ih >= 0 && ih < p.in_height;
-      rows[r] = inside[r] ? in + ih * p.in_width : in;
+      rows[r] = ih >= 0 && ih < p.in_height ? in + ih * p.in_width : job.zero_row;
     }
     for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
       V wv = V::Broadcast(w + kh * p.kernel_width + kw);
 #pragma GCC unroll 4
       for (int u = 0; u < U; ++u) {
-        int64_t b = (v0 + u) * kLanes * S - p.pad_left + kw * p.dilation_w;
+        const ColumnTap* taps = job.column_taps + ((v0 + u) * p.kernel_width + kw) * S;
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          if (inside[r]) acc[r][u] = V::Fma(LoadTap<S>(rows[r], b, p.in_width), wv, acc[r][u]);
-        }
+        for (int r = 0; r < R; ++r) acc[r][u] = V::Fma(LoadTap<S>(rows[r], taps), wv, acc[r][u]);
       }
     }
   }
@@ -325,17 +328,33 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
       p.out_height < 1 || p.out_width < 1 || p.stride_h < 1 || p.stride_w < 1) {
     return Fail("DepthwiseConv2D: a depthwise convolution needs one group per input channel");
   }
-  Job job{&p, data, weight, out, epilogue, epilogue_size, 0, 0, 0, 0, nullptr, nullptr};
+  Job job{&p, data, weight, out, epilogue, epilogue_size, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
   job.row_vectors = (p.out_width + kLanes - 1) / kLanes;
-  // Read in place where an output row is at most two vectors at stride 2, or one vector of 16 at
-  // stride 1; wider rows run faster from the copy (unchecked loads). Measured on one core of this
-  // AVX-512 machine, with AVX-512 and with AVX2 code: 116 channels from 28x28 at stride 2 122 -> 46
-  // us in place (AVX2 83 -> 60), 58 from 56x56 133 -> 65 (AVX2, four vectors a row: 95 -> 142);
-  // 116 channels of 14x14 35 -> 28 (AVX2's 8-lane masked loads on 7x7: 15 -> 18); 32 channels of
-  // 112x112 232 from the copy, 354 in place.
-  const bool in_place =
-      p.stride_w == 2 ? job.row_vectors <= 2 : p.stride_w == 1 && job.row_vectors == 1 && kLanes == 16;
+  // Read in place where an output row is at most two vectors (at stride 1 or 2); wider rows run
+  // faster from the copy (unchecked loads). Measured on one core of an AMD Zen 4, AVX-512 code: 116
+  // channels of 14x14 26 -> 17 us with the column table and zero row (in place, against the
+  // earlier in-place tile's tests per row and load), 58 of 28x28 42 -> 29 (against the copy),
+  // 116 from 28x28 at stride 2 37 -> 26, 58 from 56x56 65 -> 49; 32 of 56x56 (four vectors) 69 ->
+  // 97 and 24 of 112x112 160 -> 268 in place (so: the copy). AVX2 code: 116 of 14x14 30 -> 25,
+  // 232 of 7x7 28 -> 23.
+  const bool in_place = p.in_width <= kMaxInPlaceWidth && (p.stride_w == 1 || p.stride_w == 2) && job.row_vectors <= 2;
   if (in_place) {
+    // Each tap's columns, the same for every row and plane: [vector][kw][half].
+    const int64_t halves = p.stride_w;
+    std::vector<ColumnTap> column_taps(job.row_vectors * p.kernel_width * halves);
+    for (int64_t v = 0; v < job.row_vectors; ++v) {
+      for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
+        for (int64_t h = 0; h < halves; ++h) {
+          int64_t first = v * kLanes * halves - p.pad_left + kw * p.dilation_w + h * kLanes;
+          int64_t lo = std::clamp<int64_t>(-first, 0, kLanes), hi = std::clamp<int64_t>(p.in_width - first, 0, kLanes);
+          column_taps[(v * p.kernel_width + kw) * halves + h] = {first, static_cast<int>(lo),
+                                                                 static_cast<int>(std::max(lo, hi))};
+        }
+      }
+    }
+    static const float kZeros[kMaxInPlaceWidth] = {};
+    job.column_taps = column_taps.data();
+    job.zero_row = kZeros;
     return ParallelFor(p.batch * p.out_channels, RunPlanesInPlace, &job);
   }
   job.copy_rows = (p.out_height - 1) * p.stride_h + (p.kernel_height - 1) * p.dilation_h + 1;

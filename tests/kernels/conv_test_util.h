@@ -107,6 +107,7 @@ inline float ApplyStep(const EpilogueStep& step, float v, float operand) {
     case EpilogueStep::kRelu: return v > 0 ? v : 0.0f;
     case EpilogueStep::kClip: return std::min(std::max(v, step.lo), step.hi);
     case EpilogueStep::kSwish: return v * (1.0f / (1.0f + std::exp(-v)));
+    case EpilogueStep::kGelu: return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
   }
   return v;
 }
@@ -117,8 +118,9 @@ inline std::vector<EpilogueStep> RandomEpilogue(std::mt19937& rng, const std::ve
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   std::vector<EpilogueStep> steps(pick(0, 3));
   for (EpilogueStep& step : steps) {
-    step.op = static_cast<EpilogueStep::Op>(pick(EpilogueStep::kAdd, EpilogueStep::kSwish));
-    bool unary = step.op == EpilogueStep::kRelu || step.op == EpilogueStep::kClip || step.op == EpilogueStep::kSwish;
+    step.op = static_cast<EpilogueStep::Op>(pick(EpilogueStep::kAdd, EpilogueStep::kGelu));
+    bool unary = step.op == EpilogueStep::kRelu || step.op == EpilogueStep::kClip || step.op == EpilogueStep::kSwish ||
+                 step.op == EpilogueStep::kGelu;
     step.operand = unary ? EpilogueStep::kNone : static_cast<EpilogueStep::Operand>(pick(1, 3));
     step.data = step.operand == EpilogueStep::kChannel  ? channel.data()
                 : step.operand == EpilogueStep::kTensor ? tensor.data()
