@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backend/memory_planner.h"
 #include "backend/run_conditions.h"
@@ -34,6 +35,21 @@ std::string BaseSymbol(const FunctionNode& f, const std::string& module_name) {
 }
 
 const OpRef kIfThenElse("if_then_else");
+const OpRef kReshape("reshape"), kSqueeze("squeeze"), kExpandDims("expand_dims");
+
+// Whether `f` only reshapes its one parameter (reshape, squeeze, expand_dims): its result is the
+// parameter's bytes, so its call can be a __nop whose output shares the argument's storage.
+bool ReshapesOnly(const FunctionNode& f) {
+  if (f.params.size() != 1 || !f.type().is_tensor() || !f.params[0]->type().is_tensor()) return false;
+  const TensorType &in = f.params[0]->type().tensor(), &out = f.type().tensor();
+  if (in.dtype != out.dtype || in.NumBytes() != out.NumBytes()) return false;
+  for (const Expr& e : PostOrder(f.body)) {
+    if (e->kind() == ExprKind::kVar) continue;
+    const auto* call = e->As<CallNode>();
+    if (call == nullptr || !IsAnyOf(call->op, {&kReshape, &kSqueeze, &kExpandDims})) return false;
+  }
+  return f.body->kind() != ExprKind::kVar;
+}
 
 // Which parameters a function that is one if_then_else of its parameters (FuseOps never fuses
 // it) selects with; nullopt for any other function.
@@ -63,6 +79,7 @@ class GraphBuilder {
     for (size_t i = 0; i < main.params.size(); ++i) {
       AddInput(main.params[i], main.params[i]->As<VarNode>()->name, batched_params[i]);
     }
+    CollectReturned(main.body);
     for (const Expr& e : PostOrder(main.body)) Visit(e);
     for (const Entry& head : EntriesOf(main.body)) result_.graph.heads.push_back({head.node, head.index, 0});
     if (main.attrs.Has(attr::kOutputTrim)) {
@@ -188,8 +205,16 @@ class GraphBuilder {
     }
     runtime::GraphNode node;
     node.op = "tvm_op";
-    node.func_name = SymbolFor(call->function, batched_args, batched_outputs);
-    node.name = node.func_name;
+    if (IsNop(e)) {
+      // The argument's memory seen with this shape: TVM's executor and kiln's run nothing for a
+      // __nop, and AssignStorage gives its output the argument's storage id.
+      node.func_name = "__nop";
+      node.name = BaseSymbol(*f, module_name_) + "_nop";
+      node.attrs[runtime::kImplementationAttr] = "view";
+    } else {
+      node.func_name = SymbolFor(call->function, batched_args, batched_outputs);
+      node.name = node.func_name;
+    }
     node.attrs["func_name"] = node.func_name;
     node.attrs["flatten_data"] = "0";
     // What the function computes, for `kiln inspect` (readers ignore extra string attributes).
@@ -230,6 +255,27 @@ class GraphBuilder {
   }
 
   uint32_t EntryIndex(const Entry& entry) const { return first_entries_[entry.node] + entry.index; }
+
+  // The values main returns (its body, a tuple's fields).
+  void CollectReturned(const Expr& e) {
+    returned_.insert(e.get());
+    if (const auto* tuple = e->As<TupleNode>()) {
+      for (const Expr& field : tuple->fields) CollectReturned(field);
+    }
+  }
+
+  // Whether call `e` is a __nop: a host function that only reshapes an intermediate value (not a
+  // graph input or parameter, whose memory set_input and load_params may replace or share), and
+  // whose result main does not return (set_output_zero_copy would replace its memory).
+  bool IsNop(const Expr& e) {
+    const auto* call = e->As<CallNode>();
+    if (IsExternal(call->function) || !ReshapesOnly(*call->function->As<FunctionNode>()) || call->args.size() != 1 ||
+        returned_.count(e.get()) != 0) {
+      return false;
+    }
+    std::vector<Entry> in = EntriesOf(call->args[0]);
+    return in.size() == 1 && !result_.graph.nodes[in[0].node].is_input();
+  }
 
   // One symbol per distinct function (functions that print the same and take the batch in the
   // same arguments are the same); an external function's is its global_symbol.
@@ -279,6 +325,7 @@ class GraphBuilder {
   std::map<std::string, int> name_counts_;
   std::vector<TensorType> entry_types_;
   std::vector<bool> batched_entries_;     // per entry: whether it holds the batch's samples
+  std::unordered_set<const ExprNode*> returned_;  // values main returns
   std::vector<uint32_t> first_entries_;  // per node: the entry of its output 0
 };
 
@@ -302,6 +349,7 @@ void AssignStorage(GraphCodegenResult& result, const std::vector<TensorType>& ty
       PlannedTensor& t = tensors[g.EntryId(in)];
       t.last_used_at = std::max(t.last_used_at, step);
     }
+    if (node.func_name == "__nop") tensors[g.EntryId(n, 0)].alias_of = static_cast<int>(g.EntryId(node.inputs.at(0)));
     ++step;
   }
   for (const runtime::GraphEntryRef& head : g.heads) tensors[g.EntryId(head)].external = true;

@@ -17,6 +17,7 @@
 #include "ir/text.h"
 #include "tests/backend/build_fixture.h"
 #include "runtime/graph_executor_module.h"
+#include "runtime/graph_json.h"
 #include "runtime/module.h"
 #include "tests/float_arrays.h"
 #include "tests/shared_object_cache.h"
@@ -204,6 +205,49 @@ TEST_F(BuildTest, ConvPoolDenseSoftmax) {
   std::vector<float> softmax = test::ToVector(exec->GetOutput(3));
   EXPECT_NEAR(softmax[0], 1.0 / (1.0 + std::exp(9.0)), 1e-7);
   EXPECT_NEAR(softmax[1], 1.0 / (1.0 + std::exp(-9.0)), 1e-6);
+}
+
+// A function that only reshapes a value of the graph is a __nop node (TVM's): its output has the
+// argument's storage id and no code runs for it. Not where the argument is a graph input or the
+// result is a graph output (set_input and set_output_zero_copy may replace their memory).
+TEST_F(BuildTest, ReshapeFunctionsAreNopsSharingTheirArgumentsMemory) {
+  const char* text = R"(fn (%x: Tensor[(2, 4), float32]) {
+    %w = const(Tensor[(6, 4), float32], [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0, 0]);
+    %0 = nn.dense(%x, %w);
+    %1 = reshape(%0, newshape=[3, 4]);
+    %2 = nn.softmax(%1);
+    %3 = reshape(%x, newshape=[8]);
+    %4 = reshape(%0, newshape=[12]);
+    (%2, %3, %4)
+  })";
+  ExecutorFactory factory = Build(ir::ParseFunction(text), options_);
+  runtime::Graph g = runtime::ParseGraphJson(factory.graph_json());
+  int nops = 0;
+  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].func_name != "__nop") continue;
+    ++nops;
+    EXPECT_EQ(g.storage_ids[g.EntryId(n, 0)], g.storage_ids[g.EntryId(g.nodes[n].inputs.at(0))]);
+  }
+  EXPECT_EQ(nops, 1);  // %1; not %3 (of an input) nor %4 (returned)
+  auto exec = BuildAndLoad(text);
+  std::vector<float> x = {0.5f, -1, 2, 0.25f, 3, 1, -2, 0};
+  exec->SetInput(0, *test::FloatArray({2, 4}, x).get());
+  exec->Run();
+  // The dense layer's rows: x0, x1, x2, x3, 2 x0, 2 x1 per row of x; softmax over rows of 4.
+  std::vector<float> dense;
+  for (int r = 0; r < 2; ++r) {
+    const float* row = x.data() + r * 4;
+    for (float v : {row[0], row[1], row[2], row[3], 2 * row[0], 2 * row[1]}) dense.push_back(v);
+  }
+  std::vector<float> softmax = test::ToVector(exec->GetOutput(0));
+  ASSERT_EQ(softmax.size(), 12u);
+  for (int r = 0; r < 3; ++r) {
+    double sum = 0;
+    for (int j = 0; j < 4; ++j) sum += std::exp(double(dense[r * 4 + j]));
+    for (int j = 0; j < 4; ++j) EXPECT_NEAR(softmax[r * 4 + j], std::exp(double(dense[r * 4 + j])) / sum, 1e-6) << r;
+  }
+  EXPECT_EQ(test::ToVector(exec->GetOutput(1)), x);
+  EXPECT_EQ(test::ToVector(exec->GetOutput(2)), dense);
 }
 
 TEST_F(BuildTest, ThreeFileForm) {

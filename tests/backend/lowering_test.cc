@@ -369,12 +369,18 @@ TEST(Lowering, LargeDataMovementLoopsSplitAcrossThreads) {
     ++plane_loops;
   }
   EXPECT_EQ(plane_loops, 2u) << planes_source;  // the elementwise loop and the transpose
-  // A blocked transpose (EmitBlockedTranspose) splits along both axes of its blocks: 8 rows of
-  // 65536 columns are 4096 tasks, not one.
+  // A blocked transpose (EmitBlockedTranspose) splits into blocks of rows, or into blocks where
+  // that leaves too few tasks: 8 rows of 65536 columns are 4096 tasks, not one; BERT's keys 48.
   Plan narrow = Lower(R"(fn (%x: Tensor[(65536, 8), float32]) {
     transpose(%x, axes=[1, 0])
   })");
   EXPECT_THAT(GenerateOperatorSource(narrow), HasSubstr("kiln::kernels::ParallelFor(4096LL"));
+  Plan keys = Lower(R"(fn (%x: Tensor[(1, 128, 12, 64), float32]) {
+    transpose(%x, axes=[0, 2, 3, 1])
+  })");
+  std::string keys_source = GenerateOperatorSource(keys);
+  EXPECT_THAT(keys_source, HasSubstr("kiln::kernels::ParallelFor(48LL"));  // 12 heads x 4 blocks of 16 rows
+  EXPECT_THAT(keys_source, HasSubstr("l0_ += 16LL"));
   Plan small = Lower(R"(fn (%x: Tensor[(4, 3, 8), float32]) {
     transpose(%x, axes=[1, 0, 2])
   })");
@@ -433,7 +439,7 @@ TEST(Lowering, DataMovementTreesAreOneGatherLoop) {
   EXPECT_EQ(last_axis.buffers[transpose.inputs[0]].view_of, last_axis.Param(0));
   std::string last_axis_source = GenerateOperatorSource(last_axis);
   EXPECT_THAT(last_axis_source, HasSubstr("const float* t0 = reinterpret_cast<const float*>(p0);"));
-  EXPECT_THAT(last_axis_source, HasSubstr("const int64_t l0_ = rest_ % 2LL * 16LL;"));  // blocks of 16 x 16
+  EXPECT_THAT(last_axis_source, HasSubstr("const int64_t column_ = rest_ % 2LL * 16LL;"));  // blocks of 16 x 16
 
   // Below a root whose runs are too short, a subtree that has long ones is a gather loop; a value
   // read twice is a leaf of both trees that read it.
