@@ -56,7 +56,9 @@ PatternRewrite ReshapeChain() {
 }
 
 // transpose of transpose(x): one transpose (out[i] = inner[perm[i]] = x[inner_perm[perm[i]]]);
-// none when the permutation is the identity.
+// none when the permutation is the identity; a reshape when it keeps the order of the axes longer
+// than 1 (it moves only axes of extent 1: ViT's [1, 197, 768] -> [197, 1, 768], a pass over memory
+// otherwise).
 PatternRewrite TransposeChain() {
   Pattern x = Wildcard(), inner = IsOp(kTranspose, {x});
   return {IsOp(kTranspose, {inner | x}), [=](const Match& m, const Rewritten& rewritten) -> Expr {
@@ -69,6 +71,14 @@ PatternRewrite TransposeChain() {
             bool identity = true;
             for (int d = 0; d < ndim; ++d) identity = identity && perm[d] == d;
             if (identity) return rewritten(m[x]);
+            const std::vector<int64_t>& out = m.root()->type().tensor().shape;
+            bool order_kept = true;
+            for (int d = 0, last = -1; d < ndim; ++d) {
+              if (out[d] == 1) continue;
+              order_kept = order_kept && perm[d] > last;
+              last = static_cast<int>(perm[d]);
+            }
+            if (order_kept) return Reshape(rewritten(m[x]), out);
             if (m[inner] == nullptr) return nullptr;
             Attrs attrs;
             attrs.Set("axes", perm);

@@ -106,6 +106,23 @@ TEST(SimplifyExpr, ReshapeChainsTransposePairsAndIdentities) {
   })");
 }
 
+// A transpose that moves only axes of extent 1 (the others keep their order) is a reshape; one
+// that reorders longer axes stays.
+TEST(SimplifyExpr, TransposesOfUnitAxesAreReshapes) {
+  ExpectPass(SimplifyExpr, R"(fn (%x: Tensor[(1, 197, 768), float32], %y: Tensor[(4, 1, 6, 1), float32]) {
+    %0 = transpose(%x, axes=[1, 0, 2]);
+    %1 = transpose(%y, axes=[1, 3, 0, 2]);
+    %2 = transpose(%y, axes=[2, 1, 0, 3]);
+    (%0, %1, %2)
+  })",
+             R"(fn (%x: Tensor[(1, 197, 768), float32], %y: Tensor[(4, 1, 6, 1), float32]) {
+    %0 = reshape(%x, newshape=[197, 1, 768]);
+    %1 = reshape(%y, newshape=[1, 1, 4, 6]);
+    %2 = transpose(%y, axes=[2, 1, 0, 3]);
+    (%0, %1, %2)
+  })");
+}
+
 // x^2 is x * x and x^1 is x; other exponents, and exponents that broadcast x, stay powers.
 TEST(SimplifyExpr, SquaresAndFirstPowers) {
   ExpectPass(SimplifyExpr, R"(fn (%x: Tensor[(4), float32]) {
