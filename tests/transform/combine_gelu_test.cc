@@ -4,6 +4,8 @@
 // against the evaluator in tests/backend/elementwise_agreement_test.cc.)
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tests/transform/pass_test_util.h"
 #include "transform/combine_gelu.h"
 
@@ -49,92 +51,36 @@ TEST(CombineGelu, TheImportersSpellingBecomesOneGelu) {
   })");
 }
 
+// PyTorch's spelling over %x of `dtype`, erf of `erf_of` / sqrt 2, times `half` (a constant's
+// type and value).
+std::string ExportedGelu(const std::string& dtype, const std::string& erf_of, const std::string& half) {
+  std::string sqrt2 = dtype == "float64" ? "1.4142135623730951" : "1.4142135381698608";
+  return "fn (%x: Tensor[(4), " + dtype + "], %y: Tensor[(4), " + dtype + "]) {\n"
+         "  %s = const(Tensor[(), " + dtype + "], [" + sqrt2 + "]);\n"
+         "  %0 = divide(" + erf_of + ", %s);\n"
+         "  %1 = erf(%0);\n"
+         "  %one = const(Tensor[(), " + dtype + "], [1]);\n"
+         "  %2 = add(%1, %one);\n"
+         "  %3 = multiply(%x, %2);\n"
+         "  %half = const(" + half + ");\n"
+         "  %4 = multiply(%3, %half);\n"
+         "  %4\n"
+         "}";
+}
+
 // Not GELU: another scale, another argument of erf, a result wider than x (the constant
-// broadcasts it), float64.
+// broadcasts it), float64; the same form with all of these right is.
 TEST(CombineGelu, LookAlikesStay) {
-  ExpectPass(CombineGelu, R"(fn (%x: Tensor[(4), float32]) {
-    %s = const(Tensor[(), float32], [1.4142135381698608]);
-    %0 = divide(%x, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float32], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %q = const(Tensor[(), float32], [0.25]);
-    %4 = multiply(%3, %q);
-    %4
-  })", R"(fn (%x: Tensor[(4), float32]) {
-    %s = const(Tensor[(), float32], [1.4142135381698608]);
-    %0 = divide(%x, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float32], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %q = const(Tensor[(), float32], [0.25]);
-    %4 = multiply(%3, %q);
-    %4
-  })");
-  ExpectPass(CombineGelu, R"(fn (%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
-    %s = const(Tensor[(), float32], [1.4142135381698608]);
-    %0 = divide(%y, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float32], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %half = const(Tensor[(), float32], [0.5]);
-    %4 = multiply(%3, %half);
-    %4
-  })", R"(fn (%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
-    %s = const(Tensor[(), float32], [1.4142135381698608]);
-    %0 = divide(%y, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float32], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %half = const(Tensor[(), float32], [0.5]);
-    %4 = multiply(%3, %half);
-    %4
-  })");
-  ExpectPass(CombineGelu, R"(fn (%x: Tensor[(4), float32]) {
-    %s = const(Tensor[(), float32], [1.4142135381698608]);
-    %0 = divide(%x, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float32], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %half = const(Tensor[(2, 1), float32], [0.5, 0.5]);
-    %4 = multiply(%3, %half);
-    %4
-  })", R"(fn (%x: Tensor[(4), float32]) {
-    %s = const(Tensor[(), float32], [1.4142135381698608]);
-    %0 = divide(%x, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float32], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %half = const(Tensor[(2, 1), float32], [0.5, 0.5]);
-    %4 = multiply(%3, %half);
-    %4
-  })");
-  ExpectPass(CombineGelu, R"(fn (%x: Tensor[(4), float64]) {
-    %s = const(Tensor[(), float64], [1.4142135623730951]);
-    %0 = divide(%x, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float64], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %half = const(Tensor[(), float64], [0.5]);
-    %4 = multiply(%3, %half);
-    %4
-  })", R"(fn (%x: Tensor[(4), float64]) {
-    %s = const(Tensor[(), float64], [1.4142135623730951]);
-    %0 = divide(%x, %s);
-    %1 = erf(%0);
-    %one = const(Tensor[(), float64], [1]);
-    %2 = add(%1, %one);
-    %3 = multiply(%x, %2);
-    %half = const(Tensor[(), float64], [0.5]);
-    %4 = multiply(%3, %half);
-    %4
+  for (const std::string& text : {ExportedGelu("float32", "%x", "Tensor[(), float32], [0.25]"),
+                                   ExportedGelu("float32", "%y", "Tensor[(), float32], [0.5]"),
+                                   ExportedGelu("float32", "%x", "Tensor[(2, 1), float32], [0.5, 0.5]"),
+                                   ExportedGelu("float64", "%x", "Tensor[(), float64], [0.5]")}) {
+    ExpectPass(CombineGelu, text, text);
+  }
+  ExpectPass(CombineGelu, ExportedGelu("float32", "%x", "Tensor[(), float32], [0.5]"),
+             R"(fn (%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
+    %0 = nn.gelu(%x);
+    %0
   })");
 }
 
