@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -256,21 +257,29 @@ class GraphBuilder {
 
   uint32_t EntryIndex(const Entry& entry) const { return first_entries_[entry.node] + entry.index; }
 
-  // The values main returns (its body, a tuple's fields).
+  // The values main returns (its body, a tuple's fields, the fields of tuples it returns items of).
   void CollectReturned(const Expr& e) {
     returned_.insert(e.get());
     if (const auto* tuple = e->As<TupleNode>()) {
       for (const Expr& field : tuple->fields) CollectReturned(field);
     }
+    if (const auto* item = e->As<TupleGetItemNode>()) returned_items_.insert({item->tuple.get(), item->index});
   }
 
-  // Whether call `e` is a __nop: a host function that only reshapes an intermediate value (not a
-  // graph input or parameter, whose memory set_input and load_params may replace or share), and
-  // whose result main does not return (set_output_zero_copy would replace its memory).
+  bool Returned(const Expr& e) const {
+    const auto* item = e->As<TupleGetItemNode>();
+    return returned_.count(e.get()) != 0 ||
+           (item != nullptr && returned_items_.count({item->tuple.get(), item->index}) != 0);
+  }
+
+  // Whether call `e` is a __nop: a host function that only reshapes an intermediate value that
+  // main does not return (a graph input's or parameter's memory set_input and load_params may
+  // replace or share, a returned value's set_output_zero_copy: TVM's executor repoints only that
+  // entry, not the __nop's output beside it), and whose result main does not return either.
   bool IsNop(const Expr& e) {
     const auto* call = e->As<CallNode>();
     if (IsExternal(call->function) || !ReshapesOnly(*call->function->As<FunctionNode>()) || call->args.size() != 1 ||
-        returned_.count(e.get()) != 0) {
+        Returned(e) || Returned(call->args[0])) {
       return false;
     }
     std::vector<Entry> in = EntriesOf(call->args[0]);
@@ -326,6 +335,7 @@ class GraphBuilder {
   std::vector<TensorType> entry_types_;
   std::vector<bool> batched_entries_;     // per entry: whether it holds the batch's samples
   std::unordered_set<const ExprNode*> returned_;  // values main returns
+  std::set<std::pair<const ExprNode*, int>> returned_items_;  // (tuple, index) of items it returns
   std::vector<uint32_t> first_entries_;  // per node: the entry of its output 0
 };
 

@@ -25,7 +25,7 @@ Pattern ConstantNear(double value) {
     if (t.dtype != runtime::kFloat32 || t.NumElements() == 0) return false;
     const float* v = static_cast<const float*>(e->As<ConstantNode>()->value.data());
     for (int64_t i = 0; i < t.NumElements(); ++i) {
-      if (std::abs(v[i] - value) > 1e-6 * value) return false;
+      if (!(std::abs(v[i] - value) <= 1e-6 * value)) return false;  // NaN too
     }
     return true;
   });

@@ -69,7 +69,7 @@ std::string ExportedGelu(const std::string& dtype, const std::string& erf_of, co
 }
 
 // Not GELU: another scale, another argument of erf, a result wider than x (the constant
-// broadcasts it), float64; the same form with all of these right is.
+// broadcasts it), float64, NaN for sqrt 2; the same form with all of these right is.
 TEST(CombineGelu, LookAlikesStay) {
   for (const std::string& text : {ExportedGelu("float32", "%x", "Tensor[(), float32], [0.25]"),
                                    ExportedGelu("float32", "%y", "Tensor[(), float32], [0.5]"),
@@ -77,6 +77,9 @@ TEST(CombineGelu, LookAlikesStay) {
                                    ExportedGelu("float64", "%x", "Tensor[(), float64], [0.5]")}) {
     ExpectPass(CombineGelu, text, text);
   }
+  std::string nan_scale = ExportedGelu("float32", "%x", "Tensor[(), float32], [0.5]");
+  nan_scale.replace(nan_scale.find("1.4142135381698608"), 18, "nan");
+  ExpectPass(CombineGelu, nan_scale, nan_scale);
   ExpectPass(CombineGelu, ExportedGelu("float32", "%x", "Tensor[(), float32], [0.5]"),
              R"(fn (%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
     %0 = nn.gelu(%x);
