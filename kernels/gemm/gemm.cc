@@ -203,7 +203,7 @@ void TileEpilogue(const PackedJob& g, int64_t row0, int64_t rows, int64_t col0, 
 
 inline int64_t RowTiles(int64_t m) { return (m + kTileRows - 1) / kTileRows; }
 
-// A tile of r rows (r <= 8) of A, `row` lda apart, as [k][r] at `packed`. With AVX, eight columns
+// A tile of r rows (r <= 8) of A, at `a` and lda apart, as [k][r] at `packed`. With AVX, eight columns
 // at a time through an 8 x 8 transpose in registers (rows from r on zeros), each column's r values
 // stored as a vector of 8 that the next column's store overwrites past its r: one copy element by
 // element was 5% of the time of BERT's 768 x 768 layers on an AVX-512 core.
