@@ -266,10 +266,12 @@ class GraphBuilder {
     if (const auto* item = e->As<TupleGetItemNode>()) returned_items_.insert({item->tuple.get(), item->index});
   }
 
+  // Whether main returns `e`: itself, or as a field of a tuple it returns whole or by item.
   bool Returned(const Expr& e) const {
     const auto* item = e->As<TupleGetItemNode>();
     return returned_.count(e.get()) != 0 ||
-           (item != nullptr && returned_items_.count({item->tuple.get(), item->index}) != 0);
+           (item != nullptr && (returned_.count(item->tuple.get()) != 0 ||
+                                returned_items_.count({item->tuple.get(), item->index}) != 0));
   }
 
   // Whether call `e` is a __nop: a host function that only reshapes an intermediate value that

@@ -2,6 +2,7 @@
 // (and the three-file form), load it with the runtime alone, run it and check the numbers
 // against values worked out by hand.
 #include "backend/build.h"
+#include "backend/graph_codegen.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -252,6 +253,37 @@ TEST_F(BuildTest, ReshapeFunctionsAreNopsSharingTheirArgumentsMemory) {
   EXPECT_EQ(test::ToVector(exec->GetOutput(1)), x);
   EXPECT_EQ(test::ToVector(exec->GetOutput(2)), dense);
   EXPECT_EQ(test::ToVector(exec->GetOutput(3)), softmax);  // relu of probabilities
+}
+
+// Graph codegen alone, on a main function already fused: a reshape of a field of a tuple that main
+// returns whole is no __nop; of one it does not return, it is.
+TEST(GraphCodegen, ReshapeOfAReturnedTuplesFieldIsNoNop) {
+  auto nops = [](const std::string& returned) {
+    ir::Expr main = ir::ParseFunction(R"(fn (%x: Tensor[(2, 4), float32]) {
+      %s = fn [Primitive=1] (%a: Tensor[(2, 4), float32]) {
+        %0 = split(%a, sections=[2, 2], axis=1);
+        %0
+      };
+      %1 = %s(%x);
+      %2 = %1.0;
+      %r = fn [Primitive=1] (%b: Tensor[(2, 2), float32]) {
+        %0 = reshape(%b, newshape=[4]);
+        %0
+      };
+      %3 = %r(%2);
+      %q = fn [Primitive=1] (%c: Tensor[(4), float32]) {
+        %0 = nn.relu(%c);
+        %0
+      };
+      %4 = %q(%3);
+      )" + returned + R"(
+    })");
+    int count = 0;
+    for (const runtime::GraphNode& node : GenerateGraph(main).graph.nodes) count += node.func_name == "__nop";
+    return count;
+  };
+  EXPECT_EQ(nops("(%1, %4)"), 0);
+  EXPECT_EQ(nops("%4"), 1);
 }
 
 TEST_F(BuildTest, ThreeFileForm) {
