@@ -29,6 +29,7 @@ constexpr int kLanes = kCompiledConfig.vector_floats;
 using V = Vec<kLanes>;
 constexpr int kTileVectors = 4;  // vectors a tile keeps in registers (rows x vectors of a row)
 constexpr int64_t kMaxInPlaceWidth = 256;  // input rows read in place are at most this wide (the zero row)
+constexpr int64_t kMaxInPlaceKernel = 16;  // and kernels at most this wide (the column table on the stack)
 
 struct Job {
   const Conv2DParams* p;
@@ -337,11 +338,14 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
   // 116 from 28x28 at stride 2 37 -> 26, 58 from 56x56 65 -> 49; 32 of 56x56 (four vectors) 69 ->
   // 97 and 24 of 112x112 160 -> 268 in place (so: the copy). AVX2 code: 116 of 14x14 30 -> 25,
   // 232 of 7x7 28 -> 23.
-  const bool in_place = p.in_width <= kMaxInPlaceWidth && (p.stride_w == 1 || p.stride_w == 2) && job.row_vectors <= 2;
+  const bool in_place = p.in_width <= kMaxInPlaceWidth && p.kernel_width <= kMaxInPlaceKernel &&
+                        (p.stride_w == 1 || p.stride_w == 2) && job.row_vectors <= 2;
   if (in_place) {
     // Each tap's columns, the same for every row and plane: [vector][kw][half].
     const int64_t halves = p.stride_w;
-    std::vector<ColumnTap> column_taps(job.row_vectors * p.kernel_width * halves);
+    // On the stack: the kernel allocates nothing on this path (a std::vector's bad_alloc would
+    // leave the operator's C ABI as an exception).
+    ColumnTap column_taps[2 * kMaxInPlaceKernel * 2];
     for (int64_t v = 0; v < job.row_vectors; ++v) {
       for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
         for (int64_t h = 0; h < halves; ++h) {
@@ -353,7 +357,7 @@ int DepthwiseConv2D(const Conv2DParams& p, const float* data, const float* weigh
       }
     }
     static const float kZeros[kMaxInPlaceWidth] = {};
-    job.column_taps = column_taps.data();
+    job.column_taps = column_taps;
     job.zero_row = kZeros;
     return ParallelFor(p.batch * p.out_channels, RunPlanesInPlace, &job);
   }
