@@ -162,44 +162,55 @@ struct Conv2DNCHWcParams {
 };
 // Conv2DNCHWc comes in variants, each compiled only into the libraries whose code names it
 // (backend/compiler.cc): its output block OB, the size of its block-local groups (0: not
-// block-local) and, where tiles read their input at steps known when they are compiled, the input
-// block IB and stride along the row S (0 and 1: read from the parameters).
+// block-local), where tiles read their input at steps known when they are compiled, the input
+// block IB and stride along the row S (0 and 1: read from the parameters), and the lanes L of its
+// accumulators: OB, or 16 for 8-channel output blocks computed two to a vector (conv2d_nchwc.cc).
 struct Conv2DNCHWcVariant {
-  int out_block, local_group, in_block, stride;
+  int out_block, local_group, in_block, stride, lanes;
   constexpr bool operator==(const Conv2DNCHWcVariant& o) const {
-    return out_block == o.out_block && local_group == o.local_group && in_block == o.in_block && stride == o.stride;
+    return out_block == o.out_block && local_group == o.local_group && in_block == o.in_block &&
+           stride == o.stride && lanes == o.lanes;
   }
 };
 // The variant that computes `p` on an instruction set of `config`. Input blocks and strides are
-// compiled in for tiles of one 16-channel block: blocks of 8 and 16 at stride 1, an image's plain
-// channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet); and with AVX-512's 32
-// registers for tiles of 8-channel blocks too (three per tile), in 1x1 layers and stems
-// (ShuffleNet's, 24 channels: 0.52 -> 0.39 ms). (With AVX2's 16, those tiles ran out of
-// registers and were slower.)
+// compiled in for tiles of 16 lanes: blocks of 8 and 16 at stride 1, an image's plain channels at
+// stride 2 (the stems of ResNet, MobileNet, EfficientNet); and with AVX-512's 32 registers for
+// tiles of 8-channel blocks too (three per tile), in 1x1 layers and stems (ShuffleNet's, 24
+// channels: 0.52 -> 0.39 ms). (With AVX2's 16, those tiles ran out of registers and were
+// slower.) With AVX-512, 8-channel output blocks of a group of two or more are computed two to a
+// vector: one 16-lane FMA for two 8-lane ones.
 constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, const KernelConfig& config) {
   int ob = static_cast<int>(p.out_block);
-  if (p.depthwise) return {ob, static_cast<int>(p.groups > 0 ? p.in_channels / p.groups : 0), 0, 1};
+  if (p.depthwise) return {ob, static_cast<int>(p.groups > 0 ? p.in_channels / p.groups : 0), 0, 1, ob};
+  bool paired = ob == 8 && config.vector_floats == 16 && p.groups > 0 && p.out_channels / p.groups >= 16;
+  int lanes = paired ? 16 : ob;
   int64_t stride = p.gather_strided ? 1 : p.stride_w;  // the gathered copy is read at stride 1
   bool pointwise = p.kernel_height == 1 && p.kernel_width == 1;
-  bool compiled = ob == 16 || (ob == 8 && config.vector_floats == 16 && pointwise);
-  if (compiled && stride == 1 && (p.in_block == 8 || p.in_block == 16)) return {ob, 0, static_cast<int>(p.in_block), 1};
-  if ((ob == 16 || (ob == 8 && config.vector_floats == 16)) && stride == 2 && p.in_block == 1) return {ob, 0, 1, 2};
-  return {ob, 0, 0, 1};
+  bool compiled = lanes == 16 || (ob == 8 && config.vector_floats == 16 && pointwise);
+  if (compiled && stride == 1 && (p.in_block == 8 || p.in_block == 16)) {
+    return {ob, 0, static_cast<int>(p.in_block), 1, lanes};
+  }
+  if ((lanes == 16 || (ob == 8 && config.vector_floats == 16)) && stride == 2 && p.in_block == 1) {
+    return {ob, 0, 1, 2, lanes};
+  }
+  return {ob, 0, 0, 1, lanes};
 }
-// Whether variant `v` computes `p`: its output block and local groups are p's and what it
-// compiles in (input block, stride along the row) is p's. (Which of those that do is fastest is
-// Conv2DNCHWcVariantOf's choice.)
+// Whether variant `v` computes `p`: its output block and local groups are p's, what it compiles
+// in (input block, stride along the row) is p's, and its lanes are one block's or (not
+// block-local) two 8-channel blocks'. (Which of those that do is fastest is Conv2DNCHWcVariantOf's
+// choice.)
 constexpr bool Conv2DNCHWcVariantComputes(const Conv2DNCHWcVariant& v, const Conv2DNCHWcParams& p) {
   int64_t local_group = p.depthwise ? (p.groups > 0 ? p.in_channels / p.groups : 0) : 0;
   int64_t stride = p.gather_strided ? 1 : p.stride_w;
-  return v.out_block == p.out_block && v.local_group == local_group &&
+  bool lanes_fit = v.lanes == v.out_block || (v.out_block == 8 && v.lanes == 16 && local_group == 0);
+  return v.out_block == p.out_block && v.local_group == local_group && lanes_fit &&
          (v.in_block == 0 ? v.stride == 1 : v.in_block == p.in_block && v.stride == stride && local_group == 0);
 }
 // out[N, O / ob, OH, OW, ob] = epilogue(conv(data, weight)), by a variant that computes `p`
 // (Conv2DNCHWcVariantOf(p, config) on the target the planner built for). Returns non-zero (with
 // the error message set) when the parameters are not a supported form or this variant does not
 // compute them.
-template <int OB, int kLocalGroup, int IB, int S>
+template <int OB, int kLocalGroup, int IB, int S, int L>
 int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                 const EpilogueStep* epilogue, int epilogue_size);
 using Conv2DNCHWcKernel = int (*)(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,

@@ -8,6 +8,8 @@
 // StoreLanes(p, count) stores the first `count` lanes; EvenLanes(a, b) is a's even lanes then b's
 // (a stride-2 row's columns). The vector widths of the target have them (Vec<8> with AVX2,
 // Vec<16> with AVX-512, the portable form).
+// Vec<16>::LoadHalves(lo, hi, with_hi) is 8 floats from lo then 8 from hi (zeros, hi never read,
+// when not with_hi), StoreHalves its reverse: two blocks of 8 channels computed in one vector.
 // GroupBroadcast<G, C>(x) fills each group of G lanes with the group's lane C (G = 2 or 4). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
 // vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
 // when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/elementwise/scalar_ops.h"
 #include "kernels/kernel_config.h"
@@ -147,6 +150,15 @@ struct Vec<16> {
   }
   static Vec LoadLanes(const float* p, int lo, int hi) { return {_mm512_maskz_loadu_ps(LaneMask(lo, hi), p)}; }
   void StoreLanes(float* p, int count) const { _mm512_mask_storeu_ps(p, LaneMask(0, count), v); }
+  static Vec LoadHalves(const float* lo, const float* hi, bool with_hi) {
+    __m256 upper = _mm256_maskz_loadu_ps(with_hi ? 0xFF : 0, hi);
+    return {_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(lo))),
+                                                _mm256_castps_pd(upper), 1))};
+  }
+  void StoreHalves(float* lo, float* hi, bool with_hi) const {
+    _mm256_storeu_ps(lo, _mm512_castps512_ps256(v));
+    if (with_hi) _mm256_storeu_ps(hi, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  }
   static Vec EvenLanes(Vec a, Vec b) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return {_mm512_permutex2var_ps(a.v, even, b.v)};
@@ -177,6 +189,13 @@ struct Vec<16> {
   static Vec Exp(Vec a) { return {Exp8(a.lo), Exp8(a.hi)}; }
   template <int G, int C>
   static Vec GroupBroadcast(Vec a) { return {GroupBroadcast8<G, C>(a.lo), GroupBroadcast8<G, C>(a.hi)}; }
+  static Vec LoadHalves(const float* lo, const float* hi, bool with_hi) {
+    return {_mm256_loadu_ps(lo), with_hi ? _mm256_loadu_ps(hi) : _mm256_setzero_ps()};
+  }
+  void StoreHalves(float* lo_out, float* hi_out, bool with_hi) const {
+    _mm256_storeu_ps(lo_out, lo);
+    if (with_hi) _mm256_storeu_ps(hi_out, hi);
+  }
   void Pin() { asm("" : "+x"(lo), "+x"(hi)); }
 };
 #endif
@@ -248,6 +267,18 @@ struct Vec {
   }
   void StoreLanes(float* p, int count) const {
     for (int i = 0; i < count; ++i) p[i] = v[i];
+  }
+  static Vec LoadHalves(const float* lo, const float* hi, bool with_hi) {
+    Vec r;
+    for (int i = 0; i < N / 2; ++i) {
+      r.v[i] = lo[i];
+      r.v[N / 2 + i] = with_hi ? hi[i] : 0.0f;
+    }
+    return r;
+  }
+  void StoreHalves(float* lo, float* hi, bool with_hi) const {
+    for (int i = 0; i < N / 2; ++i) lo[i] = v[i];
+    for (int i = 0; with_hi && i < N / 2; ++i) hi[i] = v[N / 2 + i];
   }
   static Vec EvenLanes(Vec a, Vec b) {
     Vec r;

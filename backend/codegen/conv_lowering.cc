@@ -113,7 +113,7 @@ namespace {
 std::string Conv2DNCHWcKernel(const kernels::Conv2DNCHWcParams& p, const kernels::KernelConfig& config) {
   kernels::Conv2DNCHWcVariant v = kernels::Conv2DNCHWcVariantOf(p, config);
   return "Conv2DNCHWc<" + std::to_string(v.out_block) + ", " + std::to_string(v.local_group) + ", " +
-         std::to_string(v.in_block) + ", " + std::to_string(v.stride) + ">";
+         std::to_string(v.in_block) + ", " + std::to_string(v.stride) + ", " + std::to_string(v.lanes) + ">";
 }
 
 KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplementation& implementation) {

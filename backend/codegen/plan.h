@@ -48,7 +48,7 @@ struct EpilogueOp {
 
 // kiln::kernels::<kernel>(params, args..., [epilogue, epilogue size], [&kiln::kernels::<inner>]):
 // the parameter struct, when the kernel takes one, then `args` in order. The kernel may name a
-// template's instance (Conv2DNCHWc<16, 0, 16, 1>): a library compiles the instances its code names.
+// template's instance (Conv2DNCHWc<16, 0, 16, 1, 16>): a library compiles the instances its code names.
 struct KernelCall {
   std::string kernel;
   std::string implementation;  // what inspect and the profiler name: the kernel selection's choice

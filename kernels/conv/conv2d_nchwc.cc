@@ -12,7 +12,12 @@
 // shuffle that spreads each of a group's channels over the group's lanes.
 //
 // Where a block is one vector of 8 channels, a tile computes up to three output channel blocks
-// at once (kernel_config.h), so that each broadcast input value feeds three FMAs. Work items are
+// at once (kernel_config.h), so that each broadcast input value feeds three FMAs. With AVX-512,
+// 8-channel blocks are computed two to a 16-lane vector (L = 16, "paired"): the accumulator of
+// blocks 2b and 2b + 1 at one position, their weights loaded as two halves, its halves stored to
+// the two blocks' places; a tile's last vector may hold one block only. (One AVX-512 FMA on 8
+// lanes costs one on 16 on cores with 512-bit FMA units: on an Intel Xeon core, a 440-channel
+// 1x1 layer on 7x7 in 8-channel blocks 101 GFLOP/s, in 16-channel blocks 197.) Work items are
 // (batch, set of output channel blocks, a few output rows or a part of a row: of a long one, as
 // 1-D layers have, or of any row of 56 positions or more when the layer would give fewer than 16
 // items), split across threads. Input channel blocks are taken in chunks whose weights fit
@@ -93,18 +98,46 @@ __attribute__((noinline)) void ApplyEpilogue(const Job& job, int64_t ocb, int64_
 // Distance between two output channel blocks of one image, in floats.
 inline int64_t OutBlockStride(const Job& job, int64_t ob) { return job.p->out_height * job.p->out_width * ob; }
 
-// Stores the first `count` positions of each of the NB blocks (acc[b * T + t]: block b, position
-// t) from `out`, the first block's, then (on the last chunk) applies the epilogue.
-template <int OB, int NB, int T>
-KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[NB * T], float* out) {
+// Memory blocks of OB channels one vector of L lanes holds: 1, or 2 when paired.
+template <int OB, int L>
+constexpr int kBlocksPerVector = L / OB;
+
+// Whether the last of a tile's NB vectors holds all its blocks (paired: not when the tile has an
+// odd number of blocks). Read once per tile: the tile's fields are in memory that stores might
+// alias.
+template <int OB, int L, int NB>
+KILN_ALWAYS_INLINE bool LastVectorFull(const Tile& tile) {
+  return tile.blocks >= NB * kBlocksPerVector<OB, L>;
+}
+
+// The vector of lanes L at `p` (block b's place), its blocks `block_stride` floats apart; a
+// paired vector's second block only when `second`.
+template <int OB, int L>
+KILN_ALWAYS_INLINE Vec<L> LoadBlocks(const float* p, int64_t block_stride, bool second) {
+  if constexpr (kBlocksPerVector<OB, L> == 1) return Vec<L>::Load(p);
+  else return Vec<L>::LoadHalves(p, p + block_stride, second);
+}
+
+template <int OB, int L>
+KILN_ALWAYS_INLINE void StoreBlocks(Vec<L> v, float* p, int64_t block_stride, bool second) {
+  if constexpr (kBlocksPerVector<OB, L> == 1) v.Store(p);
+  else v.StoreHalves(p, p + block_stride, second);
+}
+
+// Stores the first `count` positions of each of the NB vectors of blocks (acc[b * T + t]: vector
+// b, position t) from `out`, the first block's, then (on the last chunk) applies the epilogue.
+template <int OB, int NB, int T, int L>
+KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<L> (&acc)[NB * T], float* out) {
+  constexpr int kPer = kBlocksPerVector<OB, L>;
   const int64_t block_stride = OutBlockStride(job, OB);
   const RegisterEpilogue& r = job.in_registers;
+  const bool last_full = LastVectorFull<OB, L, NB>(tile);
   if (tile.last && r.active) {
-    using V = Vec<OB>;
+    using V = Vec<L>;
 #pragma GCC unroll 4
     for (int b = 0; b < NB; ++b) {
       if (r.bias != nullptr) {
-        V bias = V::Load(r.bias + (tile.ocb + b) * OB);
+        V bias = LoadBlocks<OB, L>(r.bias + (tile.ocb + b * kPer) * OB, OB, b < NB - 1 || last_full);
 #pragma GCC unroll 32
         for (int t = 0; t < T; ++t) acc[b * T + t] = scalar::Add(acc[b * T + t], bias);
       }
@@ -113,7 +146,10 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
       const float* residual = r.residual + (out - job.out);
 #pragma GCC unroll 32
       for (int i = 0; i < NB * T; ++i) {
-        if (i % T < count) acc[i] = scalar::Add(acc[i], V::Load(residual + i / T * block_stride + i % T * OB));
+        if (i % T < count) {
+          acc[i] = scalar::Add(acc[i], LoadBlocks<OB, L>(residual + i / T * kPer * block_stride + i % T * OB,
+                                                        block_stride, i / T < NB - 1 || last_full));
+        }
       }
     }
     if (r.activation == RegisterEpilogue::kRelu) {
@@ -134,20 +170,29 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
   }
 #pragma GCC unroll 32
   for (int i = 0; i < NB * T; ++i) {
-    if (i % T < count) acc[i].Store(out + i / T * block_stride + i % T * OB);
+    if (i % T < count) {
+      StoreBlocks<OB, L>(acc[i], out + i / T * kPer * block_stride + i % T * OB, block_stride,
+                         i / T < NB - 1 || last_full);
+    }
   }
   if (!tile.last || job.epilogue_size == 0 || r.active) return;
-  for (int b = 0; b < NB; ++b) ApplyEpilogue<OB>(job, tile.ocb + b, count, out + b * block_stride);
+  const int64_t blocks = std::min<int64_t>(NB * kPer, tile.blocks);
+  for (int64_t b = 0; b < blocks; ++b) ApplyEpilogue<OB>(job, tile.ocb + b, count, out + b * block_stride);
 }
 
-template <int OB, int NB, int T>
-KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t count, Vec<OB> (&acc)[NB * T]) {
+template <int OB, int NB, int T, int L>
+KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t count, Vec<L> (&acc)[NB * T]) {
+  constexpr int kPer = kBlocksPerVector<OB, L>;
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t block_stride = OutBlockStride(job, OB);
   float* out = job.out + (((tile.n * job.out_blocks + tile.ocb) * p.out_height + tile.oh) * p.out_width + tile.ow0) * OB;
+  const bool last_full = LastVectorFull<OB, L, NB>(tile);
 #pragma GCC unroll 32
   for (int i = 0; i < NB * T; ++i) {
-    acc[i] = tile.first || i % T >= count ? Vec<OB>::Zero() : Vec<OB>::Load(out + i / T * block_stride + i % T * OB);
+    acc[i] = tile.first || i % T >= count
+                 ? Vec<L>::Zero()
+                 : LoadBlocks<OB, L>(out + i / T * kPer * block_stride + i % T * OB, block_stride,
+                                     i / T < NB - 1 || last_full);
   }
   return out;
 }
@@ -165,15 +210,17 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // 16-channel input blocks too, used for 1x1 layers (AMD Zen 4, GFLOP/s before -> after: a
 // 440-to-440-channel layer on 7x7, 67 -> 79; 208-to-440 on 14x14, 80-86 -> 89-90; 72-to-24 on
 // 160x160, 61 -> 72; 3x3 layers gained nothing).
-template <int OB, int NB, int T, bool kChecked, int IB = 0, int S = 1>
+template <int OB, int NB, int T, bool kChecked, int IB, int S, int L>
 void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
-  using V = Vec<OB>;
+  using V = Vec<L>;
+  constexpr int kPer = kBlocksPerVector<OB, L>;
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t ib = IB > 0 ? IB : p.in_block, width = p.in_width, x_step = (IB > 0 ? S : p.stride_w) * ib;
   const int64_t count = kChecked ? tile.count : T;
+  const bool last_full = LastVectorFull<OB, L, NB>(tile);
   V acc[NB * T];
-  float* out = TileStart<OB, NB, T>(job, tile, count, acc);
+  float* out = TileStart<OB, NB, T, L>(job, tile, count, acc);
   int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
@@ -198,7 +245,7 @@ void ConvTile(const Job& job, const Tile& tile) {
           V wv[NB];
 #pragma GCC unroll 4
           for (int b = 0; b < NB; ++b) {
-            wv[b] = V::Load(w + b * w_block_stride + ic * OB);
+            wv[b] = LoadBlocks<OB, L>(w + b * kPer * w_block_stride + ic * OB, w_block_stride, b < NB - 1 || last_full);
             wv[b].Pin();
           }
 #pragma GCC unroll 32
@@ -212,7 +259,7 @@ void ConvTile(const Job& job, const Tile& tile) {
       }
     }
   }
-  Finish<OB, NB, T>(job, tile, count, acc, out);
+  Finish<OB, NB, T, L>(job, tile, count, acc, out);
 }
 
 // One tap of a tile of groups of G channels inside a block (BlockLocalTile): for each of the
@@ -243,7 +290,7 @@ void BlockLocalTile(const Job& job, const Tile& tile) {
   const int64_t count = kChecked ? tile.count : T;
   const int64_t taps = p.kernel_height * p.kernel_width;
   V acc[T];
-  float* out = TileStart<OB, 1, T>(job, tile, count, acc);
+  float* out = TileStart<OB, 1, T, OB>(job, tile, count, acc);
   int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
@@ -268,51 +315,52 @@ void BlockLocalTile(const Job& job, const Tile& tile) {
       }
     }
   }
-  Finish<OB, 1, T>(job, tile, count, acc, out);
+  Finish<OB, 1, T, OB>(job, tile, count, acc, out);
 }
 
 using TileFn = void (*)(const Job&, const Tile&);
 
-// Output channel blocks a tile (not block-local) computes together, at most (kernel_config.h).
-template <int OB>
-constexpr int kTileBlocks = OB == 8 ? kCompiledConfig.conv_tile_blocks_8 : kCompiledConfig.conv_tile_blocks_16;
-// Tiles of NB blocks keep kMinTile .. kMaxTile positions in registers (fewer would leave too few
+// Vectors of L lanes a tile (not block-local) computes together, at most (kernel_config.h).
+template <int L>
+constexpr int kTileVectors = L == 8 ? kCompiledConfig.conv_tile_blocks_8 : kCompiledConfig.conv_tile_blocks_16;
+// Tiles of NB vectors keep kMinTile .. kMaxTile positions in registers (fewer would leave too few
 // independent accumulators); a narrower tile runs checked in the narrowest of them.
-template <int OB, int NB>
+template <int L, int NB>
 constexpr int kMaxTile =
-    NB == 1 ? kTileWidth<OB> : (OB == 8 ? kCompiledConfig.conv_multi_tile_8 : kCompiledConfig.conv_multi_tile_16) / NB;
-template <int OB, int NB>
-constexpr int kMinTile = (kMaxTile<OB, NB> + 1) / 2;
+    NB == 1 ? kTileWidth<L> : (L == 8 ? kCompiledConfig.conv_multi_tile_8 : kCompiledConfig.conv_multi_tile_16) / NB;
+template <int L, int NB>
+constexpr int kMinTile = (kMaxTile<L, NB> + 1) / 2;
 
 // kLocalGroup: 0 for ConvTile; G for BlockLocalTile with groups of G channels (1: depthwise).
-// The tile functions of NB blocks (input block IB and stride S, see ConvTile): table[T - kMinTile]
+// The tile functions of NB vectors (input block IB and stride S, see ConvTile): table[T - kMinTile]
 // keeps T positions in registers.
-template <int OB, int NB, int kLocalGroup, int IB, int S, int... I>
+template <int OB, int NB, int kLocalGroup, int IB, int S, int L, int... I>
 std::array<TileFn, sizeof...(I)> TileTable(std::integer_sequence<int, I...>) {
   if constexpr (kLocalGroup > 0) {
-    static_assert(NB == 1, "a block-local tile computes one block");
-    return {&BlockLocalTile<OB, kLocalGroup, kMinTile<OB, NB> + I, false>...};
+    static_assert(NB == 1 && L == OB, "a block-local tile computes one block");
+    return {&BlockLocalTile<OB, kLocalGroup, kMinTile<L, NB> + I, false>...};
   } else {
-    return {&ConvTile<OB, NB, kMinTile<OB, NB> + I, false, IB, S>...};
+    return {&ConvTile<OB, NB, kMinTile<L, NB> + I, false, IB, S, L>...};
   }
 }
 
-// The checked tile of one block: the widest, for tiles of any width up to it that touch the
-// input's border or are narrower than the unchecked ones, one block at a time. (A checked tile
+// The checked tile of one vector: the widest, for tiles of any width up to it that touch the
+// input's border or are narrower than the unchecked ones, one vector at a time. (A checked tile
 // computes only its `count` positions; one per width, as the unchecked tiles have, took 19 of the
 // 33 s that GCC spent on this file; checked tiles of two or three blocks took 40% of a variant's
 // compile time.)
-template <int OB, int kLocalGroup>
+template <int OB, int kLocalGroup, int L>
 constexpr TileFn kCheckedTile = kLocalGroup > 0
                                     ? &BlockLocalTile<OB, (kLocalGroup > 0 ? kLocalGroup : 1), kMaxTile<OB, 1>, true>
-                                    : &ConvTile<OB, 1, kMaxTile<OB, 1>, true>;
+                                    : &ConvTile<OB, 1, kMaxTile<L, 1>, true, 0, 1, L>;
 
-// Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB blocks, as even as the
+// Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB vectors, as even as the
 // widest compiled tile allows.
-template <int OB, int NB, int kLocalGroup, int IB, int S>
+template <int OB, int NB, int kLocalGroup, int IB, int S, int L>
 void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
-  constexpr int kMin = kMinTile<OB, NB>, kMax = kMaxTile<OB, NB>;
-  static const auto unchecked = TileTable<OB, NB, kLocalGroup, IB, S>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  constexpr int kMin = kMinTile<L, NB>, kMax = kMaxTile<L, NB>, kPer = kBlocksPerVector<OB, L>;
+  static const auto unchecked =
+      TileTable<OB, NB, kLocalGroup, IB, S, L>(std::make_integer_sequence<int, kMax - kMin + 1>());
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
   const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
@@ -327,17 +375,21 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
     if (inside) {
       unchecked[count - kMin](job, tile);
     } else {
-      static_assert(kMaxTile<OB, NB> <= kMaxTile<OB, 1>, "a tile of several blocks is no wider than one of one");
-      Tile block = tile;
-      for (int b = 0; b < NB; ++b, ++block.ocb) kCheckedTile<OB, kLocalGroup>(job, block);
+      static_assert(kMaxTile<L, NB> <= kMaxTile<L, 1>, "a tile of several vectors is no wider than one of one");
+      Tile vector = tile;
+      for (int b = 0; b < NB; ++b, vector.ocb += kPer) {
+        vector.blocks = std::min<int64_t>(kPer, tile.blocks - b * kPer);
+        kCheckedTile<OB, kLocalGroup, L>(job, vector);
+      }
     }
     ow0 += count;
   }
 }
 
 // Work item: (image, group, set of tile_blocks output blocks, a few rows, a part of each row).
-template <int OB, int kLocalGroup, int IB, int S>
+template <int OB, int kLocalGroup, int IB, int S, int L>
 void RunItems(int64_t begin, int64_t end, void* context) {
+  constexpr int kPer = kBlocksPerVector<OB, L>;
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DNCHWcParams& p = *job.p;
   int64_t in_total = kLocalGroup > 0 ? 1 : job.group_in_blocks;
@@ -348,6 +400,7 @@ void RunItems(int64_t begin, int64_t end, void* context) {
     int64_t n = set / job.block_sets / groups, group = set / job.block_sets % groups;
     int64_t first_block = set % job.block_sets * job.tile_blocks;
     int64_t blocks = std::min(job.tile_blocks, job.group_out_blocks - first_block);
+    int64_t vectors = (blocks + kPer - 1) / kPer;
     int64_t oh_begin = row_item * job.rows_per_item;
     int64_t oh_end = std::min(p.out_height, oh_begin + job.rows_per_item);
     int64_t ow_begin = part * job.part_width, ow_end = std::min(p.out_width, ow_begin + job.part_width);
@@ -356,30 +409,31 @@ void RunItems(int64_t begin, int64_t end, void* context) {
                 c0 == 0, c0 + job.chunk >= in_total};
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
-        static_assert(kTileBlocks<OB> >= 1 && kTileBlocks<OB> <= 3, "tiles of 1, 2 or 3 blocks are compiled");
-        if constexpr (kLocalGroup == 0 && kTileBlocks<OB> >= 3) {
-          if (blocks == 3) {
-            RunRow<OB, 3, 0, IB, S>(job, tile, ow_begin, ow_end);
+        static_assert(kTileVectors<L> >= 1 && kTileVectors<L> <= 3, "tiles of 1, 2 or 3 vectors are compiled");
+        if constexpr (kLocalGroup == 0 && kTileVectors<L> >= 3) {
+          if (vectors == 3) {
+            RunRow<OB, 3, 0, IB, S, L>(job, tile, ow_begin, ow_end);
             continue;
           }
         }
-        if constexpr (kLocalGroup == 0 && kTileBlocks<OB> >= 2) {
-          if (blocks == 2) {
-            RunRow<OB, 2, 0, IB, S>(job, tile, ow_begin, ow_end);
+        if constexpr (kLocalGroup == 0 && kTileVectors<L> >= 2) {
+          if (vectors == 2) {
+            RunRow<OB, 2, 0, IB, S, L>(job, tile, ow_begin, ow_end);
             continue;
           }
         }
-        RunRow<OB, 1, kLocalGroup, IB, S>(job, tile, ow_begin, ow_end);
+        RunRow<OB, 1, kLocalGroup, IB, S, L>(job, tile, ow_begin, ow_end);
       }
     }
   }
 }
 
-template <int OB, int kLocalGroup, int IB, int S>
+template <int OB, int kLocalGroup, int IB, int S, int L>
 int Run(Job& job) {
   const Conv2DNCHWcParams& p = *job.p;
   job.in_registers = RegisterEpilogueOf(job.epilogue, job.epilogue_size, kSwishInRegisters);
-  job.tile_blocks = p.depthwise ? 1 : std::min<int64_t>(kTileBlocks<OB>, job.group_out_blocks);
+  job.tile_blocks =
+      p.depthwise ? 1 : std::min<int64_t>(kTileVectors<L> * kBlocksPerVector<OB, L>, job.group_out_blocks);
   job.block_sets = (job.group_out_blocks + job.tile_blocks - 1) / job.tile_blocks;
   int64_t chunk_bytes = p.kernel_height * p.kernel_width * p.in_block * OB * job.tile_blocks * static_cast<int64_t>(sizeof(float));
   job.chunk = std::max<int64_t>(1, kCompiledConfig.conv_chunk_bytes / chunk_bytes);
@@ -392,7 +446,7 @@ int Run(Job& job) {
   job.row_parts = std::max(job.row_parts, std::min(wanted_parts, p.out_width / kMinPartPositions));
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
-  return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S>, &job);
+  return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S, L>, &job);
 }
 
 // A copy of the input that makes the convolution simpler: with its padding written out as zeros,
@@ -457,11 +511,12 @@ int CheckParams(const Conv2DNCHWcParams& p) {
 
 }  // namespace
 
-template <int OB, int kLocalGroup, int IB, int S>
+template <int OB, int kLocalGroup, int IB, int S, int L>
 int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                 const EpilogueStep* epilogue, int epilogue_size) {
+  static_assert(L == OB || (OB == 8 && L == 16 && kLocalGroup == 0), "lanes: one block, or two 8-channel blocks");
   if (CheckParams(p) != 0) return -1;
-  if (!Conv2DNCHWcVariantComputes({OB, kLocalGroup, IB, S}, p)) {
+  if (!Conv2DNCHWcVariantComputes({OB, kLocalGroup, IB, S, L}, p)) {
     return Fail("Conv2DNCHWc: the parameters need another variant of the kernel than the one called");
   }
   Conv2DNCHWcParams run = p;
@@ -517,7 +572,7 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
           0,
           0,
           {}};
-  return Run<OB, kLocalGroup, IB, S>(job);
+  return Run<OB, kLocalGroup, IB, S, L>(job);
 }
 
 #define KILN_CONV2D_NCHWC_SIGNATURE(...)                                                                    \
@@ -530,13 +585,16 @@ KILN_CONV2D_NCHWC_SIGNATURE(KILN_INSTANTIATE);
 // Every variant that Conv2DNCHWcVariantOf returns on some instruction set (the kernel tests).
 namespace {
 constexpr Conv2DNCHWcVariant kVariants[] = {
-    {16, 0, 0, 1}, {16, 0, 8, 1}, {16, 0, 16, 1}, {16, 0, 1, 2}, {8, 0, 0, 1}, {8, 0, 8, 1}, {8, 0, 16, 1}, {8, 0, 1, 2},
-    {16, 1, 0, 1}, {16, 2, 0, 1}, {16, 4, 0, 1}, {8, 1, 0, 1},   {8, 2, 0, 1},  {8, 4, 0, 1}};
+    {16, 0, 0, 1, 16}, {16, 0, 8, 1, 16}, {16, 0, 16, 1, 16}, {16, 0, 1, 2, 16}, {8, 0, 0, 1, 8},
+    {8, 0, 8, 1, 8},   {8, 0, 16, 1, 8},  {8, 0, 1, 2, 8},    {8, 0, 0, 1, 16},  {8, 0, 8, 1, 16},
+    {8, 0, 16, 1, 16}, {8, 0, 1, 2, 16},  {16, 1, 0, 1, 16},  {16, 2, 0, 1, 16}, {16, 4, 0, 1, 16},
+    {8, 1, 0, 1, 8},   {8, 2, 0, 1, 8},   {8, 4, 0, 1, 8}};
 
 template <size_t... I>
 Conv2DNCHWcKernel VariantFor(const Conv2DNCHWcVariant& wanted, std::index_sequence<I...>) {
   static constexpr Conv2DNCHWcKernel kernels[] = {
-      &Conv2DNCHWc<kVariants[I].out_block, kVariants[I].local_group, kVariants[I].in_block, kVariants[I].stride>...};
+      &Conv2DNCHWc<kVariants[I].out_block, kVariants[I].local_group, kVariants[I].in_block, kVariants[I].stride,
+                   kVariants[I].lanes>...};
   for (size_t i = 0; i < sizeof...(I); ++i) {
     if (kVariants[i] == wanted) return kernels[i];
   }

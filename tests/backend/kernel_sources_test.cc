@@ -33,10 +33,10 @@ TEST(KernelSources, CodeCompilesTheSourcesOfTheKernelsItCalls) {
 
 TEST(KernelSources, EachInstanceOfAKernelTemplateIsOneObject) {
   std::vector<SourceFile> needed = KernelSourcesFor(
-      {{"a.cc", "kiln::kernels::Conv2DNCHWc<16, 0, 16, 1>(p, x, w, y, nullptr, 0);", {}},
+      {{"a.cc", "kiln::kernels::Conv2DNCHWc<16, 0, 16, 1, 16>(p, x, w, y, nullptr, 0);", {}},
        {"b.cc",
-        "kiln::kernels::Conv2DWinograd(p, x, w, y, nullptr, 0, &kiln::kernels::Conv2DNCHWc<16,0,16,1>);"
-        "kiln::kernels::Conv2DNCHWc<8, 1, 0, 1>(p, x, w, y, nullptr, 0);",
+        "kiln::kernels::Conv2DWinograd(p, x, w, y, nullptr, 0, &kiln::kernels::Conv2DNCHWc<16,0,16,1,16>);"
+        "kiln::kernels::Conv2DNCHWc<8, 1, 0, 1, 8>(p, x, w, y, nullptr, 0);",
         {}}},
       ReadKernelList(KernelSourceDir()), KernelSourceDir());
   Names names, defines;
@@ -45,8 +45,8 @@ TEST(KernelSources, EachInstanceOfAKernelTemplateIsOneObject) {
     names.push_back(file.name);
     defines.insert(defines.end(), file.defines.begin(), file.defines.end());
   }
-  EXPECT_EQ(names, (Names{"kernels/conv/conv2d_nchwc.cc <16,0,16,1>", "kernels/conv/conv2d_nchwc.cc <8,1,0,1>"}));
-  EXPECT_EQ(defines, (Names{"KILN_INSTANTIATE=16,0,16,1", "KILN_INSTANTIATE=8,1,0,1"}));
+  EXPECT_EQ(names, (Names{"kernels/conv/conv2d_nchwc.cc <16,0,16,1,16>", "kernels/conv/conv2d_nchwc.cc <8,1,0,1,8>"}));
+  EXPECT_EQ(defines, (Names{"KILN_INSTANTIATE=16,0,16,1,16", "KILN_INSTANTIATE=8,1,0,1,8"}));
   EXPECT_EQ(needed.size(), 5u);  // support, linked_params, the two instances, Winograd's source
 }
 

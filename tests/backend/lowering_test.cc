@@ -66,7 +66,7 @@ TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   })");
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
-  EXPECT_EQ(conv.kernel, "Conv2DNCHWc<16, 0, 16, 1>");  // 16-channel blocks in and out, stride 1, compiled in
+  EXPECT_EQ(conv.kernel, "Conv2DNCHWc<16, 0, 16, 1, 16>");  // 16-channel blocks in and out, stride 1, compiled in
   EXPECT_EQ(conv.implementation, "conv2d.nchwc_direct");  // the first that computes these layouts
   // N, C, H, W, in block, O, out block, KH, KW, OH, OW, strides, dilations, pads top and left, one
   // group, not depthwise; the padded input is copied first, no strided gather, no flat plane.

@@ -68,12 +68,13 @@ Conv2DNCHWcParams RandomModes(const Shape& s, std::mt19937& rng) {
   return p;
 }
 
-Shape RandomShape(std::mt19937& rng, bool depthwise) {
+// `out_block` 8 or 16, or 0: either at random.
+Shape RandomShape(std::mt19937& rng, bool depthwise, int64_t out_block = 0) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   Shape s{};
   s.depthwise = depthwise;
   s.n = pick(1, 2);
-  s.ob = pick(0, 1) ? 16 : 8;
+  s.ob = out_block != 0 ? out_block : pick(0, 1) ? 16 : 8;
   const int64_t in_blocks[] = {1, 3, 4, 8, 16};
   s.ib = depthwise ? s.ob : in_blocks[pick(0, 4)];
   s.groups = depthwise || pick(0, 2) == 0 ? 1 : pick(2, 4);  // a third grouped
@@ -112,11 +113,24 @@ std::vector<EpilogueStep> EpilogueOfIteration(int i, const std::vector<float>& b
   }
 }
 
-void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
+// The variant computing 8-channel output blocks two to a 16-lane vector (kernels.h) that fits `p`:
+// its input block and stride compiled in where it has them. Every instruction set computes it (two
+// AVX2 vectors, or the portable form, hold the 16 lanes); the compiler chooses it with AVX-512.
+Conv2DNCHWcKernel PairedVariant(const Conv2DNCHWcParams& p) {
+  int64_t stride = p.gather_strided ? 1 : p.stride_w;
+  if (stride == 1 && p.in_block == 8) return &Conv2DNCHWc<8, 0, 8, 1, 16>;
+  if (stride == 1 && p.in_block == 16) return &Conv2DNCHWc<8, 0, 16, 1, 16>;
+  if (stride == 2 && p.in_block == 1) return &Conv2DNCHWc<8, 0, 1, 2, 16>;
+  return &Conv2DNCHWc<8, 0, 0, 1, 16>;
+}
+
+// Random convolutions against the reference: through the variant the compiler would choose, or
+// (`paired`) of 8-channel output blocks through the paired variant.
+void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed, bool paired = false) {
   UseThreads(parallel);
   std::mt19937 rng(seed);
   for (int iteration = 0; iteration < 200; ++iteration) {
-    Shape s = RandomShape(rng, depthwise);
+    Shape s = RandomShape(rng, depthwise, paired ? 8 : 0);
     std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng);
     std::vector<float> w = Random(s.o * (s.c / s.Groups()) * s.kh * s.kw, rng);
     int64_t ib = depthwise ? s.ob : s.ib, positions = s.oh() * s.ow(), out_size = s.n * s.o * positions;
@@ -126,8 +140,9 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed) {
     std::vector<float> out(out_size, NAN);
     // Every epilogue form with the compiler's input modes and with random ones.
     Conv2DNCHWcParams p = iteration / 10 % 2 == 0 ? Params(s) : RandomModes(s, rng);
-    ASSERT_EQ(Conv2DNCHWcAnyVariant(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
-                          steps.data(), static_cast<int>(steps.size())),
+    Conv2DNCHWcKernel kernel = paired ? PairedVariant(p) : &Conv2DNCHWcAnyVariant;
+    ASSERT_EQ(kernel(p, Block(x, s.n, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(), steps.data(),
+                     static_cast<int>(steps.size())),
               0)
         << TVMGetLastError();
     std::vector<float> conv = ReferenceConv(x, w, s), want = conv;
@@ -150,6 +165,9 @@ TEST(Conv2DNCHWc, MatchesTheReferenceOnRandomShapes) { CheckRandomConvolutions(f
 TEST(Conv2DNCHWc, MatchesTheReferenceOnRandomShapesInParallel) { CheckRandomConvolutions(false, true, 2); }
 TEST(Conv2DNCHWc, DepthwiseMatchesTheReference) { CheckRandomConvolutions(true, false, 3); }
 TEST(Conv2DNCHWc, DepthwiseMatchesTheReferenceInParallel) { CheckRandomConvolutions(true, true, 4); }
+// Odd numbers of output blocks per group included: a tile's last vector then holds one block.
+TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReference) { CheckRandomConvolutions(false, false, 12, true); }
+TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReferenceInParallel) { CheckRandomConvolutions(false, true, 13, true); }
 
 // A ResNet-like 3x3 layer wide enough for several interior tiles and input channel chunks.
 TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
@@ -172,13 +190,13 @@ TEST(Conv2DNCHWc, AVariantComputesTheLayersItFitsAndRefusesOthers) {
   std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng);
   std::vector<float> blocked = Block(x, 1, s.c, s.h * s.w, 16), weights = PackWeights(w, s);
   std::vector<float> reference = ReferenceConv(x, w, s);
-  for (Conv2DNCHWcKernel kernel : {&Conv2DNCHWc<16, 0, 16, 1>, &Conv2DNCHWc<16, 0, 0, 1>}) {
+  for (Conv2DNCHWcKernel kernel : {&Conv2DNCHWc<16, 0, 16, 1, 16>, &Conv2DNCHWc<16, 0, 0, 1, 16>}) {
     std::vector<float> out(s.n * s.o * s.oh() * s.ow(), NAN);
     ASSERT_EQ(kernel(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), 0) << TVMGetLastError();
     ExpectNear(Unblock(out, 1, s.o, s.oh() * s.ow(), 16), reference, s.Text());
   }
   std::vector<float> out(s.n * s.o * s.oh() * s.ow());
-  Conv2DNCHWcKernel other_block = &Conv2DNCHWc<16, 0, 8, 1>, other_output = &Conv2DNCHWc<8, 0, 0, 1>;
+  Conv2DNCHWcKernel other_block = &Conv2DNCHWc<16, 0, 8, 1, 16>, other_output = &Conv2DNCHWc<8, 0, 0, 1, 8>;
   EXPECT_EQ(other_block(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), -1);
   EXPECT_THAT(TVMGetLastError(), ::testing::HasSubstr("need another variant of the kernel than the one called"));
   EXPECT_EQ(other_output(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), -1);
