@@ -42,7 +42,7 @@ bool Calls(const std::string& text, const std::string& name) {
 }
 
 // The instances of the template `name` that `text` names with integer arguments, as their
-// arguments without spaces ("16,0,16,1").
+// arguments without spaces ("16,0,16,1,16").
 std::set<std::string> Instances(const std::string& text, const std::string& name) {
   std::set<std::string> instances;
   for (size_t end : NameEnds(text, name)) {

@@ -77,7 +77,9 @@ int Conv2D(const Conv2DParams& p, const float* data, const float* weight, float*
 // reaches output element i * stride - pad + k * dilation through tap k; output padding is only
 // the output's larger extent. Computed as one matrix product per group into columns
 // [O / groups * KD * KH * KW, D * H * W], then each column added at the outputs it reaches (no
-// zero-stuffed input: at stride 2 three of four of its products would be zeros).
+// zero-stuffed input: at stride 2 three of four of its products would be zeros). The epilogue
+// (EpilogueStep below: a kChannel operand one value per output channel, a kTensor one of the
+// output's shape) is applied to each output row once its sums are complete.
 struct ConvTransposeParams {
   int64_t batch, in_channels, out_channels, groups;
   int64_t in_depth, in_height, in_width, out_depth, out_height, out_width;
@@ -93,7 +95,9 @@ struct ConvTransposeParams {
 };
 // out[N, O, OD, OH, OW] = conv_transpose(data[N, C, D, H, W], weight[C, O / groups, KD, KH, KW]);
 // returns non-zero on failure (out of workspace memory) after setting the error message.
-int ConvTranspose(const ConvTransposeParams& p, const float* data, const float* weight, float* out);
+struct EpilogueStep;
+int ConvTranspose(const ConvTransposeParams& p, const float* data, const float* weight, float* out,
+                  const EpilogueStep* epilogue, int epilogue_size);
 
 struct Pool2DParams {
   int64_t batch_channels, in_height, in_width, out_height, out_width;

@@ -151,7 +151,7 @@ struct Vec<16> {
   static Vec LoadLanes(const float* p, int lo, int hi) { return {_mm512_maskz_loadu_ps(LaneMask(lo, hi), p)}; }
   void StoreLanes(float* p, int count) const { _mm512_mask_storeu_ps(p, LaneMask(0, count), v); }
   static Vec LoadHalves(const float* lo, const float* hi, bool with_hi) {
-    __m256 upper = _mm256_maskz_loadu_ps(with_hi ? 0xFF : 0, hi);
+    __m256 upper = with_hi ? _mm256_loadu_ps(hi) : _mm256_setzero_ps();  // AVX512F alone: no masked ymm load
     return {_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(lo))),
                                                 _mm256_castps_pd(upper), 1))};
   }

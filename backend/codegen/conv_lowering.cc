@@ -132,10 +132,18 @@ KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplem
 
 // Inputs other than float32: none (planning says why).
 // Every convolution kernel applies its fused epilogue: the blocked ones on their tiles, the plain
-// one in its matrix product's tiles, the plain depthwise one on each plane.
+// one in its matrix product's tiles, the plain depthwise one on each plane, the transposed one on
+// each output row.
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain) {
   return AllFloat32(anchor_inputs) ? EpilogueChainLength(anchor, chain, false) : 0;
+}
+
+// A transposed convolution's output is plain NCHW (rank 4) or NCDHW (rank 5): only the first is
+// fused, since a rank-5 result reads as blocked to OperandKind.
+size_t ConvTransposeEpilogueLength(const ir::CallNode& anchor, const std::vector<TensorType>& anchor_inputs,
+                                   const std::vector<FusedOp>& chain) {
+  return anchor.type().tensor().ndim() == 4 ? Conv2DEpilogueLength(anchor, anchor_inputs, chain) : 0;
 }
 
 KernelCall PlanConv2DWinograd(const KernelOperands& o) {
@@ -196,6 +204,8 @@ KernelCall PlanConvTranspose(const KernelOperands& o) {
   k.implementation = spatial == 2 ? "conv2d_transpose.gemm_scatter" : "conv3d_transpose.gemm_scatter";
   k.params = TypedParams("ConvTransposeParams", params);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
+  k.takes_epilogue = true;
+  k.epilogue = EpilogueOf(o, false);
   return k;
 }
 

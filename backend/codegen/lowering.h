@@ -100,6 +100,8 @@ size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::Te
                             const std::vector<FusedOp>& chain);
 KernelCall PlanConv2DWinograd(const KernelOperands& operands);
 KernelCall PlanConvTranspose(const KernelOperands& operands);
+size_t ConvTransposeEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
+                                   const std::vector<FusedOp>& chain);
 KernelCall PlanDense(const KernelOperands& operands);
 size_t DenseEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                            const std::vector<FusedOp>& chain);

@@ -55,6 +55,24 @@ std::vector<std::string> MemberOps(const ElementwiseLoop& loop) {
 
 KernelArg::Value Int(int64_t v) { return v; }
 
+// With AVX-512, 8-channel output blocks are computed two to a 16-lane vector (the fifth template
+// argument), unless each group has one block; with AVX2, one block per vector.
+TEST(Lowering, EightChannelBlocksArePairedWithAvx512) {
+  const std::string pointwise = R"(fn (%p0: Tensor[(1, 1, 5, 5, 8), float32], %p1: Tensor[(3, 1, 1, 1, 8, 8), float32]) {
+    nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c")
+  })";
+  const std::string groups_of_eight = R"(fn (%p0: Tensor[(1, 3, 5, 5, 8), float32], %p1: Tensor[(3, 1, 3, 3, 8, 8), float32]) {
+    nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1], groups=3, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c")
+  })";
+  auto kernel = [](const std::string& text, target::Isa isa, const char* march) {
+    Plan plan = LowerPrimitiveFunction("f", ir::ParseFunction(text), target::TargetFor(march, isa));
+    return StepAt<KernelCall>(plan, 0).kernel;
+  };
+  EXPECT_EQ(kernel(pointwise, target::Isa::kAvx512, "x86-64-v4"), "Conv2DNCHWc<8, 0, 8, 1, 16>");
+  EXPECT_EQ(kernel(pointwise, target::Isa::kAvx2, "x86-64-v3"), "Conv2DNCHWc<8, 0, 0, 1, 8>");
+  EXPECT_EQ(kernel(groups_of_eight, target::Isa::kAvx512, "x86-64-v4"), "Conv2DNCHWc<8, 0, 0, 1, 8>");
+}
+
 TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32], %p3: Tensor[(1, 1, 4, 4, 16), float32]) {
     %0 = nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");

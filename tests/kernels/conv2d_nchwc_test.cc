@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -137,7 +138,12 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed, bool 
     std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);  // residual: NCHW
     std::vector<float> blocked_residual = Block(residual, s.n, s.o, positions, s.ob);
     std::vector<EpilogueStep> steps = EpilogueOfIteration(iteration, bias, blocked_residual);
-    std::vector<float> out(out_size, NAN);
+    // Past the output, one block of floats that must stay as they are (a block written past the
+    // last one).
+    const int64_t guard = positions * s.ob;
+    constexpr float kUntouched = 12345.0f;
+    std::vector<float> out(out_size + guard, NAN);
+    std::fill(out.begin() + out_size, out.end(), kUntouched);
     // Every epilogue form with the compiler's input modes and with random ones.
     Conv2DNCHWcParams p = iteration / 10 % 2 == 0 ? Params(s) : RandomModes(s, rng);
     Conv2DNCHWcKernel kernel = paired ? PairedVariant(p) : &Conv2DNCHWcAnyVariant;
@@ -145,6 +151,9 @@ void CheckRandomConvolutions(bool depthwise, bool parallel, unsigned seed, bool 
                      static_cast<int>(steps.size())),
               0)
         << TVMGetLastError();
+    ASSERT_TRUE(std::all_of(out.begin() + out_size, out.end(), [](float v) { return v == kUntouched; }))
+        << s.Text() << ": written past the output";
+    out.resize(out_size);
     std::vector<float> conv = ReferenceConv(x, w, s), want = conv;
     std::vector<EpilogueStep> nchw_steps = EpilogueOfIteration(iteration, bias, residual);
     for (int64_t i = 0; i < out_size; ++i) want[i] = ApplySteps(nchw_steps, want[i], i / positions % s.o, i);
@@ -168,6 +177,33 @@ TEST(Conv2DNCHWc, DepthwiseMatchesTheReferenceInParallel) { CheckRandomConvoluti
 // Odd numbers of output blocks per group included: a tile's last vector then holds one block.
 TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReference) { CheckRandomConvolutions(false, false, 12, true); }
 TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReferenceInParallel) { CheckRandomConvolutions(false, true, 13, true); }
+
+// Paired 8-channel blocks whose partial sums wait in the output between chunks of input
+// channels (128 channels of a 3x3 layer: two and three chunks), with an odd number of blocks (3 and 5:
+// a last vector of one block), the epilogue in registers on the last chunk.
+TEST(Conv2DNCHWc, PairedPartialSumsAcrossInputChannelChunks) {
+  std::mt19937 rng(14);
+  for (int64_t o : {24, 40}) {
+    Shape s{1, 128, 9, 13, o, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 8, false};
+    std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng), bias = Random(s.o, rng);
+    int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
+    std::vector<float> residual = Random(out_size, rng);
+    std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                       {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                       {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+    std::vector<float> out(out_size, NAN);
+    Conv2DNCHWcParams p = Params(s);
+    ASSERT_EQ(PairedVariant(p)(p, Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(),
+                               steps.data(), static_cast<int>(steps.size())),
+              0)
+        << TVMGetLastError();
+    std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, 8);
+    for (int64_t i = 0; i < out_size; ++i) {
+      want[i] = std::max(0.0f, want[i] + bias[i / (positions * 8) * 8 + i % 8] + residual[i]);
+    }
+    ExpectNear(out, want, s.Text());
+  }
+}
 
 // A ResNet-like 3x3 layer wide enough for several interior tiles and input channel chunks.
 TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {

@@ -92,15 +92,33 @@ ConvTransposeParams RandomParams(std::mt19937& rng, int spatial) {
   return p;
 }
 
-void ExpectMatches(const ConvTransposeParams& p, std::mt19937& rng) {
+// With `epilogue`: a bias and a scale per output channel, a residual of the output's shape, then
+// relu, applied to each output row by the kernel and here to the definition's result.
+void ExpectMatches(const ConvTransposeParams& p, std::mt19937& rng, bool epilogue = false) {
   int64_t in_size = p.batch * p.in_channels * p.in_depth * p.in_height * p.in_width;
   int64_t w_size = p.in_channels * (p.out_channels / p.groups) * p.kernel_depth * p.kernel_height * p.kernel_width;
   std::vector<float> x = Random(in_size, rng), w = Random(w_size, rng);
   std::vector<float> want = Reference(p, x, w);
+  std::vector<float> bias = Random(p.out_channels, rng), scale = Random(p.out_channels, rng);
+  std::vector<float> residual = Random(want.size(), rng);
+  std::vector<EpilogueStep> steps;
+  if (epilogue) {
+    steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+             {EpilogueStep::kMultiply, EpilogueStep::kChannel, scale.data(), 0, 0},
+             {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+             {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+    const int64_t out_pixels = p.out_depth * p.out_height * p.out_width;
+    for (size_t i = 0; i < want.size(); ++i) {
+      int64_t channel = static_cast<int64_t>(i) / out_pixels % p.out_channels;
+      want[i] = std::max(0.0f, (want[i] + bias[channel]) * scale[channel] + residual[i]);
+    }
+  }
   std::vector<float> got(want.size(), std::nanf(""));
-  ASSERT_EQ(ConvTranspose(p, x.data(), w.data(), got.data()), 0) << Text(p);
+  ASSERT_EQ(ConvTranspose(p, x.data(), w.data(), got.data(), steps.data(), static_cast<int>(steps.size())), 0)
+      << Text(p);
   for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i]))) << Text(p) << " at " << i;
+    ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i])))
+        << Text(p) << (epilogue ? " with its epilogue" : "") << " at " << i;
   }
 }
 
@@ -109,29 +127,32 @@ TEST(ConvTranspose, MatchesTheDefinitionInOneTwoAndThreeDimensions) {
   for (bool parallel : {false, true}) {
     UseThreads(parallel);
     for (int spatial : {1, 2, 3}) {
-      for (int i = 0; i < 40; ++i) ExpectMatches(RandomParams(rng, spatial), rng);
+      for (int i = 0; i < 40; ++i) ExpectMatches(RandomParams(rng, spatial), rng, i % 2 == 1);
     }
   }
   UseThreads(true);
 }
 
-// The detector heads' upsampling layers: kernel 2 or 4 at stride 2, and a 3x3 at stride 2 with
-// pad 1 and output padding 1, with channel counts that fill and miss vector widths.
+// The detector heads' upsampling layers: kernel 2 or 4 at stride 2 (2: rows of two interleaved
+// taps), and a 3x3 at stride 2 with pad 1 and output padding 1, with channel counts that fill and
+// miss vector widths; with and without an epilogue, in a batch of two (the residual read at each
+// image's place).
 TEST(ConvTranspose, UpsamplingLayers) {
   std::mt19937 rng(30);
   for (auto [c, o, k, pad, extra] : {std::array<int64_t, 5>{24, 24, 2, 0, 0}, {24, 1, 2, 0, 0}, {16, 8, 4, 1, 0},
                                      {7, 5, 3, 1, 1}}) {
-    ConvTransposeParams p{1, c, o, 1, 1, 9, 11, 1, 0, 0, 1, k, k, 1, 2, 2, 1, 1, 1, 0, pad, pad};
+    ConvTransposeParams p{2, c, o, 1, 1, 9, 11, 1, 0, 0, 1, k, k, 1, 2, 2, 1, 1, 1, 0, pad, pad};
     p.out_height = OutExtent(9, k, 2, 1, pad, pad, extra);
     p.out_width = OutExtent(11, k, 2, 1, pad, pad, extra);
     ExpectMatches(p, rng);
+    ExpectMatches(p, rng, true);
   }
 }
 
 TEST(ConvTranspose, RefusesChannelsThatDoNotDivideIntoTheGroups) {
   ConvTransposeParams p{1, 3, 4, 2, 1, 2, 2, 1, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0};
   std::vector<float> x(12), w(12), out(36);
-  EXPECT_NE(ConvTranspose(p, x.data(), w.data(), out.data()), 0);
+  EXPECT_NE(ConvTranspose(p, x.data(), w.data(), out.data(), nullptr, 0), 0);
 }
 
 }  // namespace
