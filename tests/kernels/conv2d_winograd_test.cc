@@ -125,6 +125,30 @@ TEST(Conv2DWinograd, EpilogueStepsApplyInOrder) {
   }
 }
 
+// A plane large enough to be taken in strips of rows of tiles (a text detector's 96 -> 24 channels:
+// strips of 5 of its 16 rows of tiles, the last of one), in a batch of two, with the epilogue
+// (its operands read at each strip's rows of each image).
+TEST(Conv2DWinograd, ImagesInStripsOfTileRows) {
+  UseThreads(true);
+  std::mt19937 rng(15);
+  Shape s{2, 96, 62, 43, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 8, false};
+  std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng);
+  int64_t positions = s.oh() * s.ow(), out_size = s.n * s.o * positions;
+  std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);
+  std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                     {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                     {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+  std::vector<float> got = Winograd(s, x, w, steps);
+  std::vector<float> want = Block(ReferenceConv(x, w, s), s.n, s.o, positions, 8);
+  std::vector<float> scale = Block(ReferenceConv(Abs(x), Abs(w), s), s.n, s.o, positions, 8);
+  for (int64_t i = 0; i < out_size; ++i) {
+    int64_t channel = (i / (positions * 8)) % (s.o / 8) * 8 + i % 8;
+    want[i] = ApplySteps(steps, want[i], channel, i);
+  }
+  ExpectWithinWinogradError(got, want, scale, s.Text() + " with its epilogue");
+  UseThreads(false);
+}
+
 TEST(Conv2DWinograd, UnsupportedShapesAreErrors) {
   std::vector<float> buffer(4096);
   Conv2DWinogradParams p{1, 12, 4, 4, 4, 16, 16, 4, 4, 1, 1};  // input block 4
