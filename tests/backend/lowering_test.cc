@@ -73,6 +73,31 @@ TEST(Lowering, EightChannelBlocksArePairedWithAvx512) {
   EXPECT_EQ(kernel(groups_of_eight, target::Isa::kAvx512, "x86-64-v4"), "Conv2DNCHWc<8, 0, 0, 1, 8>");
 }
 
+// A 2-D transposed convolution applies its bias, scale and relu on each output row; a 3-D one
+// (rank-5 output, which the epilogue rule would read as blocked) leaves them to a loop.
+TEST(Lowering, TransposedConvolutionTailBecomesTheKernelEpilogue) {
+  Plan two_d = Lower(R"(fn (%p0: Tensor[(1, 4, 5, 5), float32], %p1: Tensor[(4, 8, 2, 2), float32], %p2: Tensor[(8), float32], %p3: Tensor[(8, 1, 1), float32]) {
+    %0 = nn.conv2d_transpose(%p0, %p1, strides=[2, 2]);
+    %1 = nn.bias_add(%0, %p2);
+    %2 = multiply(%1, %p3);
+    nn.relu(%2)
+  })");
+  ASSERT_EQ(two_d.steps.size(), 1u);
+  const KernelCall& call = StepAt<KernelCall>(two_d, 0);
+  EXPECT_EQ(call.kernel, "ConvTranspose");
+  ASSERT_EQ(call.epilogue.size(), 3u);
+  EXPECT_EQ(call.epilogue[0].operand, Step::kChannel);
+  EXPECT_EQ(call.epilogue[1].op, Step::kMultiply);
+  EXPECT_EQ(call.epilogue[1].operand, Step::kChannel);
+  EXPECT_EQ(call.epilogue[2].op, Step::kRelu);
+  Plan three_d = Lower(R"(fn (%p0: Tensor[(1, 4, 3, 5, 5), float32], %p1: Tensor[(4, 8, 2, 2, 2), float32]) {
+    %0 = nn.conv3d_transpose(%p0, %p1, strides=[2, 2, 2]);
+    nn.relu(%0)
+  })");
+  ASSERT_EQ(three_d.steps.size(), 2u);
+  EXPECT_TRUE(StepAt<KernelCall>(three_d, 0).epilogue.empty());
+}
+
 TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32], %p3: Tensor[(1, 1, 4, 4, 16), float32]) {
     %0 = nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
