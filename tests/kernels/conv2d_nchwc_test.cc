@@ -178,6 +178,27 @@ TEST(Conv2DNCHWc, DepthwiseMatchesTheReferenceInParallel) { CheckRandomConvoluti
 TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReference) { CheckRandomConvolutions(false, false, 12, true); }
 TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReferenceInParallel) { CheckRandomConvolutions(false, true, 13, true); }
 
+// A convolution of one image into 8-channel output blocks with a bias, a residual and relu, by
+// `kernel`, against the reference.
+void ExpectBiasResidualReluOfEightChannelBlocks(const Shape& s, Conv2DNCHWcKernel kernel, std::mt19937& rng) {
+  std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * s.kh * s.kw, rng), bias = Random(s.o, rng);
+  int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
+  std::vector<float> residual = Random(out_size, rng);
+  std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                     {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
+                                     {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+  std::vector<float> out(out_size, NAN);
+  ASSERT_EQ(kernel(Params(s), Block(x, 1, s.c, s.h * s.w, s.ib).data(), PackWeights(w, s).data(), out.data(),
+                   steps.data(), static_cast<int>(steps.size())),
+            0)
+      << TVMGetLastError();
+  std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, 8);
+  for (int64_t i = 0; i < out_size; ++i) {
+    want[i] = std::max(0.0f, want[i] + bias[i / (positions * 8) * 8 + i % 8] + residual[i]);
+  }
+  ExpectNear(out, want, s.Text() + (Params(s).flat_plane ? " flat_plane" : ""));
+}
+
 // Paired 8-channel blocks whose partial sums wait in the output between chunks of input
 // channels (128 channels of a 3x3 layer: two and three chunks), with an odd number of blocks (3 and 5:
 // a last vector of one block), the epilogue in registers on the last chunk.
@@ -185,23 +206,7 @@ TEST(Conv2DNCHWc, PairedPartialSumsAcrossInputChannelChunks) {
   std::mt19937 rng(14);
   for (int64_t o : {24, 40}) {
     Shape s{1, 128, 9, 13, o, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 8, false};
-    std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * 9, rng), bias = Random(s.o, rng);
-    int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
-    std::vector<float> residual = Random(out_size, rng);
-    std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
-                                       {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
-                                       {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
-    std::vector<float> out(out_size, NAN);
-    Conv2DNCHWcParams p = Params(s);
-    ASSERT_EQ(PairedVariant(p)(p, Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(), out.data(),
-                               steps.data(), static_cast<int>(steps.size())),
-              0)
-        << TVMGetLastError();
-    std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, 8);
-    for (int64_t i = 0; i < out_size; ++i) {
-      want[i] = std::max(0.0f, want[i] + bias[i / (positions * 8) * 8 + i % 8] + residual[i]);
-    }
-    ExpectNear(out, want, s.Text());
+    ExpectBiasResidualReluOfEightChannelBlocks(s, PairedVariant(Params(s)), rng);
   }
 }
 
@@ -248,22 +253,7 @@ TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
     for (int64_t stride : {1, 2}) {
       for (int64_t side : {7, 23}) {
         Shape s{1, 3 * ib, side, side + 2, 40, 1, 1, stride, stride, 1, 1, 0, 0, 0, 0, ib, 8, false};
-        std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c, rng), bias = Random(s.o, rng);
-        int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
-        std::vector<float> residual = Random(out_size, rng);
-        std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
-                                           {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
-                                           {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
-        std::vector<float> out(out_size, NAN);
-        ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, ib).data(), PackWeights(w, s).data(), out.data(),
-                              steps.data(), static_cast<int>(steps.size())),
-                  0)
-            << TVMGetLastError();
-        std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, 8);
-        for (int64_t i = 0; i < out_size; ++i) {
-          want[i] = std::max(0.0f, want[i] + bias[i / (positions * 8) * 8 + i % 8] + residual[i]);
-        }
-        ExpectNear(out, want, s.Text() + (Params(s).flat_plane ? " flat_plane" : ""));
+        ExpectBiasResidualReluOfEightChannelBlocks(s, &Conv2DNCHWcAnyVariant, rng);
       }
     }
   }
