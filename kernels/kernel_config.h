@@ -34,15 +34,13 @@ struct KernelConfig {
 // several blocks keep up to 27 accumulators (AVX-512 has 32 registers of 8 floats too), one
 // broadcast feeding two or three FMAs, on an AMD Zen 4 core: two 16-channel blocks of 12
 // positions, 1x1 layers of 256-2048 input channels 9-11% faster than one block of 14 positions,
-// with the input channels of 64 KB of weights read at once (16 KB: 5% less); three 8-channel
-// blocks of 9 positions, 1x1 and 3x3 layers 3-17% faster than of 4, and RegNet's 440 -> 440
-// channels on a 7x7 plane (49 positions in tiles of 8 or 9, not 7) 77 -> 93 GFLOP/s with its
-// weights in cache (in the model at batch 1, which reads them from memory, 84 either way). One block
-// keeps 14 (24 would be faster on wide rows but leaves the tiles of 7x7 planes to the checked
-// kernel).
+// with the input channels of 64 KB of weights read at once (16 KB: 5% less). 8-channel blocks are
+// computed two to a 16-lane vector (conv2d_nchwc.cc), so AVX-512's 8-lane tiles are of one block
+// only (groups of 8 channels). One block keeps 14 (24 would be faster on wide rows but leaves the
+// tiles of 7x7 planes to the checked kernel).
 inline constexpr KernelConfig kBaselineConfig{"baseline", 4, 8, 8, 4, 1, 1, 8, 4, 16 * 1024, 16, 4, 1, 1 << 15};
 inline constexpr KernelConfig kAvx2Config{"avx2", 8, 16, 12, 6, 3, 1, 12, 6, 16 * 1024, 16, 6, 1, 1 << 15};
-inline constexpr KernelConfig kAvx512Config{"avx512", 16, 16, 14, 14, 3, 2, 27, 24, 64 * 1024, 16, 8, 3, 1 << 15};
+inline constexpr KernelConfig kAvx512Config{"avx512", 16, 16, 14, 14, 1, 2, 14, 24, 64 * 1024, 16, 8, 3, 1 << 15};
 
 #if defined(__AVX512F__)
 inline constexpr const KernelConfig& kCompiledConfig = kAvx512Config;

@@ -178,25 +178,20 @@ struct Conv2DNCHWcVariant {
 };
 // The variant that computes `p` on an instruction set of `config`. Input blocks and strides are
 // compiled in for tiles of 16 lanes: blocks of 8 and 16 at stride 1, an image's plain channels at
-// stride 2 (the stems of ResNet, MobileNet, EfficientNet); and with AVX-512's 32 registers for
-// tiles of 8-channel blocks too (three per tile), in 1x1 layers and stems (ShuffleNet's, 24
-// channels: 0.52 -> 0.39 ms). (With AVX2's 16, those tiles ran out of registers and were
-// slower.) With AVX-512, 8-channel output blocks of a group of two or more are computed two to a
-// vector: one 16-lane FMA for two 8-lane ones.
+// stride 2 (the stems of ResNet, MobileNet, EfficientNet). (With AVX2's 16 registers, 8-lane
+// tiles with them compiled in ran out of registers and were slower.) With AVX-512, 8-channel
+// output blocks of a group of two or more are computed two to a vector: one 16-lane FMA for two
+// 8-lane ones.
 constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, const KernelConfig& config) {
   int ob = static_cast<int>(p.out_block);
   if (p.depthwise) return {ob, static_cast<int>(p.groups > 0 ? p.in_channels / p.groups : 0), 0, 1, ob};
   bool paired = ob == 8 && config.vector_floats == 16 && p.groups > 0 && p.out_channels / p.groups >= 16;
   int lanes = paired ? 16 : ob;
   int64_t stride = p.gather_strided ? 1 : p.stride_w;  // the gathered copy is read at stride 1
-  bool pointwise = p.kernel_height == 1 && p.kernel_width == 1;
-  bool compiled = lanes == 16 || (ob == 8 && config.vector_floats == 16 && pointwise);
-  if (compiled && stride == 1 && (p.in_block == 8 || p.in_block == 16)) {
+  if (lanes == 16 && stride == 1 && (p.in_block == 8 || p.in_block == 16)) {
     return {ob, 0, static_cast<int>(p.in_block), 1, lanes};
   }
-  if ((lanes == 16 || (ob == 8 && config.vector_floats == 16)) && stride == 2 && p.in_block == 1) {
-    return {ob, 0, 1, 2, lanes};
-  }
+  if (lanes == 16 && stride == 2 && p.in_block == 1) return {ob, 0, 1, 2, lanes};
   return {ob, 0, 0, 1, lanes};
 }
 // Whether variant `v` computes `p`: its output block and local groups are p's, what it compiles

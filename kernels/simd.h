@@ -17,7 +17,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstdint>
 
 #include "kernels/elementwise/scalar_ops.h"
 #include "kernels/kernel_config.h"

@@ -206,10 +206,9 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // the block's channels unrolls (AVX2, 1x1 layers of one 16-channel block per tile: 55 -> 71
 // GFLOP/s with 8-channel input blocks, 72 -> 76-80 with 16; an image's 3 plain channels in
 // ResNet's 7x7 stride-2 stem, 57 -> 84; with three blocks per tile the registers ran out, and it
-// was slower). With AVX-512's 32 registers, three 8-channel blocks per tile are compiled for 8- and
-// 16-channel input blocks too, used for 1x1 layers (AMD Zen 4, GFLOP/s before -> after: a
-// 440-to-440-channel layer on 7x7, 67 -> 79; 208-to-440 on 14x14, 80-86 -> 89-90; 72-to-24 on
-// 160x160, 61 -> 72; 3x3 layers gained nothing).
+// was slower). With AVX-512, 8-channel blocks are paired into 16-lane vectors (L = 16) and have
+// the 16-lane tiles' compiled-in input blocks; only groups of one 8-channel block keep 8-lane
+// tiles, of one block.
 template <int OB, int NB, int T, bool kChecked, int IB, int S, int L>
 void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
@@ -586,9 +585,8 @@ KILN_CONV2D_NCHWC_SIGNATURE(KILN_INSTANTIATE);
 namespace {
 constexpr Conv2DNCHWcVariant kVariants[] = {
     {16, 0, 0, 1, 16}, {16, 0, 8, 1, 16}, {16, 0, 16, 1, 16}, {16, 0, 1, 2, 16}, {8, 0, 0, 1, 8},
-    {8, 0, 8, 1, 8},   {8, 0, 16, 1, 8},  {8, 0, 1, 2, 8},    {8, 0, 0, 1, 16},  {8, 0, 8, 1, 16},
-    {8, 0, 16, 1, 16}, {8, 0, 1, 2, 16},  {16, 1, 0, 1, 16},  {16, 2, 0, 1, 16}, {16, 4, 0, 1, 16},
-    {8, 1, 0, 1, 8},   {8, 2, 0, 1, 8},   {8, 4, 0, 1, 8}};
+    {8, 0, 0, 1, 16},  {8, 0, 8, 1, 16},  {8, 0, 16, 1, 16},  {8, 0, 1, 2, 16},  {16, 1, 0, 1, 16},
+    {16, 2, 0, 1, 16}, {16, 4, 0, 1, 16}, {8, 1, 0, 1, 8},    {8, 2, 0, 1, 8},   {8, 4, 0, 1, 8}};
 
 template <size_t... I>
 Conv2DNCHWcKernel VariantFor(const Conv2DNCHWcVariant& wanted, std::index_sequence<I...>) {

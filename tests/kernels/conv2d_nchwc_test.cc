@@ -82,7 +82,7 @@ Shape RandomShape(std::mt19937& rng, bool depthwise, int64_t out_block = 0) {
   s.c = depthwise ? s.ob * pick(1, 3) : s.ib * s.groups * pick(1, s.groups > 1 ? 2 : 4);
   // Block-local: half depthwise, half groups of 2 or 4 channels.
   if (depthwise && pick(0, 1) == 1) s.groups = s.c / (pick(0, 1) == 1 ? 4 : 2);
-  // Up to five output blocks per group: tiles of three 8-channel blocks (of two 16-channel ones with
+  // Up to five output blocks per group: tiles of three 8-channel blocks (of two 16-lane vectors with
   // AVX-512), and the blocks left.
   s.o = depthwise ? s.c : s.ob * s.groups * pick(1, s.groups > 1 ? 4 : 5);
   PickWindow(rng, s);
@@ -243,10 +243,11 @@ TEST(Conv2DNCHWc, AVariantComputesTheLayersItFitsAndRefusesOthers) {
   EXPECT_EQ(other_output(Params(s), blocked.data(), weights.data(), out.data(), nullptr, 0), -1);
 }
 
-// 1x1 layers of 8-channel output blocks (tiles of three blocks and of the two left): rows of the
-// plane and the plane as one row, stride 1 and the strided gather, with a bias, a residual and
-// relu. Built for AVX-512 (kernel_tests_avx512), the stride-1 tiles have their input block (8 or
-// 16) compiled in; elsewhere they are the generic tiles.
+// 1x1 layers of five 8-channel output blocks (AVX2: tiles of three blocks and of the two left;
+// AVX-512: paired, two vectors and one of a single block): rows of the plane and the plane as one
+// row, stride 1 and the strided gather, with a bias, a residual and relu. Built for AVX-512
+// (kernel_tests_avx512), the stride-1 tiles have their input block (8 or 16) compiled in;
+// elsewhere they are the generic tiles.
 TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
   std::mt19937 rng(9);
   for (int64_t ib : {8, 16}) {
