@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "backend/codegen/host_codegen.h"
+#include "backend/generalize_dims.h"
 #include "backend/graph_codegen.h"
 #include "backend/c_source_module.h"
 #include "backend/host_module.h"
@@ -27,6 +28,39 @@ void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
   runtime::Check(out.good(), "cannot write '", path, "'");
+}
+
+// The graph, params and operator sources of `main` (the pass pipeline, graph codegen, lowering),
+// and the external functions still to generate. Passes print to `log` when given.
+struct GeneratedCode {
+  SampleCode code;
+  std::map<std::string, std::string> implementations;  // function symbol -> what computes it
+  std::vector<OperatorFunction> external_functions;
+};
+
+GeneratedCode Generate(const ir::Expr& main, const BuildOptions& options, int num_dims, BuildReport& r,
+                       std::ostream* log) {
+  transform::PassEnvironment environment{options.pass_context, options.target};
+  std::ostringstream discard;
+  ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
+  GraphCodegenResult graph = runtime::ReportingBugsAt([] { return std::string("planning the graph"); },
+                                                      [&] { return GenerateGraph(fused, options.module_name); });
+  GeneratedCode generated;
+  for (const OperatorFunction& f : graph.functions) {
+    runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
+      Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
+      generated.code.functions.emplace_back(f.symbol, GenerateOperatorSource(plan, f.batched, num_dims));
+      generated.implementations[f.symbol] = plan.Implementations();
+    });
+  }
+  r.primitive_functions = static_cast<int>(graph.functions.size());
+  for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
+  r.planned_bytes = graph.planned_bytes;
+  r.unshared_bytes = graph.unshared_bytes;
+  generated.code.graph = std::move(graph.graph);
+  generated.code.params = std::move(graph.params);
+  generated.external_functions = std::move(graph.external_functions);
+  return generated;
 }
 
 }  // namespace
@@ -112,36 +146,44 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
     }
   };
   count_ops(main->As<ir::FunctionNode>()->body);
-  transform::PassEnvironment environment{options.pass_context, options.target};
-  std::ostringstream discard;
-  ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
-  GraphCodegenResult graph = runtime::ReportingBugsAt([] { return std::string("planning the graph"); },
-                                                      [&] { return GenerateGraph(fused, options.module_name); });
+  GeneratedCode generated;
+  if (options.dim_samples == nullptr || options.dim_samples->empty()) {
+    generated = Generate(main, options, 0, r, log);
+  } else {
+    // Every sample through the whole flow (its passes printed and timed once), then one code.
+    const ir::DimSamples& samples = *options.dim_samples;
+    runtime::Check(samples.mains.size() == samples.points.size(), "build: the model's shape dimensions have ",
+                   samples.points.size(), " samples but ", samples.mains.size(), " imported main functions");
+    std::vector<SampleCode> codes;
+    for (size_t p = 0; p < samples.points.size(); ++p) {
+      BuildReport scratch;
+      GeneratedCode one = Generate(p == 0 ? main : BindParams(samples.mains[p], options.params), options,
+                                   static_cast<int>(samples.dims.size()), p == 0 ? r : scratch, p == 0 ? log : nullptr);
+      runtime::Check(one.external_functions.empty(), "external codegens (--byoc) take fixed shapes only; compile ",
+                     "without --byoc, or without shape dimensions");
+      if (p == 0) generated.implementations = one.implementations;
+      codes.push_back(std::move(one.code));
+    }
+    generated.code = GeneralizeDims(samples, codes);
+  }
+  runtime::Graph& graph = generated.code.graph;
   // Operator functions go into objects of kFunctionsPerObject each: every object begins by loading
   // the precompiled prelude, which took most of the time of one function's object.
   constexpr size_t kFunctionsPerObject = 8;
   std::vector<SourceFile> sources;
-  std::map<std::string, std::string> implementations;  // function symbol -> what computes it
-  for (size_t i = 0; i < graph.functions.size(); ++i) {
-    const OperatorFunction& f = graph.functions[i];
-    runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
-      Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
-      if (i % kFunctionsPerObject == 0) sources.push_back({"", "", {}});
-      sources.back().name += (sources.back().name.empty() ? "" : ", ") + f.symbol;
-      sources.back().text += (sources.back().text.empty() ? "" : "\n") + GenerateOperatorSource(plan, f.batched);
-      implementations[f.symbol] = plan.Implementations();
-    });
+  for (size_t i = 0; i < generated.code.functions.size(); ++i) {
+    const auto& [symbol, text] = generated.code.functions[i];
+    if (i % kFunctionsPerObject == 0) sources.push_back({"", "", {}});
+    sources.back().name += (sources.back().name.empty() ? "" : ", ") + symbol;
+    sources.back().text += (sources.back().text.empty() ? "" : "\n") + text;
   }
   for (SourceFile& file : sources) file.name = "the operators " + file.name;
-  r.primitive_functions = static_cast<int>(graph.functions.size());
-  for (const runtime::GraphNode& node : graph.graph.nodes) r.primitive_calls += node.is_input() ? 0 : 1;
-  r.planned_bytes = graph.planned_bytes;
-  r.unshared_bytes = graph.unshared_bytes;
+  std::map<std::string, std::string>& implementations = generated.implementations;
   // External functions first: an unknown or disabled codegen fails before anything is compiled.
   std::vector<ExternalModule> external;
   const std::vector<ExternalCodegen>& codegens =
       options.external_codegens != nullptr ? *options.external_codegens : ExternalCodegens();
-  for (const OperatorFunction& f : graph.external_functions) {
+  for (const OperatorFunction& f : generated.external_functions) {
     const std::string& compiler = f.function->As<ir::FunctionNode>()->attrs.GetString(ir::attr::kCompiler);
     const ExternalCodegen& codegen = FindExternalCodegen(compiler, codegens);
     external.push_back(runtime::ReportingBugsAt(
@@ -151,7 +193,7 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
                            "' made no module for ", f.symbol);
     implementations[f.symbol] = compiler + " (external)";
   }
-  for (runtime::GraphNode& node : graph.graph.nodes) {
+  for (runtime::GraphNode& node : graph.nodes) {
     auto it = implementations.find(node.func_name);
     if (!node.is_input() && it != implementations.end()) node.attrs[runtime::kImplementationAttr] = it->second;
   }
@@ -170,7 +212,7 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   for (const SourceFile& file : sources) source += "// ---- " + file.name + "\n" + file.text;
   runtime::Module host(std::make_shared<HostCodeModule>(
       CompileObjects(sources, OperatorSourcePrelude(), compiler, &r.compile), source));
-  return ExecutorFactory(runtime::WriteGraphJson(graph.graph), std::move(graph.params), std::move(host),
+  return ExecutorFactory(runtime::WriteGraphJson(graph), std::move(generated.code.params), std::move(host),
                          std::move(external), options.module_name, compiler);
 }
 

@@ -7,6 +7,7 @@
 
 #include "backend/compiler.h"
 #include "backend/external_codegen.h"
+#include "ir/dim_samples.h"
 #include "ir/expr.h"
 #include "runtime/module.h"
 #include "runtime/params.h"
@@ -33,6 +34,9 @@ struct BuildOptions {
   runtime::NamedArrays params;
   // The codegens external functions are sent to; null: ExternalCodegens(), this build's table.
   const std::vector<ExternalCodegen>* external_codegens = nullptr;
+  // A model with shape dimensions: its main function at each sample (the first is the main
+  // function Build is given), compiled into one library for every value (generalize_dims.h).
+  const ir::DimSamples* dim_samples = nullptr;
 };
 
 struct BuildReport {

@@ -35,6 +35,11 @@ int CheckArgs(const char* function, const TVMValue* args, const int* type_codes,
 // `*samples` >= 1 of its spec along axis 0, the same number for every such argument.
 int CheckBatchedArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
                      const ArgSpec* specs, const unsigned char* batched, int num_specs, int64_t* samples);
+// The shape dimensions an operator of a library with such dimensions takes after its
+// `num_tensors` tensors (integers, graph_json.h): sets dims[0..num_dims); on a wrong count or
+// type sets a message naming the function and returns -1.
+int DimArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args, int num_tensors,
+            int64_t* dims, int num_dims);
 
 // Checks the argument of an `__init_` function: one, TVM's Array<NDArray> object
 // (kiln/tvm_objects.h) of num_specs compact CPU tensors of the specs' dtypes and shapes, as

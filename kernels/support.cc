@@ -94,6 +94,27 @@ int CheckBatchedArgs(const char* function, const TVMValue* args, const int* type
   return 0;
 }
 
+int DimArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args, int num_tensors,
+            int64_t* dims, int num_dims) {
+  char message[512];
+  if (num_args != num_tensors + num_dims) {
+    std::snprintf(message, sizeof(message), "%s: expected %d tensors and %d shape dimensions, got %d arguments",
+                  function, num_tensors, num_dims, num_args);
+    return Fail(message);
+  }
+  for (int d = 0; d < num_dims; ++d) {
+    int code = type_codes[num_tensors + d];
+    int64_t value = args[num_tensors + d].v_int64;
+    if (code != kDLInt || value < 1) {
+      std::snprintf(message, sizeof(message), "%s: shape dimension %d (argument %d) is not a positive integer", function,
+                    d, num_tensors + d);
+      return Fail(message);
+    }
+    dims[d] = value;
+  }
+  return 0;
+}
+
 int ConstantArrayArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
                       const ArgSpec* specs, int num_specs, const DLTensor** tensors) {
   char message[512];

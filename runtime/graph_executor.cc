@@ -57,6 +57,12 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
     output_samples_.assign(num_outputs_, 0);
     samples_ = graph_.batch.max;  // storage is allocated for the largest batch
   }
+  largest_shapes_ = graph_.shapes;
+  if (graph_.has_dims()) {  // storage is allocated for every dimension's max
+    for (const ShapeDim& dim : graph_.dims) dim_values_.push_back(dim.max);
+    input_dims_.assign(graph_.arg_nodes.size(), {});
+    output_dims_.assign(num_outputs_, {});
+  }
   AllocateStorage();
   BuildSteps();
   // Until a run sets them, the counts say that data-dependent outputs are empty.
@@ -82,6 +88,7 @@ void GraphExecutor::AllocateStorage() {
     num_storage = std::max(num_storage, sid + 1);
   }
   storage_.resize(num_storage);
+  storage_bytes_.assign(bytes.begin(), bytes.begin() + num_storage);
   storage_linked_.assign(num_storage, false);
   entry_linked_.assign(num_entries, false);
   entries_.resize(num_entries);
@@ -135,6 +142,8 @@ void GraphExecutor::BuildSteps() {
     const GraphNode& node = graph_.nodes[n];
     if (node.is_input()) continue;
     std::string where = NodeLabel(graph_, n);
+    Check(!node.flatten_data || (!graph_.has_batch() && !graph_.has_dims()), "graph JSON: ", where,
+          " has flatten_data, which a graph with a batch or shape dimensions does not support");
     Step step;
     step.node = n;
     for (const RunCondition& c : node.run_if) step.run_if.emplace_back(graph_.EntryId(c.condition), c.taken);
@@ -173,6 +182,13 @@ void GraphExecutor::BuildSteps() {
       step.values[i].v_handle = &t;
       entry_args_[args[i]].push_back(&t);  // stable: the step's vectors never grow again
     }
+    // The operators of a library with shape dimensions take their values after the tensors.
+    if (step.kind == Step::Kind::kCall) {
+      for (int64_t value : dim_values_) {
+        step.values.emplace_back().v_int64 = value;
+        step.codes.push_back(kDLInt);
+      }
+    }
     steps_.push_back(std::move(step));
   }
 }
@@ -188,14 +204,23 @@ DLTensor GraphExecutor::EntryTensor(uint32_t entry, void* data) const {
 }
 
 void GraphExecutor::Run() {
+  int64_t samples = samples_;
   if (graph_.has_batch()) {
-    int64_t samples = InputSamples();
+    samples = InputSamples();
     for (int i = 0; i < NumOutputs(); ++i) {
       Check(output_samples_[i] == 0 || output_samples_[i] == samples, "run: output ", i, " is bound to a buffer of ",
             output_samples_[i], " samples, but the inputs hold ", samples);
     }
-    SetSamples(samples);
   }
+  std::vector<int64_t> dims = graph_.has_dims() ? InputDims() : dim_values_;
+  for (int i = 0; i < static_cast<int>(output_dims_.size()); ++i) {
+    for (size_t d = 0; d < dims.size(); ++d) {
+      int64_t bound = output_dims_[i].empty() ? -1 : output_dims_[i][d];
+      Check(bound < 0 || bound == dims[d], "run: output ", i, " is bound to a buffer for ", graph_.dims[d].name,
+            " = ", bound, ", but the inputs give ", dims[d]);
+    }
+  }
+  SetShapes(samples, dims);
   for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
 }
 
@@ -269,7 +294,7 @@ std::vector<TensorInfo> GraphExecutor::GetInputInfo() const {
   for (int i = 0; i < NumInputs(); ++i) {
     if (is_param_[i]) continue;
     uint32_t e = InputEntry(i);
-    infos.push_back(TensorInfo{InputName(i), LargestShape(e), graph_.dtypes[e], BatchDimOf(e)});
+    infos.push_back(TensorInfo{InputName(i), LargestShape(e), graph_.dtypes[e], BatchDimOf(e), AxisDims(e)});
   }
   return infos;
 }
@@ -280,7 +305,7 @@ std::vector<TensorInfo> GraphExecutor::GetOutputInfo() const {
     const GraphEntryRef& head = graph_.heads[i];
     uint32_t e = OutputEntry(i);
     infos.push_back(TensorInfo{StrCat(graph_.nodes[head.node_id].name, ":", head.index), LargestShape(e),
-                               graph_.dtypes[e], BatchDimOf(e)});
+                               graph_.dtypes[e], BatchDimOf(e), AxisDims(e)});
   }
   return infos;
 }
@@ -318,8 +343,10 @@ void GraphExecutor::Bind(uint32_t entry, void* data) {
 int64_t GraphExecutor::CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data,
                                            const std::string& what) const {
   bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
-  int64_t samples = batched ? SamplesIn(entry, data, what) : 0;
-  if (!batched) CheckSameType(EntryTensor(entry, nullptr), data, what);
+  bool with_dims = graph_.has_dims() && !graph_.entry_extents[entry].empty();
+  int64_t samples = batched && !with_dims ? SamplesIn(entry, data, what) : 0;
+  if (with_dims) DimsIn(entry, data, what, batched ? &samples : nullptr);
+  if (!batched && !with_dims) CheckSameType(EntryTensor(entry, nullptr), data, what);
   Check(data.device.device_type == kDLCPU, what, ": the buffer is not in CPU memory");
   Check(IsCompact(data), what, ": the buffer is not compact (row-major without gaps)");
   auto address = reinterpret_cast<uintptr_t>(data.data) + data.byte_offset;
@@ -346,12 +373,121 @@ int64_t GraphExecutor::SamplesIn(uint32_t entry, const DLTensor& data, const std
   return samples;
 }
 
-void GraphExecutor::SetSamples(int64_t samples) {
-  if (samples == samples_) return;
+void GraphExecutor::SetShapes(int64_t samples, const std::vector<int64_t>& dims) {
+  if (samples == samples_ && dims == dim_values_) return;
+  // Every shape first (an extent that does not fit its storage is an error before any change).
+  std::vector<std::pair<uint32_t, std::vector<int64_t>>> shapes;
   for (uint32_t e = 0; e < graph_.num_entries(); ++e) {
-    if (sample_rows_[e] != 0) graph_.shapes[e][0] = sample_rows_[e] * samples;
+    bool batched = !sample_rows_.empty() && sample_rows_[e] != 0;
+    bool with_dims = graph_.has_dims() && !graph_.entry_extents[e].empty();
+    if (!batched && !with_dims) continue;
+    std::vector<int64_t> shape = largest_shapes_[e];
+    try {
+      if (with_dims) shape = EvaluateShape(graph_.entry_extents[e], dims);
+      if (batched && !with_dims) shape[0] /= graph_.batch.max;
+      if (batched) shape[0] *= samples;
+      DLTensor t = EntryTensor(e, nullptr);
+      t.shape = shape.data();
+      Check(DataBytes(t) <= storage_bytes_[graph_.storage_ids[e]], "its shape ", ShapeToString(shape),
+            " needs more memory than its storage holds");
+    } catch (const Error& error) {
+      Fail("graph JSON: entry ", e, ": ", error.what());
+    }
+    shapes.emplace_back(e, std::move(shape));
+  }
+  for (auto& [e, shape] : shapes) {
+    if (!sample_rows_.empty() && sample_rows_[e] != 0) sample_rows_[e] = shape[0] / samples;
+    std::copy(shape.begin(), shape.end(), graph_.shapes[e].begin());  // the operators' DLTensors point here
+  }
+  for (Step& step : steps_) {
+    if (step.kind != Step::Kind::kCall) continue;
+    for (size_t d = 0; d < dims.size(); ++d) step.values[step.tensors.size() + d].v_int64 = dims[d];
   }
   samples_ = samples;
+  dim_values_ = dims;
+}
+
+std::vector<int64_t> GraphExecutor::InputDims() const {
+  std::vector<int64_t> dims = dim_values_;
+  std::vector<int> decided_by(dims.size(), -1);
+  for (int i = 0; i < NumInputs(); ++i) {
+    if (is_param_[i] || input_dims_[i].empty()) continue;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      int64_t value = input_dims_[i][d];
+      if (value < 0) continue;
+      if (decided_by[d] >= 0) {
+        Check(value == dims[d], "run: input '", InputName(decided_by[d]), "' gives ", graph_.dims[d].name, " = ",
+              dims[d], " and input '", InputName(i), "' ", value, "; set every input for the same dimensions");
+      }
+      dims[d] = value;
+      decided_by[d] = i;
+    }
+  }
+  return dims;
+}
+
+std::vector<int64_t> GraphExecutor::DimsIn(uint32_t entry, const DLTensor& data, const std::string& what,
+                                           int64_t* samples) const {
+  const std::vector<DimPolynomial>& extents = graph_.entry_extents[entry];
+  bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
+  std::string expected = TypeWithDims(entry);
+  Check(data.dtype == graph_.dtypes[entry] && data.ndim == static_cast<int>(extents.size()), what, ": expected ",
+        expected, ", got ", DTypeToString(data.dtype), ShapeToString(data.shape, data.ndim));
+  std::vector<int64_t> dims(graph_.dims.size(), -1);
+  for (int axis = 0; axis < data.ndim; ++axis) {
+    int d = extents[axis].SingleDim();
+    if (d < 0 || (batched && axis == 0)) continue;
+    const ShapeDim& dim = graph_.dims[d];
+    int64_t value = data.shape[axis];
+    Check(dim.Allows(value), what, ": dimension ", axis, " is ", value, ", but ", dim.RangeText(), " (expected ",
+          expected, ")");
+    Check(dims[d] < 0 || dims[d] == value, what, ": dimensions ", axis, " and an earlier one give ", dim.name,
+          " two values (", dims[d], " and ", value, ")");
+    dims[d] = value;
+  }
+  std::vector<int64_t> at = dim_values_;  // an extent of dimensions this data does not give: as now
+  for (size_t d = 0; d < dims.size(); ++d) at[d] = dims[d] >= 0 ? dims[d] : at[d];
+  std::vector<int64_t> shape = EvaluateShape(extents, at);
+  if (batched) {
+    Check(samples != nullptr && extents[0].IsConstant() && shape[0] > 0, "graph JSON: entry ", entry,
+          " holds the batch along an axis whose extent depends on a shape dimension");
+    int64_t rows = shape[0];
+    *samples = data.shape[0] / rows;
+    const BatchDim& batch = graph_.batch;
+    Check(data.shape[0] % rows == 0 && *samples >= batch.min && *samples <= batch.max, what, ": dimension 0 is ",
+          data.shape[0], ", which is not ", BatchDimOf(entry), " with ", batch.name, " from ", batch.min, " to ",
+          batch.max, " (expected ", expected, ")");
+    shape[0] = data.shape[0];
+  }
+  Check(std::equal(shape.begin(), shape.end(), data.shape), what, ": expected ", expected, " (at these dimensions ",
+        ShapeToString(shape), "), got ", ShapeToString(data.shape, data.ndim));
+  return dims;
+}
+
+std::vector<std::string> GraphExecutor::AxisDims(uint32_t entry) const {
+  if (!graph_.has_dims() || graph_.entry_extents[entry].empty()) return {};
+  std::vector<std::string> names, axes;
+  for (const ShapeDim& dim : graph_.dims) names.push_back(dim.name);
+  bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
+  for (size_t axis = 0; axis < graph_.entry_extents[entry].size(); ++axis) {
+    const DimPolynomial& extent = graph_.entry_extents[entry][axis];
+    axes.push_back(extent.IsConstant() || (batched && axis == 0) ? "" : extent.ToText(names));
+  }
+  return axes;
+}
+
+std::string GraphExecutor::TypeWithDims(uint32_t entry) const {
+  std::vector<std::string> axes = AxisDims(entry);
+  std::string batch = BatchDimOf(entry);
+  const std::vector<int64_t>& shape = largest_shapes_[entry];
+  std::string text = DTypeToString(graph_.dtypes[entry]) + "[";
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    std::string extent = axis == 0 && !batch.empty()            ? batch
+                         : axis < axes.size() && !axes[axis].empty() ? axes[axis]
+                                                                      : std::to_string(shape[axis]);
+    text += (axis == 0 ? "" : ", ") + extent;
+  }
+  return text + "]";
 }
 
 int64_t GraphExecutor::InputSamples() const {
@@ -373,6 +509,21 @@ int64_t GraphExecutor::InputSamples() const {
 void GraphExecutor::SetInput(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
   std::string what = StrCat("set_input '", InputName(index), "'");
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) {
+    bool batched = !sample_rows_.empty() && sample_rows_[e] != 0;
+    int64_t samples = 0;
+    std::vector<int64_t> dims = DimsIn(e, data, what, batched ? &samples : nullptr);
+    Check(data.device.device_type == kDLCPU, what, ": the data is not in CPU memory");
+    Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
+    Check(!entry_linked_[e], what, ": the input is a parameter linked into the library with extents of shape ",
+          "dimensions; it cannot be set");
+    Check(DataBytes(data) <= entries_[e].NumBytes(), what, ": the data needs more memory than the input holds");
+    if (entry_data_[e] != entries_[e].data()) Bind(e, entries_[e].data());
+    std::memcpy(entries_[e].data(), static_cast<const char*>(data.data) + data.byte_offset, DataBytes(data));
+    input_dims_[index] = dims;  // the operators see them at the next run
+    if (batched) input_samples_[index] = samples;
+    return;
+  }
   if (!sample_rows_.empty() && sample_rows_[e] != 0) {
     int64_t samples = SamplesIn(e, data, what);
     Check(data.device.device_type == kDLCPU, what, ": the data is not in CPU memory");
@@ -403,9 +554,11 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
 
 void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
-  int64_t samples = CheckZeroCopyBuffer(e, data, StrCat("set_input_zero_copy '", InputName(index), "'"));
+  std::string what = StrCat("set_input_zero_copy '", InputName(index), "'");
+  int64_t samples = CheckZeroCopyBuffer(e, data, what);
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
   if (samples != 0) input_samples_[index] = samples;  // the operators see it at the next run
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) input_dims_[index] = DimsIn(e, data, what, &samples);
 }
 
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
@@ -420,12 +573,18 @@ void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
   int64_t samples = CheckZeroCopyBuffer(e, data, what);
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
   if (samples != 0) output_samples_[index] = samples;
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) output_dims_[index] = DimsIn(e, data, what, &samples);
 }
 
 NDArray GraphExecutor::GetInput(int index) const {
   uint32_t e = InputEntry(index);
   std::vector<int64_t> shape = graph_.shapes[e];
-  if (!sample_rows_.empty() && sample_rows_[e] != 0 && input_samples_[index] != 0) {
+  if (graph_.has_dims() && !input_dims_[index].empty()) {  // as set, though no run has seen it yet
+    std::vector<int64_t> at = dim_values_;
+    for (size_t d = 0; d < at.size(); ++d) at[d] = input_dims_[index][d] >= 0 ? input_dims_[index][d] : at[d];
+    shape = EvaluateShape(graph_.entry_extents[e], at);
+    if (!sample_rows_.empty() && sample_rows_[e] != 0) shape[0] *= input_samples_[index];
+  } else if (!sample_rows_.empty() && sample_rows_[e] != 0 && input_samples_[index] != 0) {
     shape[0] = sample_rows_[e] * input_samples_[index];  // as set, though no run has seen it yet
   }
   DLTensor view = EntryTensor(e, entry_data_[e]);
@@ -434,15 +593,12 @@ NDArray GraphExecutor::GetInput(int index) const {
   return entries_[e].CreateView(shape, graph_.dtypes[e]);
 }
 
-std::vector<int64_t> GraphExecutor::LargestShape(uint32_t entry) const {
-  std::vector<int64_t> shape = graph_.shapes[entry];
-  if (!sample_rows_.empty() && sample_rows_[entry] != 0) shape[0] = sample_rows_[entry] * graph_.batch.max;
-  return shape;
-}
+std::vector<int64_t> GraphExecutor::LargestShape(uint32_t entry) const { return largest_shapes_[entry]; }
 
 std::string GraphExecutor::BatchDimOf(uint32_t entry) const {
   if (sample_rows_.empty() || sample_rows_[entry] == 0) return "";
-  return sample_rows_[entry] == 1 ? graph_.batch.name : StrCat(sample_rows_[entry], "*", graph_.batch.name);
+  int64_t rows = largest_shapes_[entry][0] / graph_.batch.max;
+  return rows == 1 ? graph_.batch.name : StrCat(rows, "*", graph_.batch.name);
 }
 
 const OutputTrim* GraphExecutor::TrimOf(int index) const {
@@ -456,7 +612,8 @@ NDArray GraphExecutor::GetOutput(int index) const {
   uint32_t e = OutputEntry(index);
   NDArray full = entry_data_[e] == entries_[e].data() ? entries_[e] : NDArray::WrapExternal(EntryTensor(e, entry_data_[e]));
   const OutputTrim* trim = TrimOf(index);
-  if (trim == nullptr) return BatchDimOf(e).empty() ? full : full.CreateView(graph_.shapes[e], graph_.dtypes[e]);
+  bool fixed = BatchDimOf(e).empty() && AxisDims(e).empty();
+  if (trim == nullptr) return fixed ? full : full.CreateView(graph_.shapes[e], graph_.dtypes[e]);
   uint32_t count_entry = graph_.EntryId(graph_.heads[trim->count_output]);
   int64_t count = *static_cast<const int64_t*>(entry_data_[count_entry]);
   std::vector<int64_t> shape = graph_.shapes[e];

@@ -29,6 +29,9 @@ struct TensorInfo {
   std::vector<int64_t> shape;  // the largest, when axis 0 holds the batch
   DLDataType dtype{};
   std::string batch_dim;       // when axis 0 holds the batch's samples: "N", or "16*N" for 16 rows each; else empty
+  // With shape dimensions: per axis, what decides its extent ("S", "12*S", "H*W/64"); empty for a
+  // fixed extent and for the batch's axis. Empty when no axis has one.
+  std::vector<std::string> axis_dims;
 };
 
 class GraphExecutor {
@@ -57,7 +60,8 @@ class GraphExecutor {
 
   // Copies `data` (compact, CPU, same shape and dtype) into the input; ends a zero-copy binding.
   // An input that holds the batch takes any number of samples in the batch dimension's range
-  // along axis 0; every batched input of a run must hold the same number.
+  // along axis 0; every batched input of a run must hold the same number. An input with shape
+  // dimensions takes any of their values in range, and every input of a run must agree on them.
   void SetInput(int index, const DLTensor& data);
   // Makes the operators read the input from `data` itself (64-byte aligned, compact, same shape
   // and dtype); the caller keeps it alive and unchanged during Run().
@@ -85,6 +89,8 @@ class GraphExecutor {
   // The batch dimension (graph().batch) and the samples of the last run or set_input: batched
   // entries, outputs included, have that many along axis 0.
   int64_t samples() const { return samples_; }
+  // The shape dimensions' values (graph().dims) the last run or set_input gave.
+  const std::vector<int64_t>& dim_values() const { return dim_values_; }
   // This executor's thread count for its operators' parallel loops (0: the process's, see
   // thread_pool.h). Executors of different counts may run at once in different threads.
   void SetNumThreads(int num_threads);
@@ -129,10 +135,22 @@ class GraphExecutor {
   // The samples `data` holds for batched entry `entry` (same dtype, rank and trailing dimensions;
   // axis 0 whole samples, as many as the batch dimension allows); Error naming `what` otherwise.
   int64_t SamplesIn(uint32_t entry, const DLTensor& data, const std::string& what) const;
-  // Gives every batched entry `samples` samples along axis 0 (the shapes the operators see).
-  void SetSamples(int64_t samples);
+  // Gives every batched entry `samples` samples along axis 0 and every entry with extents their
+  // values at `dims` (the shapes the operators see, and the dimension arguments they get).
+  void SetShapes(int64_t samples, const std::vector<int64_t>& dims);
   // The samples every batched input holds; Error when two disagree.
   int64_t InputSamples() const;
+  // The shape dimensions the inputs set (the current value for one no input decides); Error
+  // when two inputs disagree.
+  std::vector<int64_t> InputDims() const;
+  // The dimensions `data` gives entry `entry` (-1 for those it does not decide), checked against
+  // its extents, dtype and rank; Error naming `what` otherwise.
+  // A batched entry's samples go to `samples`.
+  std::vector<int64_t> DimsIn(uint32_t entry, const DLTensor& data, const std::string& what,
+                              int64_t* samples = nullptr) const;
+  // "float32[N, S, 768]": the entry's type with its dimensions named.
+  std::string TypeWithDims(uint32_t entry) const;
+  std::vector<std::string> AxisDims(uint32_t entry) const;
   // The trim of output `index`, or null when its shape is static.
   const OutputTrim* TrimOf(int index) const;
 
@@ -161,6 +179,13 @@ class GraphExecutor {
   std::vector<int64_t> sample_rows_;
   std::vector<int64_t> input_samples_, output_samples_;
   int64_t samples_ = 0;
+  // With shape dimensions: their current values; per input and output index the dimensions its
+  // set or bound data gives (empty: none); per entry its written (largest) shape; per storage id
+  // its bytes.
+  std::vector<int64_t> dim_values_;
+  std::vector<std::vector<int64_t>> input_dims_, output_dims_;
+  std::vector<std::vector<int64_t>> largest_shapes_;
+  std::vector<size_t> storage_bytes_;
   RetValue result_;
 };
 

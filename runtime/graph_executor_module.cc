@@ -17,11 +17,19 @@ std::string InfoJson(const std::vector<TensorInfo>& infos) {
   nlohmann::ordered_json names = nlohmann::ordered_json::object();
   for (const TensorInfo& info : infos) {
     std::vector<int64_t> shape = info.shape;
-    if (!info.batch_dim.empty()) {
-      shape[0] = -1;
+    if (!info.batch_dim.empty() || !info.axis_dims.empty()) {
       nlohmann::ordered_json axes = nlohmann::ordered_json::array();
-      axes.push_back(info.batch_dim);
-      for (size_t i = 1; i < shape.size(); ++i) axes.push_back(nullptr);
+      for (size_t i = 0; i < shape.size(); ++i) {
+        const std::string& name = i == 0 && !info.batch_dim.empty() ? info.batch_dim
+                                  : i < info.axis_dims.size()        ? info.axis_dims[i]
+                                                                     : std::string();
+        if (name.empty()) {
+          axes.push_back(nullptr);
+          continue;
+        }
+        shape[i] = -1;
+        axes.push_back(name);
+      }
       names[info.name] = axes;
     }
     shapes[info.name] = shape;

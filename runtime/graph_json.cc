@@ -186,7 +186,8 @@ void ParseAttrs(const json& attrs, Graph& graph) {
   for (const auto& [key, value] : attrs.items()) {
     static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
                                                  "storage_scope", kOutputTrimAttr,
-                                                 kBatchDimAttr, kBatchEntriesAttr};
+                                                 kBatchDimAttr, kBatchEntriesAttr, kDimsAttr,
+                                                 kEntryExtentsAttr};
     if (kKnown.count(key) != 0) continue;
     // Like TVM: unknown integer vectors are skipped, anything else is an error.
     bool skippable = value.is_array() && value.size() == 2 && value[0].is_string() &&
@@ -309,6 +310,80 @@ void ParseBatch(const json& attrs, Graph& graph) {
     graph.batched_entries.push_back(flag == 1);
   }
   graph.batch = batch;
+}
+
+// A whole number from `text` in [lo, hi]; Bad naming `what` otherwise.
+int64_t Bounded(const std::string& text, int64_t lo, int64_t hi, const std::string& where, const std::string& what) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
+    Bad(where, StrCat(what, " '", text, "' is not an integer from ", lo, " to ", hi));
+  }
+  return v;
+}
+
+// The shape dimensions and each entry's extents: both attributes or neither; an entry's extents
+// are one per axis and give its written shape at the dimensions' max (one sample's axis 0 for a
+// batched entry, its written shape then holding the batch's max).
+void ParseDims(const json& attrs, Graph& graph) {
+  auto dims = attrs.find(kDimsAttr);
+  auto extents = attrs.find(kEntryExtentsAttr);
+  if (dims == attrs.end() && extents == attrs.end()) return;
+  if (dims == attrs.end() || extents == attrs.end()) {
+    Bad("attrs", StrCat("has ", dims == attrs.end() ? kEntryExtentsAttr : kDimsAttr, " without ",
+                        dims == attrs.end() ? kDimsAttr : kEntryExtentsAttr));
+  }
+  std::string where = StrCat("attrs.", kDimsAttr);
+  const json& pair = ArrayOf(*dims, where);
+  if (pair.size() != 2 || pair[0] != "list_str") Bad(where, "expected [\"list_str\", [name, min, max, step, ...]]");
+  const json& values = ArrayOf(pair[1], where);
+  if (values.empty() || values.size() % 4 != 0 || values.size() > 4 * 8) {
+    Bad(where, StrCat("has ", values.size(), " values, not 1 to 8 groups of [name, min, max, step]"));
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < values.size(); i += 4) {
+    ShapeDim dim;
+    dim.name = String(values[i], where + " name");
+    if (dim.name.empty() || !names.insert(dim.name).second) {
+      Bad(where, StrCat("dimension name '", dim.name, "' is empty or repeated"));
+    }
+    std::string item = StrCat(where, " of '", dim.name, "'");
+    dim.min = Bounded(String(values[i + 1], item), 1, kMaxShapeDim, item, "min");
+    dim.max = Bounded(String(values[i + 2], item), dim.min, kMaxShapeDim, item, "max");
+    dim.step = Bounded(String(values[i + 3], item), 1, kMaxShapeDim, item, "step");
+    if ((dim.max - dim.min) % dim.step != 0) Bad(item, StrCat("max ", dim.max, " is not min plus whole steps"));
+    graph.dims.push_back(dim);
+  }
+  std::vector<int64_t> largest;
+  for (const ShapeDim& dim : graph.dims) largest.push_back(dim.max);
+  const json& texts = AttrValues(attrs, kEntryExtentsAttr, "list_str", graph.num_entries(), true);
+  for (size_t e = 0; e < graph.num_entries(); ++e) {
+    std::string item = StrCat("attrs.", kEntryExtentsAttr, " of entry ", e);
+    std::string text = String(texts[e], item);
+    std::vector<DimPolynomial> entry;
+    if (!text.empty()) {
+      for (size_t begin = 0; begin <= text.size();) {
+        size_t comma = std::min(text.find(',', begin), text.size());
+        entry.push_back(DimPolynomial::Parse(std::string_view(text).substr(begin, comma - begin),
+                                             static_cast<int>(graph.dims.size()), item));
+        begin = comma + 1;
+      }
+      std::vector<int64_t> shape = graph.shapes[e];
+      if (graph.has_batch() && graph.batched_entries[e]) shape[0] /= graph.batch.max;
+      std::vector<int64_t> at_max;
+      try {
+        at_max = EvaluateShape(entry, largest);
+      } catch (const Error& error) {
+        Bad(item, error.what());
+      }
+      if (at_max != shape) {
+        Bad(item, StrCat("gives ", ShapeToString(at_max), " at every dimension's max, but the entry's shape is ",
+                         ShapeToString(graph.shapes[e])));
+      }
+    }
+    graph.entry_extents.push_back(std::move(entry));
+  }
 }
 
 // Each trimmed output is a model output with the axis; each count output an int64 scalar after
@@ -446,6 +521,7 @@ Graph ParseGraphJson(std::string_view text) {
   ParseAttrs(Field(root, "attrs", "top level"), graph);
   ParseOutputTrims(Field(root, "attrs", "top level"), graph);
   ParseBatch(Field(root, "attrs", "top level"), graph);
+  ParseDims(Field(root, "attrs", "top level"), graph);
   CheckGraph(graph);
   CheckOutputTrims(graph);
   return graph;
@@ -506,6 +582,19 @@ std::string WriteGraphJson(const Graph& graph) {
     json::array_t flags;
     for (bool batched : graph.batched_entries) flags.push_back(batched ? 1 : 0);
     attrs[kBatchEntriesAttr] = json::array({"list_int", flags});
+  }
+  if (graph.has_dims()) {
+    json::array_t dims, extents;
+    for (const ShapeDim& d : graph.dims) {
+      dims.insert(dims.end(), {d.name, std::to_string(d.min), std::to_string(d.max), std::to_string(d.step)});
+    }
+    for (const std::vector<DimPolynomial>& entry : graph.entry_extents) {
+      std::string text;
+      for (const DimPolynomial& extent : entry) text += (text.empty() ? "" : ",") + extent.ToString();
+      extents.push_back(text);
+    }
+    attrs[kDimsAttr] = json::array({"list_str", dims});
+    attrs[kEntryExtentsAttr] = json::array({"list_str", extents});
   }
 
   // nlohmann orders object keys alphabetically; write the top level by hand to keep TVM's order.

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/shape_dims.h"
+
 namespace kiln::runtime {
 
 struct GraphEntryRef {
@@ -77,6 +79,15 @@ inline constexpr int64_t kMaxBatch = int64_t{1} << 20;  // the largest value a b
 inline constexpr char kBatchDimAttr[] = "kiln_batch_dim";
 inline constexpr char kBatchEntriesAttr[] = "kiln_batch_entries";
 
+// Shape dimensions decided at run time (kiln's extension; shape_dims.h): an entry's extents are
+// polynomials in them, its written shape their value at every dimension's max (times the batch's
+// max along axis 0 of a batched entry, whose extents are one sample's). Written as the graph
+// attributes kDimsAttr, a list_str [name, min, max, step, name, ...], which TVM's graph executor
+// refuses like kBatchDimAttr, and kEntryExtentsAttr, a list_str per entry: "" for a fixed shape,
+// else its extents joined by ",".
+inline constexpr char kDimsAttr[] = "kiln_dims";
+inline constexpr char kEntryExtentsAttr[] = "kiln_entry_extents";
+
 struct Graph {
   std::vector<GraphNode> nodes;
   std::vector<uint32_t> arg_nodes;  // the "null" nodes, in input-index order
@@ -90,8 +101,12 @@ struct Graph {
   std::vector<OutputTrim> output_trims;
   BatchDim batch;                     // max == 0: every shape is fixed
   std::vector<bool> batched_entries;  // per entry when batch.max > 0, else empty
+  std::vector<ShapeDim> dims;
+  // Per entry when there are dims, else empty: the extents, or none for a fixed shape.
+  std::vector<std::vector<DimPolynomial>> entry_extents;
 
   bool has_batch() const { return batch.max > 0; }
+  bool has_dims() const { return !dims.empty(); }
 
   // The outputs before the count outputs of output_trims (all outputs when there are none).
   size_t num_model_outputs() const;

@@ -1,4 +1,4 @@
-// kiln compile MODEL.onnx [--input-shapes name:[d,...]] [--dims N=MIN..MAX] [--target T] [-O N] [--disabled-pass P]
+// kiln compile MODEL.onnx [--input-shapes name:[d,...]] [--dims N=MIN..MAX[:STEP]] [--target T] [-O N] [--disabled-pass P]
 //                         [-o OUT.so | -o DIR --format tvmc]
 #include <cctype>
 #include <chrono>
@@ -23,7 +23,7 @@ namespace {
 
 const std::vector<OptionSpec> kOptions = {
     {"--input-shapes", "", true, "input shapes: \"name:[1,3,224,224] other:[1,128]\"; a name for a dimension --dims gives: \"x:[N,3,224,224]\""},
-    {"--dims", "", true, "the range of a dimension decided at run time, a batch (axis 0): \"N=1..8\" (ONNX dim_params too)"},
+    {"--dims", "", true, "the range of a dimension decided at run time (ONNX dim_params too): a batch (axis 0), \"N=1..8\", or a shape dimension, \"S=1..512\", \"H=320..1280:32\" (values in steps of 32)"},
     {"--target", "", true, "native or cpu (default), an -march value (x86-64-v3, skylake-avx512, ...), or \"cpu -mcpu=CPU\" / \"llvm -mcpu=CPU\""},
     {"--opt-level", "-O", true, "optimization level 0-3 (default 3)"},
     {"--disabled-pass", "", true, "a pass not to run (repeatable; comma-separated lists too)"},
@@ -94,7 +94,8 @@ void ParseInputShapes(const std::string& text, frontend::OnnxImportOptions& impo
   }
 }
 
-// "N=1..8" (several separated by spaces or commas) into `import`'s dimension ranges.
+// "N=1..8", "H=32..1280:32" (several separated by spaces or commas) into `import`'s dimension
+// ranges.
 void ParseDims(const std::string& text, frontend::OnnxImportOptions& import) {
   size_t i = 0;
   while (i < text.size()) {
@@ -103,10 +104,16 @@ void ParseDims(const std::string& text, frontend::OnnxImportOptions& import) {
     size_t end = std::min(text.find_first_of(" ,", i), text.size());
     std::string entry = text.substr(i, end - i);
     size_t eq = entry.find('='), dots = entry.find("..");
+    size_t colon = std::min(entry.find(':', dots == std::string::npos ? 0 : dots), entry.size());
     Check(eq != std::string::npos && eq > 0 && dots != std::string::npos && dots > eq &&
-              SmallWholeNumber(entry.substr(eq + 1, dots - eq - 1)) && SmallWholeNumber(entry.substr(dots + 2)),
-          "--dims: expected NAME=MIN..MAX (for example N=1..8), got '", entry, "'");
-    frontend::DimRange range{std::stoll(entry.substr(eq + 1, dots - eq - 1)), std::stoll(entry.substr(dots + 2))};
+              SmallWholeNumber(entry.substr(eq + 1, dots - eq - 1)) &&
+              SmallWholeNumber(entry.substr(dots + 2, colon - dots - 2)) &&
+              (colon == entry.size() || SmallWholeNumber(entry.substr(colon + 1))),
+          "--dims: expected NAME=MIN..MAX or NAME=MIN..MAX:STEP (for example N=1..8, H=32..1280:32), got '", entry,
+          "'");
+    frontend::DimRange range{std::stoll(entry.substr(eq + 1, dots - eq - 1)),
+                             std::stoll(entry.substr(dots + 2, colon - dots - 2)),
+                             colon == entry.size() ? 1 : std::stoll(entry.substr(colon + 1))};
     Check(import.dims.emplace(entry.substr(0, eq), range).second, "--dims gives '", entry.substr(0, eq), "' twice");
     i = end;
   }
@@ -167,16 +174,20 @@ int CompileCommand(const std::vector<std::string>& args) {
   for (const std::string& text : cli.GetAll("--dims")) ParseDims(text, import);
   auto start = std::chrono::steady_clock::now();
   ir::Expr main;
+  ir::DimSamples samples;
   {
     ProgressStep step("importing " + model);
-    main = frontend::ImportOnnxFile(model, import);
+    main = frontend::ImportOnnxFile(model, import, &samples);
   }
   transform::PartitionOptions partition;
   partition.min_region_ops = cli.GetInt("--byoc-min-ops", 1);
   for (const std::string& codegen : names("--byoc")) {
+    Check(samples.empty(), "--byoc: external codegens take fixed shapes only; compile without --byoc, or without ",
+          "shape dimensions");
     ProgressStep step("partitioning for " + codegen);
     main = backend::PartitionForCodegen(main, codegen, {}, partition);
   }
+  options.dim_samples = &samples;
   backend::BuildReport report;
   std::unique_ptr<backend::ExecutorFactory> factory;
   {

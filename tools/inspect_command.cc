@@ -19,12 +19,19 @@ namespace {
 
 const std::vector<OptionSpec> kOptions = {{"--help", "-h", false, "show this help"}};
 
-// "float32[1, 3, 224, 224]"; axis 0 named when it holds the batch: "float32[N, 3, 224, 224]",
-// "float32[16*N, 64]".
+// "float32[1, 3, 224, 224]"; the axes decided at run time named: "float32[N, 3, 224, 224]",
+// "float32[16*N, 64]", "float32[N, S, 768]".
 std::string TypeText(const runtime::TensorInfo& info) {
-  if (info.batch_dim.empty()) return runtime::DTypeToString(info.dtype) + runtime::ShapeToString(info.shape);
-  std::string text = runtime::DTypeToString(info.dtype) + "[" + info.batch_dim;
-  for (size_t i = 1; i < info.shape.size(); ++i) text += ", " + std::to_string(info.shape[i]);
+  if (info.batch_dim.empty() && info.axis_dims.empty()) {
+    return runtime::DTypeToString(info.dtype) + runtime::ShapeToString(info.shape);
+  }
+  std::string text = runtime::DTypeToString(info.dtype) + "[";
+  for (size_t i = 0; i < info.shape.size(); ++i) {
+    std::string extent = i == 0 && !info.batch_dim.empty()                  ? info.batch_dim
+                         : i < info.axis_dims.size() && !info.axis_dims[i].empty() ? info.axis_dims[i]
+                                                                                  : std::to_string(info.shape[i]);
+    text += (i == 0 ? "" : ", ") + extent;
+  }
   return text + "]";
 }
 
@@ -59,6 +66,9 @@ int InspectCommand(const std::vector<std::string>& args) {
   if (g.has_batch()) {
     std::printf("Batch dimension: %s from %lld to %lld (decided at run time)\n", g.batch.name.c_str(),
                 static_cast<long long>(g.batch.min), static_cast<long long>(g.batch.max));
+  }
+  for (const runtime::ShapeDim& dim : g.dims) {
+    std::printf("Shape dimension: %s (decided at run time)\n", dim.RangeText().c_str());
   }
   std::printf("Inputs:\n");
   for (const runtime::TensorInfo& info : exec.GetInputInfo()) {

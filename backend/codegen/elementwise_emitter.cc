@@ -30,7 +30,7 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
 constexpr int64_t kChunk = 4096;
 
 // Opens the parallel loop's function over the buffers its members read and write.
-void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan, int64_t tasks) {
+void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan, const std::string& tasks) {
   std::vector<ParallelBuffer> buffers;
   for (const ElementwiseLoop::Member& member : loop.members) {
     for (const ElementwiseLoop::Operand& operand : member.operands) {
@@ -89,7 +89,7 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
   for (int64_t extent : shape) count *= extent;
   bool parallel = loop.parallel;
   int loops = flat || ndim == 0 ? 1 : ndim;
-  if (parallel && (flat || ndim == 0)) OpenParallelLoop(code, loop, plan, (count + kChunk - 1) / kChunk);
+  if (parallel && (flat || ndim == 0)) OpenParallelLoop(code, loop, plan, CeilDivText(code, count, kChunk));
   if (flat || ndim == 0) {
     if (parallel) {
       code.Open("for (int64_t i = begin_ * " + std::to_string(kChunk) + "LL; i < std::min<int64_t>(end_ * " +
@@ -99,7 +99,7 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
     }
   } else if (parallel) {
     TaskSplit split = SplitIntoTasks(shape);
-    OpenParallelLoop(code, loop, plan, split.tasks);
+    OpenParallelLoop(code, loop, plan, IntLiteral(split.tasks));
     loops = OpenTaskLoops(code, shape, split, "");
   } else {
     for (int d = 0; d < ndim; ++d) {

@@ -46,6 +46,11 @@ std::string IntList(const std::vector<int64_t>& values) {
   return text + "}";
 }
 
+std::string CeilDivText(const CodeWriter& code, int64_t value, int64_t divisor) {
+  if (code.num_dims() == 0) return IntLiteral((value + divisor - 1) / divisor);
+  return "((" + IntLiteral(value) + " + " + IntLiteral(divisor - 1) + ") / " + IntLiteral(divisor) + ")";
+}
+
 std::string FloatLiteral(double value) {
   if (std::isinf(value)) return value > 0 ? "INFINITY" : "-INFINITY";
   if (std::isnan(value)) return "NAN";
@@ -103,17 +108,30 @@ void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& 
   buffers->push_back({name, (writable ? "" : "const ") + CType(type.dtype)});
 }
 
-void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks) {
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, const std::string& tasks) {
   std::string list;
   for (const ParallelBuffer& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.name;
+  if (code.num_dims() > 0) list += std::string(list.empty() ? "" : ", ") + "(void*)kiln_dims";
   code.Line("void* context_[] = {" + list + "};");
-  code.Open("if (kiln::kernels::ParallelFor(" + IntLiteral(tasks) +
-            ", [](int64_t begin_, int64_t end_, void* pointers_)");
+  code.Open("if (kiln::kernels::ParallelFor(" + tasks + ", [](int64_t begin_, int64_t end_, void* pointers_)");
   code.Line("void** context_ = static_cast<void**>(pointers_);");
   for (size_t i = 0; i < buffers.size(); ++i) {
     code.Line(buffers[i].type + "* " + buffers[i].name + " = static_cast<" + buffers[i].type + "*>(context_[" +
               std::to_string(i) + "]);");
   }
+  if (code.num_dims() > 0) {
+    code.Line("const int64_t* kiln_dims = static_cast<const int64_t*>(context_[" + std::to_string(buffers.size()) +
+              "]);");
+    for (int d = 0; d < code.num_dims(); ++d) {
+      std::string name = "kiln_d" + std::to_string(d);
+      code.Line("const int64_t " + name + " = kiln_dims[" + std::to_string(d) + "];");
+      code.Line("(void)" + name + ";");
+    }
+  }
+}
+
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks) {
+  OpenParallelFor(code, buffers, IntLiteral(tasks));
 }
 
 void CloseParallelFor(CodeWriter& code) { code.Close(", context_) != 0) return -1;"); }

@@ -20,11 +20,16 @@ class CodeWriter {
   const std::string& text() const { return text_; }
   // A name not used before in this writer ("t3").
   std::string Fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
+  // The shape dimensions the function takes (kiln_d0, ...; host_codegen.h): its threaded loops
+  // pass them on.
+  int num_dims() const { return num_dims_; }
+  void set_num_dims(int num_dims) { num_dims_ = num_dims; }
 
  private:
   std::string text_;
   int indent_ = 0;
   int counter_ = 0;
+  int num_dims_ = 0;
 };
 
 struct EmitContext {
@@ -55,6 +60,10 @@ std::string CType(DLDataType dtype);
 std::string IntLiteral(int64_t value);
 // "{1LL, 2LL, 3LL}"
 std::string IntList(const std::vector<int64_t>& values);
+// The quotient rounded up: "7LL", or in a function with shape dimensions "((100LL + 15LL) / 16LL)",
+// an expression of the value's literal, which stays right when the value becomes an expression
+// of the dimensions (a rounded quotient is not a polynomial of them; backend/generalize_dims.h).
+std::string CeilDivText(const CodeWriter& code, int64_t value, int64_t divisor);
 // A float literal that reads back bit-exactly ("0.100000001f", "-INFINITY").
 std::string FloatLiteral(double value);
 // A float literal of the value as float ("0.5f", INFINITY, NAN).
@@ -82,8 +91,10 @@ void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& 
                        bool writable);
 // Opens `ParallelFor(tasks, body, context_)` with the body a captureless lambda over [begin_, end_):
 // the buffers travel in an array of pointers and are declared again inside under their names
-// (static tables stay visible). The body must not return; CloseParallelFor closes it, and the
-// operator function fails when a task did.
+// (static tables stay visible), and so do the shape dimensions kiln_d<i> (CodeWriter::num_dims).
+// The body must not return; CloseParallelFor closes it, and the operator function fails when a
+// task did. `tasks` is an expression (IntLiteral, CeilDivText, ...).
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, const std::string& tasks);
 void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks);
 void CloseParallelFor(CodeWriter& code);
 

@@ -121,40 +121,57 @@ std::string OperatorSourcePrelude() {
          "#include \"kernels/elementwise/narrow_floats.h\"\n\n";
 }
 
-std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched) {
+std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched, int num_dims) {
   CodeWriter code;
+  code.set_num_dims(num_dims);
   code.Open("extern \"C\" TVM_DLL int " + plan.symbol +
             "(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, int* out_ret_tcode, "
             "void* resource_handle)");
   code.Line("(void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;");
+  if (num_dims > 0) {  // the shape dimensions, after the tensors
+    int num_tensors = plan.NumOf(PlanBuffer::kParam) + plan.NumOf(PlanBuffer::kOutput);
+    code.Line("int64_t kiln_dims[" + std::to_string(num_dims) + "];");
+    code.Line("if (kiln::kernels::DimArgs(\"" + plan.symbol + "\", args, type_codes, num_args, " +
+              std::to_string(num_tensors) + ", kiln_dims, " + std::to_string(num_dims) + ") != 0) return -1;");
+    for (int d = 0; d < num_dims; ++d) {
+      std::string name = "kiln_d" + std::to_string(d);
+      code.Line("const int64_t " + name + " = kiln_dims[" + std::to_string(d) + "];");
+      code.Line("(void)" + name + ";");
+    }
+  }
 
-  // Argument specs and pointers: parameters, then outputs.
+  // Argument specs and pointers: parameters, then outputs. With shape dimensions the specs' extents
+  // are computed at each call (the literals of one sample become expressions of kiln_d<i>,
+  // backend/generalize_dims.h), so they are not static.
+  std::string constant = num_dims > 0 ? "const " : "static const ";
   std::string specs;
   int num_args = 0;
   for (const PlanBuffer& b : plan.buffers) {
     if (b.kind == PlanBuffer::kWorkspace) continue;
     std::string shape = "shape" + std::to_string(num_args);
-    code.Line("static const int64_t " + shape +
+    code.Line(constant + "int64_t " + shape +
               "[] = " + IntList(b.type.shape.empty() ? std::vector<int64_t>{0} : b.type.shape) + ";");
     specs += (num_args > 0 ? ", " : "") + SpecFor(b.type, shape);
     ++num_args;
   }
-  code.Line("static const kiln::kernels::ArgSpec specs[] = {" + specs + "};");
+  code.Line(constant + "kiln::kernels::ArgSpec specs[] = {" + specs + "};");
   // Run sample by sample (frontend/batch_samples.h): batched arguments hold `samples` of their
   // spec along axis 0, and the steps see one at a time.
   std::optional<std::string> whole_batch = WholeBatchField(plan, batched);
   bool by_sample = !batched.empty() && !whole_batch;
   runtime::CheckInternal(batched.empty() || static_cast<int>(batched.size()) == num_args, "host codegen: ", plan.symbol,
                          " has ", num_args, " arguments but ", batched.size(), " batch flags");
+  std::string arg_count = num_dims > 0 ? std::to_string(num_args) : "num_args";
   if (!batched.empty()) {
     std::string flags;
     for (bool b : batched) flags += std::string(flags.empty() ? "" : ", ") + (b ? "1" : "0");
     code.Line("static const unsigned char batched[] = {" + flags + "};");
     code.Line("int64_t samples = 0;");
-    code.Line("if (kiln::kernels::CheckBatchedArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, batched, " +
+    code.Line("if (kiln::kernels::CheckBatchedArgs(\"" + plan.symbol + "\", args, type_codes, " + arg_count +
+              ", specs, batched, " +
               std::to_string(num_args) + ", &samples) != 0) return -1;");
   } else {
-    code.Line("if (kiln::kernels::CheckArgs(\"" + plan.symbol + "\", args, type_codes, num_args, specs, " +
+    code.Line("if (kiln::kernels::CheckArgs(\"" + plan.symbol + "\", args, type_codes, " + arg_count + ", specs, " +
               std::to_string(num_args) + ") != 0) return -1;");
   }
   int arg = 0;

@@ -13,8 +13,10 @@ namespace kiln::backend {
 
 // The source of the operator function `plan.symbol`. With `batched` (per argument: parameters,
 // then outputs), the function runs its steps once per sample of a batch: a flagged argument holds
-// any number of the plan's shapes along axis 0 (frontend/batch_samples.h).
-std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched = {});
+// any number of the plan's shapes along axis 0 (frontend/batch_samples.h). With `num_dims` shape
+// dimensions the function takes their values after its tensors, as kiln_d0, kiln_d1, ... (the
+// plan is one sample's; backend/generalize_dims.h makes its extents expressions of them).
+std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched = {}, int num_dims = 0);
 
 // The lines every generated translation unit starts with.
 std::string OperatorSourcePrelude();

@@ -51,13 +51,20 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
   const auto& out = c.output_types[0].shape;
   const size_t last = out.size() - 1;
   std::vector<int64_t> in_strides = ir::RowStrides(in), out_strides = ir::RowStrides(out);
+  // Block counts are printed as rounded-up quotients of the extents' literals (CeilDivText).
   const int64_t row_blocks = (out[rows] + kTransposeBlock - 1) / kTransposeBlock;
-  int64_t tasks = row_blocks;
-  for (size_t d = 0; d < last; ++d) tasks *= d == rows ? 1 : out[d];
+  const std::string row_blocks_text = CeilDivText(c.code, out[rows], kTransposeBlock);
+  int64_t others = 1;
+  for (size_t d = 0; d < last; ++d) others *= d == rows ? 1 : out[d];
   // A task is a block of rows, whole, unless that leaves too few tasks: then a block (BERT's key
   // transpose in tasks of single blocks took 130 us instead of 45).
-  const int64_t column_blocks = tasks < kMinTransposeTasks ? (out[last] + kTransposeBlock - 1) / kTransposeBlock : 1;
-  tasks *= column_blocks;
+  const bool column_tasks = row_blocks * others < kMinTransposeTasks &&
+                            (out[last] + kTransposeBlock - 1) / kTransposeBlock > 1;
+  const std::string column_blocks_text = CeilDivText(c.code, out[last], kTransposeBlock);
+  std::string tasks = IntLiteral(row_blocks * others * (column_tasks ? (out[last] + kTransposeBlock - 1) / kTransposeBlock : 1));
+  if (c.code.num_dims() > 0) {
+    tasks = "(" + row_blocks_text + " * " + IntLiteral(others) + (column_tasks ? " * " + column_blocks_text : "") + ")";
+  }
   if (c.parallel) {
     std::vector<ParallelBuffer> buffers;
     AddParallelBuffer(&buffers, c.inputs[0], c.input_types[0], false);
@@ -66,16 +73,15 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
     OpenParallelFor(c.code, buffers, tasks);
     c.code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
   } else {
-    c.code.Open("for (int64_t task_ = 0; task_ < " + IntLiteral(tasks) + "; ++task_)");
+    c.code.Open("for (int64_t task_ = 0; task_ < " + tasks + "; ++task_)");
   }
   c.code.Line("int64_t rest_ = task_;");
-  if (column_blocks > 1) {
-    c.code.Line("const int64_t column_ = rest_ % " + IntLiteral(column_blocks) + " * " + IntLiteral(kTransposeBlock) +
-                ";");
-    c.code.Line("rest_ /= " + IntLiteral(column_blocks) + ";");
+  if (column_tasks) {
+    c.code.Line("const int64_t column_ = rest_ % " + column_blocks_text + " * " + IntLiteral(kTransposeBlock) + ";");
+    c.code.Line("rest_ /= " + column_blocks_text + ";");
   }
-  c.code.Line("const int64_t block_ = rest_ % " + IntLiteral(row_blocks) + ";");
-  c.code.Line("rest_ /= " + IntLiteral(row_blocks) + ";");
+  c.code.Line("const int64_t block_ = rest_ % " + row_blocks_text + ";");
+  c.code.Line("rest_ /= " + row_blocks_text + ";");
   std::string from = c.inputs[0], to = c.outputs[0];
   for (size_t d = last; d-- > 0;) {
     if (d == rows) continue;
@@ -89,7 +95,7 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
   c.code.Line("auto* to_ = " + to + ";");
   c.code.Line("const int64_t r0_ = block_ * " + IntLiteral(kTransposeBlock) + ", r1_ = std::min<int64_t>(r0_ + " +
               IntLiteral(kTransposeBlock) + ", " + IntLiteral(out[rows]) + ");");
-  if (column_blocks > 1) {  // the task's block of columns
+  if (column_tasks) {  // the task's block of columns
     c.code.Open("");
     c.code.Line("const int64_t l0_ = column_;");
   } else {

@@ -651,15 +651,9 @@ runtime::NDArray TensorToNDArray(const onnx::TensorProto& tensor) {
 
 namespace {
 
-// The model in `bytes`, its external data read from `folder` (none: a model from bytes).
-Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
-                 const std::optional<std::filesystem::path>& folder) {
-  onnx::ModelProto model;
-  runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
-                 "not an ONNX model (the protobuf does not parse)");
-  ResolveExternalData(model, folder);
-  ForgetNegativeDims(*model.mutable_graph());
-  ApplyInputShapes(model, options);
+// `model` (its input shapes applied) imported: checked, converted, and with a batch dimension
+// imported for two samples too (CheckSamplesApart).
+Expr ImportChecked(onnx::ModelProto& model, const OnnxImportOptions& options) {
   std::optional<onnx::ModelProto> probe;  // the model for two samples
   if (!options.dims.empty()) probe = model;
   std::optional<BatchSpec> batch = ApplyBatchDim(model, options, 1);
@@ -692,17 +686,49 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   return main;
 }
 
-}  // namespace
-
-Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options) {
-  return ImportModel(bytes, options, std::nullopt);
+// The model in `bytes`, its external data read from `folder` (none: a model from bytes).
+Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
+                 const std::optional<std::filesystem::path>& folder, ir::DimSamples* samples) {
+  onnx::ModelProto model;
+  runtime::Check(bytes.size() < (size_t{1} << 31) && model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
+                 "not an ONNX model (the protobuf does not parse)");
+  ResolveExternalData(model, folder);
+  ForgetNegativeDims(*model.mutable_graph());
+  ApplyInputShapes(model, options);
+  std::vector<runtime::ShapeDim> dims = ShapeDimsOf(model, options);
+  if (dims.empty()) return ImportChecked(model, options);
+  runtime::Check(samples != nullptr, "this caller of the ONNX importer takes no shape dimensions (",
+                 dims[0].name, ")");
+  *samples = ir::PlanDimSamples(dims);
+  OnnxImportOptions batch_only = options;  // the shape dimensions are values at each sample
+  for (const runtime::ShapeDim& dim : dims) batch_only.dims.erase(dim.name);
+  for (size_t p = 0; p < samples->points.size(); ++p) {
+    onnx::ModelProto at = model;
+    ApplyShapeDimValues(at, samples->dims, samples->points[p]);
+    try {
+      samples->mains.push_back(ImportChecked(at, batch_only));
+    } catch (runtime::Error& e) {
+      std::string values;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        values += runtime::StrCat(d > 0 ? ", " : "", dims[d].name, " = ", samples->points[p][d]);
+      }
+      runtime::Fail("imported at ", values, " (one of the values the shape dimensions are compiled at): ", e.what());
+    }
+  }
+  return samples->mains[0];
 }
 
-Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+}  // namespace
+
+Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options, ir::DimSamples* samples) {
+  return ImportModel(bytes, options, std::nullopt, samples);
+}
+
+Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options, ir::DimSamples* samples) {
   runtime::MappedFile file(path);
   try {
     std::filesystem::path folder = std::filesystem::path(path).parent_path();
-    return ImportModel(file.bytes(), options, folder.empty() ? std::filesystem::path(".") : folder);
+    return ImportModel(file.bytes(), options, folder.empty() ? std::filesystem::path(".") : folder, samples);
   } catch (runtime::Error& e) {
     e.AddLocation({path, "", ""});
     throw;

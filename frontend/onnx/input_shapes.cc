@@ -1,6 +1,10 @@
 // Input shapes and the batch dimension applied to an ONNX model before import (input_shapes.h).
 #include "frontend/onnx/input_shapes.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 #include "runtime/error.h"
 #include "runtime/graph_json.h"
 #include "runtime/text.h"
@@ -43,27 +47,84 @@ void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options)
   }
 }
 
+namespace {
+
+// The (input, axis) pairs each named dimension of `options.dims` is; Error for a name no input has.
+std::map<std::string, std::vector<std::pair<std::string, int>>> DimUses(const onnx::ModelProto& model,
+                                                                         const OnnxImportOptions& options) {
+  std::map<std::string, std::vector<std::pair<std::string, int>>> uses;
+  for (const auto& input : model.graph().input()) {
+    const auto& dims = input.type().tensor_type().shape().dim();
+    for (int axis = 0; axis < dims.size(); ++axis) {
+      if (dims[axis].has_dim_param() && options.dims.count(dims[axis].dim_param()) != 0) {
+        uses[dims[axis].dim_param()].emplace_back(runtime::ValidUtf8(input.name()), axis);
+      }
+    }
+  }
+  for (const auto& [name, range] : options.dims) {
+    runtime::Check(uses.count(name) != 0, "--dims names '", name, "', which no input of the model has as a ",
+                   "dimension (an ONNX dim_param, or a name in --input-shapes)");
+  }
+  return uses;
+}
+
+// The name of the batch dimension: the first of options.dims (by name) that is axis 0 of every
+// input that has it; empty when none is.
+std::string BatchName(const onnx::ModelProto& model, const OnnxImportOptions& options) {
+  for (const auto& [name, uses] : DimUses(model, options)) {
+    if (std::all_of(uses.begin(), uses.end(), [](const auto& use) { return use.second == 0; })) return name;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<runtime::ShapeDim> ShapeDimsOf(const onnx::ModelProto& model, const OnnxImportOptions& options) {
+  std::string batch = BatchName(model, options);
+  std::vector<runtime::ShapeDim> dims;
+  for (const auto& [name, range] : options.dims) {
+    if (name == batch) continue;
+    runtime::Check(range.min >= 1 && range.min <= range.max && range.max <= runtime::kMaxShapeDim && range.step >= 1 &&
+                       (range.max - range.min) % range.step == 0,
+                   "--dims: the range of '", name, "' is ", range.min, "..", range.max, ":", range.step,
+                   "; expected MIN..MAX[:STEP] with 1 <= MIN <= MAX <= ", runtime::kMaxShapeDim,
+                   " and MAX - MIN a whole number of steps");
+    dims.push_back({name, range.min, range.max, range.step});
+  }
+  return dims;
+}
+
+void ApplyShapeDimValues(onnx::ModelProto& model, const std::vector<runtime::ShapeDim>& dims,
+                         const std::vector<int64_t>& values) {
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    for (auto& dim : *input.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (!dim.has_dim_param()) continue;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dim.dim_param() == dims[d].name) {
+          dim.set_dim_value(values[d]);
+          break;
+        }
+      }
+    }
+  }
+}
+
 std::optional<BatchSpec> ApplyBatchDim(onnx::ModelProto& model, const OnnxImportOptions& options, int64_t samples) {
   if (options.dims.empty()) return std::nullopt;
-  runtime::Check(options.dims.size() == 1, "--dims gives ", options.dims.size(), " dimensions; kiln decides one ",
-                 "at run time today, a batch dimension (axis 0 of the inputs that have it)");
-  BatchSpec batch{options.dims.begin()->first, options.dims.begin()->second, {}};
-  runtime::Check(batch.range.min >= 1 && batch.range.min <= batch.range.max && batch.range.max <= runtime::kMaxBatch,
+  std::string name = BatchName(model, options);
+  if (name.empty()) return std::nullopt;
+  BatchSpec batch{name, options.dims.at(name), {}};
+  runtime::Check(batch.range.min >= 1 && batch.range.min <= batch.range.max && batch.range.max <= runtime::kMaxBatch &&
+                     batch.range.step == 1,
                  "--dims: the range of '", batch.name, "' is ", batch.range.min, "..", batch.range.max,
-                 "; expected MIN..MAX with 1 <= MIN <= MAX <= ", runtime::kMaxBatch);
+                 "; expected MIN..MAX with 1 <= MIN <= MAX <= ", runtime::kMaxBatch, " (a batch takes every value)");
   for (auto& input : *model.mutable_graph()->mutable_input()) {
-    auto* dims = input.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
-    for (int axis = 0; axis < dims->size(); ++axis) {
-      auto* dim = dims->Mutable(axis);
-      if (!dim->has_dim_param() || dim->dim_param() != batch.name) continue;
-      runtime::Check(axis == 0, "dimension '", batch.name, "' is axis ", axis, " of input '",
-                     runtime::ValidUtf8(input.name()), "'; kiln decides only axis 0 (a batch) at run time today");
-      dim->set_dim_value(samples);
+    for (auto& dim : *input.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (!dim.has_dim_param() || dim.dim_param() != batch.name) continue;
+      dim.set_dim_value(samples);
       batch.inputs.insert(runtime::ValidUtf8(input.name()));
     }
   }
-  runtime::Check(!batch.inputs.empty(), "--dims names '", batch.name, "', which no input of the model has as a ",
-                 "dimension (an ONNX dim_param, or a name in --input-shapes)");
   return batch;
 }
 

@@ -9,14 +9,23 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "frontend/onnx/onnx_import.h"
+#include "runtime/shape_dims.h"
 
 namespace kiln::frontend {
 
 // Sets the inputs' shapes that `options` gives; an input name the model lacks is an Error listing
 // its inputs.
 void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options);
+
+// The shape dimensions of `options.dims` (those that are not the batch, which ApplyBatchDim
+// takes), each with its range checked; a name no input has is an Error.
+std::vector<runtime::ShapeDim> ShapeDimsOf(const onnx::ModelProto& model, const OnnxImportOptions& options);
+// Each input dimension named by `dims` becomes the value of `values` at its index.
+void ApplyShapeDimValues(onnx::ModelProto& model, const std::vector<runtime::ShapeDim>& dims,
+                         const std::vector<int64_t>& values);
 
 // The batch dimension of `options.dims`, or nothing without one.
 struct BatchSpec {

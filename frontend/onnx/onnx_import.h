@@ -9,13 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/dim_samples.h"
 #include "ir/expr.h"
 
 namespace kiln::frontend {
 
-// The values a named dimension may take at run time.
+// The values a named dimension may take at run time: min, min + step, ..., max.
 struct DimRange {
-  int64_t min = 1, max = 1;
+  int64_t min = 1, max = 1, step = 1;
 };
 
 struct OnnxImportOptions {
@@ -25,14 +26,19 @@ struct OnnxImportOptions {
   // Per input, per axis: the name of a dimension decided at run time (--input-shapes "x:[N,3,8,8]").
   std::map<std::string, std::map<int, std::string>> input_dim_names;
   // Ranges of named dimensions (ONNX dim_params or input_dim_names): the library runs any value in
-  // range. Today one name, on axis 0 of the inputs that have it: a batch dimension.
+  // range. One that is axis 0 of every input that has it is a batch dimension (the first such by
+  // name; a step of 1); the others are shape dimensions (ir/dim_samples.h).
   std::map<std::string, DimRange> dims;
 };
 
 // Throws Error: for a file that is not a valid ONNX model, for inputs without static shapes
-// (naming them), and for unsupported ops (listing all of them, with node names, at once).
-ir::Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
-ir::Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options = {});
+// (naming them), and for unsupported ops (listing all of them, with node names, at once). With
+// shape dimensions the model is imported at each of their samples into `samples` (required
+// then), and the main function returned is the first sample's.
+ir::Expr ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {},
+                        ir::DimSamples* samples = nullptr);
+ir::Expr ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options = {},
+                         ir::DimSamples* samples = nullptr);
 
 // The ONNX op types the frontend converts (for documentation and tests); those of other domains
 // than ONNX's as domain.type ("com.microsoft.Attention").

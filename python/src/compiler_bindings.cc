@@ -4,8 +4,10 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/build.h"
@@ -27,6 +29,8 @@ struct IRModule {
   // Parameters partition_for already bound as constants: build skips them when TVM-style code
   // passes the same params again (relay.build(partition_for_dnnl(mod, params), params=params)).
   std::set<std::string> bound_params;
+  // With shape dimensions: main at each of their samples (ir/dim_samples.h), built together.
+  std::shared_ptr<ir::DimSamples> samples;
 };
 
 std::string ConfigValueText(const py::handle& value) {
@@ -36,7 +40,7 @@ std::string ConfigValueText(const py::handle& value) {
 
 void RegisterIR(py::module_& m) {
   py::class_<IRModule>(m, "IRModule", "A model in kiln's IR: its main function (made by kiln.frontend.from_onnx).")
-      .def_static("from_text", [](const std::string& text) { return IRModule{ir::ParseFunction(text), {}}; },
+      .def_static("from_text", [](const std::string& text) { return IRModule{ir::ParseFunction(text), {}, nullptr}; },
                   py::arg("text"), "Parses the IR text of a main function.")
       .def("astext", [](const IRModule& mod, int64_t max_constant_elements) {
              return ir::PrintFunction(mod.main, ir::PrintOptions{max_constant_elements});
@@ -58,26 +62,32 @@ void RegisterIR(py::module_& m) {
 
 void RegisterFrontend(py::module_& m) {
   using Shapes = std::map<std::string, std::vector<int64_t>>;
-  // shapes: -1 where dim_names names the dimension; dims: name -> (min, max).
+  // shapes: -1 where dim_names names the dimension; dims: name -> (min, max, step).
   using DimNames = std::map<std::string, std::map<int, std::string>>;
-  using Dims = std::map<std::string, std::pair<int64_t, int64_t>>;
+  using Dims = std::map<std::string, std::tuple<int64_t, int64_t, int64_t>>;
   auto options = [](const Shapes& shapes, const DimNames& names, const Dims& dims) {
     frontend::OnnxImportOptions o{shapes, names, {}};
-    for (const auto& [name, range] : dims) o.dims[name] = {range.first, range.second};
+    for (const auto& [name, range] : dims) {
+      o.dims[name] = {std::get<0>(range), std::get<1>(range), std::get<2>(range)};
+    }
     return o;
   };
   m.def("import_onnx_file", [options](const std::string& path, const Shapes& shapes, const DimNames& names,
                                       const Dims& dims) {
     frontend::OnnxImportOptions o = options(shapes, names, dims);
     py::gil_scoped_release release;
-    return IRModule{frontend::ImportOnnxFile(path, o), {}};
+    auto samples = std::make_shared<ir::DimSamples>();
+    ir::Expr main = frontend::ImportOnnxFile(path, o, samples.get());
+    return IRModule{main, {}, samples->empty() ? nullptr : samples};
   }, py::arg("path"), py::arg("shapes"), py::arg("dim_names"), py::arg("dims"));
   m.def("import_onnx_bytes", [options](const py::bytes& bytes, const Shapes& shapes, const DimNames& names,
                                        const Dims& dims) {
     std::string data = bytes;
     frontend::OnnxImportOptions o = options(shapes, names, dims);
     py::gil_scoped_release release;
-    return IRModule{frontend::ImportOnnxBytes(data, o), {}};
+    auto samples = std::make_shared<ir::DimSamples>();
+    ir::Expr main = frontend::ImportOnnxBytes(data, o, samples.get());
+    return IRModule{main, {}, samples->empty() ? nullptr : samples};
   }, py::arg("bytes"), py::arg("shapes"), py::arg("dim_names"), py::arg("dims"));
   m.def("supported_onnx_ops", &frontend::SupportedOnnxOps);
 }
@@ -130,9 +140,11 @@ void RegisterBuild(py::module_& m) {
       .def("get_source", &backend::ExecutorFactory::GetSource);
   m.def("partition_for", [](const IRModule& mod, const std::string& codegen, const runtime::NamedArrays& params,
                             int min_region_ops) {
+    runtime::Check(mod.samples == nullptr, "partition_for: external codegens take fixed shapes only; import the ",
+                   "model without shape dimensions");
     transform::PartitionOptions options;
     options.min_region_ops = min_region_ops;
-    IRModule partitioned{backend::PartitionForCodegen(mod.main, codegen, params, options), mod.bound_params};
+    IRModule partitioned{backend::PartitionForCodegen(mod.main, codegen, params, options), mod.bound_params, nullptr};
     for (const auto& [name, array] : params) partitioned.bound_params.insert(name);
     return partitioned;
   }, py::arg("mod"), py::arg("codegen"), py::arg("params"), py::arg("min_region_ops"));
@@ -149,6 +161,7 @@ void RegisterBuild(py::module_& m) {
     for (const auto& [name, array] : params) {
       if (mod.bound_params.count(name) == 0) options.params.emplace_back(name, array);
     }
+    options.dim_samples = mod.samples.get();
     py::gil_scoped_release release;
     options.target = backend::ResolveTarget(target, options.compiler);  // may run the compiler
     return backend::Build(mod.main, options);
