@@ -48,8 +48,13 @@ GeneratedCode Generate(const ir::Expr& main, const BuildOptions& options, int nu
   GeneratedCode generated;
   for (const OperatorFunction& f : graph.functions) {
     runtime::ReportingBugsAt([&] { return "generating code for " + f.symbol + ir::DescribeSources(f.function); }, [&] {
-      Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target);
-      generated.code.functions.emplace_back(f.symbol, GenerateOperatorSource(plan, f.batched, num_dims));
+      Plan plan = LowerPrimitiveFunction(f.symbol, f.function, options.target, num_dims > 0);
+      FunctionSource source{f.symbol, GenerateOperatorSource(plan, f.batched, num_dims), ""};
+      if (num_dims > 0) {
+        Plan fixed = LowerPrimitiveFunction(f.symbol, f.function, options.target);
+        source.fixed_source = GenerateOperatorSource(fixed, f.batched, num_dims);
+      }
+      generated.code.functions.push_back(std::move(source));
       generated.implementations[f.symbol] = plan.Implementations();
     });
   }
@@ -172,7 +177,8 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   constexpr size_t kFunctionsPerObject = 8;
   std::vector<SourceFile> sources;
   for (size_t i = 0; i < generated.code.functions.size(); ++i) {
-    const auto& [symbol, text] = generated.code.functions[i];
+    const std::string& symbol = generated.code.functions[i].symbol;
+    const std::string& text = generated.code.functions[i].source;
     if (i % kFunctionsPerObject == 0) sources.push_back({"", "", {}});
     sources.back().name += (sources.back().name.empty() ? "" : ", ") + symbol;
     sources.back().text += (sources.back().text.empty() ? "" : "\n") + text;

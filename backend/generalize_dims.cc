@@ -270,10 +270,20 @@ std::string GeneralizeSource(const ExtentFitter& fitter, const std::vector<const
     known.push_back(text != nullptr);
   }
   for (size_t s = 1; s < texts.size(); ++s) {
-    if (!known[s]) continue;
-    runtime::Check(tokens[s].size() == tokens[0].size(), "the operator function ", symbol,
-                   " is written differently at other values of the shape dimensions (", tokens[0].size(), " tokens against ",
-                   tokens[s].size(), ")");
+    if (!known[s] || tokens[s].size() == tokens[0].size()) continue;
+    // The first place they differ other than in an integer.
+    size_t k = 0;
+    while (k < tokens[0].size() && k < tokens[s].size()) {
+      const Token& t = tokens[0][k];
+      const Token& u = tokens[s][k];
+      bool same = base.compare(t.begin, t.end - t.begin, *texts[s], u.begin, u.end - u.begin) == 0;
+      if (!same && !(t.integer && u.integer)) break;
+      ++k;
+    }
+    size_t at = k < tokens[0].size() ? tokens[0][k].begin : base.size() - 1;
+    size_t other = k < tokens[s].size() ? tokens[s][k].begin : texts[s]->size() - 1;
+    runtime::Fail("the operator function ", symbol, " is written differently at other values of the shape dimensions: \"",
+                  LineAround(base, at), "\" against \"", LineAround(*texts[s], other), "\"");
   }
   std::string result;
   size_t copied = 0;
@@ -424,14 +434,20 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
   // Sources: the same functions; the max sample's checks them where it is written alike.
   for (size_t p = 1; p < num_points; ++p) {
     bool same = code[p].functions.size() == base.functions.size();
-    for (size_t f = 0; same && f < base.functions.size(); ++f) same = code[p].functions[f].first == base.functions[f].first;
+    for (size_t f = 0; same && f < base.functions.size(); ++f) same = code[p].functions[f].symbol == base.functions[f].symbol;
     runtime::Check(same, "the model compiles to other operator functions at ", PointText(samples, p), " than at ",
                    PointText(samples, 0), "; its shape dimensions cannot be decided at run time");
   }
   for (size_t f = 0; f < base.functions.size(); ++f) {
+    const std::string& symbol = base.functions[f].symbol;
+    bool fixed = true;
+    for (const SampleCode& c : code) fixed = fixed && c.functions[f].fixed_source == base.functions[f].fixed_source;
+    if (fixed) {  // the same at every sample: as for fixed extents
+      result.functions.push_back({symbol, base.functions[f].fixed_source, ""});
+      continue;
+    }
     std::vector<const std::string*> texts;
-    for (const SampleCode& c : code) texts.push_back(&c.functions[f].second);
-    const std::string& symbol = base.functions[f].first;
+    for (const SampleCode& c : code) texts.push_back(&c.functions[f].source);
     std::string source;
     try {
       source = GeneralizeSource(fitter, texts, symbol);
@@ -440,7 +456,7 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
       texts[samples.max_point] = nullptr;  // written otherwise at the max: fitted without it
       source = GeneralizeSource(fitter, texts, symbol);
     }
-    result.functions.emplace_back(symbol, std::move(source));
+    result.functions.push_back({symbol, std::move(source), ""});
   }
   return result;
 }

@@ -22,11 +22,18 @@
 
 namespace kiln::backend {
 
+// An operator function's C++ source: written for extents that may vary (the plan lowered with
+// extents_vary) and, in a sample, also as for fixed extents, which the library takes when it is
+// the same at every sample (the function does not depend on the dimensions).
+struct FunctionSource {
+  std::string symbol, source, fixed_source;
+};
+
 // One sample's generated code.
 struct SampleCode {
   runtime::Graph graph;
   runtime::NamedArrays params;
-  std::vector<std::pair<std::string, std::string>> functions;  // symbol, C++ source
+  std::vector<FunctionSource> functions;
 };
 
 // Fits values seen at the samples as polynomials of the dimensions.

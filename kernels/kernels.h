@@ -155,7 +155,9 @@ struct Conv2DNCHWcParams {
   // How the input is read, chosen with the implementation (strategy/conv2d.cc): copied first with
   // its padding written out as zeros, so that no tile checks its taps (not depthwise); for a
   // strided 1x1 convolution without padding, copied first with only the positions it reads;
-  // for a 1x1 convolution with stride 1 over a small plane, the plane taken as one row.
+  // for a 1x1 convolution with stride 1, the plane taken as one row when it is small (the kernel
+  // decides by the extents it is called with, which a library with shape dimensions knows only
+  // at run time).
   bool copy_padded, gather_strided, flat_plane;
   static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
   auto Fields() const {
@@ -391,7 +393,10 @@ int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const
 // Runs body(begin, end) over [0, count) in contiguous grains (a few per thread): each of the
 // runtime's threads first takes the grains of its own home range (the same at every launch), then
 // any others left (support.cc).
-// `body` is a plain function with a context pointer so that no std::function is needed.
-int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context);
+// `body` is a plain function with a context pointer so that no std::function is needed. Without
+// `split` it runs on the calling thread (a function with shape dimensions decides at run time
+// whether a loop is large enough to split).
+int ParallelFor(int64_t count, void (*body)(int64_t begin, int64_t end, void* context), void* context,
+                bool split = true);
 
 }  // namespace kiln::kernels

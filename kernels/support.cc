@@ -191,9 +191,9 @@ int RunGrains(int task, TVMParallelGroupEnv* env, void* cdata) {
 
 }  // namespace
 
-int ParallelFor(int64_t count, void (*body)(int64_t, int64_t, void*), void* context) {
+int ParallelFor(int64_t count, void (*body)(int64_t, int64_t, void*), void* context, bool split) {
   if (count <= 0) return 0;
-  if (count == 1 || __TVMBackendParallelLaunch == nullptr) {
+  if (count == 1 || !split || __TVMBackendParallelLaunch == nullptr) {
     body(0, count, context);
     return 0;
   }

@@ -22,7 +22,11 @@ DETECTORS = ["db_text_detector"]
 # beside libraries compiled for each).
 BATCHED = {"resnet50_batched": "resnet50"}
 BERT = {"bert_base": 12, "bert_2layer": 2}
-HIDDEN, HEADS, FFN, VOCAB, SEQUENCE = 768, 12, 3072, 30522, 128
+# Exported with a symbolic sequence length "S" (the shapes benchmark: one library for every length).
+BERT_DYNAMIC = {"bert_2layer_dynamic": 2}
+# Exported with a symbolic height "H" and width "W" (the shapes benchmark).
+VISION_DYNAMIC = {"db_text_detector_dynamic": "db_text_detector"}
+HIDDEN, HEADS, FFN, VOCAB, SEQUENCE, MAX_POSITIONS = 768, 12, 3072, 30522, 128, 512
 
 
 class EncoderLayer(torch.nn.Module):
@@ -38,14 +42,14 @@ class EncoderLayer(torch.nn.Module):
         self.output_norm = torch.nn.LayerNorm(HIDDEN, eps=1e-12)
 
     def forward(self, x):
-        batch, head_size = x.shape[0], HIDDEN // HEADS
+        batch, sequence, head_size = x.shape[0], x.shape[1], HIDDEN // HEADS
 
         def heads(t):
-            return t.view(batch, SEQUENCE, HEADS, head_size).transpose(1, 2)
+            return t.view(batch, sequence, HEADS, head_size).transpose(1, 2)
 
         q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(head_size)
-        context = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(batch, SEQUENCE, HIDDEN)
+        context = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(batch, sequence, HIDDEN)
         x = self.attention_norm(x + self.attention_out(context))
         return self.output_norm(x + self.output(torch.nn.functional.gelu(self.intermediate(x))))
 
@@ -54,7 +58,7 @@ class BertEncoder(torch.nn.Module):
     def __init__(self, layers):
         super().__init__()
         self.tokens = torch.nn.Embedding(VOCAB, HIDDEN)
-        self.positions = torch.nn.Embedding(SEQUENCE, HIDDEN)
+        self.positions = torch.nn.Embedding(MAX_POSITIONS, HIDDEN)
         self.norm = torch.nn.LayerNorm(HIDDEN, eps=1e-12)
         self.layers = torch.nn.ModuleList(EncoderLayer() for _ in range(layers))
         for module in self.modules():
@@ -62,7 +66,7 @@ class BertEncoder(torch.nn.Module):
                 torch.nn.init.normal_(module.weight, std=0.02)
 
     def forward(self, input_ids):
-        positions = torch.arange(SEQUENCE).unsqueeze(0)
+        positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
         x = self.norm(self.tokens(input_ids) + self.positions(positions))
         for layer in self.layers:
             x = layer(x)
@@ -133,11 +137,17 @@ def vision_model(name):
 def export(name):
     torch.manual_seed(0)
     dynamic_axes = None
-    if name in BERT:
-        model, example, input_name = BertEncoder(BERT[name]).eval(), torch.randint(0, VOCAB, (1, SEQUENCE)), "input_ids"
+    if name in BERT or name in BERT_DYNAMIC:
+        layers = BERT.get(name) or BERT_DYNAMIC[name]
+        model, example, input_name = BertEncoder(layers).eval(), torch.randint(0, VOCAB, (1, SEQUENCE)), "input_ids"
+        if name in BERT_DYNAMIC:
+            dynamic_axes = {input_name: {1: "S"}, "output": {1: "S"}}
     elif name in BATCHED:
         model, example, input_name = vision_model(BATCHED[name])
         dynamic_axes = {input_name: {0: "N"}, "output": {0: "N"}}
+    elif name in VISION_DYNAMIC:
+        model, example, input_name = vision_model(VISION_DYNAMIC[name])
+        dynamic_axes = {input_name: {2: "H", 3: "W"}, "output": {2: "H", 3: "W"}}
     else:
         model, example, input_name = vision_model(name)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -154,7 +164,8 @@ def export(name):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(VISION + DETECTORS + list(BERT)))  # and BATCHED on request
+    # The BATCHED and *_DYNAMIC models on request.
+    parser.add_argument("--models", default=",".join(VISION + DETECTORS + list(BERT)))
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list:
@@ -162,8 +173,8 @@ def main():
         return
     torch.set_num_threads(os.cpu_count() or 1)
     for name in args.models.split(","):
-        if name not in VISION + DETECTORS and name not in BERT and name not in BATCHED:
-            known = VISION + DETECTORS + list(BERT) + list(BATCHED)
+        known = VISION + DETECTORS + list(BERT) + list(BATCHED) + list(BERT_DYNAMIC) + list(VISION_DYNAMIC)
+        if name not in known:
             raise SystemExit(f"unknown model '{name}' (known: {', '.join(known)})")
         if (CACHE / f"{name}.onnx").exists():
             continue

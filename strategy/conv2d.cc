@@ -12,12 +12,6 @@ namespace {
 
 using kernels::KernelConfig;
 
-// Planes of up to this many positions run a pointwise convolution as one row (kernels.h): 28x28
-// too, whose rows of 28 took tiles of 9 and 10 positions where a tile of two 16-channel blocks
-// keeps 12 (one layer alone on an AMD Zen 4 core, AVX-512: 256 -> 512 channels 91 -> 111 GFLOP/s,
-// others -4..+2%; AVX2 code -4..+3%). Wider planes gained nothing (56x56: -4%).
-constexpr int64_t kMaxFlatPositions = 28 * 28;
-
 bool IsFloat32(const ir::Expr& e) { return e->type().is_tensor() && e->type().tensor().dtype == runtime::kFloat32; }
 
 // The output block a blocked convolution with `out_channels` channels computes in when `block`
@@ -356,10 +350,9 @@ kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
   // on ResNet's layers); depthwise convolutions read too little to repay it.
   bool copy_padded = !depthwise && padded;
   bool gather_strided = !depthwise && one_by_one && !padded && strided;
-  // A pointwise plane (after the copy) that is small runs as one row, so that tiles need not stop
-  // at row ends.
-  bool flat_plane = one_by_one && (!strided || gather_strided) && (!padded || copy_padded) &&
-                    p.out_h * p.out_w <= kMaxFlatPositions;
+  // A pointwise plane (after the copy) may run as one row (the kernel does when it is small), so
+  // that tiles need not stop at row ends.
+  bool flat_plane = one_by_one && (!strided || gather_strided) && (!padded || copy_padded);
   return {p.batch,     p.channels,   p.height,       p.width,       in_block == 0 ? 1 : in_block,
           p.out_channels, ir::ChannelBlock(l.out), p.kernel_h, p.kernel_w, p.out_h,
           p.out_w,     p.strides[0], p.strides[1],   p.dilation[0], p.dilation[1],

@@ -30,7 +30,8 @@ std::vector<int64_t> ReadStrides(const std::vector<int64_t>& in, const std::vect
 constexpr int64_t kChunk = 4096;
 
 // Opens the parallel loop's function over the buffers its members read and write.
-void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan, const std::string& tasks) {
+void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan& plan, const std::string& tasks,
+                      int64_t elements) {
   std::vector<ParallelBuffer> buffers;
   for (const ElementwiseLoop::Member& member : loop.members) {
     for (const ElementwiseLoop::Operand& operand : member.operands) {
@@ -42,7 +43,7 @@ void OpenParallelLoop(CodeWriter& code, const ElementwiseLoop& loop, const Plan&
       AddParallelBuffer(&buffers, BufferName(plan.buffers[*member.output]), plan.buffers[*member.output].type, true);
     }
   }
-  OpenParallelFor(code, buffers, tasks);
+  OpenParallelFor(code, buffers, tasks, elements);
 }
 
 }  // namespace
@@ -89,7 +90,7 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
   for (int64_t extent : shape) count *= extent;
   bool parallel = loop.parallel;
   int loops = flat || ndim == 0 ? 1 : ndim;
-  if (parallel && (flat || ndim == 0)) OpenParallelLoop(code, loop, plan, CeilDivText(code, count, kChunk));
+  if (parallel && (flat || ndim == 0)) OpenParallelLoop(code, loop, plan, CeilDivText(code, count, kChunk), count);
   if (flat || ndim == 0) {
     if (parallel) {
       code.Open("for (int64_t i = begin_ * " + std::to_string(kChunk) + "LL; i < std::min<int64_t>(end_ * " +
@@ -98,8 +99,8 @@ void EmitElementwiseLoop(CodeWriter& code, const ElementwiseLoop& loop, const Pl
       code.Open("for (int64_t i = 0; i < " + std::to_string(count) + "LL; ++i)");
     }
   } else if (parallel) {
-    TaskSplit split = SplitIntoTasks(shape);
-    OpenParallelLoop(code, loop, plan, IntLiteral(split.tasks));
+    TaskSplit split = SplitIntoTasks(code, shape);
+    OpenParallelLoop(code, loop, plan, IntLiteral(split.tasks), count);
     loops = OpenTaskLoops(code, shape, split, "");
   } else {
     for (int d = 0; d < ndim; ++d) {

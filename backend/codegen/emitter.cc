@@ -47,7 +47,7 @@ std::string IntList(const std::vector<int64_t>& values) {
 }
 
 std::string CeilDivText(const CodeWriter& code, int64_t value, int64_t divisor) {
-  if (code.num_dims() == 0) return IntLiteral((value + divisor - 1) / divisor);
+  if (!code.extents_vary()) return IntLiteral((value + divisor - 1) / divisor);
   return "((" + IntLiteral(value) + " + " + IntLiteral(divisor - 1) + ") / " + IntLiteral(divisor) + ")";
 }
 
@@ -108,7 +108,11 @@ void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& 
   buffers->push_back({name, (writable ? "" : "const ") + CType(type.dtype)});
 }
 
-void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, const std::string& tasks) {
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, const std::string& tasks,
+                     int64_t elements) {
+  if (code.parallel_elements() > 0) {
+    code.Line("const bool split_ = " + IntLiteral(elements) + " >= " + IntLiteral(code.parallel_elements()) + ";");
+  }
   std::string list;
   for (const ParallelBuffer& b : buffers) list += (list.empty() ? "" : ", ") + std::string("(void*)") + b.name;
   if (code.num_dims() > 0) list += std::string(list.empty() ? "" : ", ") + "(void*)kiln_dims";
@@ -130,11 +134,13 @@ void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffer
   }
 }
 
-void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks) {
-  OpenParallelFor(code, buffers, IntLiteral(tasks));
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks, int64_t elements) {
+  OpenParallelFor(code, buffers, IntLiteral(tasks), elements);
 }
 
-void CloseParallelFor(CodeWriter& code) { code.Close(", context_) != 0) return -1;"); }
+void CloseParallelFor(CodeWriter& code) {
+  code.Close(code.parallel_elements() > 0 ? ", context_, split_) != 0) return -1;" : ", context_) != 0) return -1;");
+}
 
 // A task of a split loop nest covers at least this many elements (its inner dimensions) where the
 // nest leaves at least kMinTasks tasks so: [1, 2048, 7, 7] splits into 2048 planes of 49, not one
@@ -142,13 +148,13 @@ void CloseParallelFor(CodeWriter& code) { code.Close(", context_) != 0) return -
 constexpr int64_t kMinInnerElements = 64;
 constexpr int64_t kMinTasks = 16;
 
-TaskSplit SplitIntoTasks(const std::vector<int64_t>& shape) {
+TaskSplit SplitIntoTasks(const CodeWriter& code, const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
   TaskSplit split;
   split.first_inner = static_cast<int>(shape.size()) - 1;
   split.inner = shape.back();
-  while (split.first_inner > 1 && split.inner < kMinInnerElements) {
+  while (!code.extents_vary() && split.first_inner > 1 && split.inner < kMinInnerElements) {
     int64_t wider = split.inner * shape[split.first_inner - 1];
     if (wider == 0 || count / wider < kMinTasks) break;
     split.inner = wider;
@@ -185,8 +191,8 @@ OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter) {
   for (size_t k = 0; k < c.inputs.size(); ++k) AddParallelBuffer(&buffers, c.inputs[k], c.input_types[k], false);
   for (size_t k = 0; k < c.outputs.size(); ++k) AddParallelBuffer(&buffers, c.outputs[k], c.output_types[k], true);
   c.code.Open("");  // a scope of its own: an operator function may hold several such loops
-  TaskSplit split = SplitIntoTasks(shape);
-  OpenParallelFor(c.code, buffers, split.tasks);
+  TaskSplit split = SplitIntoTasks(c.code, shape);
+  OpenParallelFor(c.code, buffers, split.tasks, c.output_types[0].NumElements());
   return {OpenTaskLoops(c.code, shape, split, counter), true};
 }
 

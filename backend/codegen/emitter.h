@@ -24,12 +24,22 @@ class CodeWriter {
   // pass them on.
   int num_dims() const { return num_dims_; }
   void set_num_dims(int num_dims) { num_dims_ = num_dims; }
+  // Whether the function's extents may depend on them (Plan::extents_vary): then nothing it
+  // writes may depend on an extent's value other than through its literal.
+  bool extents_vary() const { return extents_vary_; }
+  void set_extents_vary(bool vary) { extents_vary_ = vary; }
+  // With shape dimensions: the elements from which a loop is split across threads, decided when
+  // it runs (Plan::parallel_elements); 0 otherwise.
+  int64_t parallel_elements() const { return parallel_elements_; }
+  void set_parallel_elements(int64_t elements) { parallel_elements_ = elements; }
 
  private:
   std::string text_;
   int indent_ = 0;
   int counter_ = 0;
   int num_dims_ = 0;
+  bool extents_vary_ = false;
+  int64_t parallel_elements_ = 0;
 };
 
 struct EmitContext {
@@ -60,7 +70,7 @@ std::string CType(DLDataType dtype);
 std::string IntLiteral(int64_t value);
 // "{1LL, 2LL, 3LL}"
 std::string IntList(const std::vector<int64_t>& values);
-// The quotient rounded up: "7LL", or in a function with shape dimensions "((100LL + 15LL) / 16LL)",
+// The quotient rounded up: "7LL", or in a function whose extents vary "((100LL + 15LL) / 16LL)",
 // an expression of the value's literal, which stays right when the value becomes an expression
 // of the dimensions (a rounded quotient is not a polynomial of them; backend/generalize_dims.h).
 std::string CeilDivText(const CodeWriter& code, int64_t value, int64_t divisor);
@@ -93,20 +103,24 @@ void AddParallelBuffer(std::vector<ParallelBuffer>* buffers, const std::string& 
 // the buffers travel in an array of pointers and are declared again inside under their names
 // (static tables stay visible), and so do the shape dimensions kiln_d<i> (CodeWriter::num_dims).
 // The body must not return; CloseParallelFor closes it, and the operator function fails when a
-// task did. `tasks` is an expression (IntLiteral, CeilDivText, ...).
-void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, const std::string& tasks);
-void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks);
+// task did. `tasks` is an expression (IntLiteral, CeilDivText, ...); `elements`, the loop's, split
+// it across threads or not when it runs, in a function with shape dimensions
+// (CodeWriter::parallel_elements).
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, const std::string& tasks,
+                     int64_t elements);
+void OpenParallelFor(CodeWriter& code, const std::vector<ParallelBuffer>& buffers, int64_t tasks, int64_t elements);
 void CloseParallelFor(CodeWriter& code);
 
 // A loop nest over `shape` (one dimension or more) split into tasks of its inner dimensions, those
 // from first_inner on (`inner` elements: at least 64 where that leaves at least 16 tasks and an
-// outer dimension).
+// outer dimension). In a function whose extents vary (`code`) a task is one row, the last
+// dimension: the split cannot depend on extents known only at run time.
 struct TaskSplit {
   int first_inner = 0;
   int64_t inner = 1;
   int64_t tasks = 0;
 };
-TaskSplit SplitIntoTasks(const std::vector<int64_t>& shape);
+TaskSplit SplitIntoTasks(const CodeWriter& code, const std::vector<int64_t>& shape);
 // Inside OpenParallelFor's body: the loop over its tasks, each task's outer indices, and the inner
 // loops, declaring i0, i1, ... (and `counter`, the flat index of the task's first element, when
 // not empty). Returns how many CloseLoops closes.

@@ -170,7 +170,7 @@ void EmitGatherLoop(CodeWriter& code, const GatherLoop& loop, const Plan& plan) 
     for (const GatherLoop::Node& node : loop.nodes) {
       if (node.call == nullptr) AddParallelBuffer(&buffers, BufferName(plan.buffers[node.leaf]), out.type, false);
     }
-    OpenParallelFor(code, buffers, runs);
+    OpenParallelFor(code, buffers, runs, out.type.NumElements());
     code.Open("for (int64_t run_ = begin_; run_ < end_; ++run_)");
   }
   code.Line("const int64_t out_ = run_ * " + IntLiteral(loop.run) + ";");

@@ -124,6 +124,8 @@ std::string OperatorSourcePrelude() {
 std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& batched, int num_dims) {
   CodeWriter code;
   code.set_num_dims(num_dims);
+  code.set_extents_vary(plan.extents_vary);
+  code.set_parallel_elements(plan.parallel_elements);
   code.Open("extern \"C\" TVM_DLL int " + plan.symbol +
             "(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, int* out_ret_tcode, "
             "void* resource_handle)");

@@ -1,9 +1,13 @@
 // image.resize as loops: the taps of each resized axis (resize_taps.h) become static tables of
 // input offsets and weights in the generated code; an output element is the weighted sum over the
 // product of its axes' taps, or a plain read when every axis has one tap of weight 1 (nearest).
+// In a function with shape dimensions an axis's table has the output's length, known at run time
+// only: nearest taps that read input o * in / out (an upsampling by a whole factor, and others)
+// are tabulated when the function runs; other taps are an Error there.
 #include "backend/codegen/emitter.h"
 #include "backend/codegen/resize_taps.h"
 #include "ir/type.h"
+#include "runtime/error.h"
 
 namespace kiln::backend {
 namespace {
@@ -20,8 +24,8 @@ struct AxisTables {
 
 void EmitResize(EmitContext& c) {
   if (c.output_types[0].NumElements() == 0) return;  // nothing to write (and no taps to tabulate)
-  const auto& in = c.input_types[0].shape;
-  const auto& out = c.output_types[0].shape;
+  const std::vector<int64_t> in = c.input_types[0].shape;  // copies: run-time tables join the inputs
+  const std::vector<int64_t> out = c.output_types[0].shape;
   const ir::Attrs& attrs = c.call.attrs;
   const auto& scales = attrs.GetFloats("scales");
   const auto& roi = attrs.GetFloats("roi");
@@ -44,10 +48,29 @@ void EmitResize(EmitContext& c) {
       continue;
     }
     AxisTables tables{d, axis.taps, "", "", ""};
-    for (int64_t& at : axis.index) at *= strides[d];
-    tables.offsets = StaticTable(c, "int64_t", "offsets", axis.index, IntLiteral);
     bool unit = axis.taps == 1;
     for (size_t i = 0; unit && i < axis.weight.size(); ++i) unit = axis.weight[i] == 1 || (!axis.outside.empty() && axis.outside[i]);
+    if (c.code.extents_vary()) {
+      bool floor_ratio = unit && axis.outside.empty();
+      for (int64_t o = 0; floor_ratio && o < out[d]; ++o) floor_ratio = axis.index[o] == o * in[d] / out[d];
+      runtime::Check(floor_ratio, c.function, ": image.resize along axis ", d, " (", attrs.GetString("method"),
+                     ", ", method.mode, ") takes taps that kiln tabulates only for fixed shapes; this axis's extent ",
+                     "cannot be a shape dimension");
+      tables.offsets = c.code.Fresh("offsets");
+      std::string workspace = c.code.Fresh("w");
+      c.code.Line("kiln::kernels::Workspace " + workspace + "(static_cast<uint64_t>(" + IntLiteral(out[d]) +
+                  ") * sizeof(int64_t));");
+      c.code.Line("if (!" + workspace + ".ok()) return -1;");
+      c.code.Line("int64_t* " + tables.offsets + " = " + workspace + ".as<int64_t>();");
+      c.code.Line("for (int64_t o = 0; o < " + IntLiteral(out[d]) + "; ++o) " + tables.offsets + "[o] = o * " +
+                  IntLiteral(in[d]) + " / " + IntLiteral(out[d]) + " * " + IntLiteral(strides[d]) + ";");
+      c.inputs.push_back(tables.offsets);  // read by the loops' tasks like an input
+      c.input_types.push_back(ir::TensorType{{out[d]}, DLDataType{kDLInt, 64, 1}});
+      axes.push_back(tables);
+      continue;
+    }
+    for (int64_t& at : axis.index) at *= strides[d];
+    tables.offsets = StaticTable(c, "int64_t", "offsets", axis.index, IntLiteral);
     if (!unit) tables.weights = StaticTable(c, type, "weights", axis.weight, FloatLiteral);
     if (!axis.outside.empty()) {
       tables.outside = StaticTable(c, "bool", "outside", axis.outside, [](bool b) { return std::string(b ? "1" : "0"); });

@@ -62,10 +62,12 @@ const OpRef kSigmoid("sigmoid");
 // Lowers one function; the state of the walk over its values in order.
 class Lowerer {
  public:
-  Lowerer(const std::string& symbol, const Expr& function, const target::Target& target)
+  Lowerer(const std::string& symbol, const Expr& function, const target::Target& target, bool extents_vary)
       : f_(*function->As<FunctionNode>()), target_(target) {
     plan_.symbol = symbol;
     plan_.function = function;
+    plan_.extents_vary = extents_vary;
+    if (extents_vary) plan_.parallel_elements = strategy::ConfigFor(target_).parallel_elements;
   }
 
   Plan Run() {
@@ -412,6 +414,7 @@ class Lowerer {
   // of the target's cores: the runtime's thread count decides where the model runs, and with one
   // thread the split loop runs on the calling thread.
   bool SplitAcrossThreads(const TensorType& values) const {
+    if (plan_.parallel_elements > 0) return values.NumElements() > 0;  // decided as it runs
     return values.NumElements() >= strategy::ConfigFor(target_).parallel_elements;
   }
 
@@ -452,10 +455,11 @@ std::string Plan::Implementations() const {
   return text;
 }
 
-Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive, const target::Target& target) {
+Plan LowerPrimitiveFunction(const std::string& symbol, const Expr& primitive, const target::Target& target,
+                            bool extents_vary) {
   const auto* f = primitive->As<FunctionNode>();
   runtime::CheckInternal(f != nullptr, "lowering: ", symbol, " is not a function");
-  return Lowerer(symbol, primitive, target).Run();
+  return Lowerer(symbol, primitive, target, extents_vary).Run();
 }
 
 }  // namespace kiln::backend

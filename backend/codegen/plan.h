@@ -115,6 +115,11 @@ struct Plan {
   ir::Expr function;  // the primitive function; steps point at its calls
   std::vector<PlanBuffer> buffers;  // the parameters, then the outputs, then workspace
   std::vector<PlanStep> steps;
+  // One sample of a function of a library with shape dimensions whose extents may vary (known at
+  // run time only): every loop that may be split across threads is, when it has at least
+  // `parallel_elements` elements as it runs (else split as planned, parallel_elements 0).
+  bool extents_vary = false;
+  int64_t parallel_elements = 0;
 
   // What computes the function, as inspect and the profiler show it: the kernel implementations
   // and "elementwise loop", "<op> loops", "gather loop" or "copy" for the other steps, each once, in order,
@@ -129,7 +134,8 @@ struct Plan {
 // The plan of `primitive` (a FunctionNode with Primitive=1) as the operator function `symbol` for
 // `target`: its inputs are the parameters in order, then one output per tensor of the result.
 // Throws Error naming the op when an op or a form of it (dtype, layout) has no lowering.
+// `extents_vary`: the function is one sample of a library with shape dimensions.
 Plan LowerPrimitiveFunction(const std::string& symbol, const ir::Expr& primitive,
-                            const target::Target& target = target::HostTarget());
+                            const target::Target& target = target::HostTarget(), bool extents_vary = false);
 
 }  // namespace kiln::backend

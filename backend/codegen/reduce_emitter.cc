@@ -134,7 +134,7 @@ void EmitGlobalAvgPool2D(EmitContext& c) {
     AddParallelBuffer(&buffers, c.inputs[0], c.input_types[0], false);
     AddParallelBuffer(&buffers, c.outputs[0], c.output_types[0], true);
     c.code.Open("");
-    OpenParallelFor(c.code, buffers, planes);
+    OpenParallelFor(c.code, buffers, planes, planes * size);
     c.code.Open("for (int64_t " + i + " = begin_; " + i + " < end_; ++" + i + ")");
   } else {
     c.code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(planes) + "; ++" + i + ")");

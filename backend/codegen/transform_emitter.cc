@@ -62,7 +62,7 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
                             (out[last] + kTransposeBlock - 1) / kTransposeBlock > 1;
   const std::string column_blocks_text = CeilDivText(c.code, out[last], kTransposeBlock);
   std::string tasks = IntLiteral(row_blocks * others * (column_tasks ? (out[last] + kTransposeBlock - 1) / kTransposeBlock : 1));
-  if (c.code.num_dims() > 0) {
+  if (c.code.extents_vary()) {
     tasks = "(" + row_blocks_text + " * " + IntLiteral(others) + (column_tasks ? " * " + column_blocks_text : "") + ")";
   }
   if (c.parallel) {
@@ -70,7 +70,7 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
     AddParallelBuffer(&buffers, c.inputs[0], c.input_types[0], false);
     AddParallelBuffer(&buffers, c.outputs[0], c.output_types[0], true);
     c.code.Open("");  // a scope of its own (context_)
-    OpenParallelFor(c.code, buffers, tasks);
+    OpenParallelFor(c.code, buffers, tasks, c.output_types[0].NumElements());
     c.code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
   } else {
     c.code.Open("for (int64_t task_ = 0; task_ < " + tasks + "; ++task_)");

@@ -245,8 +245,9 @@ TEST(Conv2DStrategy, BlockedKernelParameters) {
   kernels::Conv2DNCHWcParams strided = params(blocked(1, ", strides=[2, 2]"));
   EXPECT_TRUE(strided.gather_strided && strided.flat_plane);  // 7 x 7 positions after the gather
   EXPECT_FALSE(strided.copy_padded);
-  kernels::Conv2DNCHWcParams large = params(blocked(1, "", "32, 32"));
-  EXPECT_FALSE(large.flat_plane || large.copy_padded || large.gather_strided);
+  kernels::Conv2DNCHWcParams large = params(blocked(1, "", "32, 32"));  // the kernel keeps its rows (32 x 32)
+  EXPECT_TRUE(large.flat_plane);
+  EXPECT_FALSE(large.copy_padded || large.gather_strided);
   kernels::Conv2DNCHWcParams depthwise = params(R"(fn (%x: Tensor[(1, 1, 14, 14, 16), float32], %w: Tensor[(1, 1, 3, 3, 1, 16), float32]) {
       %0 = nn.conv2d(%x, %w, groups=16, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW1i16o", out_layout="NCHW16c"); %0 })");
   EXPECT_TRUE(depthwise.depthwise);
