@@ -58,7 +58,8 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
   for (size_t d = 0; d < last; ++d) others *= d == rows ? 1 : out[d];
   // A task is a block of rows, whole, unless that leaves too few tasks: then a block (BERT's key
   // transpose in tasks of single blocks took 130 us instead of 45).
-  const bool column_tasks = row_blocks * others < kMinTransposeTasks &&
+  // (Where extents vary, whole rows: the split cannot depend on their values.)
+  const bool column_tasks = !c.code.extents_vary() && row_blocks * others < kMinTransposeTasks &&
                             (out[last] + kTransposeBlock - 1) / kTransposeBlock > 1;
   const std::string column_blocks_text = CeilDivText(c.code, out[last], kTransposeBlock);
   std::string tasks = IntLiteral(row_blocks * others * (column_tasks ? (out[last] + kTransposeBlock - 1) / kTransposeBlock : 1));
@@ -121,8 +122,9 @@ void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   std::vector<int64_t> axes = TransposeAxes(c.call, in.size());
   const size_t last = in.size() - 1;
-  if (in.size() >= 2 && axes[last] != static_cast<int64_t>(last) && in[last] >= kMinTransposeBlock &&
-      in[axes[last]] >= kMinTransposeBlock && c.output_types[0].NumElements() > 0) {
+  // (Where extents vary, blocked whatever their values: the choice cannot depend on them.)
+  bool long_axes = c.code.extents_vary() || (in[last] >= kMinTransposeBlock && in[axes[last]] >= kMinTransposeBlock);
+  if (in.size() >= 2 && axes[last] != static_cast<int64_t>(last) && long_axes && c.output_types[0].NumElements() > 0) {
     // The output axis that runs along the input's rows.
     size_t rows = std::find(axes.begin(), axes.end(), static_cast<int64_t>(last)) - axes.begin();
     return EmitBlockedTranspose(c, axes, rows);

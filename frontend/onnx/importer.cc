@@ -712,7 +712,9 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
       for (size_t d = 0; d < dims.size(); ++d) {
         values += runtime::StrCat(d > 0 ? ", " : "", dims[d].name, " = ", samples->points[p][d]);
       }
-      runtime::Fail("imported at ", values, " (one of the values the shape dimensions are compiled at): ", e.what());
+      runtime::Fail("imported at ", values, " (one of the values the shape dimensions are compiled at; a model that ",
+                    "takes only some values, such as multiples of 32, needs a range with a step: MIN..MAX:STEP): ",
+                    e.what());
     }
   }
   return samples->mains[0];
