@@ -448,6 +448,66 @@ TEST(GraphJson, RejectsMalformedBatchDimensions) {
   }
 }
 
+// TvmGraph with a shape dimension S of 1 to 4 in steps of 1: data and the add are [1, S], the
+// reshape [2, S / 2]... written as extents of S for data and the add only (the rest fixed).
+json DimsGraph() {
+  json g = TvmGraph();
+  g["attrs"]["shape"][1][0] = json::array({1, 4});
+  g["attrs"][kDimsAttr] = json::parse(R"(["list_str", ["S", "1", "4", "1"]])");
+  g["attrs"][kEntryExtentsAttr] = json::parse(R"(["list_str", ["1,d0", "", "1,d0", "", "", ""]])");
+  return g;
+}
+
+TEST(GraphJson, ShapeDimensionsAreReadAndWrittenBack) {
+  Graph graph = ParseGraphJson(DimsGraph().dump());
+  ASSERT_TRUE(graph.has_dims());
+  EXPECT_EQ(graph.dims[0].name, "S");
+  EXPECT_EQ(graph.dims[0].max, 4);
+  ASSERT_EQ(graph.entry_extents.size(), 6u);
+  EXPECT_EQ(graph.entry_extents[0][1].SingleDim(), 0);
+  EXPECT_TRUE(graph.entry_extents[1].empty());
+  json written = json::parse(WriteGraphJson(graph));
+  EXPECT_EQ(written["attrs"][kDimsAttr], json::parse(R"(["list_str", ["S", "1", "4", "1"]])"));
+  EXPECT_EQ(written["attrs"][kEntryExtentsAttr], json::parse(R"(["list_str", ["1,d0", "", "1,d0", "", "", ""]])"));
+  EXPECT_FALSE(json::parse(WriteGraphJson(ParseGraphJson(TvmGraph().dump())))["attrs"].contains(kDimsAttr));
+}
+
+TEST(GraphJson, RejectsMalformedShapeDimensions) {
+  struct Case { const char* dims; const char* extents; const char* message; };
+  const char* extents = R"(["list_str", ["1,d0", "", "1,d0", "", "", ""]])";
+  const Case cases[] = {
+      {nullptr, extents, "has kiln_entry_extents without kiln_dims"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", nullptr, "has kiln_dims without kiln_entry_extents"},
+      {R"(["list_str", ["S", "1", "4"]])", extents, "not 1 to 8 groups of [name, min, max, step]"},
+      {R"(["list_str", ["", "1", "4", "1"]])", extents, "dimension name '' is empty or repeated"},
+      {R"(["list_str", ["S", "0", "4", "1"]])", extents, "min '0' is not an integer from 1 to"},
+      {R"(["list_str", ["S", "2", "1", "1"]])", extents, "max '1' is not an integer from 2 to"},
+      {R"(["list_str", ["S", "1", "4", "2"]])", extents, "max 4 is not min plus whole steps"},
+      {R"(["list_str", ["S", "1", "4", "1", "S", "1", "4", "1"]])", extents, "dimension name 'S' is empty or repeated"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,d0", ""]])", "has 2 values for 6 entries"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,d1", "", "1,d0", "", "", ""]])",
+       "d1 is not one of the 1 dimensions"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,d0*", "", "1,d0", "", "", ""]])",
+       "expected a number or d<index>"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,2*d0", "", "1,d0", "", "", ""]])",
+       "gives [1, 8] at every dimension's max, but the entry's shape is [1, 4]"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["d0", "", "1,d0", "", "", ""]])",
+       "gives [4] at every dimension's max, but the entry's shape is [1, 4]"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,(d0)/3", "", "1,d0", "", "", ""]])",
+       "is not a whole number"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,d0*d0*d0*d0*d0*d0*d0*d0*d0", "", "1,d0", "", "", ""]])",
+       "a degree above 8"},
+  };
+  for (const Case& c : cases) {
+    json g = DimsGraph();
+    g["attrs"].erase(kDimsAttr);
+    g["attrs"].erase(kEntryExtentsAttr);
+    if (c.dims != nullptr) g["attrs"][kDimsAttr] = json::parse(c.dims);
+    if (c.extents != nullptr) g["attrs"][kEntryExtentsAttr] = json::parse(c.extents);
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << (c.dims ? c.dims : "") << (c.extents ? c.extents : "");
+  }
+}
+
 // c (a bool scalar) and x; "then" copies x when c holds, "else" when it does not.
 json ConditionalGraph() {
   return json::parse(R"({
