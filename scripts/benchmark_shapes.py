@@ -1,11 +1,13 @@
-"""One library for every batch beside a library compiled for each batch (issue 30's "fast at every
-shape"): ResNet-50 exported with a symbolic batch N is compiled once with --dims N=1..MAX and once
-per batch with that batch fixed; each library runs in its own `kiln run --print-time` process,
-the variants alternated over the rounds, and the table gives the best of the rounds' medians and
-the ratio one-library / fixed (1.10 is the issue's bound).
+"""One library for every shape beside a library compiled for each shape (issue 30's "fast at every
+shape"): ResNet-50 exported with a symbolic batch N (compiled once with --dims N=1..8), a 2-layer
+BERT encoder with a symbolic sequence length S (--dims S=1..512) and the DB text detector with a
+symbolic height and width (--dims H=320..1280:32,W=320..1280:32), each also compiled once per
+shape measured with that shape fixed. Each library runs in its own `kiln run --print-time`
+process, the variants alternated over the rounds, and the table gives the best of the rounds'
+medians and the ratio one-library / fixed (1.10 is the issue's bound).
 
-    PYTHONPATH=build/python python scripts/benchmark_shapes.py [--batches 1,3,8] [--threads 2]
-        [--rounds 3] [--runs 10] [--markdown FILE]
+    PYTHONPATH=build/python python scripts/benchmark_shapes.py [--models resnet50_batched,...]
+        [--threads 2,1] [--rounds 3] [--runs 10] [--markdown FILE]
 """
 import argparse
 import os
@@ -35,41 +37,55 @@ def median_ms(kiln, library, inputs, threads, runs):
     return float(rows[-1][1])
 
 
+# model -> (--dims of the one library, input name, the shapes measured: label -> input array maker,
+# --input-shapes of that shape's fixed library).
+CASES = {
+    "resnet50_batched": ("N=1..8", "input", {
+        f"batch {b}": (lambda rng, b=b: rng.standard_normal((b, 3, 224, 224)).astype(np.float32), f"input:[{b},3,224,224]")
+        for b in (1, 3, 8)}),
+    "bert_2layer_dynamic": ("S=1..512", "input_ids", {
+        f"S = {s}": (lambda rng, s=s: rng.integers(0, 30522, size=(1, s)).astype(np.int64), f"input_ids:[1,{s}]")
+        for s in (7, 128, 384)}),
+    "db_text_detector_dynamic": ("H=320..1280:32,W=320..1280:32", "input", {
+        f"{h}x{w}": (lambda rng, h=h, w=w: rng.standard_normal((1, 3, h, w)).astype(np.float32), f"input:[1,3,{h},{w}]")
+        for h, w in ((320, 320), (640, 480), (1280, 736))}),
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="resnet50_batched")
-    parser.add_argument("--batches", default="1,3,8")
+    parser.add_argument("--models", default=",".join(CASES))
     parser.add_argument("--threads", default="2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--kiln", default=str(ROOT / "build/bin/kiln"))
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
-    batches = [int(b) for b in args.batches.split(",")]
-    model = model_suite.model_path(args.model)
     rng = np.random.default_rng(0)
+    lines = ["| model | threads | shape | fixed-shape library ms | one library ms | ratio |", "|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as work:
         work = pathlib.Path(work)
-        libraries = {"one library": work / "all.so"}
-        compile_library(args.kiln, model, libraries["one library"], "--dims", f"N=1..{max(batches)}")
-        inputs = {}
-        for b in batches:
-            libraries[b] = work / f"fixed{b}.so"
-            compile_library(args.kiln, model, libraries[b], "--input-shapes", f"input:[{b},3,224,224]")
-            inputs[b] = work / f"in{b}.npz"
-            np.savez(inputs[b], input=rng.standard_normal((b, 3, 224, 224)).astype(np.float32))
-        lines = [f"| model | threads | batch | fixed-batch library ms | one library (N=1..{max(batches)}) ms | ratio |",
-                 "|---|---|---|---|---|---|"]
-        for threads in [int(t) for t in args.threads.split(",")]:
-            for b in batches:
-                best = {"fixed": float("inf"), "one": float("inf")}
-                for _ in range(args.rounds):  # alternated, each in its own process
-                    best["fixed"] = min(best["fixed"], median_ms(args.kiln, libraries[b], inputs[b], threads, args.runs))
-                    best["one"] = min(best["one"], median_ms(args.kiln, libraries["one library"], inputs[b], threads,
-                                                             args.runs))
-                lines.append(f"| {args.model} | {threads} | {b} | {best['fixed']:.2f} | {best['one']:.2f} | "
-                             f"{best['one'] / best['fixed']:.2f} |")
-                print(lines[-1], flush=True)
+        for name in args.models.split(","):
+            dims, input_name, shapes = CASES[name]
+            model = model_suite.model_path(name)
+            one = work / f"{name}.so"
+            compile_library(args.kiln, model, one, "--dims", dims)
+            fixed, inputs = {}, {}
+            for k, (label, (make, input_shapes)) in enumerate(shapes.items()):
+                fixed[label] = work / f"{name}_{k}.so"
+                compile_library(args.kiln, model, fixed[label], "--input-shapes", input_shapes)
+                inputs[label] = work / f"{name}_{k}.npz"
+                np.savez(inputs[label], **{input_name: make(rng)})
+            for threads in [int(t) for t in args.threads.split(",")]:
+                for label in shapes:
+                    best = {"fixed": float("inf"), "one": float("inf")}
+                    for _ in range(args.rounds):  # alternated, each in its own process
+                        best["fixed"] = min(best["fixed"], median_ms(args.kiln, fixed[label], inputs[label], threads,
+                                                                     args.runs))
+                        best["one"] = min(best["one"], median_ms(args.kiln, one, inputs[label], threads, args.runs))
+                    lines.append(f"| {name} (--dims {dims}) | {threads} | {label} | {best['fixed']:.2f} | "
+                                 f"{best['one']:.2f} | {best['one'] / best['fixed']:.2f} |")
+                    print(lines[-1], flush=True)
     table = "\n".join(lines) + "\n"
     print(table)
     if args.markdown:
