@@ -2,7 +2,8 @@
 # and the fuzzers briefly), `make demo` compiles and runs ResNet-18. Each installs what it needs
 # first (`make deps`: Debian packages, then the Python environment of scripts/python_env.sh).
 # `make benchmark` times the model suite beside ONNX Runtime and OpenVINO (`make benchmark-shapes`:
-# one library for every batch; `make benchmark-serving`: behind Triton); `make conformance` runs
+# one library for every batch, sequence length or image size; `make benchmark-serving`: behind
+# Triton); `make conformance` runs
 # ONNX's node cases; `make soak` and `make fuzz` are the long forms of their parts of `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -90,7 +91,7 @@ benchmark: build
 	@scripts/peers_env.sh
 	@PYTHONPATH=$(BUILD)/python $$(scripts/python_env.sh --print-python) scripts/benchmark.py $(BENCHMARK_ARGS)
 
-# One library for every batch beside a library per batch (scripts/benchmark_shapes.py), and serving:
+# One library for every shape beside a library per shape (scripts/benchmark_shapes.py), and serving:
 # perf_analyzer on kiln's Triton backend beside ONNX Runtime in PyTriton (scripts/benchmark_serving.py).
 benchmark-shapes: build
 	@PYTHONPATH=$(BUILD)/python $$(scripts/python_env.sh --print-python) scripts/benchmark_shapes.py $(BENCHMARK_ARGS)

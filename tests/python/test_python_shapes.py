@@ -162,6 +162,26 @@ def test_encoder_dimensions_by_name_and_out_of_range_errors(encoder_library):
     np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": good})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_zero_copy_inputs_and_outputs_take_the_dimensions_too(encoder_library):
+    """An input bound at S = 9 and an output bound for S = 9 run; an output bound for another S
+    than the inputs give is a clear error at run."""
+    model, library = encoder_library
+    m = executor(library)
+    ids = RNG.integers(0, 50, size=(2, 9)).astype(np.int64)
+    bound_ids = kiln.nd.empty((2, 9), "int64")
+    bound_ids.copyfrom(ids)
+    out = kiln.nd.empty((2, 9, 16), "float32")
+    m.module["set_input_zero_copy"]("ids", bound_ids)
+    m.module["set_output_zero_copy"](0, out)
+    m.run()
+    np.testing.assert_allclose(out.numpy(), ort_run(model, {"ids": ids})[0], rtol=1e-4, atol=1e-5)
+    m.set_input("ids", RNG.integers(0, 50, size=(2, 5)).astype(np.int64))
+    with pytest.raises(kiln.KilnError, match="output 0 is bound to a buffer for S = 9, but the inputs give 5"):
+        m.run()
+    with pytest.raises(kiln.KilnError, match="dimension 1 is 41, but S in 1..40"):
+        m.module["set_output_zero_copy"](0, kiln.nd.empty((2, 41, 16), "float32"))
+
+
 def test_graph_json_says_what_tvm_must_refuse(encoder_library, tmp_path):
     """TVM v0.19's graph executor skips unknown graph attributes only when they are list_int or
     size_t and aborts on others; kiln_dims is a list_str, so TVM refuses such a library instead of
