@@ -267,16 +267,21 @@ void ParseOutputTrims(const json& attrs, Graph& graph) {
   }
 }
 
+// Whether `attrs` has the attributes `first` and `second`, which come together: Bad when only one
+// is there.
+bool HasPair(const json& attrs, const char* first, const char* second) {
+  bool has_first = attrs.contains(first), has_second = attrs.contains(second);
+  if (has_first != has_second) {
+    Bad("attrs", StrCat("has ", has_first ? first : second, " without ", has_first ? second : first));
+  }
+  return has_first;
+}
+
 // The batch dimension's name and range and the batched entries: both attributes or neither; a
 // batched entry has an axis 0 that holds `max` samples of at least one row each.
 void ParseBatch(const json& attrs, Graph& graph) {
+  if (!HasPair(attrs, kBatchDimAttr, kBatchEntriesAttr)) return;
   auto dim = attrs.find(kBatchDimAttr);
-  auto entries = attrs.find(kBatchEntriesAttr);
-  if (dim == attrs.end() && entries == attrs.end()) return;
-  if (dim == attrs.end() || entries == attrs.end()) {
-    Bad("attrs", StrCat("has ", dim == attrs.end() ? kBatchEntriesAttr : kBatchDimAttr, " without ",
-                        dim == attrs.end() ? kBatchDimAttr : kBatchEntriesAttr));
-  }
   std::string where = StrCat("attrs.", kBatchDimAttr);
   const json& pair = ArrayOf(*dim, where);
   if (pair.size() != 2 || pair[0] != "list_str") Bad(where, "expected [\"list_str\", [name, min, max]]");
@@ -327,13 +332,8 @@ int64_t Bounded(const std::string& text, int64_t lo, int64_t hi, const std::stri
 // are one per axis and give its written shape at the dimensions' max (one sample's axis 0 for a
 // batched entry, its written shape then holding the batch's max).
 void ParseDims(const json& attrs, Graph& graph) {
+  if (!HasPair(attrs, kDimsAttr, kEntryExtentsAttr)) return;
   auto dims = attrs.find(kDimsAttr);
-  auto extents = attrs.find(kEntryExtentsAttr);
-  if (dims == attrs.end() && extents == attrs.end()) return;
-  if (dims == attrs.end() || extents == attrs.end()) {
-    Bad("attrs", StrCat("has ", dims == attrs.end() ? kEntryExtentsAttr : kDimsAttr, " without ",
-                        dims == attrs.end() ? kDimsAttr : kEntryExtentsAttr));
-  }
   std::string where = StrCat("attrs.", kDimsAttr);
   const json& pair = ArrayOf(*dims, where);
   if (pair.size() != 2 || pair[0] != "list_str") Bad(where, "expected [\"list_str\", [name, min, max, step, ...]]");

@@ -26,6 +26,26 @@ def value(name, shape, elem=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
+def self_attention(x, y):
+    """Nodes of self-attention over `x` of [N, S, D] (initializers wq, wk, wv of [D, D]; heads, the
+    reshape to [N, S, H, D / H]; merged, back to [N, S, D]; scale), a residual and
+    LayerNormalization (gamma, beta) into `y`."""
+    return [
+        helper.make_node("MatMul", [x, "wq"], ["q"]), helper.make_node("MatMul", [x, "wk"], ["k"]),
+        helper.make_node("MatMul", [x, "wv"], ["v"]),
+        helper.make_node("Reshape", ["q", "heads"], ["q4"]), helper.make_node("Reshape", ["k", "heads"], ["k4"]),
+        helper.make_node("Reshape", ["v", "heads"], ["v4"]),
+        helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qt", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Softmax", ["ss"], ["a"], axis=-1), helper.make_node("MatMul", ["a", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merged"], ["om"]), helper.make_node("Add", ["om", x], ["res"]),
+        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], [y], axis=-1),
+    ]
+
+
 def dense_relu(batch="N"):
     """y = relu(x @ W), x: [batch, 4]; W is an initializer."""
     return make_model([helper.make_node("MatMul", ["x", "w"], ["y0"]), helper.make_node("Relu", ["y0"], ["y"])],

@@ -19,6 +19,7 @@ from kiln import graph_executor, runtime
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import model_suite  # noqa: E402
+from python_api_models import self_attention  # noqa: E402
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 RNG = np.random.default_rng(7)
@@ -59,20 +60,7 @@ def cnn(tmp_path, batch="N"):
 def attention(tmp_path):
     """One self-attention block over [N, S, D] with 2 heads, a residual and LayerNormalization."""
     S, D, H = 6, 8, 2
-    nodes = [
-        helper.make_node("MatMul", ["x", "wq"], ["q"]), helper.make_node("MatMul", ["x", "wk"], ["k"]),
-        helper.make_node("MatMul", ["x", "wv"], ["v"]),
-        helper.make_node("Reshape", ["q", "heads"], ["q4"]), helper.make_node("Reshape", ["k", "heads"], ["k4"]),
-        helper.make_node("Reshape", ["v", "heads"], ["v4"]),
-        helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
-        helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
-        helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
-        helper.make_node("MatMul", ["qt", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
-        helper.make_node("Softmax", ["ss"], ["a"], axis=-1), helper.make_node("MatMul", ["a", "vt"], ["o"]),
-        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
-        helper.make_node("Reshape", ["ot", "merged"], ["om"]), helper.make_node("Add", ["om", "x"], ["res"]),
-        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["y"], axis=-1),
-    ]
+    nodes = self_attention("x", "y")
     inits = [weight("wq", D, D), weight("wk", D, D), weight("wv", D, D),
              numpy_helper.from_array(np.array([0, 0, H, D // H], np.int64), "heads"),
              numpy_helper.from_array(np.array([0, 0, D], np.int64), "merged"),

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import kiln
 from kiln import graph_executor, runtime
+from python_api_models import self_attention
 
 KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
 RNG = np.random.default_rng(11)
@@ -49,18 +50,7 @@ def encoder(tmp_path, extra_nodes=(), extra_inits=(), output="y", extra_inputs=(
         helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
         helper.make_node("Gather", ["table", "positions"], ["pe"]),
         helper.make_node("Add", ["te", "pe"], ["x"]),
-        helper.make_node("MatMul", ["x", "wq"], ["q"]), helper.make_node("MatMul", ["x", "wk"], ["k"]),
-        helper.make_node("MatMul", ["x", "wv"], ["v"]),
-        helper.make_node("Reshape", ["q", "heads"], ["q4"]), helper.make_node("Reshape", ["k", "heads"], ["k4"]),
-        helper.make_node("Reshape", ["v", "heads"], ["v4"]),
-        helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
-        helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
-        helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
-        helper.make_node("MatMul", ["qt", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
-        helper.make_node("Softmax", ["ss"], ["a"], axis=-1), helper.make_node("MatMul", ["a", "vt"], ["o"]),
-        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
-        helper.make_node("Reshape", ["ot", "merged"], ["om"]), helper.make_node("Add", ["om", "x"], ["res"]),
-        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["n1"], axis=-1),
+        *self_attention("x", "n1"),
         helper.make_node("MatMul", ["n1", "w1"], ["h1"]), helper.make_node("Add", ["h1", "b1"], ["h2"]),
         helper.make_node("Div", ["h2", "sqrt2"], ["h3"]), helper.make_node("Erf", ["h3"], ["h4"]),
         helper.make_node("Add", ["h4", "onef"], ["h5"]), helper.make_node("Mul", ["h2", "h5"], ["h6"]),

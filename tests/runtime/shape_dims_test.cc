@@ -13,15 +13,7 @@ namespace kiln::runtime {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::ErrorOf;
 
 TEST(DimPolynomial, ReadsWritesAndEvaluates) {
   for (const char* text : {"768", "d0", "12*d0*d0", "(3*d0*d1)/32", "2*d0 - 1", "-d1 + 7", "(d0 + 31)/32"}) {

@@ -2,9 +2,11 @@
 // the test model's parameters and inputs.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "runtime/error.h"
 #include "runtime/graph_executor.h"
 #include "runtime/module.h"
 #include "runtime/params.h"
@@ -23,6 +25,16 @@ inline runtime::NamedArrays TestModelParams() {
   std::vector<float> w(8);
   for (int i = 0; i < 8; ++i) w[i] = ParamValue(i);
   return {{"p_w", FloatArray({1, 8}, w)}};
+}
+
+// The message of the Error `f` throws, or "(no error)".
+inline std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const runtime::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 inline std::vector<float> TestInput(float seed) {
