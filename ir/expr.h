@@ -106,6 +106,9 @@ inline constexpr char kOutputTrim[] = "output_trim";
 inline constexpr char kBatchDim[] = "batch_dim";
 inline constexpr char kBatchRange[] = "batch_range";
 inline constexpr char kBatchInputs[] = "batch_inputs";
+// On a main function imported at one sample of shape dimensions (ir/dim_samples.h): their names,
+// joined by ",". Passes decide nothing by the extents they see that the dimensions change.
+inline constexpr char kShapeDims[] = "shape_dims";
 }  // namespace attr
 
 // Whether `function` is handed to an external codegen (it has a Compiler attribute). Passes leave

@@ -86,8 +86,9 @@ PatternRewrite ScaleIntoLayer() {
 // channels x taps <= positions: EfficientNet-B0's projections on planes of 112x112 to 14x14, one
 // core 11.6-12.0 -> 11.2-11.3 ms; folding only where the weight is half as large was no faster),
 // and it is legal only when every image of the batch has the same scale, so not when the batch
-// is decided at run time (the library is compiled for one image, each with its own scale).
-PatternRewrite ScaleIntoNextConv(bool batch_at_run_time) {
+// is decided at run time (the library is compiled for one image, each with its own scale). With
+// shape dimensions the positions are known at run time only: the scale stays on x.
+PatternRewrite ScaleIntoNextConv(bool batch_at_run_time, bool sizes_vary) {
   Pattern data = Wildcard(), scale = Wildcard(), weight = Wildcard();
   Pattern scaled = IsOp(kMultiply, {data, scale}).Commutative();
   Pattern conv = IsOp(kConv2D, {scaled, weight}).Where(PlainLayouts);
@@ -102,7 +103,9 @@ PatternRewrite ScaleIntoNextConv(bool batch_at_run_time) {
             if (channels < 0) return nullptr;
             if (m[scale]->As<ConstantNode>() == nullptr) {
               const TensorType& w = m[weight]->type().tensor();
-              if (batch_at_run_time || w.shape[0] * w.shape[2] * w.shape[3] > in.shape[2] * in.shape[3]) return nullptr;
+              if (batch_at_run_time || sizes_vary || w.shape[0] * w.shape[2] * w.shape[3] > in.shape[2] * in.shape[3]) {
+                return nullptr;
+              }
             }
             Expr scale_per_input = Call(kReshape, {rewritten(m[scale])}, NewShape({1, channels, 1, 1}));
             Expr w = Call(kMultiply, {rewritten(m[weight]), scale_per_input});
@@ -114,8 +117,8 @@ PatternRewrite ScaleIntoNextConv(bool batch_at_run_time) {
 
 Expr FoldScaleAxis(const Expr& main, const PassEnvironment&) {
   const auto* f = main->As<FunctionNode>();
-  bool batch_at_run_time = f->attrs.Has(attr::kBatchDim);
-  return Function(f->params, RewritePatterns(f->body, {ScaleIntoLayer(), ScaleIntoNextConv(batch_at_run_time)}),
+  bool batch_at_run_time = f->attrs.Has(attr::kBatchDim), sizes_vary = f->attrs.Has(attr::kShapeDims);
+  return Function(f->params, RewritePatterns(f->body, {ScaleIntoLayer(), ScaleIntoNextConv(batch_at_run_time, sizes_vary)}),
                   f->attrs);
 }
 

@@ -64,7 +64,10 @@ void EmitReduce(EmitContext& c) {
   for (size_t d = 0; d < in.shape.size(); ++d) {
     if (reduced[d]) c.code.Close();
   }
-  std::string result = kMean.Is(op) ? "acc / " + std::to_string(count) + ".0" : "acc";
+  // (Where extents vary, the count is the integer literal the dimensions make an expression of.)
+  std::string divisor = c.code.extents_vary() ? "static_cast<double>(" + IntLiteral(count) + ")"
+                                              : std::to_string(count) + ".0";
+  std::string result = kMean.Is(op) ? "acc / " + divisor : "acc";
   c.code.Line(c.outputs[0] + "[" + counter + "++] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + result +
               ");");
   for (int k = 0; k < open; ++k) c.code.Close();

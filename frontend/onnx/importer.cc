@@ -706,7 +706,13 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
     onnx::ModelProto at = model;
     ApplyShapeDimValues(at, samples->dims, samples->points[p]);
     try {
-      samples->mains.push_back(ImportChecked(at, batch_only));
+      Expr main = ImportChecked(at, batch_only);
+      const auto* f = main->As<ir::FunctionNode>();
+      ir::Attrs attrs = f->attrs;
+      std::string names;
+      for (const runtime::ShapeDim& dim : dims) names += (names.empty() ? "" : ",") + dim.name;
+      attrs.Set(ir::attr::kShapeDims, names);
+      samples->mains.push_back(ir::Function(f->params, f->body, std::move(attrs)));
     } catch (runtime::Error& e) {
       std::string values;
       for (size_t d = 0; d < dims.size(); ++d) {
