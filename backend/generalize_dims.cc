@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -28,13 +29,19 @@ Int Gcd(Int a, Int b) {
   return a;
 }
 
+// Numerators and denominators stay below 2^60, so that the products and sums of two never overflow.
+constexpr Int kRationalLimit = Int{1} << 60;
+
 Rational Reduced(Int n, Int d) {
   if (d < 0) {
     n = -n;
     d = -d;
   }
   Int g = Gcd(n, d);
-  return g > 1 ? Rational{n / g, d / g} : Rational{n, d};
+  if (g > 1) n /= g, d /= g;
+  runtime::Check(n < kRationalLimit && n > -kRationalLimit && d < kRationalLimit,
+                 "the extents are too large to fit as polynomials of the shape dimensions");
+  return {n, d};
 }
 
 Rational Add(const Rational& a, const Rational& b) {
@@ -56,6 +63,50 @@ std::string PointText(const ir::DimSamples& samples, size_t point) {
     text += runtime::StrCat(d > 0 ? ", " : "", samples.dims[d].name, " = ", samples.points[point][d]);
   }
   return text;
+}
+
+// Calls `visit` with every value of the dimensions in range (the last fastest), at most `limit`.
+void ForEachValue(const ir::DimSamples& samples, int64_t limit, const std::function<void(const std::vector<int64_t>&)>& visit) {
+  std::vector<int64_t> point;
+  for (const runtime::ShapeDim& dim : samples.dims) point.push_back(dim.min);
+  for (int64_t visited = 0; visited < limit; ++visited) {
+    visit(point);
+    size_t d = point.size();
+    while (d-- > 0) {
+      point[d] += samples.dims[d].step;
+      if (point[d] <= samples.dims[d].max) break;
+      point[d] = samples.dims[d].min;
+    }
+    if (d == static_cast<size_t>(-1)) return;
+  }
+}
+
+// Error (naming `what`) unless `p` is a whole number at every value of the dimensions in range:
+// checked over one period of its fractions, the first `denominator` steps of each dimension (p at
+// x + denominator * step differs from p at x by a whole number).
+void CheckWhole(const runtime::DimPolynomial& p, const ir::DimSamples& samples, const std::string& what) {
+  if (p.denominator() == 1) return;
+  std::vector<int64_t> point;
+  for (const runtime::ShapeDim& dim : samples.dims) point.push_back(dim.min);
+  std::vector<int64_t> k(samples.dims.size(), 0);
+  while (true) {
+    for (size_t d = 0; d < point.size(); ++d) point[d] = samples.dims[d].min + k[d] * samples.dims[d].step;
+    try {
+      p.Evaluate(point);
+    } catch (const runtime::Error&) {
+      std::string at;
+      for (size_t d = 0; d < point.size(); ++d) at += runtime::StrCat(d > 0 ? ", " : "", samples.dims[d].name, " = ", point[d]);
+      runtime::Fail(what, " is ", p.ToString(), " of the shape dimensions, not a whole number at ", at,
+                    " (give the range a step, MIN..MAX:STEP, that the model's extents divide)");
+    }
+    size_t d = k.size();
+    while (d-- > 0) {
+      const runtime::ShapeDim& dim = samples.dims[d];
+      if (++k[d] < p.denominator() && dim.min + k[d] * dim.step <= dim.max) break;
+      k[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1)) return;
+  }
 }
 
 // ---- Tokens of generated C++ -------------------------------------------------------------
@@ -109,6 +160,17 @@ std::vector<Token> Tokenize(const std::string& text) {
     tokens.push_back(t);
   }
   return tokens;
+}
+
+// Whether two sources are written alike but for their integer literals.
+bool SameTokens(const std::string& a, const std::string& b) {
+  std::vector<Token> x = Tokenize(a), y = Tokenize(b);
+  if (x.size() != y.size()) return false;
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (x[k].integer && y[k].integer) continue;
+    if (a.compare(x[k].begin, x[k].end - x[k].begin, b, y[k].begin, y[k].end - y[k].begin) != 0) return false;
+  }
+  return true;
 }
 
 // The line of `text` around `pos`, for messages.
@@ -306,8 +368,9 @@ std::string GeneralizeSource(const ExtentFitter& fitter, const std::vector<const
     runtime::Check(integers, "the operator function ", symbol, " is written differently at other values of the shape ",
                    "dimensions, not only in its extents: '", base.substr(t.begin, t.end - t.begin), "' in \"",
                    LineAround(base, t.begin), "\"");
-    runtime::DimPolynomial extent =
-        fitter.Fit(values, known, runtime::StrCat("the value ", t.value, " in \"", LineAround(base, t.begin), "\" of ", symbol));
+    std::string what = runtime::StrCat("the value ", t.value, " in \"", LineAround(base, t.begin), "\" of ", symbol);
+    runtime::DimPolynomial extent = fitter.Fit(values, known, what);
+    CheckWhole(extent, fitter.samples(), what);
     std::string expression = "(" + extent.ToString("kiln_d") + ")";
     if (t.is_unsigned) expression = "static_cast<unsigned long long>" + expression;
     result += base.substr(copied, t.begin - copied) + expression;
@@ -363,9 +426,7 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
     if (graph.entry_extents[e].empty()) continue;
     int64_t largest_elements = 1;
     for (int64_t extent : runtime::EvaluateShape(graph.entry_extents[e], largest)) largest_elements *= extent;
-    std::vector<int64_t> point;
-    for (const runtime::ShapeDim& dim : samples.dims) point.push_back(dim.min);
-    for (int64_t visited = 0; visited < (int64_t{1} << 20); ++visited) {
+    ForEachValue(samples, int64_t{1} << 20, [&](const std::vector<int64_t>& point) {
       std::vector<int64_t> shape;
       try {
         shape = runtime::EvaluateShape(graph.entry_extents[e], point);
@@ -373,20 +434,14 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
         std::string at;
         for (size_t d = 0; d < point.size(); ++d) at += runtime::StrCat(d > 0 ? ", " : "", samples.dims[d].name, " = ", point[d]);
         runtime::Fail("the shape dimensions cannot take every value in their range: at ", at, ", ", error.what(),
-                      " (a tensor of the model; give the range a step, MIN..MAX:STEP, that its extents divide)");
+                      " (a tensor of the model; give the range a step, MIN..MAX:STEP, that its extents divide, or ",
+                      "a MIN from which they are positive)");
       }
       int64_t elements = 1;
       for (int64_t extent : shape) elements *= extent;
       runtime::Check(elements <= largest_elements, "graph entry ", e, " is larger at some values of the shape ",
                      "dimensions than at their max; kiln plans memory for the max");
-      size_t d = point.size();
-      while (d-- > 0) {
-        point[d] += samples.dims[d].step;
-        if (point[d] <= samples.dims[d].max) break;
-        point[d] = samples.dims[d].min;
-      }
-      if (d == static_cast<size_t>(-1)) break;
-    }
+    });
   }
   // Inputs: each extent either fixed or one dimension itself, so that set_input reads the
   // dimensions from the data; every dimension the extent of some input.
@@ -448,15 +503,11 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
     }
     std::vector<const std::string*> texts;
     for (const SampleCode& c : code) texts.push_back(&c.functions[f].source);
-    std::string source;
-    try {
-      source = GeneralizeSource(fitter, texts, symbol);
-    } catch (const runtime::Error&) {
-      if (samples.max_point < samples.num_fitting_points) throw;
-      texts[samples.max_point] = nullptr;  // written otherwise at the max: fitted without it
-      source = GeneralizeSource(fitter, texts, symbol);
+    // The max is no generic value: written otherwise there (a gcd of extents), it checks nothing.
+    if (samples.max_point >= samples.num_fitting_points && !SameTokens(*texts[0], *texts[samples.max_point])) {
+      texts[samples.max_point] = nullptr;
     }
-    result.functions.push_back({symbol, std::move(source), ""});
+    result.functions.push_back({symbol, GeneralizeSource(fitter, texts, symbol), ""});
   }
   return result;
 }

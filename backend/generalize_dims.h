@@ -46,6 +46,7 @@ class ExtentFitter {
   runtime::DimPolynomial Fit(const std::vector<int64_t>& values, const std::vector<bool>& known,
                              const std::string& what) const;
   std::vector<std::string> DimNames() const;
+  const ir::DimSamples& samples() const { return samples_; }
 
  private:
   const ir::DimSamples& samples_;

@@ -24,11 +24,14 @@ bool Generic(const runtime::ShapeDim& dim, int64_t value) {
   return core >= 11 && IsPrime(core);
 }
 
-// The lattice value nearest to `target` that is not in `taken`, generic ones first; 0 when none.
+// The lattice value nearest to `target` that is not in `taken`, generic ones first (within 4096
+// steps: primes are far denser); 0 when none.
 int64_t NearestFree(const runtime::ShapeDim& dim, int64_t target, const std::vector<int64_t>& taken) {
   int64_t best = 0, best_plain = 0;
   auto distance = [&](int64_t v) { return v > target ? v - target : target - v; };
-  for (int64_t v = dim.min; v <= dim.max; v += dim.step) {
+  int64_t first = std::max(dim.min, dim.min + ((target - dim.min) / dim.step - 4096) * dim.step);
+  int64_t last = std::min(dim.max, dim.min + ((target - dim.min) / dim.step + 4096) * dim.step);
+  for (int64_t v = first; v <= last; v += dim.step) {
     if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
     if (Generic(dim, v) && (best == 0 || distance(v) < distance(best))) best = v;
     if (best_plain == 0 || distance(v) < distance(best_plain)) best_plain = v;

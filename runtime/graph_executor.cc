@@ -62,6 +62,8 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
     for (const ShapeDim& dim : graph_.dims) dim_values_.push_back(dim.max);
     input_dims_.assign(graph_.arg_nodes.size(), {});
     output_dims_.assign(num_outputs_, {});
+    input_bound_shapes_.assign(graph_.arg_nodes.size(), {});
+    output_bound_shapes_.assign(num_outputs_, {});
   }
   AllocateStorage();
   BuildSteps();
@@ -220,6 +222,21 @@ void GraphExecutor::Run() {
             " = ", bound, ", but the inputs give ", dims[d]);
     }
   }
+  // Buffers bound with zero copy hold exactly what the run reads or writes (an extent that is not
+  // one dimension, 4*S, is not decided by the buffer: checked here).
+  auto check_bound = [&](const std::vector<int64_t>& bound, uint32_t e, const std::string& what) {
+    if (bound.empty()) return;
+    std::vector<int64_t> shape = EvaluateShape(graph_.entry_extents[e], dims);
+    if (Batched(e)) shape[0] *= samples;
+    Check(bound == shape, "run: ", what, " is bound to a buffer of shape ", ShapeToString(bound),
+          ", but the inputs give it ", ShapeToString(shape));
+  };
+  for (int i = 0; i < static_cast<int>(input_bound_shapes_.size()); ++i) {
+    check_bound(input_bound_shapes_[i], InputEntry(i), StrCat("input '", InputName(i), "'"));
+  }
+  for (int i = 0; i < static_cast<int>(output_bound_shapes_.size()); ++i) {
+    check_bound(output_bound_shapes_[i], OutputEntry(i), StrCat("output ", i));
+  }
   SetShapes(samples, dims);
   for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
 }
@@ -342,7 +359,7 @@ void GraphExecutor::Bind(uint32_t entry, void* data) {
 
 int64_t GraphExecutor::CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data,
                                            const std::string& what) const {
-  bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
+  bool batched = Batched(entry);
   bool with_dims = graph_.has_dims() && !graph_.entry_extents[entry].empty();
   int64_t samples = batched && !with_dims ? SamplesIn(entry, data, what) : 0;
   if (with_dims) DimsIn(entry, data, what, batched ? &samples : nullptr);
@@ -378,7 +395,7 @@ void GraphExecutor::SetShapes(int64_t samples, const std::vector<int64_t>& dims)
   // Every shape first (an extent that does not fit its storage is an error before any change).
   std::vector<std::pair<uint32_t, std::vector<int64_t>>> shapes;
   for (uint32_t e = 0; e < graph_.num_entries(); ++e) {
-    bool batched = !sample_rows_.empty() && sample_rows_[e] != 0;
+    bool batched = Batched(e);
     bool with_dims = graph_.has_dims() && !graph_.entry_extents[e].empty();
     if (!batched && !with_dims) continue;
     std::vector<int64_t> shape = largest_shapes_[e];
@@ -396,7 +413,7 @@ void GraphExecutor::SetShapes(int64_t samples, const std::vector<int64_t>& dims)
     shapes.emplace_back(e, std::move(shape));
   }
   for (auto& [e, shape] : shapes) {
-    if (!sample_rows_.empty() && sample_rows_[e] != 0) sample_rows_[e] = shape[0] / samples;
+    if (Batched(e)) sample_rows_[e] = shape[0] / samples;
     std::copy(shape.begin(), shape.end(), graph_.shapes[e].begin());  // the operators' DLTensors point here
   }
   for (Step& step : steps_) {
@@ -429,7 +446,7 @@ std::vector<int64_t> GraphExecutor::InputDims() const {
 std::vector<int64_t> GraphExecutor::DimsIn(uint32_t entry, const DLTensor& data, const std::string& what,
                                            int64_t* samples) const {
   const std::vector<DimPolynomial>& extents = graph_.entry_extents[entry];
-  bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
+  bool batched = Batched(entry);
   std::string expected = TypeWithDims(entry);
   Check(data.dtype == graph_.dtypes[entry] && data.ndim == static_cast<int>(extents.size()), what, ": expected ",
         expected, ", got ", DTypeToString(data.dtype), ShapeToString(data.shape, data.ndim));
@@ -445,7 +462,13 @@ std::vector<int64_t> GraphExecutor::DimsIn(uint32_t entry, const DLTensor& data,
           " two values (", dims[d], " and ", value, ")");
     dims[d] = value;
   }
-  std::vector<int64_t> at = dim_values_;  // an extent of dimensions this data does not give: as now
+  // An extent of dimensions this data does not give: at those the inputs set (as the next run
+  // takes them), checked again at run.
+  std::vector<int64_t> at = dim_values_;
+  try {
+    at = InputDims();
+  } catch (const Error&) {  // inputs that disagree: the run says so
+  }
   for (size_t d = 0; d < dims.size(); ++d) at[d] = dims[d] >= 0 ? dims[d] : at[d];
   std::vector<int64_t> shape = EvaluateShape(extents, at);
   if (batched) {
@@ -468,7 +491,7 @@ std::vector<std::string> GraphExecutor::AxisDims(uint32_t entry) const {
   if (!graph_.has_dims() || graph_.entry_extents[entry].empty()) return {};
   std::vector<std::string> names, axes;
   for (const ShapeDim& dim : graph_.dims) names.push_back(dim.name);
-  bool batched = !sample_rows_.empty() && sample_rows_[entry] != 0;
+  bool batched = Batched(entry);
   for (size_t axis = 0; axis < graph_.entry_extents[entry].size(); ++axis) {
     const DimPolynomial& extent = graph_.entry_extents[entry][axis];
     axes.push_back(extent.IsConstant() || (batched && axis == 0) ? "" : extent.ToText(names));
@@ -509,22 +532,23 @@ int64_t GraphExecutor::InputSamples() const {
 void GraphExecutor::SetInput(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
   std::string what = StrCat("set_input '", InputName(index), "'");
-  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) {
-    bool batched = !sample_rows_.empty() && sample_rows_[e] != 0;
+  // A parameter is set whole, at its largest shape, whatever the dimensions.
+  bool param = is_param_[index] || entry_linked_[e];
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty() && !param) {
+    bool batched = Batched(e);
     int64_t samples = 0;
     std::vector<int64_t> dims = DimsIn(e, data, what, batched ? &samples : nullptr);
     Check(data.device.device_type == kDLCPU, what, ": the data is not in CPU memory");
     Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
-    Check(!entry_linked_[e], what, ": the input is a parameter linked into the library with extents of shape ",
-          "dimensions; it cannot be set");
     Check(DataBytes(data) <= entries_[e].NumBytes(), what, ": the data needs more memory than the input holds");
     if (entry_data_[e] != entries_[e].data()) Bind(e, entries_[e].data());
     std::memcpy(entries_[e].data(), static_cast<const char*>(data.data) + data.byte_offset, DataBytes(data));
     input_dims_[index] = dims;  // the operators see them at the next run
+    input_bound_shapes_[index].clear();
     if (batched) input_samples_[index] = samples;
     return;
   }
-  if (!sample_rows_.empty() && sample_rows_[e] != 0) {
+  if (Batched(e)) {
     int64_t samples = SamplesIn(e, data, what);
     Check(data.device.device_type == kDLCPU, what, ": the data is not in CPU memory");
     Check(IsCompact(data), what, ": the data is not compact (row-major without gaps)");
@@ -541,7 +565,7 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
     // The library's pages are shared by every executor and process: the input gets memory of its own.
     NDArray own = NDArray::Empty({static_cast<int64_t>(DataBytes(*entries_[e].get()))}, kBytes);
     for (uint32_t member : alias_members_[alias_root_[e]]) {
-      entries_[member] = own.CreateView(graph_.shapes[member], graph_.dtypes[member]);
+      entries_[member] = own.CreateView(largest_shapes_[member], graph_.dtypes[member]);
       entry_linked_[member] = entry_shared_[member] = false;
     }
     uint32_t sid = graph_.storage_ids[e];
@@ -558,7 +582,10 @@ void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
   int64_t samples = CheckZeroCopyBuffer(e, data, what);
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
   if (samples != 0) input_samples_[index] = samples;  // the operators see it at the next run
-  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) input_dims_[index] = DimsIn(e, data, what, &samples);
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) {
+    input_dims_[index] = DimsIn(e, data, what, &samples);
+    input_bound_shapes_[index].assign(data.shape, data.shape + data.ndim);
+  }
 }
 
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
@@ -573,7 +600,10 @@ void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
   int64_t samples = CheckZeroCopyBuffer(e, data, what);
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
   if (samples != 0) output_samples_[index] = samples;
-  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) output_dims_[index] = DimsIn(e, data, what, &samples);
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) {
+    output_dims_[index] = DimsIn(e, data, what, &samples);
+    output_bound_shapes_[index].assign(data.shape, data.shape + data.ndim);
+  }
 }
 
 NDArray GraphExecutor::GetInput(int index) const {
@@ -583,8 +613,8 @@ NDArray GraphExecutor::GetInput(int index) const {
     std::vector<int64_t> at = dim_values_;
     for (size_t d = 0; d < at.size(); ++d) at[d] = input_dims_[index][d] >= 0 ? input_dims_[index][d] : at[d];
     shape = EvaluateShape(graph_.entry_extents[e], at);
-    if (!sample_rows_.empty() && sample_rows_[e] != 0) shape[0] *= input_samples_[index];
-  } else if (!sample_rows_.empty() && sample_rows_[e] != 0 && input_samples_[index] != 0) {
+    if (Batched(e)) shape[0] *= input_samples_[index];
+  } else if (Batched(e) && input_samples_[index] != 0) {
     shape[0] = sample_rows_[e] * input_samples_[index];  // as set, though no run has seen it yet
   }
   DLTensor view = EntryTensor(e, entry_data_[e]);
@@ -596,7 +626,7 @@ NDArray GraphExecutor::GetInput(int index) const {
 std::vector<int64_t> GraphExecutor::LargestShape(uint32_t entry) const { return largest_shapes_[entry]; }
 
 std::string GraphExecutor::BatchDimOf(uint32_t entry) const {
-  if (sample_rows_.empty() || sample_rows_[entry] == 0) return "";
+  if (!Batched(entry)) return "";
   int64_t rows = largest_shapes_[entry][0] / graph_.batch.max;
   return rows == 1 ? graph_.batch.name : StrCat(rows, "*", graph_.batch.name);
 }
@@ -636,8 +666,8 @@ void GraphExecutor::LoadParams(const NamedArrays& params) {
     targets.emplace_back(index, &array);
   }
   for (const auto& [index, array] : targets) {
+    is_param_[index] = true;  // set whole (SetInput), the type checked above
     SetInput(index, *array->get());
-    is_param_[index] = true;
   }
 }
 
@@ -658,7 +688,7 @@ void GraphExecutor::ShareParams(const GraphExecutor& other, std::string_view par
     uint32_t e = InputEntry(index);
     NDArray shared = other.entries_[other.InputEntry(other_index)];
     for (uint32_t member : alias_members_[alias_root_[e]]) {
-      entries_[member] = shared.CreateView(graph_.shapes[member], graph_.dtypes[member]);
+      entries_[member] = shared.CreateView(largest_shapes_[member], graph_.dtypes[member]);
       entry_shared_[member] = true;
       entry_linked_[member] = other.entry_linked_[other.InputEntry(other_index)];
     }

@@ -126,6 +126,8 @@ class GraphExecutor {
   int64_t CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data, const std::string& what) const;
   std::vector<int64_t> LargestShape(uint32_t entry) const;
   std::string BatchDimOf(uint32_t entry) const;
+  // Whether the entry holds the batch's samples along axis 0.
+  bool Batched(uint32_t entry) const { return graph_.has_batch() && graph_.batched_entries[entry]; }
   // Points the entry (and the entries sharing its memory through __nop) at `data`.
   void Bind(uint32_t entry, void* data);
   DLTensor EntryTensor(uint32_t entry, void* data) const;
@@ -184,6 +186,9 @@ class GraphExecutor {
   // its bytes.
   std::vector<int64_t> dim_values_;
   std::vector<std::vector<int64_t>> input_dims_, output_dims_;
+  // Per input and output index: the shape of the buffer bound with zero copy (empty: none), which
+  // every run's shapes must equal.
+  std::vector<std::vector<int64_t>> input_bound_shapes_, output_bound_shapes_;
   std::vector<std::vector<int64_t>> largest_shapes_;
   std::vector<size_t> storage_bytes_;
   RetValue result_;

@@ -21,9 +21,13 @@ DimPolynomial DimPolynomial::Constant(int64_t value) { return DimPolynomial({{va
 DimPolynomial::DimPolynomial(std::vector<Term> terms, int64_t denominator) {
   Check(denominator != 0, "an extent's denominator is 0");
   std::map<std::vector<int>, int64_t> merged;
+  constexpr __int128 kLimit = int64_t{1} << 62;
+  Check(denominator < kLimit && denominator > -kLimit, "an extent's denominator is too large");
   for (Term& term : terms) {
     while (!term.exponents.empty() && term.exponents.back() == 0) term.exponents.pop_back();
-    merged[term.exponents] += term.coefficient;
+    __int128 sum = static_cast<__int128>(merged[term.exponents]) + term.coefficient;
+    Check(sum < kLimit && sum > -kLimit, "an extent's coefficient is too large");
+    merged[term.exponents] = static_cast<int64_t>(sum);
   }
   if (denominator < 0) {
     denominator = -denominator;
@@ -166,8 +170,8 @@ class PolynomialReader {
         if (dim >= num_dims_) Bad(StrCat("d", dim, " is not one of the ", num_dims_, " dimensions"));
         if (++term.exponents[static_cast<size_t>(dim)] > 8) Bad("a degree above 8");
       } else {
-        int64_t factor = Number();
-        if (term.coefficient > (int64_t{1} << 40) || factor > (int64_t{1} << 40)) Bad("a coefficient too large");
+        int64_t factor = Number();  // below 10^15
+        if (static_cast<__int128>(term.coefficient) * factor > (int64_t{1} << 40)) Bad("a coefficient too large");
         term.coefficient *= factor;
       }
       Skip();

@@ -98,6 +98,14 @@ TEST(GeneralizeSource, IntegerLiteralsThatDifferBecomeExpressions) {
   EXPECT_THAT(ErrorOf([&] { GeneralizeSource(fitter, pointers, "f"); }),
               HasSubstr("the operator function f is written differently at other values of the shape dimensions, "
                         "not only in its extents: '1.5f'"));
+  // floor(S / 2) at the odd samples fits (S - 1) / 2, which the even values of the range refute.
+  std::vector<std::string> halves;
+  for (const std::vector<int64_t>& p : s.points) halves.push_back("n = " + std::to_string(p[0] / 2) + "LL;");
+  std::vector<const std::string*> half_pointers;
+  for (const std::string& t : halves) half_pointers.push_back(&t);
+  half_pointers[s.max_point] = nullptr;  // as when the max is written otherwise
+  EXPECT_THAT(ErrorOf([&] { GeneralizeSource(fitter, half_pointers, "f"); }),
+              HasSubstr("is (d0 - 1)/2 of the shape dimensions, not a whole number at S = 2"));
   texts.back() = "if (true) return 0;\n";
   EXPECT_THAT(ErrorOf([&] { GeneralizeSource(fitter, pointers, "f"); }),
               HasSubstr("written differently at other values of the shape dimensions: \"for (int64_t i = 0;"));

@@ -172,6 +172,66 @@ def test_zero_copy_inputs_and_outputs_take_the_dimensions_too(encoder_library):
         m.module["set_output_zero_copy"](0, kiln.nd.empty((2, 41, 16), "float32"))
 
 
+def test_a_bound_output_whose_extent_is_not_one_dimension_is_checked_at_run(tmp_path):
+    """y = relu(x) flattened to [1, 4 * S]: an output bound for S = 1 is refused at a run for
+    S = 64 (the buffer does not decide S; it would be written past its end)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "flat"], ["y"])]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "S", 4])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "F"])], [ints("flat", [1, -1])])
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "S=1..64").returncode == 0
+    m = executor(tmp_path / "m.so")
+    m.set_input("x", RNG.standard_normal((1, 1, 4)).astype(np.float32))
+    m.run()
+    out = kiln.nd.empty((1, 4), "float32")
+    m.module["set_output_zero_copy"](0, out)
+    x = RNG.standard_normal((1, 64, 4)).astype(np.float32)
+    m.set_input("x", x)
+    with pytest.raises(kiln.KilnError, match=r"output 0 is bound to a buffer of shape \[1, 4\], but the inputs give "
+                                             r"it \[1, 256\]"):
+        m.run()
+    large = kiln.nd.empty((1, 256), "float32")  # alive while bound
+    m.module["set_output_zero_copy"](0, large)
+    m.run()
+    np.testing.assert_array_equal(large.numpy(), np.maximum(x, 0).reshape(1, -1))
+
+
+def test_a_batch_with_empty_samples_keeps_its_batch(tmp_path):
+    """x[N, S] without its first column, flattened per sample: at S = 1 each sample is empty, and
+    the runs after it still hold every sample."""
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["tail"]),
+             helper.make_node("Relu", ["tail"], ["y"])]
+    model = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S"])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "T"])],
+                 [ints("starts", [1]), ints("ends", [1 << 30]), ints("axes", [1])])
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "N=1..3,S=1..20")
+    assert result.returncode == 0, result.stderr
+    m = executor(tmp_path / "m.so")
+    for n, s in [(2, 5), (2, 1), (2, 4), (3, 20)]:
+        x = RNG.standard_normal((n, s)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), np.maximum(x[:, 1:], 0), err_msg=f"N={n} S={s}")
+
+
+def test_parameters_whose_extents_vary_load_whole(tmp_path):
+    """The tvmc layout's params loaded after a run at a small S (the positions' constant holds all
+    40 rows), and again into a fresh executor: both run as ONNX Runtime does."""
+    model = encoder(tmp_path)
+    out = tmp_path / "tvmc"
+    result = compile_cli(model, out, "--input-shapes", "ids:[1,S]", "--dims", "S=1..40", "--format", "tvmc")
+    assert result.returncode == 0, result.stderr
+    lib = runtime.load_module(str(out / "mod.so"))
+    params = (out / "mod.params").read_bytes()
+    m = graph_executor.create((out / "mod.json").read_text(), lib, runtime.cpu())
+    m.load_params(params)
+    for s in (7, 40):
+        ids = RNG.integers(0, 50, size=(1, s)).astype(np.int64)
+        m.set_input("ids", ids)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": ids})[0], rtol=1e-4, atol=1e-5)
+        m.load_params(params)  # after a run at S = 7 too
+
+
 def test_graph_json_says_what_tvm_must_refuse(encoder_library, tmp_path):
     """TVM v0.19's graph executor skips unknown graph attributes only when they are list_int or
     size_t and aborts on others; kiln_dims is a list_str, so TVM refuses such a library instead of

@@ -497,6 +497,11 @@ TEST(GraphJson, RejectsMalformedShapeDimensions) {
        "is not a whole number"},
       {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,d0*d0*d0*d0*d0*d0*d0*d0*d0", "", "1,d0", "", "", ""]])",
        "a degree above 8"},
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,1099511627776*1099511627776", "", "1,d0", "", "", ""]])",
+       "a coefficient too large"},
+      {R"(["list_str", ["S", "1", "4", "1"]])",
+       R"(["list_str", ["1,1099511627776 + 1099511627776 + 1099511627776", "", "1,d0", "", "", ""]])",
+       "gives [1, 3298534883328] at every dimension's max"},
   };
   for (const Case& c : cases) {
     json g = DimsGraph();
