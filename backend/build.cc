@@ -157,19 +157,24 @@ ExecutorFactory Build(const ir::Expr& unbound_main, const BuildOptions& options,
   } else {
     // Every sample through the whole flow (its passes printed and timed once), then one code.
     const ir::DimSamples& samples = *options.dim_samples;
-    runtime::Check(samples.mains.size() == samples.points.size(), "build: the model's shape dimensions have ",
-                   samples.points.size(), " samples but ", samples.mains.size(), " imported main functions");
-    std::vector<SampleCode> codes;
-    for (size_t p = 0; p < samples.points.size(); ++p) {
-      BuildReport scratch;
-      GeneratedCode one = Generate(p == 0 ? main : BindParams(samples.mains[p], options.params), options,
-                                   static_cast<int>(samples.dims.size()), p == 0 ? r : scratch, p == 0 ? log : nullptr);
-      runtime::Check(one.external_functions.empty(), "external codegens (--byoc) take fixed shapes only; compile ",
-                     "without --byoc, or without shape dimensions");
-      if (p == 0) generated.implementations = one.implementations;
-      codes.push_back(std::move(one.code));
+    try {
+      runtime::Check(samples.mains.size() == samples.points.size(), "build: the model's shape dimensions have ",
+                     samples.points.size(), " samples but ", samples.mains.size(), " imported main functions");
+      std::vector<SampleCode> codes;
+      for (size_t p = 0; p < samples.points.size(); ++p) {
+        BuildReport scratch;
+        GeneratedCode one = Generate(p == 0 ? main : BindParams(samples.mains[p], options.params), options,
+                                     static_cast<int>(samples.dims.size()), p == 0 ? r : scratch, p == 0 ? log : nullptr);
+        runtime::Check(one.external_functions.empty(), "external codegens (--byoc) take fixed shapes only; compile ",
+                       "without --byoc, or without shape dimensions");
+        if (p == 0) generated.implementations = one.implementations;
+        codes.push_back(std::move(one.code));
+      }
+      generated.code = GeneralizeDims(samples, codes);
+    } catch (const runtime::Error& e) {
+      if (samples.batch_refusal.empty()) throw;
+      runtime::Fail(e.what(), " (compiled as a shape dimension, since as a batch: ", samples.batch_refusal, ")");
     }
-    generated.code = GeneralizeDims(samples, codes);
   }
   runtime::Graph& graph = generated.code.graph;
   // Operator functions go into objects of kFunctionsPerObject each: every object begins by loading

@@ -15,8 +15,16 @@
 #pragma once
 
 #include "ir/expr.h"
+#include "runtime/error.h"
 
 namespace kiln::frontend {
+
+// The model does not keep the samples apart (CheckSamplesApart, or its import for two samples
+// fails): the importer takes the dimension as a shape dimension instead (ir/dim_samples.h).
+class BatchDimensionError : public runtime::Error {
+ public:
+  explicit BatchDimensionError(const runtime::Error& cause) : runtime::Error(cause.message(), cause.location()) {}
+};
 
 // `one` and `two` are the main function imported for one sample and for two; `one` carries the
 // batch attributes (ir::attr::kBatchDim, ...). Throws Error naming the op and its ONNX node when

@@ -33,6 +33,7 @@ int64_t NearestFree(const runtime::ShapeDim& dim, int64_t target, const std::vec
   int64_t last = std::min(dim.max, dim.min + ((target - dim.min) / dim.step + 4096) * dim.step);
   for (int64_t v = first; v <= last; v += dim.step) {
     if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
+    if (v == 1) continue;  // written otherwise than the others (above)
     if (Generic(dim, v) && (best == 0 || distance(v) < distance(best))) best = v;
     if (best_plain == 0 || distance(v) < distance(best_plain)) best_plain = v;
   }
@@ -52,6 +53,8 @@ DimSamples PlanDimSamples(std::vector<runtime::ShapeDim> dims) {
       if (Generic(dim, v)) fitting.push_back(v);
     }
     for (int64_t v = dim.max; v >= dim.min && fitting.size() < 3; v -= dim.step) {  // too few generic values
+      // (1 last: an extent of 1 is one the passes simplify away, a broadcast, a transpose that is a reshape)
+      if (v == 1 && dim.max - dim.min >= 3 * dim.step) continue;
       if (std::find(fitting.begin(), fitting.end(), v) == fitting.end()) fitting.push_back(v);
     }
     std::sort(fitting.rbegin(), fitting.rend());
@@ -60,7 +63,11 @@ DimSamples PlanDimSamples(std::vector<runtime::ShapeDim> dims) {
       std::vector<int64_t> taken = fitting;
       taken.insert(taken.end(), dim_checks.begin(), dim_checks.end());
       int64_t v = NearestFree(dim, dim.min + (dim.max - dim.min) / part, taken);
-      dim_checks.push_back(v != 0 ? v : fitting.back());
+      if (v != 0) dim_checks.push_back(v);
+    }
+    while (!dim_checks.empty() && dim_checks.size() < 2) dim_checks.push_back(dim_checks.back());
+    if (dim_checks.empty()) {  // a range of 3 values or fewer: every one a fitting value
+      dim_checks = {fitting.back(), fitting.back()};
     }
     samples.fitting.push_back(fitting);
     checks.push_back(dim_checks);

@@ -31,6 +31,9 @@ struct DimSamples {
   size_t num_fitting_points = 0;
   size_t max_point = 0;  // the sample at every dimension's max
   std::vector<Expr> mains;  // per sample, the model's main function imported at its values
+  // Why a dimension on axis 0 is not the batch (the model does not keep its samples apart), for
+  // the errors compiling it as a shape dimension gives; empty when none is.
+  std::string batch_refusal;
 
   bool empty() const { return dims.empty(); }
 };

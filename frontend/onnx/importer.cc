@@ -678,13 +678,20 @@ Expr ImportChecked(onnx::ModelProto& model, const OnnxImportOptions& options) {
     try {
       two = GraphImporter(probe->graph(), opsets).Import(batch);
     } catch (runtime::Error& e) {
-      runtime::Fail("the batch dimension cannot be decided at run time: imported for a batch of 2 (to find where ",
-                    "each value holds the samples), the model fails: ", e.what());
+      throw BatchDimensionError(runtime::Error(runtime::StrCat(
+          "the batch dimension cannot be decided at run time: imported for a batch of 2 (to find where each value ",
+          "holds the samples), the model fails: ", e.what())));
     }
-    CheckSamplesApart(main, two);
+    try {
+      CheckSamplesApart(main, two);
+    } catch (runtime::Error& e) {
+      throw BatchDimensionError(e);
+    }
   }
   return main;
 }
+
+Expr ImportWithDims(const onnx::ModelProto& model, const OnnxImportOptions& options, ir::DimSamples* samples);
 
 // The model in `bytes`, its external data read from `folder` (none: a model from bytes).
 Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
@@ -695,8 +702,32 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   ResolveExternalData(model, folder);
   ForgetNegativeDims(*model.mutable_graph());
   ApplyInputShapes(model, options);
+  try {
+    return ImportWithDims(model, options, samples);
+  } catch (const BatchDimensionError& batch_error) {
+    if (samples == nullptr) throw;
+    // A dimension on axis 0 whose samples the model does not keep apart (a sequence-first
+    // model's S): a shape dimension, the model compiled for several of its values.
+    OnnxImportOptions without_batch = options;
+    without_batch.batch_allowed = false;
+    try {
+      Expr main = ImportWithDims(model, without_batch, samples);
+      samples->batch_refusal = batch_error.what();
+      return main;
+    } catch (const runtime::Error& e) {
+      runtime::Fail(batch_error.what(), "; nor as a shape dimension: ", e.what());
+    }
+  }
+}
+
+// `model` (its input shapes applied) imported with the dimensions of `options`: at each sample of
+// its shape dimensions into `samples`, the first sample's main function returned.
+Expr ImportWithDims(const onnx::ModelProto& model, const OnnxImportOptions& options, ir::DimSamples* samples) {
   std::vector<runtime::ShapeDim> dims = ShapeDimsOf(model, options);
-  if (dims.empty()) return ImportChecked(model, options);
+  if (dims.empty()) {
+    onnx::ModelProto copy = model;
+    return ImportChecked(copy, options);
+  }
   runtime::Check(samples != nullptr, "this caller of the ONNX importer takes no shape dimensions (",
                  dims[0].name, ")");
   *samples = ir::PlanDimSamples(dims);

@@ -29,6 +29,9 @@ struct OnnxImportOptions {
   // range. One that is axis 0 of every input that has it is a batch dimension (the first such by
   // name; a step of 1); the others are shape dimensions (ir/dim_samples.h).
   std::map<std::string, DimRange> dims;
+  // Whether such a dimension on axis 0 may be a batch; the importer sets it false to take it as a
+  // shape dimension when the model does not keep its samples apart.
+  bool batch_allowed = true;
 };
 
 // Throws Error: for a file that is not a valid ONNX model, for inputs without static shapes
