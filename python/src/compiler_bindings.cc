@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -51,13 +52,38 @@ void RegisterIR(py::module_& m) {
            py::arg("other"))
       .def_property_readonly("params", [](const IRModule& mod) {
         std::vector<py::tuple> params;
-        for (const ir::Expr& p : mod.main->As<ir::FunctionNode>()->params) {
-          const ir::TensorType& t = p->type().tensor();
-          params.push_back(py::make_tuple(p->As<ir::VarNode>()->name, py::tuple(py::cast(t.shape)),
+        const auto& main_params = mod.main->As<ir::FunctionNode>()->params;
+        for (size_t i = 0; i < main_params.size(); ++i) {
+          const ir::TensorType& t = main_params[i]->type().tensor();
+          py::list shape;
+          for (size_t axis = 0; axis < t.shape.size(); ++axis) {
+            // With shape dimensions: an axis that is one of them at every sample by its name, one
+            // that changes otherwise as -1.
+            std::optional<std::string> name;
+            bool varies = false;
+            if (mod.samples != nullptr) {
+              for (size_t d = 0; d < mod.samples->dims.size(); ++d) {
+                bool all = true;
+                for (size_t p = 0; p < mod.samples->mains.size(); ++p) {
+                  const auto& params_p = mod.samples->mains[p]->As<ir::FunctionNode>()->params;
+                  int64_t extent = params_p.at(i)->type().tensor().shape.at(axis);
+                  all = all && extent == mod.samples->points[p][d];
+                  varies = varies || extent != t.shape[axis];
+                }
+                if (all) name = mod.samples->dims[d].name;
+              }
+            }
+            if (name) {
+              shape.append(*name);
+            } else {
+              shape.append(varies ? int64_t{-1} : t.shape[axis]);
+            }
+          }
+          params.push_back(py::make_tuple(main_params[i]->As<ir::VarNode>()->name, py::tuple(shape),
                                           runtime::DTypeToString(t.dtype)));
         }
         return params;
-      }, "The inputs of main as (name, shape, dtype).");
+      }, "The inputs of main as (name, shape, dtype); a shape dimension by its name.");
 }
 
 void RegisterFrontend(py::module_& m) {

@@ -250,6 +250,7 @@ def test_graph_json_says_what_tvm_must_refuse(encoder_library, tmp_path):
 def test_python_api_builds_shape_dimensions(tmp_path):
     model = encoder(tmp_path)
     mod, params = kiln.frontend.from_onnx(str(model), {"ids": (1, "S")}, dims={"S": (4, 12, 4)})
+    assert mod.params == [("ids", (1, "S"), "int64")]
     lib = kiln.build(mod, target="llvm", params=params)
     m = graph_executor.GraphModule(lib["default"](kiln.cpu()))
     for s in (4, 8, 12):
