@@ -89,7 +89,7 @@ void CheckWhole(const runtime::DimPolynomial& p, const ir::DimSamples& samples, 
   std::vector<int64_t> point;
   for (const runtime::ShapeDim& dim : samples.dims) point.push_back(dim.min);
   std::vector<int64_t> k(samples.dims.size(), 0);
-  while (true) {
+  for (int64_t visited = 0; visited < (int64_t{1} << 20); ++visited) {  // a period of 2^20 values at most
     for (size_t d = 0; d < point.size(); ++d) point[d] = samples.dims[d].min + k[d] * samples.dims[d].step;
     try {
       p.Evaluate(point);
@@ -485,6 +485,7 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
                      PointText(samples, samples.max_point), "); its dimensions cannot be decided at run time");
     }
     result.params.emplace_back(name, *at_max);
+    if (with_dims) graph.front_params.push_back(graph.EntryId(node, 0));
   }
   // Sources: the same functions; the max sample's checks them where it is written alike.
   for (size_t p = 1; p < num_points; ++p) {

@@ -33,7 +33,6 @@ int64_t NearestFree(const runtime::ShapeDim& dim, int64_t target, const std::vec
   int64_t last = std::min(dim.max, dim.min + ((target - dim.min) / dim.step + 4096) * dim.step);
   for (int64_t v = first; v <= last; v += dim.step) {
     if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
-    if (v == 1) continue;  // written otherwise than the others (above)
     if (Generic(dim, v) && (best == 0 || distance(v) < distance(best))) best = v;
     if (best_plain == 0 || distance(v) < distance(best_plain)) best_plain = v;
   }

@@ -58,6 +58,8 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
     samples_ = graph_.batch.max;  // storage is allocated for the largest batch
   }
   largest_shapes_ = graph_.shapes;
+  front_param_.assign(graph_.num_entries(), false);
+  for (uint32_t e : graph_.front_params) front_param_[e] = true;
   if (graph_.has_dims()) {  // storage is allocated for every dimension's max
     for (const ShapeDim& dim : graph_.dims) dim_values_.push_back(dim.max);
     input_dims_.assign(graph_.arg_nodes.size(), {});
@@ -232,6 +234,7 @@ void GraphExecutor::Run() {
           ", but the inputs give it ", ShapeToString(shape));
   };
   for (int i = 0; i < static_cast<int>(input_bound_shapes_.size()); ++i) {
+    if (front_param_[InputEntry(i)]) continue;  // bound whole; the operators read its front
     check_bound(input_bound_shapes_[i], InputEntry(i), StrCat("input '", InputName(i), "'"));
   }
   for (int i = 0; i < static_cast<int>(output_bound_shapes_.size()); ++i) {
@@ -360,10 +363,14 @@ void GraphExecutor::Bind(uint32_t entry, void* data) {
 int64_t GraphExecutor::CheckZeroCopyBuffer(uint32_t entry, const DLTensor& data,
                                            const std::string& what) const {
   bool batched = Batched(entry);
-  bool with_dims = graph_.has_dims() && !graph_.entry_extents[entry].empty();
+  bool with_dims = graph_.has_dims() && !graph_.entry_extents[entry].empty() && !front_param_[entry];
   int64_t samples = batched && !with_dims ? SamplesIn(entry, data, what) : 0;
   if (with_dims) DimsIn(entry, data, what, batched ? &samples : nullptr);
-  if (!batched && !with_dims) CheckSameType(EntryTensor(entry, nullptr), data, what);
+  if (!batched && !with_dims) {
+    DLTensor largest = EntryTensor(entry, nullptr);  // a constant whose front is read: whole
+    largest.shape = const_cast<int64_t*>(largest_shapes_[entry].data());
+    CheckSameType(largest, data, what);
+  }
   Check(data.device.device_type == kDLCPU, what, ": the buffer is not in CPU memory");
   Check(IsCompact(data), what, ": the buffer is not compact (row-major without gaps)");
   auto address = reinterpret_cast<uintptr_t>(data.data) + data.byte_offset;
@@ -428,7 +435,7 @@ std::vector<int64_t> GraphExecutor::InputDims() const {
   std::vector<int64_t> dims = dim_values_;
   std::vector<int> decided_by(dims.size(), -1);
   for (int i = 0; i < NumInputs(); ++i) {
-    if (is_param_[i] || input_dims_[i].empty()) continue;
+    if (is_param_[i] || front_param_[InputEntry(i)] || input_dims_[i].empty()) continue;
     for (size_t d = 0; d < dims.size(); ++d) {
       int64_t value = input_dims_[i][d];
       if (value < 0) continue;
@@ -533,7 +540,7 @@ void GraphExecutor::SetInput(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
   std::string what = StrCat("set_input '", InputName(index), "'");
   // A parameter is set whole, at its largest shape, whatever the dimensions.
-  bool param = is_param_[index] || entry_linked_[e];
+  bool param = is_param_[index] || entry_linked_[e] || front_param_[e];
   if (graph_.has_dims() && !graph_.entry_extents[e].empty() && !param) {
     bool batched = Batched(e);
     int64_t samples = 0;
@@ -582,7 +589,7 @@ void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
   int64_t samples = CheckZeroCopyBuffer(e, data, what);
   Bind(e, static_cast<char*>(data.data) + data.byte_offset);
   if (samples != 0) input_samples_[index] = samples;  // the operators see it at the next run
-  if (graph_.has_dims() && !graph_.entry_extents[e].empty()) {
+  if (graph_.has_dims() && !graph_.entry_extents[e].empty() && !front_param_[e]) {
     input_dims_[index] = DimsIn(e, data, what, &samples);
     input_bound_shapes_[index].assign(data.shape, data.shape + data.ndim);
   }

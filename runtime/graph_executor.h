@@ -191,6 +191,7 @@ class GraphExecutor {
   std::vector<std::vector<int64_t>> input_bound_shapes_, output_bound_shapes_;
   std::vector<std::vector<int64_t>> largest_shapes_;
   std::vector<size_t> storage_bytes_;
+  std::vector<bool> front_param_;  // per entry: graph().front_params
   RetValue result_;
 };
 

@@ -187,7 +187,7 @@ void ParseAttrs(const json& attrs, Graph& graph) {
     static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
                                                  "storage_scope", kOutputTrimAttr,
                                                  kBatchDimAttr, kBatchEntriesAttr, kDimsAttr,
-                                                 kEntryExtentsAttr};
+                                                 kEntryExtentsAttr, kFrontParamsAttr};
     if (kKnown.count(key) != 0) continue;
     // Like TVM: unknown integer vectors are skipped, anything else is an error.
     bool skippable = value.is_array() && value.size() == 2 && value[0].is_string() &&
@@ -383,6 +383,22 @@ void ParseDims(const json& attrs, Graph& graph) {
       }
     }
     graph.entry_extents.push_back(std::move(entry));
+  }
+  auto fronts = attrs.find(kFrontParamsAttr);
+  if (fronts == attrs.end()) return;
+  std::string item = StrCat("attrs.", kFrontParamsAttr);
+  const json& ids = ArrayOf(*fronts, item);
+  if (ids.size() != 2 || ids[0] != "list_int") Bad(item, "expected [\"list_int\", [entry, ...]]");
+  std::set<uint32_t> inputs;
+  for (uint32_t node : graph.arg_nodes) {
+    if (node < graph.nodes.size()) inputs.insert(graph.node_row_ptr[node]);
+  }
+  for (const json& id : ArrayOf(ids[1], item)) {
+    uint32_t e = Id(id, item);
+    if (e >= graph.num_entries() || inputs.count(e) == 0 || graph.entry_extents[e].empty()) {
+      Bad(item, StrCat("entry ", e, " is not an input whose extents vary"));
+    }
+    graph.front_params.push_back(e);
   }
 }
 
@@ -595,6 +611,7 @@ std::string WriteGraphJson(const Graph& graph) {
     }
     attrs[kDimsAttr] = json::array({"list_str", dims});
     attrs[kEntryExtentsAttr] = json::array({"list_str", extents});
+    if (!graph.front_params.empty()) attrs[kFrontParamsAttr] = json::array({"list_int", graph.front_params});
   }
 
   // nlohmann orders object keys alphabetically; write the top level by hand to keep TVM's order.

@@ -87,6 +87,10 @@ inline constexpr char kBatchEntriesAttr[] = "kiln_batch_entries";
 // else its extents joined by ",".
 inline constexpr char kDimsAttr[] = "kiln_dims";
 inline constexpr char kEntryExtentsAttr[] = "kiln_entry_extents";
+// The inputs that are constants whose extents vary (a position table's first S rows): the
+// operators read their front, and they are set whole, at their largest shape. A list_int of
+// entry ids (TVM skips it, and refuses kDimsAttr before).
+inline constexpr char kFrontParamsAttr[] = "kiln_front_params";
 
 struct Graph {
   std::vector<GraphNode> nodes;
@@ -104,6 +108,7 @@ struct Graph {
   std::vector<ShapeDim> dims;
   // Per entry when there are dims, else empty: the extents, or none for a fixed shape.
   std::vector<std::vector<DimPolynomial>> entry_extents;
+  std::vector<uint32_t> front_params;  // entries (kFrontParamsAttr)
 
   bool has_batch() const { return batch.max > 0; }
   bool has_dims() const { return !dims.empty(); }

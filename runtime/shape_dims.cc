@@ -170,8 +170,8 @@ class PolynomialReader {
         if (dim >= num_dims_) Bad(StrCat("d", dim, " is not one of the ", num_dims_, " dimensions"));
         if (++term.exponents[static_cast<size_t>(dim)] > 8) Bad("a degree above 8");
       } else {
-        int64_t factor = Number();  // below 10^15
-        if (static_cast<__int128>(term.coefficient) * factor > (int64_t{1} << 40)) Bad("a coefficient too large");
+        int64_t factor = Number();  // below 10^18
+        if (static_cast<__int128>(term.coefficient) * factor >= (int64_t{1} << 62)) Bad("a coefficient too large");
         term.coefficient *= factor;
       }
       Skip();
@@ -185,7 +185,7 @@ class PolynomialReader {
     size_t start = pos_;
     int64_t value = 0;
     while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
-      if (pos_ - start >= 15) Bad("a number too large");
+      if (pos_ - start >= 18) Bad("a number too large");
       value = value * 10 + (text_[pos_++] - '0');
     }
     if (pos_ == start) Bad("expected a number or d<index>");

@@ -691,7 +691,7 @@ Expr ImportChecked(onnx::ModelProto& model, const OnnxImportOptions& options) {
   return main;
 }
 
-Expr ImportWithDims(const onnx::ModelProto& model, const OnnxImportOptions& options, ir::DimSamples* samples);
+Expr ImportWithDims(onnx::ModelProto& model, const OnnxImportOptions& options, ir::DimSamples* samples);
 
 // The model in `bytes`, its external data read from `folder` (none: a model from bytes).
 Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
@@ -702,16 +702,18 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
   ResolveExternalData(model, folder);
   ForgetNegativeDims(*model.mutable_graph());
   ApplyInputShapes(model, options);
+  std::optional<onnx::ModelProto> original;  // for a retry without the batch
+  if (samples != nullptr && !BatchName(model, options).empty()) original = model;
   try {
     return ImportWithDims(model, options, samples);
   } catch (const BatchDimensionError& batch_error) {
-    if (samples == nullptr) throw;
+    if (!original) throw;
     // A dimension on axis 0 whose samples the model does not keep apart (a sequence-first
     // model's S): a shape dimension, the model compiled for several of its values.
     OnnxImportOptions without_batch = options;
     without_batch.batch_allowed = false;
     try {
-      Expr main = ImportWithDims(model, without_batch, samples);
+      Expr main = ImportWithDims(*original, without_batch, samples);
       samples->batch_refusal = batch_error.what();
       return main;
     } catch (const runtime::Error& e) {
@@ -722,12 +724,9 @@ Expr ImportModel(std::string_view bytes, const OnnxImportOptions& options,
 
 // `model` (its input shapes applied) imported with the dimensions of `options`: at each sample of
 // its shape dimensions into `samples`, the first sample's main function returned.
-Expr ImportWithDims(const onnx::ModelProto& model, const OnnxImportOptions& options, ir::DimSamples* samples) {
+Expr ImportWithDims(onnx::ModelProto& model, const OnnxImportOptions& options, ir::DimSamples* samples) {
   std::vector<runtime::ShapeDim> dims = ShapeDimsOf(model, options);
-  if (dims.empty()) {
-    onnx::ModelProto copy = model;
-    return ImportChecked(copy, options);
-  }
+  if (dims.empty()) return ImportChecked(model, options);
   runtime::Check(samples != nullptr, "this caller of the ONNX importer takes no shape dimensions (",
                  dims[0].name, ")");
   *samples = ir::PlanDimSamples(dims);
@@ -744,6 +743,8 @@ Expr ImportWithDims(const onnx::ModelProto& model, const OnnxImportOptions& opti
       for (const runtime::ShapeDim& dim : dims) names += (names.empty() ? "" : ",") + dim.name;
       attrs.Set(ir::attr::kShapeDims, names);
       samples->mains.push_back(ir::Function(f->params, f->body, std::move(attrs)));
+    } catch (const BatchDimensionError&) {
+      throw;  // ImportModel takes the batch as a shape dimension
     } catch (runtime::Error& e) {
       std::string values;
       for (size_t d = 0; d < dims.size(); ++d) {

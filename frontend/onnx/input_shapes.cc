@@ -68,17 +68,16 @@ std::map<std::string, std::vector<std::pair<std::string, int>>> DimUses(const on
   return uses;
 }
 
-// The name of the batch dimension: the first of options.dims (by name) that is axis 0 of every
-// input that has it, in steps of 1, when a batch is allowed; empty when none is.
+}  // namespace
+
 std::string BatchName(const onnx::ModelProto& model, const OnnxImportOptions& options) {
   for (const auto& [name, uses] : DimUses(model, options)) {
-    if (!options.batch_allowed || options.dims.at(name).step != 1) break;
+    if (!options.batch_allowed) break;
+    if (options.dims.at(name).step != 1) continue;
     if (std::all_of(uses.begin(), uses.end(), [](const auto& use) { return use.second == 0; })) return name;
   }
   return "";
 }
-
-}  // namespace
 
 std::vector<runtime::ShapeDim> ShapeDimsOf(const onnx::ModelProto& model, const OnnxImportOptions& options) {
   std::string batch = BatchName(model, options);

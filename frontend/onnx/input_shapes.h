@@ -20,6 +20,9 @@ namespace kiln::frontend {
 // its inputs.
 void ApplyInputShapes(onnx::ModelProto& model, const OnnxImportOptions& options);
 
+// The name of the batch dimension: the first of options.dims (by name) that is axis 0 of every
+// input that has it, in steps of 1, when options.batch_allowed; empty when none is.
+std::string BatchName(const onnx::ModelProto& model, const OnnxImportOptions& options);
 // The shape dimensions of `options.dims` (those that are not the batch, which ApplyBatchDim
 // takes), each with its range checked; a name no input has is an Error.
 std::vector<runtime::ShapeDim> ShapeDimsOf(const onnx::ModelProto& model, const OnnxImportOptions& options);

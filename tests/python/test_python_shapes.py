@@ -230,6 +230,22 @@ def test_parameters_whose_extents_vary_load_whole(tmp_path):
         m.run()
         np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": ids})[0], rtol=1e-4, atol=1e-5)
         m.load_params(params)  # after a run at S = 7 too
+    # TVM's other forms: set_input(**params), and the parameters bound with zero copy.
+    arrays = runtime.load_param_dict(params)
+    for bind in (False, True):
+        m = graph_executor.create((out / "mod.json").read_text(), lib, runtime.cpu())
+        if bind:
+            kept = {}
+            for name, array in arrays.items():
+                kept[name] = kiln.nd.empty(array.shape, str(array.dtype))
+                kept[name].copyfrom(array.numpy())
+                m.module["set_input_zero_copy"](name, kept[name])
+        else:
+            m.set_input(**arrays)
+        ids = RNG.integers(0, 50, size=(1, 7)).astype(np.int64)
+        m.set_input("ids", ids)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": ids})[0], rtol=1e-4, atol=1e-5)
 
 
 def test_graph_json_says_what_tvm_must_refuse(encoder_library, tmp_path):
@@ -340,6 +356,24 @@ def test_a_causal_mask_runs(tmp_path):
         m.set_input("ids", ids)
         m.run()
         np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": ids})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_graph_that_differs_at_a_checking_value_is_refused(tmp_path):
+    """x[S, 4] transposed: at S = 1 the transpose is a reshape, and a range of 1..4 checks its fit
+    at 1 (the other three values fit it): refused, naming the values; 1..6 checks at 2 and 3 and
+    runs at 1 as ONNX Runtime does."""
+    model = save(tmp_path, [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, "S"])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["S", 4])], [])
+    result = compile_cli(model, tmp_path / "m.so", "--dims", "S=1..4")
+    assert result.returncode != 0 and "the model's graph differs between S = 4 and S = 1" in result.stderr, result.stderr
+    assert compile_cli(model, tmp_path / "m.so", "--dims", "S=1..6").returncode == 0
+    m = executor(tmp_path / "m.so")
+    for s in (1, 6, 4):
+        x = RNG.standard_normal((4, s)).astype(np.float32)
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), x.T)
 
 
 @pytest.mark.parametrize("args,message", [

@@ -497,7 +497,7 @@ TEST(GraphJson, RejectsMalformedShapeDimensions) {
        "is not a whole number"},
       {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,d0*d0*d0*d0*d0*d0*d0*d0*d0", "", "1,d0", "", "", ""]])",
        "a degree above 8"},
-      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,1099511627776*1099511627776", "", "1,d0", "", "", ""]])",
+      {R"(["list_str", ["S", "1", "4", "1"]])", R"(["list_str", ["1,2147483648*2147483648", "", "1,d0", "", "", ""]])",
        "a coefficient too large"},
       {R"(["list_str", ["S", "1", "4", "1"]])",
        R"(["list_str", ["1,1099511627776 + 1099511627776 + 1099511627776", "", "1,d0", "", "", ""]])",
@@ -510,6 +510,18 @@ TEST(GraphJson, RejectsMalformedShapeDimensions) {
     if (c.dims != nullptr) g["attrs"][kDimsAttr] = json::parse(c.dims);
     if (c.extents != nullptr) g["attrs"][kEntryExtentsAttr] = json::parse(c.extents);
     EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << (c.dims ? c.dims : "") << (c.extents ? c.extents : "");
+  }
+}
+
+TEST(GraphJson, FrontParametersAreInputsWhoseExtentsVary) {
+  json g = DimsGraph();
+  g["attrs"][kFrontParamsAttr] = json::parse(R"(["list_int", [0]])");
+  Graph graph = ParseGraphJson(g.dump());
+  EXPECT_EQ(graph.front_params, std::vector<uint32_t>{0});
+  EXPECT_EQ(json::parse(WriteGraphJson(graph))["attrs"][kFrontParamsAttr], json::parse(R"(["list_int", [0]])"));
+  for (const char* bad : {R"(["list_int", [1]])", R"(["list_int", [2]])", R"(["list_int", [9]])", R"(["list_str", ["0"]])"}) {
+    g["attrs"][kFrontParamsAttr] = json::parse(bad);
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(kFrontParamsAttr)) << bad;
   }
 }
 
