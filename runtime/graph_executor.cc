@@ -208,6 +208,11 @@ DLTensor GraphExecutor::EntryTensor(uint32_t entry, void* data) const {
 }
 
 void GraphExecutor::Run() {
+  PrepareRun();
+  for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
+}
+
+void GraphExecutor::PrepareRun() {
   int64_t samples = samples_;
   if (graph_.has_batch()) {
     samples = InputSamples();
@@ -241,7 +246,6 @@ void GraphExecutor::Run() {
     check_bound(output_bound_shapes_[i], OutputEntry(i), StrCat("output ", i));
   }
   SetShapes(samples, dims);
-  for (size_t i = 0; i < steps_.size(); ++i) RunStep(i);
 }
 
 void GraphExecutor::SetNumThreads(int num_threads) {

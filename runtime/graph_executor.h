@@ -96,7 +96,10 @@ class GraphExecutor {
   void SetNumThreads(int num_threads);
   int num_threads() const { return num_threads_; }
 
-  // Step-wise access for the profiling executor.
+  // Step-wise access for the profiling executor: PrepareRun (what Run does before the steps: the
+  // batch and shape dimensions the inputs give, checked, and every shape that follows), then the
+  // steps.
+  void PrepareRun();
   size_t NumSteps() const { return steps_.size(); }
   uint32_t StepNode(size_t step) const { return steps_[step].node; }
   // Runs the step's node, or nothing when one of its run conditions does not hold.

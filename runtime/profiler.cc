@@ -37,6 +37,7 @@ std::string StepShapes(const Graph& graph, uint32_t n) {
 ProfileReport ProfileRun(GraphExecutor& executor, int runs) {
   if (runs < 1) throw Error("a profile needs at least one run, got " + std::to_string(runs));
   const Graph& graph = executor.graph();
+  executor.PrepareRun();
   size_t steps = executor.NumSteps();
   std::vector<std::vector<double>> durations(steps, std::vector<double>(runs));
   for (int r = 0; r < runs; ++r) {
@@ -112,6 +113,7 @@ std::vector<std::vector<double>> RunIndividual(GraphExecutor& executor, int numb
   Check(number > 0 && repeat > 0 && min_repeat_ms >= 0,
         "run_individual: number and repeat must be positive and min_repeat_ms not negative");
   std::vector<std::vector<double>> times(executor.NumSteps());
+  executor.PrepareRun();
   for (size_t i = 0; i < executor.NumSteps(); ++i) {
     executor.RunStep(i);  // warm up
     for (int r = 0; r < repeat; ++r) {

@@ -152,6 +152,19 @@ def test_encoder_dimensions_by_name_and_out_of_range_errors(encoder_library):
     np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": good})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_the_profiler_runs_at_the_dimensions_the_inputs_give(encoder_library):
+    """profile() steps through the operators itself: after an input at S = 40 and one at S = 3,
+    it runs at 3 (the output as ONNX Runtime gives it, node shapes at 3)."""
+    model, library = encoder_library
+    m = executor(library)
+    m.set_input("ids", RNG.integers(0, 50, size=(1, 40)).astype(np.int64))
+    m.run()
+    ids = RNG.integers(0, 50, size=(1, 3)).astype(np.int64)
+    m.set_input("ids", ids)
+    m.profile(runs=2)
+    np.testing.assert_allclose(m.get_output(0).numpy(), ort_run(model, {"ids": ids})[0], rtol=1e-4, atol=1e-5)
+
+
 def test_zero_copy_inputs_and_outputs_take_the_dimensions_too(encoder_library):
     """An input bound at S = 9 and an output bound for S = 9 run; an output bound for another S
     than the inputs give is a clear error at run."""
