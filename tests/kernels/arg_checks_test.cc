@@ -1,5 +1,6 @@
 // The argument checks at the entry of every operator function of a model library: CheckArgs
-// (fixed shapes) and CheckBatchedArgs (a function run once per sample of a batch dimension).
+// (fixed shapes), CheckBatchedArgs (a function run once per sample of a batch dimension) and
+// DimArgs (the shape dimensions a function of a library with such dimensions takes last).
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,6 +107,27 @@ TEST(ArgChecks, ArgumentCountAndKindsAreChecked) {
   wrong_kind.codes[1] = kTVMArgInt;
   EXPECT_EQ(CheckArgs("h", wrong_kind.values.data(), wrong_kind.codes.data(), 3, kSpecs, 3), -1);
   EXPECT_NE(std::string(TVMGetLastError()).find("h: argument 1 is not a tensor"), std::string::npos);
+}
+
+TEST(ArgChecks, ShapeDimensionsComeAfterTheTensorsAsPositiveIntegers) {
+  Tensor image({1, 3, 4, 4});
+  Call call({&image});
+  call.values.push_back(TVMValue{});
+  call.values.back().v_int64 = 37;
+  call.codes.push_back(kDLInt);
+  int64_t dims[1] = {0};
+  EXPECT_EQ(DimArgs("f", call.values.data(), call.codes.data(), call.count(), 1, dims, 1), 0);
+  EXPECT_EQ(dims[0], 37);
+  EXPECT_EQ(DimArgs("f", call.values.data(), call.codes.data(), call.count(), 1, dims, 2), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("f: expected 1 tensors and 2 shape dimensions, got 2 arguments"),
+            std::string::npos);
+  call.values.back().v_int64 = 0;
+  EXPECT_EQ(DimArgs("f", call.values.data(), call.codes.data(), call.count(), 1, dims, 1), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("f: shape dimension 0 (argument 1) is not a positive integer"),
+            std::string::npos);
+  call.values.back().v_int64 = 37;
+  call.codes.back() = kTVMDLTensorHandle;
+  EXPECT_EQ(DimArgs("f", call.values.data(), call.codes.data(), call.count(), 1, dims, 1), -1);
 }
 
 }  // namespace
