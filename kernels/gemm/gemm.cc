@@ -64,6 +64,23 @@ int PackInTasks(int64_t floats, int64_t tasks, void (*pack)(int64_t, int64_t, vo
 // Panels of 16 columns that n columns take.
 inline int64_t Panels(int64_t n) { return (n + kGemmPanel - 1) / kGemmPanel; }
 
+// GELU's rational fit takes more registers than AVX2's 16 hold beside a full tile's 12
+// accumulators: in registers there, GCC kept half the accumulators of every full tile (GELU or
+// not) on the stack across the K loop (a load and a store per FMA pair: BERT's dense layers at 35%
+// of an AVX2 core's peak). So GELU is applied in registers with AVX-512's 32 only, elsewhere over
+// the stored tile by GeluOverTile, a function of its own.
+constexpr bool kGeluInRegisters = kCompiledConfig.vector_floats >= 16;
+
+// GELU over a stored tile of `rows` x `panels` panels of C (row stride ldc), while it is in L1.
+[[gnu::noinline]] void GeluOverTile(float* c, int64_t ldc, int rows, int panels) {
+  for (int r = 0; r < rows; ++r) {
+    for (int q = 0; q < panels; ++q) {
+      float* at = c + r * ldc + q * kGemmPanel;
+      scalar::GeluOfFloats(V::Load(at)).Store(at);
+    }
+  }
+}
+
 // C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
 // its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc; then `tail`
 // (its pointers at the tile's place; a dense layer's bias per column, residual, relu, clip or gelu) on
@@ -111,7 +128,7 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
       V lo = V::Broadcast(&tail->lo), hi = V::Broadcast(&tail->hi);
 #pragma GCC unroll 32
       for (int i = 0; i < R * P; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
-    } else if constexpr (R == kTileRows && P == kTilePanels) {  // GELU: the full tile only (AnyTile)
+    } else if constexpr (kGeluInRegisters && R == kTileRows && P == kTilePanels) {  // the full tile only (AnyTile)
       if (tail->activation == RegisterEpilogue::kGelu) {
 #pragma GCC unroll 32
         for (int i = 0; i < R * P; ++i) acc[i] = scalar::GeluOfFloats(acc[i]);
@@ -120,6 +137,9 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
   }
 #pragma GCC unroll 32
   for (int i = 0; i < R * P; ++i) acc[i].Store(c + i / P * ldc + i % P * kGemmPanel);
+  if constexpr (!kGeluInRegisters && R == kTileRows && P == kTilePanels) {
+    if (tail != nullptr && tail->activation == RegisterEpilogue::kGelu) GeluOverTile(c, ldc, R, P);
+  }
 }
 
 using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, int64_t, bool, float*, int64_t,
