@@ -269,10 +269,21 @@ void ConvTile(const Job& job, const Tile& tile) {
 // One tap of a tile of groups of G channels inside a block (BlockLocalTile): for each of the
 // group's input channels C, the channel broadcast over its group's lanes, times the weights of
 // that input channel (w + C * w_step), for positions t_begin <= t < t_end.
+// Every input channel of the group reads the same T input vectors. Kept from one channel to the
+// next, they and the T accumulators overflow AVX2's 16 registers, and GCC moved vectors to and from
+// the stack inside the loop (ResNeXt's 4-channel groups: 34 stack moves per 72 FMAs, seen in the
+// assembly): where they do not fit, each channel reads them again (`x` made opaque to the compiler).
+// (G + 1: the weight vectors GCC loads ahead and a shuffled input.)
+template <int OB, int G, int T>
+constexpr bool kRereadGroupInputs =
+    2 * T * ((OB + kCompiledConfig.vector_floats - 1) / kCompiledConfig.vector_floats) + G + 1 >
+    (kCompiledConfig.vector_floats >= 16 ? 32 : 16);
+
 template <int OB, int G, int T, int C = 0>
 KILN_ALWAYS_INLINE void GroupTap(Vec<OB> (&acc)[T], const float* x, int64_t x_step, const float* w, int64_t w_step,
                                  int64_t t_begin, int64_t t_end) {
   using V = Vec<OB>;
+  if constexpr (C > 0 && kRereadGroupInputs<OB, G, T>) asm("" : "+r"(x));
   V wv = V::Load(w + C * w_step);
   wv.Pin();
 #pragma GCC unroll 32
