@@ -540,6 +540,18 @@ int64_t GraphExecutor::InputSamples() const {
   return first < 0 ? samples_ : samples;
 }
 
+std::vector<int64_t> GraphExecutor::InputShapeDims(int index, const std::vector<int64_t>& shape,
+                                                   DLDataType dtype) const {
+  uint32_t e = InputEntry(index);
+  if (!graph_.has_dims() || graph_.entry_extents[e].empty() || is_param_[index] || front_param_[e]) return {};
+  DLTensor view{};
+  view.dtype = dtype;
+  view.ndim = static_cast<int32_t>(shape.size());
+  view.shape = const_cast<int64_t*>(shape.data());
+  int64_t samples = 0;
+  return DimsIn(e, view, StrCat("input '", InputName(index), "'"), Batched(e) ? &samples : nullptr);
+}
+
 void GraphExecutor::SetInput(int index, const DLTensor& data) {
   uint32_t e = InputEntry(index);
   std::string what = StrCat("set_input '", InputName(index), "'");

@@ -63,6 +63,11 @@ class GraphExecutor {
   // along axis 0; every batched input of a run must hold the same number. An input with shape
   // dimensions takes any of their values in range, and every input of a run must agree on them.
   void SetInput(int index, const DLTensor& data);
+  // The shape dimensions (graph().dims' order, -1 for those it does not decide) that input `index`
+  // of `shape` and `dtype` would set, checked as SetInput checks them, without binding anything:
+  // Error naming the input when the shape does not fit (a value out of range or off its step, a
+  // fixed extent that differs). Empty for an input whose shape no dimension decides.
+  std::vector<int64_t> InputShapeDims(int index, const std::vector<int64_t>& shape, DLDataType dtype) const;
   // Makes the operators read the input from `data` itself (64-byte aligned, compact, same shape
   // and dtype); the caller keeps it alive and unchanged during Run().
   void SetInputZeroCopy(int index, const DLTensor& data);

@@ -24,18 +24,37 @@ uint64_t NowNs() {
       .count();
 }
 
-size_t RowBytes(const TensorSpec& tensor) {
-  int64_t elements = 1;
-  for (int64_t d : tensor.shape) elements *= d;
-  return static_cast<size_t>(elements) * static_cast<size_t>(runtime::DTypeBytes(tensor.dtype));
+// Bytes of `shape` of `dtype`; false when they pass 2^64.
+bool ShapeBytes(const std::vector<int64_t>& shape, DLDataType dtype, uint64_t* bytes) {
+  uint64_t count = static_cast<uint64_t>(runtime::DTypeBytes(dtype));
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count)) return false;
+  }
+  *bytes = count;
+  return true;
 }
 
-// "[b, 8] with b from 1 to 4" or "[1, 8]": the shapes a model takes, for messages.
+size_t RowBytes(const TensorSpec& tensor) {
+  uint64_t bytes = 0;
+  ShapeBytes(tensor.shape, tensor.dtype, &bytes);  // the library's own shape: its memory holds it
+  return static_cast<size_t>(bytes);
+}
+
+// "[b, 8] with b from 1 to 4", "[1, 8]" or "[1, -1] (-1: a shape dimension's value)": the shapes a
+// model takes, for messages.
 std::string TakenShapes(const ServedTensor& tensor, int64_t max_batch_size) {
-  if (max_batch_size == 0) return ShapeToString(tensor.library.shape);
-  std::string dims = "[b";
-  for (int64_t d : tensor.dims) dims += StrCat(", ", d);
-  return StrCat(dims, "] with b from 1 to ", max_batch_size);
+  std::vector<int64_t> dims = tensor.dims;
+  if (max_batch_size == 0) dims = tensor.library.shape;
+  for (size_t a = 0; a < tensor.library.varying.size(); ++a) {
+    if (max_batch_size == 0 && tensor.library.varying[a]) dims[a] = -1;
+  }
+  bool varies = std::find(dims.begin(), dims.end(), -1) != dims.end();
+  std::string text = max_batch_size == 0 ? ShapeToString(dims) : "[b";
+  if (max_batch_size > 0) {
+    for (int64_t d : dims) text += StrCat(", ", d);
+    text += StrCat("] with b from 1 to ", max_batch_size);
+  }
+  return varies ? text + " (-1: any value of the library's shape dimension)" : text;
 }
 
 void Report(TRITONSERVER_Error* error, const std::string& what) {
@@ -84,7 +103,8 @@ void Instance::Warmup() {
   executor_->Run();
 }
 
-int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered) {
+int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered,
+                            std::vector<int64_t>* row_shape) {
   const ServedTensor& served = model_->config.inputs[i];
   const std::string& model = model_->config.model_name;
   const int64_t max_batch_size = model_->config.max_batch_size;
@@ -105,21 +125,26 @@ int64_t Instance::ReadInput(TRITONBACKEND_Request* request, size_t i, const char
                               ProtocolTypeName(served.type)));
   }
   std::vector<int64_t> got(shape, shape + rank);
-  int64_t rows = 1;
-  bool fits;
-  if (max_batch_size == 0) {
-    fits = got == served.library.shape;
-  } else {
-    fits = got.size() == served.dims.size() + 1 && std::equal(served.dims.begin(), served.dims.end(), got.begin() + 1);
-    rows = fits ? got[0] : 0;
-    fits = fits && rows >= 1 && rows <= max_batch_size;
+  // One row's shape as the library takes it: the request's whole shape, or (batching) the
+  // library's leading extent and the request's shape after its rows.
+  const std::vector<int64_t>& library = served.library.shape;
+  const size_t lead = max_batch_size == 0 ? 0 : 1;
+  int64_t rows = max_batch_size == 0 ? 1 : (got.empty() ? 0 : got[0]);
+  bool fits = got.size() == library.size() && (max_batch_size == 0 || (rows >= 1 && rows <= max_batch_size));
+  *row_shape = library;
+  for (size_t a = lead; fits && a < library.size(); ++a) {
+    // Along a shape dimension's axis any extent here; the executor checks its range below.
+    bool varying = a < served.library.varying.size() && served.library.varying[a];
+    fits = varying ? got[a] >= 0 : got[a] == library[a];
+    (*row_shape)[a] = got[a];
   }
   if (!fits) {
     throw RequestError(StrCat(where, ": the request's shape is ", ShapeToString(got), ", the model takes ",
                               TakenShapes(served, max_batch_size)));
   }
-  uint64_t expected = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(input_row_bytes_[i]), &expected)) {
+  uint64_t row_bytes = 0, expected = 0;
+  if (!ShapeBytes(*row_shape, served.library.dtype, &row_bytes) ||
+      __builtin_mul_overflow(static_cast<uint64_t>(rows), row_bytes, &expected)) {
     throw RequestError(StrCat(where, ": the request's shape ", ShapeToString(got), " has more bytes than 2^64"));
   }
   if (byte_size != expected) {
@@ -166,10 +191,15 @@ char* Instance::GatherRoom(size_t i, uint64_t bytes) {
   return static_cast<char*>(room.data());
 }
 
-void Instance::Bind(size_t i, const char* data, RowsFrom from, int64_t rows) {
+std::vector<int64_t> Instance::BoundShape(size_t i, const std::vector<int64_t>& row_shape, int64_t rows) const {
+  std::vector<int64_t> shape = row_shape;
+  if (model_->config.inputs[i].library.batched) shape[0] *= rows;  // a library with a batch dimension: `rows` samples
+  return shape;
+}
+
+void Instance::Bind(size_t i, const char* data, RowsFrom from, int64_t rows, const std::vector<int64_t>& row_shape) {
   const TensorSpec& tensor = model_->config.inputs[i].library;
-  std::vector<int64_t> shape = tensor.shape;
-  if (tensor.batched) shape[0] *= rows;  // a library with a batch dimension: `rows` samples
+  std::vector<int64_t> shape = BoundShape(i, row_shape, rows);
   DLTensor view{};
   view.data = const_cast<char*>(data);  // kiln's operators only read inputs
   view.device = runtime::kCPU;
@@ -197,20 +227,44 @@ Instance::Prepared Instance::Prepare(TRITONBACKEND_Request* request) {
   Prepared prepared;
   prepared.inputs.resize(config.inputs.size());
   prepared.gathered.assign(config.inputs.size(), false);
+  prepared.row_shapes.resize(config.inputs.size());
   prepared.rows = 1;  // a library without inputs runs once
   for (size_t i = 0; i < config.inputs.size(); ++i) {
     bool input_gathered = false;
-    int64_t input_rows = ReadInput(request, i, &prepared.inputs[i], &input_gathered);
+    int64_t input_rows = ReadInput(request, i, &prepared.inputs[i], &input_gathered, &prepared.row_shapes[i]);
     prepared.gathered[i] = input_gathered;
     if (i > 0 && input_rows != prepared.rows) {
       throw RequestError(StrCat("model '", config.model_name, "': input '", config.inputs[i].library.name, "' has ",
                                 input_rows, " rows, input '", config.inputs[0].library.name, "' ", prepared.rows));
     }
     prepared.rows = input_rows;
+    uint64_t row_bytes = 0;
+    ShapeBytes(prepared.row_shapes[i], config.inputs[i].library.dtype, &row_bytes);  // checked by ReadInput
+    prepared.row_bytes.push_back(static_cast<size_t>(row_bytes));
   }
   if (prepared.rows < config.run_rows_min) {
     throw RequestError(StrCat("model '", config.model_name, "': the request has ", prepared.rows,
                               " rows; the library runs batches of ", config.run_rows_min, " to ", config.run_rows_max));
+  }
+  // A library with shape dimensions: the values the inputs give, in range and in agreement.
+  for (size_t i = 0; i < config.inputs.size(); ++i) {
+    std::vector<int64_t> shape = BoundShape(i, prepared.row_shapes[i], std::min(prepared.rows, config.run_rows_max));
+    std::vector<int64_t> dims;
+    try {
+      dims = executor_->InputShapeDims(input_index_[i], shape, config.inputs[i].library.dtype);
+    } catch (const runtime::Error& e) {
+      throw RequestError(StrCat("model '", config.model_name, "': ", e.what()));
+    }
+    if (prepared.dims.empty()) prepared.dims = dims;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] < 0) continue;
+      if (prepared.dims[d] >= 0 && prepared.dims[d] != dims[d]) {
+        throw RequestError(StrCat("model '", config.model_name, "': input '", config.inputs[i].library.name,
+                                  "' gives the shape dimension ", model_->library->tensors().dim_names[d], " the value ",
+                                  dims[d], ", an earlier input ", prepared.dims[d]));
+      }
+      prepared.dims[d] = dims[d];
+    }
   }
 
   // The outputs the request asks for (Triton fills in all of them when it names none).
@@ -295,8 +349,8 @@ void Instance::RunPrepared(const Prepared& prepared, TRITONBACKEND_Response* res
     int64_t left = prepared.rows - first - rows;
     if (left > 0 && left < config.run_rows_min) rows -= config.run_rows_min - left;
     for (size_t i = 0; i < config.inputs.size(); ++i) {
-      Bind(i, prepared.inputs[i] + first * input_row_bytes_[i],
-           prepared.gathered[i] ? RowsFrom::kGatherRoom : RowsFrom::kTriton, rows);
+      Bind(i, prepared.inputs[i] + first * prepared.row_bytes[i],
+           prepared.gathered[i] ? RowsFrom::kGatherRoom : RowsFrom::kTriton, rows, prepared.row_shapes[i]);
     }
     RunOnce(rows, timing);
     CopyRows(prepared, response, first, rows, 0, buffers);
@@ -377,7 +431,9 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
   auto run_group = [&] {
     Timing timing;
     TRITONSERVER_Error* run_error = Guard([&] {
-      for (size_t i = 0; i < config.inputs.size(); ++i) Bind(i, CombineRoom(i, 0), RowsFrom::kTogether, group_rows);
+      for (size_t i = 0; i < config.inputs.size(); ++i) {
+        Bind(i, CombineRoom(i, 0), RowsFrom::kTogether, group_rows, group.front().prepared.row_shapes[i]);
+      }
       RunOnce(group_rows, timing);
     }, TRITONSERVER_ERROR_INTERNAL);
     for (Member& m : group) {
@@ -417,12 +473,14 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
       finish(n, error, exec_start, Timing{});
       continue;
     }
-    if (group_rows + prepared.rows > config.run_rows_max) run_group();
+    // A group runs at one value of each shape dimension: a request at others starts a new one.
+    bool other_dims = !group.empty() && group.front().prepared.dims != prepared.dims;
+    if (group_rows + prepared.rows > config.run_rows_max || other_dims) run_group();
     // Its rows into the group's rooms now: the next request may read into the same gather room.
     error = Guard([&] {
       for (size_t i = 0; i < config.inputs.size(); ++i) {
-        uint64_t bytes = static_cast<uint64_t>(prepared.rows) * input_row_bytes_[i];
-        uint64_t offset = static_cast<uint64_t>(group_rows) * input_row_bytes_[i];
+        uint64_t bytes = static_cast<uint64_t>(prepared.rows) * prepared.row_bytes[i];
+        uint64_t offset = static_cast<uint64_t>(group_rows) * prepared.row_bytes[i];
         char* room = CombineRoom(i, offset + bytes);  // made for the largest run: never moves within a group
         if (bytes > 0) std::memcpy(room + offset, prepared.inputs[i], bytes);
       }

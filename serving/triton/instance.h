@@ -67,12 +67,17 @@ class Instance {
     uint64_t rows = 0;
   };
   // A checked request: its inputs' bytes (contiguous; perhaps in the gather rooms, valid until the
-  // next request is read), their rows, and the outputs it asks for.
+  // next request is read), their rows, and the outputs it asks for. Per input, one row's shape as
+  // the library takes it (the request's extents where a shape dimension decides them) and bytes;
+  // and the shape dimensions' values the request gives (empty for a library without them).
   struct Prepared {
     std::vector<const char*> inputs;
     std::vector<bool> gathered;
     int64_t rows = 1;
     std::vector<const ServedTensor*> outputs;
+    std::vector<std::vector<int64_t>> row_shapes;
+    std::vector<size_t> row_bytes;
+    std::vector<int64_t> dims;
   };
   // Makes the request's response, runs it (RunRequest) and sends it, reports its statistics and
   // adds its rows and compute times to `batch`; does not release it. Throws only std::bad_alloc
@@ -111,13 +116,18 @@ class Instance {
   // The rows a result of the last run holds for a served output.
   int64_t RowsOf(const runtime::NDArray& result, const ServedTensor& served) const;
   // Checks served input i of the request; returns its rows and sets `data` to its bytes,
-  // contiguous, and `gathered` to whether they are in this instance's gather room.
-  int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered);
+  // contiguous, `gathered` to whether they are in this instance's gather room, and `row_shape` to
+  // one row's shape as the library takes it.
+  int64_t ReadInput(TRITONBACKEND_Request* request, size_t i, const char** data, bool* gathered,
+                    std::vector<int64_t>* row_shape);
+  // The shape served input i is bound with for `rows` rows of `row_shape`.
+  std::vector<int64_t> BoundShape(size_t i, const std::vector<int64_t>& row_shape, int64_t rows) const;
   // Where bound rows lie: in Triton's buffer, in the gather room (they came in several buffers),
   // or copied into the combine room with other requests' rows.
   enum class RowsFrom { kTriton, kGatherRoom, kTogether };
-  // Binds `rows` rows (samples) of served input i at `data`: in place when 64-byte aligned.
-  void Bind(size_t i, const char* data, RowsFrom from, int64_t rows);
+  // Binds `rows` rows (samples) of served input i, each of `row_shape`, at `data`: in place when
+  // 64-byte aligned.
+  void Bind(size_t i, const char* data, RowsFrom from, int64_t rows, const std::vector<int64_t>& row_shape);
   // This instance's aligned room for served input i's rows of a group of requests, made once
   // for the library's largest run.
   char* CombineRoom(size_t i, uint64_t bytes);
@@ -130,7 +140,7 @@ class Instance {
   std::string name_;
   std::shared_ptr<runtime::GraphExecutor> executor_;
   std::vector<int> input_index_;        // per served input: the executor's input index
-  std::vector<size_t> input_row_bytes_;  // per served input: bytes of one row (the library's shape)
+  std::vector<size_t> input_row_bytes_;  // per served input: bytes of one row at the library's largest shape
   std::vector<runtime::NDArray> gather_;  // per served input: aligned room for inputs in several buffers
   std::vector<runtime::NDArray> combine_;  // per served input: the rows of a group of requests run together
   int num_threads_ = 0;  // the thread count UpdateThreadCount set (0: none yet; it logs each change)

@@ -55,14 +55,20 @@ void ModelLibrary::DescribeTensors() {
     tensors_.batch_min = graph.batch.min;
     tensors_.batch_max = graph.batch.max;
   }
+  for (const runtime::ShapeDim& dim : graph.dims) tensors_.dim_names.push_back(dim.name);
   // One sample's shape of a batched tensor (the executor reports the largest batch's).
   auto sample_shape = [&](const runtime::TensorInfo& info) {
     std::vector<int64_t> shape = info.shape;
     if (!info.batch_dim.empty()) shape[0] /= graph.batch.max;
     return shape;
   };
+  auto varying = [](const runtime::TensorInfo& info) {
+    std::vector<bool> axes;
+    for (const std::string& dim : info.axis_dims) axes.push_back(!dim.empty());
+    return axes;
+  };
   for (const runtime::TensorInfo& info : first_->GetInputInfo()) {
-    tensors_.inputs.push_back({info.name, sample_shape(info), info.dtype, -1, !info.batch_dim.empty()});
+    tensors_.inputs.push_back({info.name, sample_shape(info), info.dtype, -1, !info.batch_dim.empty(), varying(info)});
   }
   std::vector<runtime::TensorInfo> outputs = first_->GetOutputInfo();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -73,7 +79,7 @@ void ModelLibrary::DescribeTensors() {
     // A library keeps its inputs' names but not its outputs' (the graph's heads are operator
     // nodes): Triton sees output_0, output_1, ..., as `kiln run` and tvmc name them.
     tensors_.outputs.push_back({"output_" + std::to_string(i), sample_shape(outputs[i]), outputs[i].dtype, axis,
-                                !outputs[i].batch_dim.empty()});
+                                !outputs[i].batch_dim.empty(), varying(outputs[i])});
   }
 }
 

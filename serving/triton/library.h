@@ -25,6 +25,9 @@ struct TensorSpec {
   DLDataType dtype{};
   int data_dependent_axis = -1;  // an output whose extent along this axis the data decides
   bool batched = false;          // axis 0 holds the samples of the library's batch dimension
+  // Per axis, whether a shape dimension of the library (kiln compile --dims "S=1..512") decides
+  // its extent at run time; `shape` then holds the largest. Empty when none does.
+  std::vector<bool> varying{};
 };
 
 // What a library takes and gives: the inputs a request supplies (parameters excluded) and the
@@ -35,6 +38,7 @@ struct LibraryTensors {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   int64_t batch_min = 0, batch_max = 0;
+  std::vector<std::string> dim_names{};  // its shape dimensions besides the batch (graph JSON kiln_dims' order)
 };
 
 class ModelLibrary {

@@ -63,11 +63,14 @@ TRITONSERVER_DataType TritonTypeOrFail(const TensorSpec& tensor, const char* kin
 }
 
 // The tensor's dims as Triton sees them: without the leading 1 when the model batches, and -1
-// along an axis the data decides.
+// along an axis the data or a shape dimension decides.
 std::vector<int64_t> ServedDims(const TensorSpec& tensor, const char* kind, int64_t max_batch_size,
                                 const std::string& model) {
   std::vector<int64_t> dims = tensor.shape;
   if (tensor.data_dependent_axis >= 0) dims[tensor.data_dependent_axis] = -1;
+  for (size_t i = 0; i < tensor.varying.size(); ++i) {
+    if (tensor.varying[i]) dims[i] = -1;
+  }
   if (max_batch_size == 0) return dims;
   Check(tensor.data_dependent_axis < 0, "model '", model, "': max_batch_size ", max_batch_size,
         " needs outputs of fixed shape, and the library's output '", tensor.name,

@@ -45,6 +45,20 @@ def mlp(batch, seed=31):
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
 
 
+def sequence_model(seed=35):
+    """A token model with a batch N and a sequence length S: y = relu(x @ W) * mask [N, S, 8] and
+    s = the sum of y over the sequence [N, 8]; x: float32 [N, S, 16], mask: float32 [N, S, 1]."""
+    w = np.random.default_rng(seed).standard_normal((16, 8)).astype(np.float32) / 4
+    return onnx_model(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Relu", ["xw"], ["r"]),
+         helper.make_node("Mul", ["r", "mask"], ["y"]), helper.make_node("ReduceSum", ["y", "axis"], ["s"], keepdims=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S", 16]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["N", "S", 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "S", 8]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 8])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([1], dtype=np.int64), "axis")])
+
+
 def int_add():
     """c = a * 3 + b on int64 [1, 5]: two inputs, exact results."""
     three = numpy_helper.from_array(np.array(3, dtype=np.int64), "three")

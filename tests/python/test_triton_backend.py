@@ -24,7 +24,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from triton_server import NUM_THREADS, TritonServer, compile_model, image, int_add, mlp
+from triton_server import NUM_THREADS, TritonServer, compile_model, image, int_add, mlp, sequence_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build"))
@@ -481,6 +481,49 @@ def test_a_library_with_a_batch_dimension_runs_dynamic_batches_together(server):
     assert rows_run == sent and runs < 240, ended  # requests ran together
     ended = instance_summaries(server, "dims_chunked")
     assert (sum(e[0] for e in ended), sum(e[1] for e in ended)) == (20, 3), ended  # 8 + 8 + 4
+    assert_still_serving(server)
+
+
+def test_a_library_with_a_sequence_length_takes_every_length_in_range(server):
+    """A token model compiled with --dims "N=1..4,S=1..32": the completed configuration has -1 for
+    S (max_batch_size 4 from N); requests of lengths 1, 5, 17 and 32 and of 1 to 3 rows, sent at
+    once to a dynamic batcher (a batch runs at one length: requests of other lengths run apart),
+    each answered as ONNX Runtime answers it; lengths out of range (33 and 0) and inputs that
+    disagree on S are the request's errors with kiln's messages, and the server keeps serving."""
+    model = sequence_model()
+    write_model(server.repository, "sequence", 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n',
+                model, flags=["--dims", "N=1..4,S=1..32"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with connect(httpclient, server.http_url) as client:
+        client.load_model("sequence")
+        config = client.get_model_config("sequence")
+        assert int(config["max_batch_size"]) == 4
+        assert {t["name"]: [int(d) for d in t["dims"]] for t in config["input"]} == {"x": [-1, 16], "mask": [-1, 1]}
+        assert {t["name"]: [int(d) for d in t["dims"]] for t in config["output"]} == {"output_0": [-1, 8],
+                                                                                    "output_1": [8]}
+
+        def one(n):
+            rng = np.random.default_rng(6000 + n)
+            length, count = [1, 5, 17, 32][n % 4], 1 + n % 3
+            feeds = {"x": rng.standard_normal((count, length, 16)).astype(np.float32),
+                     "mask": (rng.random((count, length, 1)) > 0.3).astype(np.float32)}
+            got = infer(httpclient, server.http_url, "sequence", feeds, ["output_0", "output_1"])
+            want = session.run(None, feeds)
+            assert got["output_0"].shape == (count, length, 8) and got["output_1"].shape == (count, 8)
+            np.testing.assert_allclose(got["output_0"], want[0], rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(got["output_1"], want[1], rtol=RTOL, atol=ATOL)
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, range(48)))
+        zeros = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
+        for feeds, message in [
+                ({"x": zeros(1, 33, 16), "mask": zeros(1, 33, 1)}, "input 'x': dimension 1 is 33, but S"),
+                ({"x": zeros(2, 5, 16), "mask": zeros(2, 6, 1)},
+                 "input 'mask' gives the shape dimension S the value 6, an earlier input 5"),
+                ({"x": zeros(1, 0, 16), "mask": zeros(1, 0, 1)}, "input 'x': dimension 1 is 0, but S")]:
+            with pytest.raises(InferenceServerException, match=message):
+                infer(httpclient, server.http_url, "sequence", feeds, ["output_0"])
+        client.unload_model("sequence")
     assert_still_serving(server)
 
 

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytriton
 
-from serving_models import compile_model, free_port, image, int_add, mlp  # noqa: F401 (test_triton_backend's imports)
+from serving_models import compile_model, free_port, image, int_add, mlp, sequence_model  # noqa: F401 (test_triton_backend's imports)
 
 SERVER = pathlib.Path(pytriton.__file__).parent / "tritonserver" / "bin" / "tritonserver"
 START_SECONDS = 60
