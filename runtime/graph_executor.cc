@@ -455,7 +455,7 @@ std::vector<int64_t> GraphExecutor::InputDims() const {
 }
 
 std::vector<int64_t> GraphExecutor::DimsIn(uint32_t entry, const DLTensor& data, const std::string& what,
-                                           int64_t* samples) const {
+                                           int64_t* samples, const std::vector<int64_t>* given) const {
   const std::vector<DimPolynomial>& extents = graph_.entry_extents[entry];
   bool batched = Batched(entry);
   std::string expected = TypeWithDims(entry);
@@ -480,7 +480,10 @@ std::vector<int64_t> GraphExecutor::DimsIn(uint32_t entry, const DLTensor& data,
     at = InputDims();
   } catch (const Error&) {  // inputs that disagree: the run says so
   }
-  for (size_t d = 0; d < dims.size(); ++d) at[d] = dims[d] >= 0 ? dims[d] : at[d];
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (given != nullptr && d < given->size() && (*given)[d] >= 0) at[d] = (*given)[d];
+    if (dims[d] >= 0) at[d] = dims[d];
+  }
   std::vector<int64_t> shape = EvaluateShape(extents, at);
   if (batched) {
     Check(samples != nullptr && extents[0].IsConstant() && shape[0] > 0, "graph JSON: entry ", entry,
@@ -540,8 +543,8 @@ int64_t GraphExecutor::InputSamples() const {
   return first < 0 ? samples_ : samples;
 }
 
-std::vector<int64_t> GraphExecutor::InputShapeDims(int index, const std::vector<int64_t>& shape,
-                                                   DLDataType dtype) const {
+std::vector<int64_t> GraphExecutor::InputShapeDims(int index, const std::vector<int64_t>& shape, DLDataType dtype,
+                                                   const std::vector<int64_t>* given) const {
   uint32_t e = InputEntry(index);
   if (!graph_.has_dims() || graph_.entry_extents[e].empty() || is_param_[index] || front_param_[e]) return {};
   DLTensor view{};
@@ -549,7 +552,7 @@ std::vector<int64_t> GraphExecutor::InputShapeDims(int index, const std::vector<
   view.ndim = static_cast<int32_t>(shape.size());
   view.shape = const_cast<int64_t*>(shape.data());
   int64_t samples = 0;
-  return DimsIn(e, view, StrCat("input '", InputName(index), "'"), Batched(e) ? &samples : nullptr);
+  return DimsIn(e, view, StrCat("input '", InputName(index), "'"), Batched(e) ? &samples : nullptr, given);
 }
 
 void GraphExecutor::SetInput(int index, const DLTensor& data) {

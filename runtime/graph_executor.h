@@ -66,8 +66,11 @@ class GraphExecutor {
   // The shape dimensions (graph().dims' order, -1 for those it does not decide) that input `index`
   // of `shape` and `dtype` would set, checked as SetInput checks them, without binding anything:
   // Error naming the input when the shape does not fit (a value out of range or off its step, a
-  // fixed extent that differs). Empty for an input whose shape no dimension decides.
-  std::vector<int64_t> InputShapeDims(int index, const std::vector<int64_t>& shape, DLDataType dtype) const;
+  // fixed extent that differs). An extent of dimensions the shape does not give (2*S, S+1) is
+  // checked at `given`'s values where set (>= 0; the other inputs' of a request), else at those
+  // the inputs set. Empty for an input whose shape no dimension decides.
+  std::vector<int64_t> InputShapeDims(int index, const std::vector<int64_t>& shape, DLDataType dtype,
+                                      const std::vector<int64_t>* given = nullptr) const;
   // Makes the operators read the input from `data` itself (64-byte aligned, compact, same shape
   // and dtype); the caller keeps it alive and unchanged during Run().
   void SetInputZeroCopy(int index, const DLTensor& data);
@@ -154,10 +157,11 @@ class GraphExecutor {
   // when two inputs disagree.
   std::vector<int64_t> InputDims() const;
   // The dimensions `data` gives entry `entry` (-1 for those it does not decide), checked against
-  // its extents, dtype and rank; Error naming `what` otherwise.
+  // its extents, dtype and rank; Error naming `what` otherwise. Extents of dimensions `data` does
+  // not give are evaluated at `given`'s values where set (>= 0), else at those the inputs set.
   // A batched entry's samples go to `samples`.
   std::vector<int64_t> DimsIn(uint32_t entry, const DLTensor& data, const std::string& what,
-                              int64_t* samples = nullptr) const;
+                              int64_t* samples = nullptr, const std::vector<int64_t>* given = nullptr) const;
   // "float32[N, S, 768]": the entry's type with its dimensions named.
   std::string TypeWithDims(uint32_t entry) const;
   std::vector<std::string> AxisDims(uint32_t entry) const;

@@ -48,8 +48,8 @@ constexpr int64_t kRowPartPositions = 512;        // rows wider than this are al
 constexpr int64_t kMinItems = 16;
 constexpr int64_t kMinPartPositions = 28;
 
-// An epilogue of a bias per channel, a residual and then relu, clip or (with AVX-512) swish, each
-// optional (the common tails of a convolution), is applied to the accumulators before they are
+// An epilogue of a bias per channel, a residual and then relu, clip or swish, each optional (the
+// common tails of a convolution), is applied to the accumulators (swish: with AVX-512) before they are
 // stored, not in passes over the stored tile: layers of few input channels (SqueezeNet's,
 // MobileNet's, the text detector's, of 16 or 24) are bound by stores, and each pass stores the
 // tile again (EfficientNet's 16 -> 96 layer on 112x112 with its swish, one AVX-512 core: 842 us
@@ -89,7 +89,7 @@ struct Job {
   int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, block set)
   int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
   int64_t chunk;                     // input channel blocks per chunk
-  RegisterEpilogue in_registers;     // the epilogue, when it is applied before the store
+  RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; AVX2's swish after)
 };
 
 // One call of a tile function: output positions [ow0, ow0 + count) of row oh of blocks

@@ -40,8 +40,8 @@ size_t RowBytes(const TensorSpec& tensor) {
   return static_cast<size_t>(bytes);
 }
 
-// "[b, 8] with b from 1 to 4", "[1, 8]" or "[1, -1] (-1: a shape dimension's value)": the shapes a
-// model takes, for messages.
+// "[b, 8] with b from 1 to 4", "[1, 8]" or "[1, -1] (-1: any value of the library's shape
+// dimension)": the shapes a model takes, for messages.
 std::string TakenShapes(const ServedTensor& tensor, int64_t max_batch_size) {
   std::vector<int64_t> dims = tensor.dims;
   if (max_batch_size == 0) dims = tensor.library.shape;
@@ -246,15 +246,18 @@ Instance::Prepared Instance::Prepare(TRITONBACKEND_Request* request) {
     throw RequestError(StrCat("model '", config.model_name, "': the request has ", prepared.rows,
                               " rows; the library runs batches of ", config.run_rows_min, " to ", config.run_rows_max));
   }
-  // A library with shape dimensions: the values the inputs give, in range and in agreement.
-  for (size_t i = 0; i < config.inputs.size(); ++i) {
+  // A library with shape dimensions: the values the inputs give, in range and in agreement, then
+  // every input's shape at them (an extent such as S+1 that no axis of its own gives).
+  auto shape_dims = [&](size_t i, const std::vector<int64_t>* given) {
     std::vector<int64_t> shape = BoundShape(i, prepared.row_shapes[i], std::min(prepared.rows, config.run_rows_max));
-    std::vector<int64_t> dims;
     try {
-      dims = executor_->InputShapeDims(input_index_[i], shape, config.inputs[i].library.dtype);
+      return executor_->InputShapeDims(input_index_[i], shape, config.inputs[i].library.dtype, given);
     } catch (const runtime::Error& e) {
       throw RequestError(StrCat("model '", config.model_name, "': ", e.what()));
     }
+  };
+  for (size_t i = 0; i < config.inputs.size(); ++i) {
+    std::vector<int64_t> dims = shape_dims(i, nullptr);
     if (prepared.dims.empty()) prepared.dims = dims;
     for (size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] < 0) continue;
@@ -266,6 +269,7 @@ Instance::Prepared Instance::Prepare(TRITONBACKEND_Request* request) {
       prepared.dims[d] = dims[d];
     }
   }
+  for (size_t i = 0; i < config.inputs.size() && !prepared.dims.empty(); ++i) shape_dims(i, &prepared.dims);
 
   // The outputs the request asks for (Triton fills in all of them when it names none).
   uint32_t requested_count = 0;
@@ -473,9 +477,10 @@ void Instance::ExecuteTogether(TRITONBACKEND_ModelInstance* triton_instance, TRI
       finish(n, error, exec_start, Timing{});
       continue;
     }
-    // A group runs at one value of each shape dimension: a request at others starts a new one.
-    bool other_dims = !group.empty() && group.front().prepared.dims != prepared.dims;
-    if (group_rows + prepared.rows > config.run_rows_max || other_dims) run_group();
+    // A group runs at one shape per input (one value of each shape dimension): a request of
+    // other shapes starts a new one.
+    bool other_shapes = !group.empty() && group.front().prepared.row_shapes != prepared.row_shapes;
+    if (group_rows + prepared.rows > config.run_rows_max || other_shapes) run_group();
     // Its rows into the group's rooms now: the next request may read into the same gather room.
     error = Guard([&] {
       for (size_t i = 0; i < config.inputs.size(); ++i) {

@@ -9,19 +9,22 @@ AVX2-only cores never shows it in a timing. (It happened: GELU's fit in the tile
 GCC keep half the accumulators of AVX2's 6 x 16 tile on the stack in every dense layer, 35% of the
 peak instead of 80%.)
 
-  check_tile_registers.py CXX SOURCE_DIR
+  check_tile_registers.py CXX SOURCE_DIR DLPACK_INCLUDE_DIR
 """
 import re
 import subprocess
 import sys
 import tempfile
 
-FLAGS = ["-std=c++17", "-O3", "-fno-trapping-math", "-fno-math-errno", "-fPIC", "-S", "-w"]
+FLAGS = ["-std=c++17", "-O3", "-fno-trapping-math", "-fno-math-errno", "-fPIC", "-fvisibility=hidden", "-S", "-w"]
 # Tile<R, P> in kiln::kernels' anonymous namespace, mangled.
-TILE = re.compile(r"^(_ZN4kiln7kernels12_GLOBAL__N_14TileILi(\d+)ELi(\d+)EEEv\w*):$")
+TILE = re.compile(r"^(_ZN4kiln7kernels12_GLOBAL__N_14TileILi(\d+)ELi(\d+)EEEv[\w.]*):$")
 LABEL = re.compile(r"^(\.L\w+):")
 JUMP = re.compile(r"^\s+j\w+\s+(\.L\w+)")
-STACK_VECTOR = re.compile(r"%[xyz]mm\d+.*\(%r[sb]p\)|\(%r[sb]p\).*%[xyz]mm\d+")
+# A vector moved to or from the stack: addressed by %rsp, or by %rbp where the function made it
+# its frame pointer (elsewhere GCC may use %rbp as an ordinary register).
+STACK_VECTOR = re.compile(r"%[xyz]mm\d+.*\(%rsp\)|\(%rsp\).*%[xyz]mm\d+")
+FRAME_VECTOR = re.compile(r"%[xyz]mm\d+.*\(%rbp\)|\(%rbp\).*%[xyz]mm\d+")
 
 
 def functions(assembly):
@@ -50,20 +53,22 @@ def innermost_fma_loops(lines):
     return [lines[b:e + 1] for b, e in inner if any("vfmadd" in line for line in lines[b:e + 1])]
 
 
-def check(cxx, source_dir, march):
+def check(cxx, source_dir, dlpack_dir, march):
     """Problems found in the tiles compiled for `march`, and the number of tiles checked."""
     with tempfile.NamedTemporaryFile(suffix=".s") as out:
-        subprocess.run([cxx, *FLAGS, f"-march={march}", f"-I{source_dir}", f"-I{source_dir}/include",
+        subprocess.run([cxx, *FLAGS, f"-march={march}", f"-I{source_dir}", f"-I{source_dir}/include", f"-I{dlpack_dir}",
                         f"{source_dir}/kernels/gemm/gemm.cc", "-o", out.name], check=True)
         assembly = open(out.name).read()
     problems = []
     tiles = functions(assembly)
     for name, rows, panels, lines in tiles:
         loops = innermost_fma_loops(lines)
+        frame_pointer = any(re.match(r"\s+movq\s+%rsp, %rbp", line) for line in lines)
         if not loops:
             problems.append(f"{march}: Tile<{rows}, {panels}> ({name}) has no loop with FMAs")
         for loop in loops:
-            spilled = [line.strip() for line in loop if STACK_VECTOR.search(line)]
+            spilled = [line.strip() for line in loop
+                       if STACK_VECTOR.search(line) or (frame_pointer and FRAME_VECTOR.search(line))]
             if spilled:
                 problems.append(f"{march}: Tile<{rows}, {panels}>'s K loop moves vectors to or from the stack "
                                 f"({len(spilled)} of {len(loop)} instructions), e.g. {spilled[0]}")
@@ -71,12 +76,12 @@ def check(cxx, source_dir, march):
 
 
 def main():
-    cxx, source_dir = sys.argv[1], sys.argv[2]
+    cxx, source_dir, dlpack_dir = sys.argv[1], sys.argv[2], sys.argv[3]
     # The full tile of each instruction set (kernels/kernel_config.h: rows x panels).
     expected_full_tile = {"x86-64-v3": (6, 1), "x86-64-v4": (8, 3)}
     failures = []
     for march, full in expected_full_tile.items():
-        problems, tiles = check(cxx, source_dir, march)
+        problems, tiles = check(cxx, source_dir, dlpack_dir, march)
         failures += problems
         if full not in tiles:
             failures.append(f"{march}: the full tile Tile<{full[0]}, {full[1]}> was not found among {sorted(tiles)}")

@@ -357,6 +357,36 @@ TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
   UseThreads(false);
 }
 
+// A bias and swish after block-local tiles (depthwise, groups of 4 channels) and grouped ones of
+// whole blocks, at borders (checked tiles) and in rows of partial tiles: with AVX2 the bias is
+// added in registers and swish applied over each stored tile (SwishOverTile).
+TEST(Conv2DNCHWc, SwishAfterBlockLocalAndGroupedTiles) {
+  std::mt19937 rng(10);
+  for (int64_t ob : {8, 16}) {
+    for (int kind = 0; kind < 3; ++kind) {  // depthwise, groups of 4 channels, groups of one block
+      bool block_local = kind < 2;
+      int64_t c = 4 * ob, groups = kind == 0 ? 1 : kind == 1 ? c / 4 : 4;
+      Shape s{1, c, 9, 11, c, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ob, ob, block_local, groups};
+      std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * (s.c / s.Groups()) * 9, rng);
+      int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
+      std::vector<float> bias = Random(s.o, rng);
+      std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                         {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0}};
+      std::vector<float> out(out_size, NAN);
+      ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, ob).data(), PackWeights(w, s).data(),
+                                      out.data(), steps.data(), static_cast<int>(steps.size())),
+                0)
+          << TVMGetLastError() << " " << s.Text();
+      std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, ob);
+      for (int64_t i = 0; i < out_size; ++i) {
+        float v = want[i] + bias[i / (positions * ob) * ob + i % ob];
+        want[i] = v / (1.0f + std::exp(-v));
+      }
+      ExpectNear(out, want, s.Text());
+    }
+  }
+}
+
 // The vector exp behind swish, over the whole float range that matters: an identity 1x1
 // convolution passes x through, the epilogue computes x * sigmoid(x).
 TEST(Conv2DNCHWc, SwishIsAccurateOverTheWholeRange) {
