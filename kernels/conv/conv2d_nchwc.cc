@@ -293,8 +293,9 @@ void ConvTile(const Job& job, const Tile& tile) {
 // that input channel (w + C * w_step), for positions t_begin <= t < t_end.
 // Every input channel of the group reads the same T input vectors. Kept from one channel to the
 // next, they and the T accumulators overflow AVX2's 16 registers, and GCC moved vectors to and from
-// the stack inside the loop (ResNeXt's 4-channel groups: 34 stack moves per 72 FMAs, seen in the
-// assembly): where they do not fit, each channel reads them again (`x` made opaque to the compiler).
+// the stack inside the loop (the 8-lane tile of 4-channel groups and 9 positions: 34 stack moves per
+// 72 FMAs, seen in the assembly): where they do not fit, each channel reads them again (`x` made
+// opaque to the compiler).
 // (G + 1: the weight vectors GCC loads ahead and a shuffled input.)
 template <int OB, int G, int T>
 constexpr bool kRereadGroupInputs =
