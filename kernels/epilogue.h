@@ -22,7 +22,7 @@ KILN_ALWAYS_INLINE void EachVector(float* x, int64_t count, const float* tensor,
 }
 
 // Step `s` over `count` vectors of N floats at `x`; its other operand is `tensor` at the same
-// positions when not null, else `y` (a kScalar or kChannel value; unused by relu, clip, swish).
+// positions when not null, else `y` (a kScalar or kChannel value; unused by the activations).
 template <int N>
 void ApplyStep(const EpilogueStep& s, float* x, int64_t count, const float* tensor, Vec<N> y) {
   using V = Vec<N>;
@@ -46,6 +46,9 @@ void ApplyStep(const EpilogueStep& s, float* x, int64_t count, const float* tens
     case EpilogueStep::kSwish: return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::Swish(a); });
     case EpilogueStep::kGelu:
       return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::GeluOfFloats(a); });
+    case EpilogueStep::kHardSwish:
+      return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::HardSwish(a); });
+    case EpilogueStep::kSigmoid: return EachVector<N>(x, count, nullptr, y, [](V a, V) { return scalar::Sigmoid(a); });
   }
 }
 
@@ -83,18 +86,18 @@ void ApplySteps(const EpilogueStep* steps, int size, int64_t block, float* x, in
 
 // The common tail of a kernel's result that kernels apply to their accumulators before storing
 // them (the convolution's tiles, the dense layer's matrix tiles): a bias per channel, a residual
-// of the output's layout, then relu, clip, swish or gelu, each optional.
+// of the output's layout, then relu, clip, swish, hard swish or gelu, each optional.
 struct RegisterEpilogue {
   bool active = false;              // the steps had this form
   const float* bias = nullptr;      // one value per channel; null: none
   bool bias_per_row = false;        // a matrix tile's channels are its rows (else its columns)
   const float* residual = nullptr;  // of the output's shape and layout; null: none
-  enum Activation { kNone, kRelu, kClip, kSwish, kGelu } activation = kNone;
+  enum Activation { kNone, kRelu, kClip, kSwish, kHardSwish, kGelu } activation = kNone;
   float lo = 0, hi = 0;  // kClip
 };
 
-// The register form of `steps` (swish and gelu only where `swish` and `gelu` allow them), or an
-// inactive one when they are not of that form.
+// The register form of `steps` (swish and hard swish only where `swish` allows them, gelu where
+// `gelu` does), or an inactive one when they are not of that form.
 inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size, bool swish, bool gelu = false) {
   RegisterEpilogue r;
   int s = 0;
@@ -112,9 +115,8 @@ inline RegisterEpilogue RegisterEpilogueOf(const EpilogueStep* steps, int size, 
     r.lo = steps[s].lo;
     r.hi = steps[s].hi;
     ++s;
-  } else if (swish && s < size && steps[s].op == EpilogueStep::kSwish) {
-    r.activation = RegisterEpilogue::kSwish;
-    ++s;
+  } else if (swish && s < size && (steps[s].op == EpilogueStep::kSwish || steps[s].op == EpilogueStep::kHardSwish)) {
+    r.activation = steps[s++].op == EpilogueStep::kSwish ? RegisterEpilogue::kSwish : RegisterEpilogue::kHardSwish;
   } else if (gelu && s < size && steps[s].op == EpilogueStep::kGelu) {
     r.activation = RegisterEpilogue::kGelu;
     ++s;

@@ -126,9 +126,11 @@ void Pool2DElementwise(const Pool2DParams& p, int64_t block, const float* data, 
 // An elementwise op applied to a convolution's result while it is in registers, in order:
 // result = op(result, operand), or for kReverseSubtract operand - result.
 struct EpilogueStep {
-  enum Op : int { kAdd, kSubtract, kReverseSubtract, kMultiply, kMaximum, kMinimum, kRelu, kClip, kSwish, kGelu };
+  enum Op : int {
+    kAdd, kSubtract, kReverseSubtract, kMultiply, kMaximum, kMinimum, kRelu, kClip, kSwish, kGelu, kHardSwish, kSigmoid
+  };
   enum Operand : int {
-    kNone,     // relu, clip, swish (x * sigmoid(x))
+    kNone,     // relu, clip, swish (x * sigmoid(x)), gelu, hard swish, sigmoid
     kScalar,   // data[0]
     kChannel,  // data[o]: one value per output channel (a [O] or [1, O / ob, 1, 1, ob] tensor)
     kTensor,   // data of the output's shape and layout (e.g. a residual)

@@ -48,29 +48,33 @@ constexpr int64_t kRowPartPositions = 512;        // rows wider than this are al
 constexpr int64_t kMinItems = 16;
 constexpr int64_t kMinPartPositions = 28;
 
-// An epilogue of a bias per channel, a residual and then relu, clip or swish, each optional (the
-// common tails of a convolution), is applied to the accumulators (swish: with AVX-512) before they are
-// stored, not in passes over the stored tile: layers of few input channels (SqueezeNet's,
-// MobileNet's, the text detector's, of 16 or 24) are bound by stores, and each pass stores the
-// tile again (EfficientNet's 16 -> 96 layer on 112x112 with its swish, one AVX-512 core: 842 us
-// in passes, 694 in registers). With AVX2's 16 registers swish's temporaries spill the
-// accumulators: the same layer 1.12 -> 3.25 ms, and every tile function slower (relu 0.56 ->
-// 0.61), so there it runs over the stored tile, right after the store, in a function of its own
-// (SwishOverTile), the bias and residual still added in registers (EfficientNet-B0 on one AVX2
-// core: 1-8% faster than passes of one step each, three alternated profiles; swish's exp and
-// division themselves are most of the 18-19% its epilogues take either way).
-constexpr bool kSwishInRegisters = kCompiledConfig.vector_floats == 16;
+// An epilogue of a bias per channel, a residual and then relu, clip, swish or hard swish, each
+// optional (the common tails of a convolution), is applied to the accumulators (swish and hard
+// swish: with AVX-512) before they are stored, not in passes over the stored tile: layers of few
+// input channels (SqueezeNet's, MobileNet's, the text detector's, of 16 or 24) are bound by stores,
+// and each pass stores the tile again (EfficientNet's 16 -> 96 layer on 112x112 with its swish,
+// one AVX-512 core: 842 us in passes, 694 in registers). With AVX2's 16 registers swish's
+// temporaries spill the accumulators: the same layer 1.12 -> 3.25 ms, and every tile function
+// slower (relu 0.56 -> 0.61), so there it runs over the stored tile, right after the store, in a
+// function of its own (ActivationOverTile), the bias and residual still added in registers
+// (EfficientNet-B0 on one AVX2 core: 1-8% faster than passes of one step each, three alternated
+// profiles; swish's exp and division themselves are most of the 18-19% its epilogues take either
+// way). Hard swish, whose constants need registers too, is treated as swish.
+constexpr bool kSmoothActivationsInRegisters = kCompiledConfig.vector_floats == 16;
 
-// Swish over `floats` floats of each of `blocks` output blocks, block_stride apart, from `out`.
-[[gnu::noinline]] void SwishOverTile(float* out, int64_t block_stride, int64_t blocks, int64_t floats) {
+// Swish or hard swish (`activation`) over `floats` floats of each of `blocks` output blocks,
+// block_stride apart, from `out`.
+template <RegisterEpilogue::Activation kActivation>
+[[gnu::noinline]] void ActivationOverTile(float* out, int64_t block_stride, int64_t blocks, int64_t floats) {
   using V = Vec<kCompiledConfig.vector_floats>;
+  auto f = [](auto x) { return kActivation == RegisterEpilogue::kSwish ? scalar::Swish(x) : scalar::HardSwish(x); };
   for (int64_t b = 0; b < blocks; ++b) {
     float* x = out + b * block_stride;
     int64_t i = 0;
     for (; i + kCompiledConfig.vector_floats <= floats; i += kCompiledConfig.vector_floats) {
-      scalar::Swish(V::Load(x + i)).Store(x + i);
+      f(V::Load(x + i)).Store(x + i);
     }
-    for (; i < floats; ++i) x[i] = scalar::Swish(x[i]);
+    for (; i < floats; ++i) x[i] = f(x[i]);
   }
 }
 
@@ -180,12 +184,15 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
       V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
 #pragma GCC unroll 32
       for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
-    } else if constexpr (kSwishInRegisters) {
+    } else if constexpr (kSmoothActivationsInRegisters) {
       if (r.activation == RegisterEpilogue::kSwish) {
 #pragma GCC unroll 32
         for (int i = 0; i < NB * T; ++i) {
           if (i % T < count) acc[i] = scalar::Swish(acc[i]);
         }
+      } else if (r.activation == RegisterEpilogue::kHardSwish) {
+#pragma GCC unroll 32
+        for (int i = 0; i < NB * T; ++i) acc[i] = scalar::HardSwish(acc[i]);
       }
     }
   }
@@ -199,8 +206,12 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
   if (!tile.last || job.epilogue_size == 0) return;
   const int64_t blocks = std::min<int64_t>(NB * kPer, tile.blocks);
   if (r.active) {
-    if constexpr (!kSwishInRegisters) {
-      if (r.activation == RegisterEpilogue::kSwish) SwishOverTile(out, block_stride, blocks, count * OB);
+    if constexpr (!kSmoothActivationsInRegisters) {
+      if (r.activation == RegisterEpilogue::kSwish) {
+        ActivationOverTile<RegisterEpilogue::kSwish>(out, block_stride, blocks, count * OB);
+      } else if (r.activation == RegisterEpilogue::kHardSwish) {
+        ActivationOverTile<RegisterEpilogue::kHardSwish>(out, block_stride, blocks, count * OB);
+      }
     }
     return;
   }

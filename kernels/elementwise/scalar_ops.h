@@ -314,7 +314,7 @@ T Softsign(T x) {
 }
 template <typename T>
 T HardSwish(T x) {
-  return x * Minimum(T(1), Maximum(T(0), x / T(6) + T(0.5)));
+  return x * Minimum(Constant<T>(1), Maximum(Constant<T>(0), x / Constant<T>(6) + Constant<T>(0.5)));
 }
 template <typename T>
 T Elu(T x, T alpha) {

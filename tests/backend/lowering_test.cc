@@ -104,7 +104,7 @@ TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
     %1 = add(%0, %p2);
     %2 = subtract(%p3, %1);
     %3 = clip(%2, a_min=0, a_max=6);
-    %4 = sigmoid(%3);
+    %4 = tanh(%3);
     %4
   })");
   ASSERT_EQ(plan.steps.size(), 2u);
@@ -130,12 +130,12 @@ TEST(Lowering, BlockedConvolutionTailBecomesTheKernelEpilogue) {
   EXPECT_FALSE(conv.epilogue[2].data.has_value());
   EXPECT_EQ(conv.epilogue[2].lo, 0.0f);
   EXPECT_EQ(conv.epilogue[2].hi, 6.0f);
-  // The kernel writes workspace; sigmoid has no epilogue form and is a loop over it.
+  // The kernel writes workspace; tanh has no epilogue form and is a loop over it.
   BufferId result = std::get<BufferId>(ArgOf(conv, "out"));
   EXPECT_EQ(plan.buffers[result].kind, PlanBuffer::kWorkspace);
   EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 1);
   const ElementwiseLoop& tail = StepAt<ElementwiseLoop>(plan, 1);
-  EXPECT_THAT(MemberOps(tail), ElementsAre("sigmoid"));
+  EXPECT_THAT(MemberOps(tail), ElementsAre("tanh"));
   EXPECT_EQ(tail.members[0].operands[0].buffer, result);
   EXPECT_EQ(tail.members[0].output, plan.Output(0));
 }
@@ -183,6 +183,22 @@ TEST(Lowering, SwishAndReluJoinTheEpilogueAndTheKernelWritesTheOutput) {
   EXPECT_EQ(conv.epilogue[2].op, Step::kRelu);
   EXPECT_EQ(ArgOf(conv, "out"), KernelArg::Value(plan.Output(0)));
   EXPECT_EQ(plan.NumOf(PlanBuffer::kWorkspace), 0);
+}
+
+// Hard swish and sigmoid are epilogue steps too.
+TEST(Lowering, HardSwishAndSigmoidJoinTheEpilogue) {
+  Plan plan = Lower(R"(fn (%p0: Tensor[(1, 1, 4, 4, 16), float32], %p1: Tensor[(1, 1, 1, 1, 16, 16), float32], %p2: Tensor[(1, 1, 1, 1, 16), float32]) {
+    %0 = nn.conv2d(%p0, %p1, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c");
+    %1 = add(%0, %p2);
+    %2 = nn.hard_swish(%1);
+    %3 = sigmoid(%2);
+    %3
+  })");
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const KernelCall& conv = StepAt<KernelCall>(plan, 0);
+  ASSERT_EQ(conv.epilogue.size(), 3u);
+  EXPECT_EQ(conv.epilogue[1].op, Step::kHardSwish);
+  EXPECT_EQ(conv.epilogue[2].op, Step::kSigmoid);
 }
 
 // The sigmoid is returned too, so x * sigmoid(x) cannot be one epilogue step; an operand computed
@@ -242,7 +258,7 @@ TEST(Lowering, PlainConvolutionTakesItsTailAsItsEpilogue) {
   Plan plan = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(6, 2, 3, 3), float32], %b: Tensor[(6, 1, 1), float32],
                         %r: Tensor[(1, 6, 3, 2), float32]) {
     %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 0]); %1 = add(%0, %b); %2 = add(%1, %r);
-    %3 = nn.relu(%2); %4 = sigmoid(%3); %4
+    %3 = nn.relu(%2); %4 = tanh(%3); %4
   })");
   ASSERT_EQ(plan.steps.size(), 2u);
   const KernelCall& conv = StepAt<KernelCall>(plan, 0);
@@ -253,7 +269,7 @@ TEST(Lowering, PlainConvolutionTakesItsTailAsItsEpilogue) {
   EXPECT_EQ(conv.epilogue[0].operand, Step::kChannel);
   EXPECT_EQ(conv.epilogue[1].operand, Step::kTensor);
   EXPECT_EQ(conv.epilogue[2].op, Step::kRelu);
-  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("sigmoid"));
+  EXPECT_THAT(MemberOps(StepAt<ElementwiseLoop>(plan, 1)), ElementsAre("tanh"));
 }
 
 // A parameter struct is written whole, in its fields' order, as the kernel declares it.
@@ -284,10 +300,10 @@ TEST(Lowering, BatchedFunctionsRunTheBatchWholeOrSampleBySample) {
   EXPECT_THAT(whole, HasSubstr("CheckBatchedArgs("));
   EXPECT_THAT(whole, HasSubstr("params.batch *= samples;"));
   EXPECT_THAT(whole, ::testing::Not(HasSubstr("for (int64_t sample = 0")));
-  Plan conv_sigmoid = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(4, 2, 3, 3), float32]) {
-    %0 = nn.conv2d(%x, %w); %1 = sigmoid(%0); %1
+  Plan conv_tanh = Lower(R"(fn (%x: Tensor[(1, 2, 5, 4), float32], %w: Tensor[(4, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %w); %1 = tanh(%0); %1
   })");
-  std::string by_sample = GenerateOperatorSource(conv_sigmoid, {true, false, true});
+  std::string by_sample = GenerateOperatorSource(conv_tanh, {true, false, true});
   EXPECT_THAT(by_sample, HasSubstr("for (int64_t sample = 0; sample < samples; ++sample)"));
   EXPECT_THAT(by_sample, ::testing::Not(HasSubstr("*= samples")));
 }

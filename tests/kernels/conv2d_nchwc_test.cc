@@ -323,12 +323,13 @@ TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
   UseThreads(false);
 }
 
-// Bias, residual and swish, applied to the accumulators before the store: only once all input
-// channels are summed (320 channels of 3x3 taps, 1056 of 1x1, are several chunks of input blocks
-// on every instruction set), and only to the tile's positions; 1x1 and 3x3, both block widths,
-// serial and parallel.
-TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
+// Bias, residual and swish or hard swish, applied to the accumulators before the store: only once
+// all input channels are summed (320 channels of 3x3 taps, 1056 of 1x1, are several chunks of input
+// blocks on every instruction set), and only to the tile's positions; 1x1 and 3x3, both block
+// widths, serial and parallel.
+TEST(Conv2DNCHWc, SmoothActivationsInRegistersAfterEveryInputChunk) {
   std::mt19937 rng(9);
+  for (EpilogueStep::Op activation : {EpilogueStep::kSwish, EpilogueStep::kHardSwish})
   for (int64_t k : {1, 3}) {
     for (int64_t ob : {8, 16}) {
       for (bool parallel : {false, true}) {
@@ -339,7 +340,7 @@ TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
         std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);
         std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
                                            {EpilogueStep::kAdd, EpilogueStep::kTensor, residual.data(), 0, 0},
-                                           {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0}};
+                                           {activation, EpilogueStep::kNone, nullptr, 0, 0}};
         std::vector<float> out(out_size, NAN);
         ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, 16).data(), PackWeights(w, s).data(),
                                         out.data(), steps.data(), static_cast<int>(steps.size())),
@@ -347,8 +348,8 @@ TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
             << TVMGetLastError();
         std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, ob);
         for (int64_t i = 0; i < out_size; ++i) {
-          float v = want[i] + bias[i / (positions * ob) * ob + i % ob] + residual[i];
-          want[i] = v / (1.0f + std::exp(-v));
+          EpilogueStep step{activation, EpilogueStep::kNone, nullptr, 0, 0};
+          want[i] = ApplyStep(step, want[i] + bias[i / (positions * ob) * ob + i % ob] + residual[i], 0.0f);
         }
         ExpectNear(out, want, s.Text() + (parallel ? " parallel" : ""));
       }
@@ -357,11 +358,13 @@ TEST(Conv2DNCHWc, SwishInRegistersAfterEveryInputChunk) {
   UseThreads(false);
 }
 
-// A bias and swish after block-local tiles (depthwise, groups of 4 channels) and grouped ones of
-// whole blocks, at borders (checked tiles) and in rows of partial tiles: with AVX2 the bias is
-// added in registers and swish applied over each stored tile (SwishOverTile).
-TEST(Conv2DNCHWc, SwishAfterBlockLocalAndGroupedTiles) {
+// A bias and swish or hard swish after block-local tiles (depthwise, groups of 4 channels) and
+// grouped ones of whole blocks, at borders (checked tiles) and in rows of partial tiles: with AVX2
+// the bias is added in registers and the activation applied over each stored tile
+// (ActivationOverTile).
+TEST(Conv2DNCHWc, SmoothActivationsAfterBlockLocalAndGroupedTiles) {
   std::mt19937 rng(10);
+  for (EpilogueStep::Op activation : {EpilogueStep::kSwish, EpilogueStep::kHardSwish})
   for (int64_t ob : {8, 16}) {
     for (int kind = 0; kind < 3; ++kind) {  // depthwise, groups of 4 channels, groups of one block
       bool block_local = kind < 2;
@@ -371,7 +374,7 @@ TEST(Conv2DNCHWc, SwishAfterBlockLocalAndGroupedTiles) {
       int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
       std::vector<float> bias = Random(s.o, rng);
       std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
-                                         {EpilogueStep::kSwish, EpilogueStep::kNone, nullptr, 0, 0}};
+                                         {activation, EpilogueStep::kNone, nullptr, 0, 0}};
       std::vector<float> out(out_size, NAN);
       ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, 1, s.c, s.h * s.w, ob).data(), PackWeights(w, s).data(),
                                       out.data(), steps.data(), static_cast<int>(steps.size())),
@@ -379,8 +382,8 @@ TEST(Conv2DNCHWc, SwishAfterBlockLocalAndGroupedTiles) {
           << TVMGetLastError() << " " << s.Text();
       std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, ob);
       for (int64_t i = 0; i < out_size; ++i) {
-        float v = want[i] + bias[i / (positions * ob) * ob + i % ob];
-        want[i] = v / (1.0f + std::exp(-v));
+        EpilogueStep step{activation, EpilogueStep::kNone, nullptr, 0, 0};
+        want[i] = ApplyStep(step, want[i] + bias[i / (positions * ob) * ob + i % ob], 0.0f);
       }
       ExpectNear(out, want, s.Text());
     }

@@ -108,6 +108,8 @@ inline float ApplyStep(const EpilogueStep& step, float v, float operand) {
     case EpilogueStep::kClip: return std::min(std::max(v, step.lo), step.hi);
     case EpilogueStep::kSwish: return v * (1.0f / (1.0f + std::exp(-v)));
     case EpilogueStep::kGelu: return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+    case EpilogueStep::kHardSwish: return v * std::min(1.0f, std::max(0.0f, v / 6.0f + 0.5f));
+    case EpilogueStep::kSigmoid: return 1.0f / (1.0f + std::exp(-v));
   }
   return v;
 }
@@ -118,9 +120,8 @@ inline std::vector<EpilogueStep> RandomEpilogue(std::mt19937& rng, const std::ve
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   std::vector<EpilogueStep> steps(pick(0, 3));
   for (EpilogueStep& step : steps) {
-    step.op = static_cast<EpilogueStep::Op>(pick(EpilogueStep::kAdd, EpilogueStep::kGelu));
-    bool unary = step.op == EpilogueStep::kRelu || step.op == EpilogueStep::kClip || step.op == EpilogueStep::kSwish ||
-                 step.op == EpilogueStep::kGelu;
+    step.op = static_cast<EpilogueStep::Op>(pick(EpilogueStep::kAdd, EpilogueStep::kSigmoid));
+    bool unary = step.op >= EpilogueStep::kRelu;
     step.operand = unary ? EpilogueStep::kNone : static_cast<EpilogueStep::Operand>(pick(1, 3));
     step.data = step.operand == EpilogueStep::kChannel  ? channel.data()
                 : step.operand == EpilogueStep::kTensor ? tensor.data()
