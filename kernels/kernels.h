@@ -185,11 +185,20 @@ struct Conv2DNCHWcVariant {
 // stride 2 (the stems of ResNet, MobileNet, EfficientNet). (With AVX2's 16 registers, 8-lane
 // tiles with them compiled in ran out of registers and were slower.) With AVX-512, 8-channel
 // output blocks of a group of two or more are computed two to a vector: one 16-lane FMA for two
-// 8-lane ones.
+// 8-lane ones; so are pairs of groups of one block (PairsOneBlockGroups).
+// With AVX-512, groups of one 8-channel block in and out (RegNetY's) are computed two groups to a
+// vector where the kernel has a tile for them: 3 taps along the row, dilation 1 there, stride 1 or
+// 2.
+constexpr bool PairsOneBlockGroups(const Conv2DNCHWcParams& p, const KernelConfig& config) {
+  return config.vector_floats == 16 && !p.depthwise && p.in_block == 8 && p.out_block == 8 && p.groups > 1 &&
+         p.in_channels == 8 * p.groups && p.out_channels == 8 * p.groups && p.kernel_width == 3 &&
+         p.dilation_w == 1 && (p.stride_w == 1 || p.stride_w == 2) && !p.gather_strided;
+}
 constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, const KernelConfig& config) {
   int ob = static_cast<int>(p.out_block);
   if (p.depthwise) return {ob, static_cast<int>(p.groups > 0 ? p.in_channels / p.groups : 0), 0, 1, ob};
-  bool paired = ob == 8 && config.vector_floats == 16 && p.groups > 0 && p.out_channels / p.groups >= 16;
+  bool paired = ob == 8 && config.vector_floats == 16 && p.groups > 0 &&
+                (p.out_channels / p.groups >= 16 || PairsOneBlockGroups(p, config));
   int lanes = paired ? 16 : ob;
   int64_t stride = p.gather_strided ? 1 : p.stride_w;  // the gathered copy is read at stride 1
   if (lanes == 16 && stride == 1 && (p.in_block == 8 || p.in_block == 16)) {

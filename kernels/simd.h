@@ -9,7 +9,8 @@
 // (a stride-2 row's columns). The vector widths of the target have them (Vec<8> with AVX2,
 // Vec<16> with AVX-512, the portable form).
 // Vec<16>::LoadHalves(lo, hi, with_hi) is 8 floats from lo then 8 from hi (zeros, hi never read,
-// when not with_hi), StoreHalves its reverse: two blocks of 8 channels computed in one vector.
+// when not with_hi), StoreHalves its reverse: two blocks of 8 channels computed in one vector;
+// BroadcastHalves(lo, hi) is *lo in the first 8 lanes and *hi in the others.
 // GroupBroadcast<G, C>(x) fills each group of G lanes with the group's lane C (G = 2 or 4). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
 // vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
 // when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
@@ -154,6 +155,9 @@ struct Vec<16> {
     return {_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(lo))),
                                                 _mm256_castps_pd(upper), 1))};
   }
+  static Vec BroadcastHalves(const float* lo, const float* hi) {
+    return {_mm512_mask_broadcastss_ps(_mm512_set1_ps(*lo), 0xff00, _mm_load_ss(hi))};
+  }
   void StoreHalves(float* lo, float* hi, bool with_hi) const {
     _mm256_storeu_ps(lo, _mm512_castps512_ps256(v));
     if (with_hi) _mm256_storeu_ps(hi, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
@@ -190,6 +194,9 @@ struct Vec<16> {
   static Vec GroupBroadcast(Vec a) { return {GroupBroadcast8<G, C>(a.lo), GroupBroadcast8<G, C>(a.hi)}; }
   static Vec LoadHalves(const float* lo, const float* hi, bool with_hi) {
     return {_mm256_loadu_ps(lo), with_hi ? _mm256_loadu_ps(hi) : _mm256_setzero_ps()};
+  }
+  static Vec BroadcastHalves(const float* lo, const float* hi) {
+    return {_mm256_broadcast_ss(lo), _mm256_broadcast_ss(hi)};
   }
   void StoreHalves(float* lo_out, float* hi_out, bool with_hi) const {
     _mm256_storeu_ps(lo_out, lo);
@@ -273,6 +280,11 @@ struct Vec {
       r.v[i] = lo[i];
       r.v[N / 2 + i] = with_hi ? hi[i] : 0.0f;
     }
+    return r;
+  }
+  static Vec BroadcastHalves(const float* lo, const float* hi) {
+    Vec r;
+    for (int i = 0; i < N; ++i) r.v[i] = i < N / 2 ? *lo : *hi;
     return r;
   }
   void StoreHalves(float* lo, float* hi, bool with_hi) const {

@@ -17,7 +17,8 @@
 // blocks 2b and 2b + 1 at one position, their weights loaded as two halves, its halves stored to
 // the two blocks' places; a tile's last vector may hold one block only. (One AVX-512 FMA on 8
 // lanes costs one on 16 on cores with 512-bit FMA units: on an Intel Xeon core, a 440-channel
-// 1x1 layer on 7x7 in 8-channel blocks 101 GFLOP/s, in 16-channel blocks 197.) Work items are
+// 1x1 layer on 7x7 in 8-channel blocks 101 GFLOP/s, in 16-channel blocks 197.) So are groups of
+// one 8-channel block, two groups to a vector (PairedGroupTile). Work items are
 // (batch, set of output channel blocks, a few output rows or a part of a row: of a long one, as
 // 1-D layers have, or of any row of 56 positions or more when the layer would give fewer than 16
 // items), split across threads. Input channel blocks are taken in chunks whose weights fit
@@ -74,7 +75,8 @@ template <RegisterEpilogue::Activation kActivation>
     for (; i + kCompiledConfig.vector_floats <= floats; i += kCompiledConfig.vector_floats) {
       f(V::Load(x + i)).Store(x + i);
     }
-    for (; i < floats; ++i) x[i] = f(x[i]);
+    const int tail = static_cast<int>(floats - i);
+    if (tail > 0) f(V::LoadLanes(x + i, 0, tail)).StoreLanes(x + i, tail);
   }
 }
 
@@ -435,6 +437,104 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   }
 }
 
+// Groups of one 8-channel block in and out with AVX-512 (PairsOneBlockGroups: RegNetY's 3x3
+// layers of 8-channel groups): two groups to a 16-lane vector, output blocks ocb and ocb + 1 (a
+// layer's last group alone when their count is odd; the second half then repeats the first and is
+// not stored), each half reading its own group's input block and weights. Each input value of the
+// first group is broadcast over lanes 0-7 and the second's over lanes 8-15 (BroadcastHalves) and
+// feeds every tap of the row that reads it: 3 FMAs at stride 1, 1 or 2 at stride 2. The tile of one
+// group on 8 lanes took a broadcast per 8-lane FMA (ConvTile), half of what a core with 512-bit
+// FMA units computes. Interior tiles of T positions, KW = 3; others run as one group each in the
+// checked tile of 8 lanes.
+constexpr int kPairedGroupMinTile = 7, kPairedGroupMaxTile = 14;
+
+template <int T, int S>
+void PairedGroupTile(const Job& job, const Tile& tile) {
+  using V = Vec<16>;
+  constexpr int kWidth = 3, kInputs = S * (T - 1) + kWidth, kTaps = kWidth * 64;  // 64: an 8 x 8 tap
+  const Conv2DNCHWcParams& p = *job.p;
+  V acc[T];
+  float* out = TileStart<8, 1, T, 16>(job, tile, T, acc);
+  const int64_t plane = p.in_height * p.in_width * 8, block_weights = p.kernel_height * kTaps;
+  const bool pair = tile.blocks == 2;
+  const float* x0 = job.data + (tile.n * job.in_blocks + tile.ocb) * plane;
+  const float* x1 = pair ? x0 + plane : x0;
+  const float* w0 = job.weight + tile.ocb * block_weights;
+  const float* w1 = pair ? w0 + block_weights : w0;
+  const int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw0 = tile.ow0 * S - p.pad_left;
+  int64_t kh_begin, kh_end;
+  ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
+  for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+    const int64_t row = ((ih0 + kh * p.dilation_h) * p.in_width + iw0) * 8, w_row = kh * kTaps;
+    for (int ic = 0; ic < 8; ++ic) {
+      V w[kWidth];
+#pragma GCC unroll 3
+      for (int kw = 0; kw < kWidth; ++kw) {
+        w[kw] = V::LoadHalves(w0 + w_row + kw * 64 + ic * 8, w1 + w_row + kw * 64 + ic * 8, true);
+        w[kw].Pin();
+      }
+#pragma GCC unroll 64
+      for (int j = 0; j < kInputs; ++j) {
+        V xv = V::BroadcastHalves(x0 + row + j * 8 + ic, x1 + row + j * 8 + ic);
+#pragma GCC unroll 3
+        for (int kw = 0; kw < kWidth; ++kw) {
+          if (j >= kw && (j - kw) % S == 0 && (j - kw) / S < T) acc[(j - kw) / S] = V::Fma(xv, w[kw], acc[(j - kw) / S]);
+        }
+      }
+    }
+  }
+  Finish<8, 1, T, 16>(job, tile, T, acc, out);
+}
+
+template <int S, int... I>
+std::array<TileFn, sizeof...(I)> PairedGroupTable(std::integer_sequence<int, I...>) {
+  return {&PairedGroupTile<kPairedGroupMinTile + I, S>...};
+}
+
+// Positions [ow_begin, ow_end) of the tile's row, for its pair of groups (as RunRow).
+template <int S>
+void RunPairedGroupRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
+  constexpr int kMin = kPairedGroupMinTile, kMax = kPairedGroupMaxTile;
+  static const auto unchecked = PairedGroupTable<S>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
+  const int64_t base = positions / tiles, extra = positions % tiles;
+  for (int64_t k = 0, ow0 = ow_begin; k < tiles; ++k) {
+    tile.ow0 = ow0;
+    tile.count = base + (k < extra ? 1 : 0);
+    int64_t first_iw = ow0 * S - p.pad_left, last_iw = (ow0 + tile.count - 1) * S - p.pad_left + 2;
+    if (first_iw >= 0 && last_iw < p.in_width && tile.count >= kMin) {
+      unchecked[tile.count - kMin](job, tile);
+    } else {
+      for (int64_t b = 0; b < tile.blocks; ++b) {
+        Tile group = tile;
+        group.ocb += b;
+        group.blocks = 1;
+        ConvTile<8, 1, kMaxTile<8, 1>, true, 0, 1, 8>(job, group);
+      }
+    }
+    ow0 += tile.count;
+  }
+}
+
+// Work item of a convolution of paired groups: (image, pair of groups, a few rows, a part of each row).
+template <int S>
+void RunPairedGroupItems(int64_t begin, int64_t end, void* context) {
+  const Job& job = *static_cast<const Job*>(context);
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t pairs = (job.out_blocks + 1) / 2;
+  for (int64_t item = begin; item < end; ++item) {
+    int64_t part = item % job.row_parts, row_item = item / job.row_parts % job.row_items;
+    int64_t set = item / job.row_parts / job.row_items, ocb = set % pairs * 2;
+    Tile tile{set / pairs, ocb, std::min<int64_t>(2, job.out_blocks - ocb), 0, 0, 0, 0, 1, true, true};
+    int64_t oh_end = std::min(p.out_height, (row_item + 1) * job.rows_per_item);
+    int64_t ow_begin = part * job.part_width, ow_end = std::min(p.out_width, ow_begin + job.part_width);
+    for (tile.oh = row_item * job.rows_per_item; tile.oh < oh_end; ++tile.oh) {
+      RunPairedGroupRow<S>(job, tile, ow_begin, ow_end);
+    }
+  }
+}
+
 // Work item: (image, group, set of tile_blocks output blocks, a few rows, a part of each row).
 template <int OB, int kLocalGroup, int IB, int S, int L>
 void RunItems(int64_t begin, int64_t end, void* context) {
@@ -495,6 +595,12 @@ int Run(Job& job) {
   job.row_parts = std::max(job.row_parts, std::min(wanted_parts, p.out_width / kMinPartPositions));
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
+  if constexpr (OB == 8 && kLocalGroup == 0 && L == 16 && kCompiledConfig.vector_floats == 16) {
+    if (PairsOneBlockGroups(p, kCompiledConfig)) {
+      int64_t items = p.batch * ((job.out_blocks + 1) / 2) * job.row_items * job.row_parts;
+      return ParallelFor(items, p.stride_w == 1 ? RunPairedGroupItems<1> : RunPairedGroupItems<2>, &job);
+    }
+  }
   return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S, L>, &job);
 }
 
