@@ -53,6 +53,7 @@ enum class LayoutRule {
   kChannelBias,      // a bias along axis 1 (nn.bias_add): an add of the blocked bias
   kPool,             // pooling, told the blocked layout by its `layout` attribute
   kSpatialReduce,    // a reduction over H and W keeping dimensions: over the same axes, blocked
+  kSpatialResize,    // a resize of H and W only: the same resize of the blocked tensor
   kConcatenate,      // joined on channels when every input's channels divide by the block
   kConvolution,      // rewritten to the blocked convolution kernels
   kDense,            // its constant weight packed for the packed matrix kernel

@@ -181,6 +181,17 @@ class LayoutRewriter {
         attrs.Set("layout", BlockedDataLayout(block));
         return {Call(*call.op, {args[0].expr}, attrs), block};
       }
+      case LayoutRule::kSpatialResize:
+        if (SpatialResize(call)) {  // [N, C / b, H, W, b]: the same taps along H and W
+          const std::vector<int64_t>& shape = call.args[0]->type().tensor().shape;
+          const std::vector<int64_t>& size = call.attrs.GetInts("size");
+          const std::vector<double>& scales = call.attrs.GetFloats("scales");
+          Attrs attrs = call.attrs;
+          attrs.Set("size", std::vector<int64_t>{shape[0], shape[1] / block, size[2], size[3], block});
+          attrs.Set("scales", std::vector<double>{1, 1, scales[2], scales[3], 1});
+          return {Call(*call.op, {args[0].expr}, attrs), block};
+        }
+        break;
       case LayoutRule::kSpatialReduce:
         if (SpatialReduction(call)) {
           Attrs attrs = call.attrs;
@@ -210,6 +221,21 @@ class LayoutRewriter {
     std::vector<int64_t> shape(4, 1);
     shape[axis] = e->type().tensor().shape[0];
     return Reshaped(e, shape);
+  }
+
+  // A resize (image.resize) of a 4-D tensor's H and W only, with a coordinate mapping that maps
+  // each coordinate of an axis it keeps (scale 1, same length) to itself, as of any length: that
+  // of the channel blocks and of the channels in a block too. (Not tf_half_pixel_for_nn, whose
+  // x + 0.5 a ceiling rounds up; not tf_crop_and_resize, whose region covers every axis.)
+  static bool SpatialResize(const CallNode& call) {
+    const std::vector<int64_t>& shape = call.args[0]->type().tensor().shape;
+    const std::vector<int64_t>& size = call.attrs.GetInts("size");
+    const std::vector<double>& scales = call.attrs.GetFloats("scales");
+    const std::string& mode = call.attrs.GetString("coordinate_transformation_mode");
+    bool keeps_itself = mode == "half_pixel" || mode == "pytorch_half_pixel" || mode == "align_corners" ||
+                        mode == "asymmetric";
+    return shape.size() == 4 && size.size() == 4 && size[0] == shape[0] && size[1] == shape[1] && scales[0] == 1 &&
+           scales[1] == 1 && call.attrs.GetFloats("roi").empty() && keeps_itself;
   }
 
   static bool SpatialReduction(const CallNode& call) {

@@ -130,7 +130,9 @@ void RegisterImageOps(OpTable& table) {
        {"antialias", AttrKind::kInt, int64_t{0}, "widen linear and cubic kernels by the inverse scale when shrinking"}},
       OpPattern::kInjective,
       Resize,
-      "data resampled to `size` by nearest, linear or cubic interpolation along every axis (ONNX Resize)"};
+      "data resampled to `size` by nearest, linear or cubic interpolation along every axis (ONNX Resize)",
+      nullptr,
+      LayoutRule::kSpatialResize};
 }
 
 }  // namespace kiln::ir

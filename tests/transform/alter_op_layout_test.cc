@@ -186,6 +186,28 @@ TEST(AlterOpLayout, DepthwisePoolingAndReductionsFollowTheBlock) {
   })");
 }
 
+// A resize of H and W only follows the block: the same taps of [N, C / b, H, W, b], its kept axes
+// of scale 1. One whose coordinate mapping moves a kept coordinate (tf_half_pixel_for_nn: x + 0.5)
+// gets the plain tensor.
+TEST(AlterOpLayout, ResizingHeightAndWidthFollowsTheBlock) {
+  ExpectAltered(R"(fn (%x: Tensor[(1, 16, 3, 3), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+    %0 = nn.conv2d(%x, %w);
+    %1 = image.resize(%0, size=[1, 16, 6, 5], scales=[1.0, 1.0, 2.0, 1.5], method="linear", coordinate_transformation_mode="half_pixel");
+    %2 = image.resize(%0, size=[1, 16, 6, 6], scales=[1.0, 1.0, 2.0, 2.0], coordinate_transformation_mode="tf_half_pixel_for_nn");
+    (%1, %2)
+  })",
+                R"(fn (%x: Tensor[(1, 16, 3, 3), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+    %x16 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+    %p = layout_transform(%w, src_layout="OIHW", dst_layout="OIHW16i16o");
+    %0 = nn.conv2d(%x16, %p, data_layout="NCHW16c", kernel_layout="OIHW16i16o", out_layout="NCHW16c", implementation="conv2d.nchwc_1x1");
+    %1 = image.resize(%0, size=[1, 1, 6, 5, 16], scales=[1.0, 1.0, 2.0, 1.5, 1.0], method="linear", coordinate_transformation_mode="half_pixel");
+    %2 = layout_transform(%1, src_layout="NCHW16c", dst_layout="NCHW");
+    %3 = layout_transform(%0, src_layout="NCHW16c", dst_layout="NCHW");
+    %4 = image.resize(%3, size=[1, 16, 6, 6], scales=[1.0, 1.0, 2.0, 2.0], coordinate_transformation_mode="tf_half_pixel_for_nn");
+    (%2, %4)
+  })");
+}
+
 // Groups of 8 channels: the data in blocks of 8 (a group is one block), the weight packed
 // per group as OIHW8i8o of [O, C / groups, KH, KW].
 TEST(AlterOpLayout, GroupedConvolutionsOfWholeBlocks) {
