@@ -185,7 +185,7 @@ struct Conv2DNCHWcVariant {
 // stride 2 (the stems of ResNet, MobileNet, EfficientNet). (With AVX2's 16 registers, 8-lane
 // tiles with them compiled in ran out of registers and were slower.) With AVX-512, 8-channel
 // output blocks of a group of two or more are computed two to a vector: one 16-lane FMA for two
-// 8-lane ones; so are pairs of groups of one block (PairsOneBlockGroups).
+// 8-lane ones.
 // With AVX-512, groups of one 8-channel block in and out (RegNetY's) are computed two groups to a
 // vector where the kernel has a tile for them: 3 taps along the row, dilation 1 there, stride 1 or
 // 2.

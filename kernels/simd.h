@@ -44,9 +44,9 @@ struct Vec;
 // by adding x / ln 2 to 1.5 * 2^23 + 127, whose last bits are then n + 127: shifted into the
 // exponent field they are 2^n) and |t| <= ln 2 / 2 (ln 2 in two parts); e^t = 1 + t + t^2 p(t)
 // with p of degree 3 fitted to e^t over that range. x is clamped to [-88, 88]: below about -87.7
-// the result is 0, and no result overflows.
+// the result is 0, and no result overflows; NaN stays NaN (as libm's: sigmoid's NaN is NaN).
 inline __m256 Exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(88.0f));
+  x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-88.0f), x));  // NaN: x (the second)
   const __m256 magic = _mm256_set1_ps(12583039.0f);  // 1.5 * 2^23 + 127
   __m256 n = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
   __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(n), 23));
@@ -111,7 +111,7 @@ struct Vec<8> {
 #if defined(KILN_SIMD_AVX512)
 // Exp8's steps on 16 floats (the same operations lane by lane, so the same results).
 inline __m512 Exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(88.0f));
+  x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-88.0f), x));  // NaN: x (the second)
   const __m512 magic = _mm512_set1_ps(12583039.0f);  // 1.5 * 2^23 + 127
   __m512 n = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
   __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(n), 23));

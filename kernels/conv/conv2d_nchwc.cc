@@ -63,7 +63,7 @@ constexpr int64_t kMinPartPositions = 28;
 // way). Hard swish, whose constants need registers too, is treated as swish.
 constexpr bool kSmoothActivationsInRegisters = kCompiledConfig.vector_floats == 16;
 
-// Swish or hard swish (`activation`) over `floats` floats of each of `blocks` output blocks,
+// Swish or hard swish (kActivation) over `floats` floats of each of `blocks` output blocks,
 // block_stride apart, from `out`.
 template <RegisterEpilogue::Activation kActivation>
 [[gnu::noinline]] void ActivationOverTile(float* out, int64_t block_stride, int64_t blocks, int64_t floats) {
@@ -95,7 +95,8 @@ struct Job {
   int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, block set)
   int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
   int64_t chunk;                     // input channel blocks per chunk
-  RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; AVX2's swish after)
+  RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; AVX2's swish and
+                                     // hard swish after it)
 };
 
 // One call of a tile function: output positions [ow0, ow0 + count) of row oh of blocks
@@ -248,7 +249,8 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // ResNet's 7x7 stride-2 stem, 57 -> 84; with three blocks per tile the registers ran out, and it
 // was slower). With AVX-512, 8-channel blocks are paired into 16-lane vectors (L = 16) and have
 // the 16-lane tiles' compiled-in input blocks; only groups of one 8-channel block keep 8-lane
-// tiles, of one block.
+// tiles, of one block (where PairedGroupTile does not compute them: their checked tiles, and
+// kernels other than 3 wide).
 template <int OB, int NB, int T, bool kChecked, int IB, int S, int L>
 void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
@@ -447,6 +449,11 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
 // FMA units computes. Interior tiles of T positions, KW = 3; others run as one group each in the
 // checked tile of 8 lanes.
 constexpr int kPairedGroupMinTile = 7, kPairedGroupMaxTile = 14;
+static_assert(kCompiledConfig.vector_floats != 16 || kPairedGroupMaxTile <= kCompiledConfig.conv_tile_8,
+              "a paired tile's positions fit the checked tile");
+// The variants that pair groups of one block: 8-channel blocks on 16 lanes, with AVX-512.
+template <int OB, int kLocalGroup, int L>
+constexpr bool kPairsGroups = OB == 8 && kLocalGroup == 0 && L == 16 && kCompiledConfig.vector_floats == 16;
 
 template <int T, int S>
 void PairedGroupTile(const Job& job, const Tile& tile) {
@@ -588,17 +595,20 @@ int Run(Job& job) {
   job.chunk = std::max<int64_t>(1, kCompiledConfig.conv_chunk_bytes / chunk_bytes);
   job.rows_per_item = std::min(p.out_height, std::max<int64_t>(1, (kPositionsPerItem + p.out_width - 1) / p.out_width));
   job.row_items = (p.out_height + job.rows_per_item - 1) / job.rows_per_item;
-  int64_t sets = p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
+  // Groups of one block, two to a vector (PairedGroupTile): sets of two groups.
+  const bool paired = kPairsGroups<OB, kLocalGroup, L> && PairsOneBlockGroups(p, kCompiledConfig);
+  int64_t sets = paired ? p.batch * ((job.out_blocks + 1) / 2)
+                        : p.batch * (job.out_blocks / job.group_out_blocks) * job.block_sets;
   if (sets == 0) return 0;  // no image
   job.row_parts = (p.out_width + kRowPartPositions - 1) / kRowPartPositions;
   int64_t wanted_parts = (kMinItems + sets * job.row_items - 1) / (sets * job.row_items);
   job.row_parts = std::max(job.row_parts, std::min(wanted_parts, p.out_width / kMinPartPositions));
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
-  if constexpr (OB == 8 && kLocalGroup == 0 && L == 16 && kCompiledConfig.vector_floats == 16) {
-    if (PairsOneBlockGroups(p, kCompiledConfig)) {
-      int64_t items = p.batch * ((job.out_blocks + 1) / 2) * job.row_items * job.row_parts;
-      return ParallelFor(items, p.stride_w == 1 ? RunPairedGroupItems<1> : RunPairedGroupItems<2>, &job);
+  if constexpr (kPairsGroups<OB, kLocalGroup, L>) {
+    if (paired) {
+      return ParallelFor(sets * job.row_items * job.row_parts,
+                         p.stride_w == 1 ? RunPairedGroupItems<1> : RunPairedGroupItems<2>, &job);
     }
   }
   return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S, L>, &job);

@@ -173,7 +173,8 @@ TEST_F(ScalarOpsTest, FoldedAndGeneratedIntegerOpsAgree) {
 
 // A 1x1 convolution with identity weights passes x through; the ops after it run as the blocked
 // kernel's epilogue at opt level 3 (on vectors) and as loops at opt level 0, and both equal the
-// evaluator's: maximum and minimum against NaN and signed zeros, relu, clip, x * sigmoid(x), GELU.
+// evaluator's: maximum and minimum against NaN and signed zeros, relu, clip, x * sigmoid(x),
+// sigmoid, hard swish, GELU.
 TEST_F(ScalarOpsTest, ConvolutionEpilogueAppliesTheSameDefinitions) {
   const int64_t positions = 16;
   std::string identity;
@@ -219,6 +220,8 @@ TEST_F(ScalarOpsTest, ConvolutionEpilogueAppliesTheSameDefinitions) {
       // Swish's vector exp (about 2e-7 relative) is not libm's.
       {"%1 = sigmoid(%0); %2 = multiply(%0, %1);",
        test::ToVector(evaluate("multiply", {xs, evaluate("sigmoid", {xs})})), 8},
+      {"%1 = sigmoid(%0); %2 = copy(%1);", test::ToVector(evaluate("sigmoid", {xs})), 8},
+      {"%1 = nn.hard_swish(%0); %2 = copy(%1);", test::ToVector(evaluate("nn.hard_swish", {xs})), 0},
       // GELU on vectors rounds its products and sums apart (no contraction); its cancellation as below.
       {"%1 = nn.gelu(%0); %2 = copy(%1);", test::ToVector(evaluate("nn.gelu", {xs})), 8, 7e-7},
   };

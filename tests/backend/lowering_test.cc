@@ -56,7 +56,8 @@ std::vector<std::string> MemberOps(const ElementwiseLoop& loop) {
 KernelArg::Value Int(int64_t v) { return v; }
 
 // With AVX-512, 8-channel output blocks are computed two to a 16-lane vector (the fifth template
-// argument), unless each group has one block; with AVX2, one block per vector.
+// argument), groups of one block too where a paired tile computes them; with AVX2, one block per
+// vector.
 TEST(Lowering, EightChannelBlocksArePairedWithAvx512) {
   const std::string pointwise = R"(fn (%p0: Tensor[(1, 1, 5, 5, 8), float32], %p1: Tensor[(3, 1, 1, 1, 8, 8), float32]) {
     nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c")

@@ -391,38 +391,43 @@ TEST(Conv2DNCHWc, SmoothActivationsAfterBlockLocalAndGroupedTiles) {
 }
 
 // Groups of one 8-channel block (RegNetY's): with AVX-512, two groups to a 16-lane vector
-// (PairsOneBlockGroups), an odd count's last group alone; stride 1 and 2; rows of interior tiles
-// and rows too narrow for them (checked tiles of one group); with and without padding; a bias and
-// relu in registers, and other epilogues over the stored tile; serial and parallel.
+// (PairsOneBlockGroups), an odd count's last group alone; 3 taps wide at stride 1 and 2 along the
+// row, any height, vertical stride and dilation; rows of interior tiles and rows too narrow for
+// them (checked tiles of one group); with and without padding; a bias and relu in registers, and
+// other epilogues over the stored tile; serial and parallel.
 TEST(Conv2DNCHWc, GroupsOfOneBlockInPairs) {
+  struct Form {
+    int64_t w, kh, sh, sw, dh, pt, pl;  // padding: pt rows top and bottom, pl columns left and right
+  };
+  const Form forms[] = {{5, 3, 1, 1, 1, 1, 1},  {16, 3, 1, 1, 1, 0, 0}, {29, 3, 1, 1, 1, 1, 1},
+                        {5, 3, 2, 2, 1, 1, 1},  {16, 3, 2, 2, 1, 0, 0}, {45, 3, 2, 2, 1, 1, 1},
+                        {30, 1, 1, 1, 1, 0, 1}, {33, 5, 2, 1, 2, 4, 1}, {40, 3, 1, 2, 1, 1, 0}};
   std::mt19937 rng(11);
-  for (int64_t stride : {1, 2}) {
+  for (const Form& f : forms) {
     for (int64_t groups : {5, 6}) {
-      for (int64_t width : {5, 16, 29}) {
-        for (bool parallel : {false, true}) {
-          UseThreads(parallel);
-          int64_t c = 8 * groups, pad = width == 16 ? 0 : 1;
-          Shape s{2, c, 9, width, c, 3, 3, stride, stride, 1, 1, pad, pad, pad, pad, 8, 8, false, groups};
-          Conv2DNCHWcParams p = Params(s);
-          EXPECT_EQ(PairsOneBlockGroups(p, kCompiledConfig), kCompiledConfig.vector_floats == 16) << s.Text();
-          std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * 8 * 9, rng);
-          std::vector<float> bias = Random(s.o, rng), tensor = Random(s.n * s.o * s.oh() * s.ow(), rng);
-          float scalar = 0.5f;
-          std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
-                                             {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
-          if (parallel) steps = RandomEpilogue(rng, bias, tensor, &scalar);
-          std::vector<float> out(tensor.size(), NAN);
-          ASSERT_EQ(Conv2DNCHWcAnyVariant(p, Block(x, s.n, s.c, s.h * s.w, 8).data(), PackWeights(w, s).data(), out.data(),
-                                          steps.data(), static_cast<int>(steps.size())),
-                    0)
-              << TVMGetLastError() << " " << s.Text();
-          std::vector<float> want = Block(ReferenceConv(x, w, s), s.n, s.o, s.oh() * s.ow(), 8);
-          for (size_t i = 0; i < want.size(); ++i) {
-            int64_t channel = i / (s.oh() * s.ow() * 8) % (s.o / 8) * 8 + i % 8;
-            want[i] = ApplySteps(steps, want[i], channel, static_cast<int64_t>(i));
-          }
-          ExpectNear(out, want, s.Text() + (parallel ? " parallel" : ""));
+      for (bool parallel : {false, true}) {
+        UseThreads(parallel);
+        int64_t c = 8 * groups;
+        Shape s{2, c, 9, f.w, c, f.kh, 3, f.sh, f.sw, f.dh, 1, f.pt, f.pl, f.pt, f.pl, 8, 8, false, groups};
+        Conv2DNCHWcParams p = Params(s);
+        EXPECT_EQ(PairsOneBlockGroups(p, kCompiledConfig), kCompiledConfig.vector_floats == 16) << s.Text();
+        std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * 8 * f.kh * 3, rng);
+        std::vector<float> bias = Random(s.o, rng), tensor = Random(s.n * s.o * s.oh() * s.ow(), rng);
+        float scalar = 0.5f;
+        std::vector<EpilogueStep> steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0},
+                                           {EpilogueStep::kRelu, EpilogueStep::kNone, nullptr, 0, 0}};
+        if (parallel) steps = RandomEpilogue(rng, bias, tensor, &scalar);
+        std::vector<float> out(tensor.size(), NAN);
+        ASSERT_EQ(Conv2DNCHWcAnyVariant(p, Block(x, s.n, s.c, s.h * s.w, 8).data(), PackWeights(w, s).data(), out.data(),
+                                        steps.data(), static_cast<int>(steps.size())),
+                  0)
+            << TVMGetLastError() << " " << s.Text();
+        std::vector<float> want = Block(ReferenceConv(x, w, s), s.n, s.o, s.oh() * s.ow(), 8);
+        for (size_t i = 0; i < want.size(); ++i) {
+          int64_t channel = i / (s.oh() * s.ow() * 8) % (s.o / 8) * 8 + i % 8;
+          want[i] = ApplySteps(steps, want[i], channel, static_cast<int64_t>(i));
         }
+        ExpectNear(out, want, s.Text() + (parallel ? " parallel" : ""));
       }
     }
   }

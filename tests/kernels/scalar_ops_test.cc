@@ -62,6 +62,10 @@ TEST(VectorExp, WithinItsStatedErrorOverTheWholeRange) {
   for (int k = 4; k < 7; ++k) EXPECT_TRUE(std::isfinite(got[k]) && got[k] > 1e38f) << edges[k];
 #endif
   for (int k = 7; k < 16; ++k) EXPECT_NEAR(got[k] / std::exp(static_cast<double>(edges[k])), 1.0, 4e-7) << edges[k];
+  float nans[16];
+  std::fill(nans, nans + 16, kNaN);
+  V::Exp(V::Load(nans)).Store(got);  // not clamped to a number: sigmoid(NaN) is NaN, as libm's exp gives
+  for (int k = 0; k < 16; ++k) EXPECT_TRUE(std::isnan(got[k])) << k;
 }
 
 TEST(ScalarOps, SelectionsFollowStdMaxAndMin) {

@@ -308,7 +308,7 @@ class SmallLstm(torch.nn.Module):
 
 
 SMALL = {"cnn": (SmallCnn, (1, 3, 16, 16)), "mlp": (SmallMlp, (1, 4, 32)), "qoperator": (QOperatorNet, (1, 3, 8, 8)),
-         "lstm": (SmallLstm, (6, 1, 16))}
+         "lstm": (SmallLstm, (6, 2, 16))}
 
 
 def export_small(name, path, opset=13):

@@ -341,9 +341,9 @@ def einsum(opset=12):
 def image(opset=13):
     # Resize as detectors and segmenters upsample (nearest 2x in both roundings, linear with
     # half_pixel, pytorch_half_pixel and align_corners, cubic), downsampling, tf_crop_and_resize,
-    # exclude_outside; after convolutions, in their blocked layouts; from opset 18 axes, antialias and
-    # keep_aspect_ratio_policy. Upsample before
-    # opset 10 and Resize's opset-10 form. DepthToSpace (DCR, CRD) and SpaceToDepth.
+    # exclude_outside; after convolutions, in their blocked layouts; from opset 18 axes, antialias
+    # and keep_aspect_ratio_policy. Upsample before opset 10 and Resize's opset-10 form.
+    # DepthToSpace (DCR, CRD) and SpaceToDepth.
     g = Group("image", opset, rtol=1e-4)
     x = g.input((1, 3, 5, 7))
     if opset < 10:
@@ -365,7 +365,8 @@ def image(opset=13):
         resize([1, 1, 2, 2], mode="nearest")
         resize([1, 1, 2, 2], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
         # After a convolution, in its blocked layout (16 and 24 channels: blocks of 16 and of 8), H and W
-        # resized and the channel blocks kept; tf_half_pixel_for_nn's in the plain layout.
+        # resized and the channel blocks kept; tf_half_pixel_for_nn's (opsets 11 and 12) and
+        # tf_crop_and_resize's (a region over every axis) in the plain layout.
         for channels in (16, 24):
             blocked = g.node("Conv", [g.input((1, 8, 5, 7)), g.weight((channels, 8, 1, 1))], output=False)
             resize([1, 1, 2, 2], data=blocked, mode="nearest", coordinate_transformation_mode="asymmetric",
@@ -373,7 +374,10 @@ def image(opset=13):
             resize(sizes=[1, channels, 9, 13], data=blocked, mode="linear", coordinate_transformation_mode="align_corners")
         resize([1, 1, 1.5, 2], data=blocked, mode="cubic")
         resize(sizes=[1, 24, 10, 3], data=blocked, mode="linear", coordinate_transformation_mode="pytorch_half_pixel")
-        resize([1, 1, 2, 2], data=blocked, mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nn")
+        if opset < 13:
+            resize([1, 1, 2, 2], data=blocked, mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nn")
+        resize(sizes=[1, 24, 4, 5], data=blocked, roi=[0, 0, 0.2, 0.1, 1, 1, 0.9, 1.3], mode="linear",
+               coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-2.0)
         resize(sizes=[1, 3, 3, 4], mode="nearest", nearest_mode="round_prefer_ceil")
         resize(sizes=[1, 3, 8, 11], mode="nearest", nearest_mode="ceil", coordinate_transformation_mode="align_corners")
         resize([1, 1, 2, 2], mode="linear")
