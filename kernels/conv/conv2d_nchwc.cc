@@ -485,7 +485,8 @@ void PairedGroupTile(const Job& job, const Tile& tile) {
         V xv = V::BroadcastHalves(x0 + row + j * 8 + ic, x1 + row + j * 8 + ic);
 #pragma GCC unroll 3
         for (int kw = 0; kw < kWidth; ++kw) {
-          if (j >= kw && (j - kw) % S == 0 && (j - kw) / S < T) acc[(j - kw) / S] = V::Fma(xv, w[kw], acc[(j - kw) / S]);
+          const int t = (j - kw) / S;  // the output position, when j >= kw and S divides j - kw
+          if (j >= kw && (j - kw) % S == 0 && t < T) acc[t] = V::Fma(xv, w[kw], acc[t]);
         }
       }
     }
