@@ -3,8 +3,8 @@
 // epilogue, kernels/conv/depthwise_conv2d.cc), and for blocked layouts (NCHW[x]c
 // data, packed OIHW{i}i{o}o weights) the blocked direct convolution
 // (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
-// residual add, relu, clip, x * sigmoid(x), hard swish, sigmoid) as its fused epilogue. nn.conv2d_winograd (written by
-// AlterOpLayout for conv2d.nchwc_winograd) as a call of the Winograd convolution
+// residual add, relu, clip, x * sigmoid(x), hard swish, sigmoid) as its fused epilogue.
+// nn.conv2d_winograd (written by AlterOpLayout for conv2d.nchwc_winograd) as a call of the Winograd convolution
 // (kernels/conv/conv2d_winograd.cc), with the same epilogue. nn.conv2d_transpose and
 // nn.conv3d_transpose as calls of the transposed convolution (kernels/conv/conv_transpose.cc).
 #include <algorithm>

@@ -407,36 +407,46 @@ constexpr TileFn kCheckedTile = kLocalGroup > 0
                                     ? &BlockLocalTile<OB, (kLocalGroup > 0 ? kLocalGroup : 1), kMaxTile<OB, 1>, true>
                                     : &ConvTile<OB, 1, kMaxTile<L, 1>, true, 0, 1, L>;
 
+// Positions [ow_begin, ow_end) of the tile's row in tiles of at most kMax positions, as even as
+// that allows (the first ones one wider): tile.ow0 and tile.count set, then unchecked(count) for a
+// tile of kMin positions or more whose windows lie inside the input, else checked().
+template <int kMin, int kMax, typename Unchecked, typename Checked>
+KILN_ALWAYS_INLINE void ForEachTileOfRow(const Conv2DNCHWcParams& p, Tile& tile, int64_t ow_begin, int64_t ow_end,
+                                         Unchecked unchecked, Checked checked) {
+  const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
+  const int64_t base = positions / tiles, extra = positions % tiles;
+  for (int64_t k = 0, ow0 = ow_begin; k < tiles; ++k) {
+    const int64_t count = base + (k < extra ? 1 : 0);
+    tile.ow0 = ow0;
+    tile.count = count;
+    int64_t first_iw = ow0 * p.stride_w - p.pad_left;
+    int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
+    if (first_iw >= 0 && last_iw < p.in_width && count >= kMin) {
+      unchecked(count);
+    } else {
+      checked();
+    }
+    ow0 += count;
+  }
+}
+
 // Computes positions [ow_begin, ow_end) of the tile's row in tiles of NB vectors, as even as the
 // widest compiled tile allows.
 template <int OB, int NB, int kLocalGroup, int IB, int S, int L>
 void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kMinTile<L, NB>, kMax = kMaxTile<L, NB>, kPer = kBlocksPerVector<OB, L>;
+  static_assert(kMaxTile<L, NB> <= kMaxTile<L, 1>, "a tile of several vectors is no wider than one of one");
   static const auto unchecked =
       TileTable<OB, NB, kLocalGroup, IB, S, L>(std::make_integer_sequence<int, kMax - kMin + 1>());
-  const Conv2DNCHWcParams& p = *job.p;
-  const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
-  const int64_t base = positions / tiles, extra = positions % tiles;  // the first `extra` tiles are one wider
-  int64_t ow0 = ow_begin;
-  for (int64_t k = 0; k < tiles; ++k) {
-    int64_t count = base + (k < extra ? 1 : 0);
-    tile.ow0 = ow0;
-    tile.count = count;
-    int64_t first_iw = ow0 * p.stride_w - p.pad_left;
-    int64_t last_iw = (ow0 + count - 1) * p.stride_w - p.pad_left + (p.kernel_width - 1) * p.dilation_w;
-    bool inside = first_iw >= 0 && last_iw < p.in_width && count >= kMin;
-    if (inside) {
-      unchecked[count - kMin](job, tile);
-    } else {
-      static_assert(kMaxTile<L, NB> <= kMaxTile<L, 1>, "a tile of several vectors is no wider than one of one");
-      Tile vector = tile;
-      for (int b = 0; b < NB; ++b, vector.ocb += kPer) {
-        vector.blocks = std::min<int64_t>(kPer, tile.blocks - b * kPer);
-        kCheckedTile<OB, kLocalGroup, L>(job, vector);
-      }
-    }
-    ow0 += count;
-  }
+  ForEachTileOfRow<kMin, kMax>(
+      *job.p, tile, ow_begin, ow_end, [&](int64_t count) { unchecked[count - kMin](job, tile); },
+      [&] {
+        Tile vector = tile;
+        for (int b = 0; b < NB; ++b, vector.ocb += kPer) {
+          vector.blocks = std::min<int64_t>(kPer, tile.blocks - b * kPer);
+          kCheckedTile<OB, kLocalGroup, L>(job, vector);
+        }
+      });
 }
 
 // Groups of one 8-channel block in and out with AVX-512 (PairsOneBlockGroups: RegNetY's 3x3
@@ -504,25 +514,16 @@ template <int S>
 void RunPairedGroupRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kPairedGroupMinTile, kMax = kPairedGroupMaxTile;
   static const auto unchecked = PairedGroupTable<S>(std::make_integer_sequence<int, kMax - kMin + 1>());
-  const Conv2DNCHWcParams& p = *job.p;
-  const int64_t positions = ow_end - ow_begin, tiles = (positions + kMax - 1) / kMax;
-  const int64_t base = positions / tiles, extra = positions % tiles;
-  for (int64_t k = 0, ow0 = ow_begin; k < tiles; ++k) {
-    tile.ow0 = ow0;
-    tile.count = base + (k < extra ? 1 : 0);
-    int64_t first_iw = ow0 * S - p.pad_left, last_iw = (ow0 + tile.count - 1) * S - p.pad_left + 2;
-    if (first_iw >= 0 && last_iw < p.in_width && tile.count >= kMin) {
-      unchecked[tile.count - kMin](job, tile);
-    } else {
-      for (int64_t b = 0; b < tile.blocks; ++b) {
-        Tile group = tile;
-        group.ocb += b;
-        group.blocks = 1;
-        ConvTile<8, 1, kMaxTile<8, 1>, true, 0, 1, 8>(job, group);
-      }
-    }
-    ow0 += tile.count;
-  }
+  ForEachTileOfRow<kMin, kMax>(
+      *job.p, tile, ow_begin, ow_end, [&](int64_t count) { unchecked[count - kMin](job, tile); },
+      [&] {
+        for (int64_t b = 0; b < tile.blocks; ++b) {
+          Tile group = tile;
+          group.ocb += b;
+          group.blocks = 1;
+          ConvTile<8, 1, kMaxTile<8, 1>, true, 0, 1, 8>(job, group);
+        }
+      });
 }
 
 // Work item of a convolution of paired groups: (image, pair of groups, a few rows, a part of each row).
