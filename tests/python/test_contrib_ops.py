@@ -153,7 +153,12 @@ def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
     print("fused:", fused_kernels, "\nunfused:", unfused_kernels)
     # The same kernels; Attention's Q, K and V come from one dense layer (3 in the unfused graph).
     assert set(pick(fused_kernels)) == set(pick(unfused_kernels))
-    fused_ms, unfused_ms = median_ms(fused_library), median_ms(unfused_library)
+    # Each library's best median of three, the two timed in turn: ctest runs other tests beside this
+    # one, and a single median of each once lost to one of them (23.4 ms against 17.3, where the
+    # two take the same time on a quiet machine).
+    fused_ms, unfused_ms = float("inf"), float("inf")
+    for _ in range(3):
+        fused_ms, unfused_ms = min(fused_ms, median_ms(fused_library)), min(unfused_ms, median_ms(unfused_library))
     print(f"median ms: fused {fused_ms}, unfused {unfused_ms}")
     assert fused_ms <= 1.25 * unfused_ms + 0.5
 
