@@ -9,11 +9,13 @@
 // in place, at a stride of a multiple of 4 KiB as BERT's K = 3072 has, fall into one L1 set (BERT's
 // dense layers on one AVX-512 core, tiles of 14 rows x 1 panel: 50-88 GFLOP/s of 117; with the
 // copy and 8 x 3: 98-112). C is split across threads in blocks of rows x 12 panels (4 blocks for a
-// layer of 768 columns; at least 8 blocks where the tiles allow), and K is walked in
-// blocks of 1024, so that the tile's panels' part (64 KiB per panel) stays in L2 while it meets
-// every row of the block (on an AMD Zen 4 core, in blocks of 256 ViT's 197 x 3072 x 768 and
-// 197 x 768 x 3072 products were 2-8% slower, AVX-512 and AVX2 code alike, and in blocks of 512
-// BERT's dense layers 1.5% slower, their weights read from memory). Products of few rows times
+// layer of 768 columns; at least 8 blocks where the tiles allow), and K is walked in even
+// blocks of at most 512, so that the tile's panels' part (32 KiB per panel) stays in L2 while it
+// meets every row of the block, beside the next tile's, which the row tiles fetch while they
+// compute (RowTileShare). (On an AMD Zen 4 core without that fetch, blocks of 1024 were best:
+// ViT's 197 x 3072 x 768 and 197 x 768 x 3072 products 2-8% slower in blocks of 256; on a Zen 5
+// core with it, twelve ViT-sized layers whose weights come from memory ran 7% faster than
+// blocks of 1024 without it, a third of that from the blocks of 512.) Products of few rows times
 // a transposed B, and a matrix times a vector, are dot products instead (DotJob); products of
 // fewer than 2^17 multiply-adds run on the calling thread.
 #include <algorithm>
@@ -33,7 +35,7 @@ namespace {
 using V = Vec<kGemmPanel>;
 constexpr int kTileRows = kCompiledConfig.gemm_tile_rows;
 constexpr int kTilePanels = kCompiledConfig.gemm_tile_panels;
-constexpr int64_t kBlockK = 1024;                  // K per block: a panel's part 64 KiB
+constexpr int64_t kMaxBlockK = 512;                // K per block at most: a panel's part 32 KiB
 constexpr int64_t kMaxBlockRows = 16 * kTileRows;  // A's block: at most 16 tiles of rows
 constexpr int64_t kBlockPanels = 12;               // columns of C per task: 192
 // Blocks of C a product is split into at least, where its tiles allow: the thread pool hands them
@@ -88,13 +90,21 @@ constexpr bool kGeluInRegisters = kCompiledConfig.vector_floats >= 16;
 // GeluOverTile). (Applied in passes over the stored tile
 // instead, TileEpilogue, a call per row and step cost BERT's 128-row layers more than the
 // separate loop that it replaced.)
+// Cache lines of packed B that a tile asks for while it walks K, one per step: `lines` lines from
+// `at` on, 64 bytes apart (none when 0), fetched into L2 for the tiles that follow (PackedBlocks).
+struct Prefetch {
+  const float* at = nullptr;
+  int64_t lines = 0;
+};
+
 template <int R, int P>
 void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, int64_t k_stride, bool accumulate,
-          float* c, int64_t ldc, const RegisterEpilogue* tail) {
+          float* c, int64_t ldc, const RegisterEpilogue* tail, Prefetch prefetch) {
   V acc[R * P];
 #pragma GCC unroll 32
   for (int i = 0; i < R * P; ++i) acc[i] = accumulate ? V::Load(c + i / P * ldc + i % P * kGemmPanel) : V::Zero();
   for (int64_t x = 0; x < k; ++x) {
+    if (x < prefetch.lines) __builtin_prefetch(prefetch.at + x * kGemmPanel, 0, 2);
     V w[P];
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) {
@@ -144,7 +154,7 @@ void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, i
 }
 
 using TileFunction = void (*)(int64_t, const float*, const float*, int64_t, int64_t, bool, float*, int64_t,
-                              const RegisterEpilogue*);
+                              const RegisterEpilogue*, Prefetch);
 
 template <int P, int... I>
 constexpr auto MakeTiles(std::integer_sequence<int, I...>) {
@@ -162,7 +172,8 @@ constexpr auto kTiles = MakeTileTable(std::make_integer_sequence<int, kTilePanel
 // through a full-width copy), then `tail` (null: none) where the tile is whole panels. Returns
 // whether it applied the tail.
 bool AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float* panel, int64_t panel_stride,
-             int64_t k_stride, bool accumulate, float* c, int64_t ldc, const RegisterEpilogue* tail) {
+             int64_t k_stride, bool accumulate, float* c, int64_t ldc, const RegisterEpilogue* tail,
+             Prefetch prefetch = {}) {
   int64_t panels = Panels(cols);
   TileFunction tile = kTiles[panels - 1][rows - 1];
   // GELU in the tile (in registers, or right after the store) only in the full tile, where most of
@@ -172,7 +183,7 @@ bool AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float*
     tail = nullptr;
   }
   if (cols == panels * kGemmPanel) {
-    tile(k, a, panel, panel_stride, k_stride, accumulate, c, ldc, tail);
+    tile(k, a, panel, panel_stride, k_stride, accumulate, c, ldc, tail, prefetch);
     return tail != nullptr;
   }
   constexpr int64_t kWidth = kTilePanels * kGemmPanel;
@@ -180,7 +191,7 @@ bool AnyTile(int64_t rows, int64_t cols, int64_t k, const float* a, const float*
   if (accumulate) {
     for (int64_t r = 0; r < rows; ++r) std::memcpy(copy + r * kWidth, c + r * ldc, cols * sizeof(float));
   }
-  tile(k, a, panel, panel_stride, k_stride, accumulate, copy, kWidth, nullptr);
+  tile(k, a, panel, panel_stride, k_stride, accumulate, copy, kWidth, nullptr, prefetch);
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, copy + r * kWidth, cols * sizeof(float));
   return false;
 }
@@ -205,6 +216,7 @@ struct PackedJob {
   int64_t ldb = 0;
   const float* last_panel = nullptr;  // [k, 16], zeros past n, per product last_panel_stride apart
   int64_t last_panel_stride = 0;
+  int64_t block_k = 0;  // K per block (RunPacked)
 };
 
 // The job's epilogue over rows [row0, row0 + rows) x columns [col0, col0 + cols) of C, just
@@ -277,6 +289,49 @@ void PackATiles(int64_t begin, int64_t end, void* context) {
   }
 }
 
+// A tile of packed B: panels [p, p1) (at most kTilePanels) of product `product`, rows [k0, k0 + kc).
+struct BTile {
+  int64_t product, p, p1, k0, kc;
+};
+
+// The packed B tile that a thread computes with after `now`, in PackedBlocks' order (the next
+// panels of the block, else its next block of K, else task `task + 1`'s first), if it is one the
+// thread computes (task + 1 < end).
+std::optional<BTile> NextBTile(const PackedJob& g, int64_t task, int64_t end, BTile now) {
+  if (now.p + kTilePanels < now.p1) {
+    now.p += kTilePanels;
+    return now;
+  }
+  const int64_t blocks = g.row_blocks * g.col_blocks, panels = Panels(g.n);
+  int64_t p0 = task % blocks % g.col_blocks * g.block_panels;
+  if (now.k0 + g.block_k < g.k) {
+    now.k0 += g.block_k;
+    now.kc = std::min(g.block_k, g.k - now.k0);
+    now.p = p0;
+    return now;
+  }
+  if (task + 1 >= end) return std::nullopt;
+  ++task;
+  p0 = task % blocks % g.col_blocks * g.block_panels;
+  return BTile{task / blocks, p0, std::min(panels, p0 + g.block_panels), 0, std::min(g.block_k, g.k)};
+}
+
+// Row tile `j` of `row_tiles` that compute with one B tile asks for its share of the next one
+// (`next`), so that the next tile's first pass reads it from L2 rather than memory (ViT's and
+// BERT's weights, a new tile every 13-16 row tiles: the first pass over each at memory's speed
+// made their dense layers 8-13% slower in the model than alone with the weights in cache): the
+// next tile's panels are shared out among the row tiles, each panel's lines in even parts.
+Prefetch RowTileShare(const PackedJob& g, const BTile& next, int64_t j, int64_t row_tiles) {
+  const int64_t next_panels = std::min<int64_t>(kTilePanels, next.p1 - next.p);
+  const int64_t tiles_per_panel = (row_tiles + next_panels - 1) / next_panels;
+  const int64_t q = j / tiles_per_panel, part = j % tiles_per_panel;
+  const int64_t lines_per_part = (next.kc + tiles_per_panel - 1) / tiles_per_panel;
+  const int64_t first = part * lines_per_part;
+  if (q >= next_panels || first >= next.kc) return {};
+  const float* panel = g.b + next.product * g.b_stride + ((next.p + q) * g.k + next.k0) * kGemmPanel;
+  return {panel + first * kGemmPanel, std::min(lines_per_part, next.kc - first)};
+}
+
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
   const auto& g = *static_cast<const PackedJob*>(context);
   int64_t panels = Panels(g.n);
@@ -288,8 +343,9 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     float* c = g.c + product * g.c_stride;
     int64_t i0 = block / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
     int64_t p0 = block % g.col_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
-    for (int64_t k0 = 0; k0 < g.k; k0 += kBlockK) {
-      int64_t kc = std::min(kBlockK, g.k - k0);
+    const int64_t row_tiles = RowTiles(i1 - i0);
+    for (int64_t k0 = 0; k0 < g.k; k0 += g.block_k) {
+      int64_t kc = std::min(g.block_k, g.k - k0);
       bool last = k0 + kc == g.k;
       for (int64_t p = p0; p < p1; p += kTilePanels) {
         int64_t cols = std::min<int64_t>(std::min<int64_t>(p1 - p, kTilePanels) * kGemmPanel, g.n - p * kGemmPanel);
@@ -297,6 +353,8 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
         int64_t whole = g.b_in_place ? std::min(cols, (g.n / kGemmPanel - p) * kGemmPanel) : cols;
         const float* last_panel =
             g.last_panel != nullptr ? g.last_panel + product * g.last_panel_stride + k0 * kGemmPanel : nullptr;
+        std::optional<BTile> next;
+        if (!g.b_in_place) next = NextBTile(g, task, end, {product, p, p1, k0, kc});
         for (int64_t i = i0; i < i1; i += kTileRows) {
           int64_t rows = std::min<int64_t>(kTileRows, i1 - i);
           const float* a_tile = a + i * g.k + k0 * rows;
@@ -310,8 +368,9 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
           const RegisterEpilogue* tail = last && g.register_tail.active ? &at_tile : nullptr;
           bool tail_applied = false;
           if (!g.b_in_place) {
+            Prefetch prefetch = next ? RowTileShare(g, *next, (i - i0) / kTileRows, row_tiles) : Prefetch{};
             tail_applied = AnyTile(rows, cols, kc, a_tile, b + (p * g.k + k0) * kGemmPanel, g.k * kGemmPanel,
-                                   kGemmPanel, k0 > 0, c_tile, g.ldc, tail);
+                                   kGemmPanel, k0 > 0, c_tile, g.ldc, tail, prefetch);
           } else {
             if (whole > 0) {  // the tail only where these are the tile's columns
               tail_applied = AnyTile(rows, whole, kc, a_tile, b + k0 * g.ldb + p * kGemmPanel, kGemmPanel, g.ldb,
@@ -367,6 +426,7 @@ int RunPacked(int64_t batch, PackedJob job) {
       rows_per_block = std::min(rows_per_block - 1, blocks(row_tiles, blocks(row_tiles, rows_per_block) + 1));
     }
   }
+  job.block_k = blocks(job.k, blocks(job.k, kMaxBlockK));  // even blocks of K
   job.row_blocks = blocks(row_tiles, rows_per_block);
   job.col_blocks = blocks(col_tiles, cols_per_block);
   job.block_rows = blocks(row_tiles, job.row_blocks) * kTileRows;
