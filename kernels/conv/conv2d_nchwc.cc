@@ -48,6 +48,8 @@ constexpr int64_t kRowPartPositions = 512;        // rows wider than this are al
 // (EfficientNet's projections) was 5 or 7 items, which two threads share 3:2 or 4:3.
 constexpr int64_t kMinItems = 16;
 constexpr int64_t kMinPartPositions = 28;
+// Layers whose weights take at most this many bytes split their rows among threads (Run).
+constexpr int64_t kMaxPositionSplitWeightBytes = 256 * 1024;
 
 // An epilogue of a bias per channel, a residual and then relu, clip, swish or hard swish, each
 // optional (the common tails of a convolution), is applied to the accumulators (swish and hard
@@ -95,9 +97,25 @@ struct Job {
   int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, block set)
   int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
   int64_t chunk;                     // input channel blocks per chunk
+  int64_t batch_sets;                // sets of output blocks over all images and groups
   RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; AVX2's swish and
                                      // hard swish after it)
+  bool positions_outer;              // work items ordered by rows and parts first, sets of blocks last
 };
+
+// A work item's coordinates: its set of output blocks (over images and groups), range of rows and
+// part of each row. Items go by sets first (each thread's share of the items a share of the output
+// channels), or, with positions_outer, by rows and parts first (a share of the rows).
+struct ItemPlace {
+  int64_t set, row_item, part;
+};
+inline ItemPlace PlaceOfItem(const Job& job, int64_t item, int64_t sets) {
+  if (job.positions_outer) {
+    int64_t place = item / sets;
+    return {item % sets, place / job.row_parts, place % job.row_parts};
+  }
+  return {item / job.row_parts / job.row_items, item / job.row_parts % job.row_items, item % job.row_parts};
+}
 
 // One call of a tile function: output positions [ow0, ow0 + count) of row oh of blocks
 // [ocb, ocb + blocks).
@@ -553,8 +571,8 @@ void RunPairedGroupItems(int64_t begin, int64_t end, void* context) {
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t pairs = (job.out_blocks + 1) / 2;
   for (int64_t item = begin; item < end; ++item) {
-    int64_t part = item % job.row_parts, row_item = item / job.row_parts % job.row_items;
-    int64_t set = item / job.row_parts / job.row_items, ocb = set % pairs * 2;
+    const auto [set, row_item, part] = PlaceOfItem(job, item, job.batch_sets);
+    const int64_t ocb = set % pairs * 2;
     Tile tile{set / pairs, ocb, std::min<int64_t>(2, job.out_blocks - ocb), 0, 0, 0, 0, 1, true, true};
     int64_t oh_end = std::min(p.out_height, (row_item + 1) * job.rows_per_item);
     int64_t ow_begin = part * job.part_width, ow_end = std::min(p.out_width, ow_begin + job.part_width);
@@ -572,8 +590,7 @@ void RunItems(int64_t begin, int64_t end, void* context) {
   const Conv2DNCHWcParams& p = *job.p;
   int64_t in_total = kLocalGroup > 0 ? 1 : job.group_in_blocks;
   for (int64_t item = begin; item < end; ++item) {
-    int64_t part = item % job.row_parts, row_item = item / job.row_parts % job.row_items;
-    int64_t set = item / job.row_parts / job.row_items;  // over (n, group, set within the group)
+    const auto [set, row_item, part] = PlaceOfItem(job, item, job.batch_sets);  // set: over (n, group, set in the group)
     int64_t groups = job.out_blocks / job.group_out_blocks;
     int64_t n = set / job.block_sets / groups, group = set / job.block_sets % groups;
     int64_t first_block = set % job.block_sets * job.tile_blocks;
@@ -627,6 +644,15 @@ int Run(Job& job) {
   job.row_parts = std::max(job.row_parts, std::min(wanted_parts, p.out_width / kMinPartPositions));
   job.part_width = (p.out_width + job.row_parts - 1) / job.row_parts;
   job.row_parts = (p.out_width + job.part_width - 1) / job.part_width;
+  job.batch_sets = sets;
+  // Layers of small weights split their rows among the threads rather than their channels: such
+  // layers (MobileNet's, EfficientNet's) are bound by moving their activations, and a share of the
+  // rows is what the thread computed of the layer before too (the part in its own caches), where
+  // a share of the channels reads half its input from the other core's. Larger weights split by
+  // channels, each thread reading half of them.
+  const int64_t weight_bytes = job.out_blocks * OB * job.group_in_blocks * p.in_block * p.kernel_height *
+                               p.kernel_width * static_cast<int64_t>(sizeof(float));
+  job.positions_outer = weight_bytes <= kMaxPositionSplitWeightBytes && job.row_items * job.row_parts > 1;
   if constexpr (kPairsGroups<OB, kLocalGroup, L>) {
     if (paired) {
       return ParallelFor(sets * job.row_items * job.row_parts,
@@ -760,7 +786,9 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
           0,
           0,
           0,
-          {}};
+          0,
+          {},
+          false};
   return Run<OB, kLocalGroup, IB, S, L>(job);
 }
 

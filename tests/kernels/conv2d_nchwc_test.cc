@@ -222,6 +222,32 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
   UseThreads(false);
 }
 
+// Threads split a layer of small weights (at most 256 KiB) by rows and a larger one by output
+// channels (conv2d_nchwc.cc): both orders of the work items, over two images, cover every output
+// once.
+TEST(Conv2DNCHWc, ThreadsSplitRowsOrChannelsByWeightSize) {
+  UseThreads(true);
+  std::mt19937 rng(21);
+  const Shape shapes[] = {
+      {2, 160, 10, 11, 448, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 16, 16, false},  // 280 KiB: channels, a flat plane
+      {2, 96, 15, 17, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, false},   // 378 KiB: channels
+      {2, 32, 40, 40, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 16, 16, false},    // 8 KiB: rows
+      {1, 24, 14, 14, 144, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 8, 16, false},    // 14 KiB: parts of a flat plane
+      {2, 48, 29, 31, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 16, 16, false},    // 81 KiB, strided: rows
+      {2, 64, 23, 19, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, true},     // depthwise: rows
+  };
+  for (const Shape& s : shapes) {
+    std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * (s.c / s.Groups()) * s.kh * s.kw, rng);
+    std::vector<float> out(s.n * s.o * s.oh() * s.ow(), NAN);
+    ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, s.n, s.c, s.h * s.w, s.depthwise ? s.ob : s.ib).data(),
+                                    PackWeights(w, s).data(), out.data(), nullptr, 0),
+              0)
+        << TVMGetLastError();
+    ExpectNear(Unblock(out, s.n, s.o, s.oh() * s.ow(), s.ob), ReferenceConv(x, w, s), s.Text());
+  }
+  UseThreads(false);
+}
+
 // A library calls the variant its planner named. Any variant whose compiled-in input block and
 // stride are the layer's computes it (the generic one always: the choice among them is speed);
 // one compiled for another input block refuses.
