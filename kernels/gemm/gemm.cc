@@ -303,7 +303,7 @@ std::optional<BTile> NextBTile(const PackedJob& g, int64_t task, int64_t end, BT
     return now;
   }
   const int64_t blocks = g.row_blocks * g.col_blocks, panels = Panels(g.n);
-  int64_t p0 = task % blocks % g.col_blocks * g.block_panels;
+  int64_t p0 = task % blocks / g.row_blocks * g.block_panels;
   if (now.k0 + g.block_k < g.k) {
     now.k0 += g.block_k;
     now.kc = std::min(g.block_k, g.k - now.k0);
@@ -312,7 +312,7 @@ std::optional<BTile> NextBTile(const PackedJob& g, int64_t task, int64_t end, BT
   }
   if (task + 1 >= end) return std::nullopt;
   ++task;
-  p0 = task % blocks % g.col_blocks * g.block_panels;
+  p0 = task % blocks / g.row_blocks * g.block_panels;
   return BTile{task / blocks, p0, std::min(panels, p0 + g.block_panels), 0, std::min(g.block_k, g.k)};
 }
 
@@ -341,8 +341,11 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     const float* a = g.packed_a + (g.a_stride == 0 ? 0 : product * g.m * g.k);
     const float* b = g.b + product * g.b_stride;
     float* c = g.c + product * g.c_stride;
-    int64_t i0 = block / g.col_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
-    int64_t p0 = block % g.col_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
+    // Blocks go down each block of columns first: a thread's share of the tasks is a share of B's
+    // columns (each thread reads part of the weights, not all of them), and consecutive tasks
+    // compute with the same panels, in L2 from the task before.
+    int64_t i0 = block % g.row_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
+    int64_t p0 = block / g.row_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
     const int64_t row_tiles = RowTiles(i1 - i0);
     for (int64_t k0 = 0; k0 < g.k; k0 += g.block_k) {
       int64_t kc = std::min(g.block_k, g.k - k0);
