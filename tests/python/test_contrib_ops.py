@@ -120,14 +120,6 @@ def library_kernels(library):
     return kernels
 
 
-def median_ms(library):
-    timed = subprocess.run([KILN, "run", str(library), "--print-time", "--repeat", "20"], check=True, capture_output=True,
-                           text=True).stdout
-    lines = timed.splitlines()
-    header = next(i for i, line in enumerate(lines) if "median (ms)" in line)  # mean, median, max, min, std
-    return float(lines[header + 1].split()[1])
-
-
 @pytest.fixture(scope="module")
 def bert_fused(tmp_path_factory):
     """bert_2layer through the transformers optimizer (opt_level 1, the embedding fusion off: it
@@ -140,7 +132,8 @@ def bert_fused(tmp_path_factory):
 def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
     """The optimized bert_2layer: Attention, SkipLayerNormalization, BiasGelu and LayerNormalization
     at opset 14. At -O3 its dense layers, batched products, softmax and layer norms run on the
-    kernels the unfused model's do, and it is no slower."""
+    kernels the unfused model's do, no more calls of any of them and fewer dense layers (its speed
+    beside the unfused model's is the benchmark's to measure, not a timed unit test's)."""
     unfused, path = model_path("bert_2layer"), bert_fused
     assert {(MS, "Attention"), (MS, "SkipLayerNormalization"), (MS, "BiasGelu"), ("", "LayerNormalization")} <= ops_of(path)
     assert onnx.load(str(path)).opset_import[0].version == 14
@@ -151,16 +144,13 @@ def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
     fused_kernels, unfused_kernels = library_kernels(fused_library), library_kernels(unfused_library)
     pick = lambda kernels: {k: n for k, n in kernels.items() if any(h in k for h in heavy)}  # noqa: E731
     print("fused:", fused_kernels, "\nunfused:", unfused_kernels)
-    # The same kernels; Attention's Q, K and V come from one dense layer (3 in the unfused graph).
-    assert set(pick(fused_kernels)) == set(pick(unfused_kernels))
-    # Each library's best median of three, the two timed in turn: ctest runs other tests beside this
-    # one, and a single median of each once lost to one of them (23.4 ms against 17.3, where the
-    # two take the same time on a quiet machine).
-    fused_ms, unfused_ms = float("inf"), float("inf")
-    for _ in range(3):
-        fused_ms, unfused_ms = min(fused_ms, median_ms(fused_library)), min(unfused_ms, median_ms(unfused_library))
-    print(f"median ms: fused {fused_ms}, unfused {unfused_ms}")
-    assert fused_ms <= 1.25 * unfused_ms + 0.5
+    # The same kernels, none called more often; Attention's Q, K and V come from one dense layer
+    # per block (3 in the unfused graph): 8 dense layers where the unfused library has 12.
+    fused_heavy, unfused_heavy = pick(fused_kernels), pick(unfused_kernels)
+    assert set(fused_heavy) == set(unfused_heavy)
+    assert all(fused_heavy[k] <= unfused_heavy[k] for k in fused_heavy), (fused_heavy, unfused_heavy)
+    assert fused_heavy["dense.gemm_packed"] == unfused_heavy["dense.gemm_packed"] - 2 * 2
+    assert sum(fused_kernels.values()) <= sum(unfused_kernels.values())
 
 
 @pytest.fixture(scope="module")
