@@ -31,10 +31,11 @@ struct KernelConfig {
 // registers of 8 floats with AVX2, 32 of 16 with AVX-512, 16 of 4 (SSE) otherwise. AVX-512's matrix
 // tile is 8 rows x 3 panels (24 accumulators, 3 panel vectors, 1 broadcast: measured against 14 x 1,
 // 12 x 2, 9 x 3, 6 x 4 and 7 x 4 on BERT's dense layers, gemm.cc). AVX-512's convolution tiles of
-// several blocks keep up to 27 accumulators (AVX-512 has 32 registers of 8 floats too), one
-// broadcast feeding two or three FMAs, on an AMD Zen 4 core: two 16-channel blocks of 12
-// positions, 1x1 layers of 256-2048 input channels 9-11% faster than one block of 14 positions,
-// with the input channels of 64 KB of weights read at once (16 KB: 5% less). 8-channel blocks are
+// several blocks keep 24 accumulators, one broadcast feeding two FMAs, on an AMD Zen 4 core: two
+// 16-channel blocks of 12 positions, 1x1 layers of 256-2048 input channels 9-11% faster than one
+// block of 14 positions, with the input channels of 64 KB of weights read at once (16 KB: 5% less).
+// (Three blocks of 8 positions, on a Zen 5 core: ResNet-50 at one thread 3% faster, ResNeXt-50 6%
+// slower.) 8-channel blocks are
 // computed two to a 16-lane vector (conv2d_nchwc.cc), so AVX-512's 8-lane tiles are of one block
 // only (groups of 8 channels). One block keeps 14 (24 would be faster on wide rows but leaves the
 // tiles of 7x7 planes to the checked kernel).

@@ -83,19 +83,20 @@ constexpr bool kGeluInRegisters = kCompiledConfig.vector_floats >= 16;
   }
 }
 
-// C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
-// its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc; then `tail`
-// (its pointers at the tile's place; a dense layer's bias per column, residual, relu, clip or gelu) on
-// the accumulators before the store, when not null (GELU without AVX-512 right after the store,
-// GeluOverTile). (Applied in passes over the stored tile
-// instead, TileEpilogue, a call per row and step cost BERT's 128-row layers more than the
-// separate loop that it replaced.)
 // Cache lines of packed B that a tile asks for while it walks K, one per step: `lines` lines from
 // `at` on, 64 bytes apart (none when 0), fetched into L2 for the tiles that follow (PackedBlocks).
 struct Prefetch {
   const float* at = nullptr;
   int64_t lines = 0;
 };
+
+// C[R, P * 16] (+)= A[R, k] * panels[k, P * 16]: A packed as [k][R], panel q at panel + q * panel_stride,
+// its rows k_stride apart (16 packed, B's row stride in place), C with row stride ldc; then `tail`
+// (its pointers at the tile's place; a dense layer's bias per column, residual, relu, clip or gelu) on
+// the accumulators before the store, when not null (GELU without AVX-512 right after the store,
+// GeluOverTile); and `prefetch`'s lines asked for along the way. (Applied in passes over the stored
+// tile instead, TileEpilogue, a call per row and step cost BERT's 128-row layers more than the
+// separate loop that it replaced.)
 
 template <int R, int P>
 void Tile(int64_t k, const float* a, const float* panel, int64_t panel_stride, int64_t k_stride, bool accumulate,
@@ -320,16 +321,21 @@ std::optional<BTile> NextBTile(const PackedJob& g, int64_t task, int64_t end, BT
 // (`next`), so that the next tile's first pass reads it from L2 rather than memory (ViT's and
 // BERT's weights, a new tile every 13-16 row tiles: the first pass over each at memory's speed
 // made their dense layers 8-13% slower in the model than alone with the weights in cache): the
-// next tile's panels are shared out among the row tiles, each panel's lines in even parts.
+// next tile's panels are shared out among the row tiles (panel q to row tiles [q * row_tiles /
+// panels, (q + 1) * row_tiles / panels)), each panel's lines in even parts among its row tiles. With
+// fewer row tiles than panels, the panels past the row tiles' count are not fetched; nor are the
+// lines of a part past the current tile's steps (a tile fetches one line per step).
 Prefetch RowTileShare(const PackedJob& g, const BTile& next, int64_t j, int64_t row_tiles) {
   const int64_t next_panels = std::min<int64_t>(kTilePanels, next.p1 - next.p);
-  const int64_t tiles_per_panel = (row_tiles + next_panels - 1) / next_panels;
-  const int64_t q = j / tiles_per_panel, part = j % tiles_per_panel;
-  const int64_t lines_per_part = (next.kc + tiles_per_panel - 1) / tiles_per_panel;
-  const int64_t first = part * lines_per_part;
-  if (q >= next_panels || first >= next.kc) return {};
-  const float* panel = g.b + next.product * g.b_stride + ((next.p + q) * g.k + next.k0) * kGemmPanel;
-  return {panel + first * kGemmPanel, std::min(lines_per_part, next.kc - first)};
+  for (int64_t q = 0; q < next_panels; ++q) {
+    const int64_t first_tile = q * row_tiles / next_panels, tiles = (q + 1) * row_tiles / next_panels - first_tile;
+    if (j < first_tile || j >= first_tile + tiles) continue;
+    const int64_t lines_per_part = (next.kc + tiles - 1) / tiles, first = (j - first_tile) * lines_per_part;
+    if (first >= next.kc) return {};
+    const float* panel = g.b + next.product * g.b_stride + ((next.p + q) * g.k + next.k0) * kGemmPanel;
+    return {panel + first * kGemmPanel, std::min(lines_per_part, next.kc - first)};
+  }
+  return {};
 }
 
 void PackedBlocks(int64_t begin, int64_t end, void* context) {
@@ -342,8 +348,9 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
     const float* b = g.b + product * g.b_stride;
     float* c = g.c + product * g.c_stride;
     // Blocks go down each block of columns first: a thread's share of the tasks is a share of B's
-    // columns (each thread reads part of the weights, not all of them), and consecutive tasks
-    // compute with the same panels, in L2 from the task before.
+    // columns (each thread reads part of the weights, not all of them, where C has more than one
+    // block of rows), and consecutive tasks compute with the same panels, still in L2 from the
+    // task before where a block of columns' panels fit (576 KiB at K = 768).
     int64_t i0 = block % g.row_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
     int64_t p0 = block / g.row_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
     const int64_t row_tiles = RowTiles(i1 - i0);

@@ -84,7 +84,7 @@ void PoolRows(int64_t begin, int64_t end, void* context) {
   const int64_t inside_begin = std::min(p.out_width, (p.pad_left + p.stride_w - 1) / p.stride_w);
   const int64_t inside_end =
       p.in_width - 1 - last_tap + p.pad_left < 0
-          ? 0
+          ? inside_begin
           : std::max(inside_begin, std::min(p.out_width, (p.in_width - 1 - last_tap + p.pad_left) / p.stride_w + 1));
   for (int64_t item = begin; item < end; ++item) {
     const int64_t plane = item / p.out_height, oh = item % p.out_height;

@@ -235,6 +235,7 @@ TEST(Conv2DNCHWc, ThreadsSplitRowsOrChannelsByWeightSize) {
       {1, 24, 14, 14, 144, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 8, 16, false},    // 14 KiB: parts of a flat plane
       {2, 48, 29, 31, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 16, 16, false},    // 81 KiB, strided: rows
       {2, 64, 23, 19, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 16, true},     // depthwise: rows
+      {1, 192, 17, 19, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 16, 16, true},   // 7 KiB (not 1.3 MiB): rows
   };
   for (const Shape& s : shapes) {
     std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * (s.c / s.Groups()) * s.kh * s.kw, rng);
@@ -551,6 +552,49 @@ TEST(PoolNCHWc, MatchesTheNchwKernels) {
     }
   }
   UseThreads(false);
+}
+
+// Rows whose windows are all at the borders (wider than the input, or partly past it as a
+// ceil-mode pool's last one), and long rows of interior windows in fours and a remainder: maxima
+// equal to the NCHW kernel's exactly, averages within rounding.
+TEST(PoolNCHWc, BorderWindowsAndInteriorRuns) {
+  std::mt19937 rng(8);
+  struct Row {
+    int64_t pool, stride, dilation, pad_before, pad_after, in;
+  };
+  const Row rows[] = {{3, 1, 1, 1, 1, 1},  {3, 2, 2, 2, 2, 2},   {2, 1, 1, 0, 1, 5},
+                      {3, 2, 1, 0, 0, 111}, {3, 1, 1, 1, 1, 9},   {3, 2, 1, 1, 1, 14},
+                      {5, 1, 2, 4, 4, 3},  {2, 2, 1, 0, 1, 23}};
+  for (const Row& r : rows) {
+    for (bool include_pad : {false, true}) {
+      Pool2DParams p{};
+      p.pool_h = p.pool_w = r.pool;
+      p.stride_h = p.stride_w = r.stride;
+      p.dilation_h = p.dilation_w = r.dilation;
+      p.pad_top = p.pad_left = r.pad_before;
+      p.pad_bottom = p.pad_right = r.pad_after;
+      p.in_height = p.in_width = r.in;
+      p.out_height = p.out_width = (r.in + r.pad_before + r.pad_after - (r.pool - 1) * r.dilation - 1) / r.stride + 1;
+      p.count_include_pad = include_pad;
+      const int64_t c = 16, out_hw = p.out_height * p.out_width;
+      std::vector<float> x = Random(c * r.in * r.in, rng);
+      for (bool average : {false, true}) {
+        std::vector<float> want(c * out_hw), got(c * out_hw);
+        p.batch_channels = c;
+        (average ? AvgPool2D : MaxPool2D)(p, x.data(), want.data());
+        p.batch_channels = 1;
+        (average ? AvgPool2DNCHWc : MaxPool2DNCHWc)(p, 16, Block(x, 1, c, r.in * r.in, 16).data(), got.data());
+        std::vector<float> unblocked = Unblock(got, 1, c, out_hw, 16);
+        std::string what = (average ? "avg" : "max") + std::string(" pool of ") + std::to_string(r.pool) + " over " +
+                           std::to_string(r.in);
+        if (average) {
+          ExpectNear(unblocked, want, what);
+        } else {
+          EXPECT_EQ(unblocked, want) << what;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -149,7 +149,8 @@ def test_bert_optimized_reaches_the_unfused_kernels(tmp_path, bert_fused):
     fused_heavy, unfused_heavy = pick(fused_kernels), pick(unfused_kernels)
     assert set(fused_heavy) == set(unfused_heavy)
     assert all(fused_heavy[k] <= unfused_heavy[k] for k in fused_heavy), (fused_heavy, unfused_heavy)
-    assert fused_heavy["dense.gemm_packed"] == unfused_heavy["dense.gemm_packed"] - 2 * 2
+    dense_calls = lambda kernels: sum(n for k, n in kernels.items() if k.startswith("dense."))  # noqa: E731
+    assert dense_calls(fused_heavy) == dense_calls(unfused_heavy) - 2 * 2
     assert sum(fused_kernels.values()) <= sum(unfused_kernels.values())
 
 
