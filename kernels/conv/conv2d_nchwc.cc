@@ -109,10 +109,10 @@ struct Job {
 struct ItemPlace {
   int64_t set, row_item, part;
 };
-inline ItemPlace PlaceOfItem(const Job& job, int64_t item, int64_t sets) {
+inline ItemPlace PlaceOfItem(const Job& job, int64_t item) {
   if (job.positions_outer) {
-    int64_t place = item / sets;
-    return {item % sets, place / job.row_parts, place % job.row_parts};
+    int64_t place = item / job.batch_sets;
+    return {item % job.batch_sets, place / job.row_parts, place % job.row_parts};
   }
   return {item / job.row_parts / job.row_items, item / job.row_parts % job.row_items, item % job.row_parts};
 }
@@ -574,7 +574,7 @@ void RunPairedGroupItems(int64_t begin, int64_t end, void* context) {
   const Conv2DNCHWcParams& p = *job.p;
   const int64_t pairs = (job.out_blocks + 1) / 2;
   for (int64_t item = begin; item < end; ++item) {
-    const auto [set, row_item, part] = PlaceOfItem(job, item, job.batch_sets);
+    const auto [set, row_item, part] = PlaceOfItem(job, item);
     const int64_t ocb = set % pairs * 2;
     Tile tile{set / pairs, ocb, std::min<int64_t>(2, job.out_blocks - ocb), 0, 0, 0, 0, 1, true, true};
     int64_t oh_end = std::min(p.out_height, (row_item + 1) * job.rows_per_item);
@@ -593,7 +593,7 @@ void RunItems(int64_t begin, int64_t end, void* context) {
   const Conv2DNCHWcParams& p = *job.p;
   int64_t in_total = kLocalGroup > 0 ? 1 : job.group_in_blocks;
   for (int64_t item = begin; item < end; ++item) {
-    const auto [set, row_item, part] = PlaceOfItem(job, item, job.batch_sets);  // set: over (n, group, set in the group)
+    const auto [set, row_item, part] = PlaceOfItem(job, item);  // set: over (n, group, set in the group)
     int64_t groups = job.out_blocks / job.group_out_blocks;
     int64_t n = set / job.block_sets / groups, group = set / job.block_sets % groups;
     int64_t first_block = set % job.block_sets * job.tile_blocks;

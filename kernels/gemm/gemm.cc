@@ -295,6 +295,19 @@ struct BTile {
   int64_t product, p, p1, k0, kc;
 };
 
+// Where task `task`'s block of C starts: its first row and first panel. Blocks go down each block
+// of columns first: a thread's share of the tasks is a share of B's columns (each thread reads part
+// of the weights, not all of them, where C has more than one block of rows), and consecutive tasks
+// compute with the same panels, still in L2 from the task before where a block of columns' panels
+// fit (576 KiB at K = 768).
+struct BlockStart {
+  int64_t row, panel;
+};
+inline BlockStart StartOfTask(const PackedJob& g, int64_t task) {
+  const int64_t block = task % (g.row_blocks * g.col_blocks);
+  return {block % g.row_blocks * g.block_rows, block / g.row_blocks * g.block_panels};
+}
+
 // The packed B tile that a thread computes with after `now`, in PackedBlocks' order (the next
 // panels of the block, else its next block of K, else task `task + 1`'s first), if it is one the
 // thread computes (task + 1 < end).
@@ -303,18 +316,17 @@ std::optional<BTile> NextBTile(const PackedJob& g, int64_t task, int64_t end, BT
     now.p += kTilePanels;
     return now;
   }
-  const int64_t blocks = g.row_blocks * g.col_blocks, panels = Panels(g.n);
-  int64_t p0 = task % blocks / g.row_blocks * g.block_panels;
   if (now.k0 + g.block_k < g.k) {
     now.k0 += g.block_k;
     now.kc = std::min(g.block_k, g.k - now.k0);
-    now.p = p0;
+    now.p = StartOfTask(g, task).panel;
     return now;
   }
   if (task + 1 >= end) return std::nullopt;
   ++task;
-  p0 = task % blocks / g.row_blocks * g.block_panels;
-  return BTile{task / blocks, p0, std::min(panels, p0 + g.block_panels), 0, std::min(g.block_k, g.k)};
+  const int64_t p0 = StartOfTask(g, task).panel;
+  return BTile{task / (g.row_blocks * g.col_blocks), p0, std::min(Panels(g.n), p0 + g.block_panels), 0,
+               std::min(g.block_k, g.k)};
 }
 
 // Row tile `j` of `row_tiles` that compute with one B tile asks for its share of the next one
@@ -343,16 +355,12 @@ void PackedBlocks(int64_t begin, int64_t end, void* context) {
   int64_t panels = Panels(g.n);
   int64_t blocks = g.row_blocks * g.col_blocks;
   for (int64_t task = begin; task < end; ++task) {
-    int64_t product = task / blocks, block = task % blocks;
+    const int64_t product = task / blocks;
     const float* a = g.packed_a + (g.a_stride == 0 ? 0 : product * g.m * g.k);
     const float* b = g.b + product * g.b_stride;
     float* c = g.c + product * g.c_stride;
-    // Blocks go down each block of columns first: a thread's share of the tasks is a share of B's
-    // columns (each thread reads part of the weights, not all of them, where C has more than one
-    // block of rows), and consecutive tasks compute with the same panels, still in L2 from the
-    // task before where a block of columns' panels fit (576 KiB at K = 768).
-    int64_t i0 = block % g.row_blocks * g.block_rows, i1 = std::min(g.m, i0 + g.block_rows);
-    int64_t p0 = block / g.row_blocks * g.block_panels, p1 = std::min(panels, p0 + g.block_panels);
+    const auto [i0, p0] = StartOfTask(g, task);
+    const int64_t i1 = std::min(g.m, i0 + g.block_rows), p1 = std::min(panels, p0 + g.block_panels);
     const int64_t row_tiles = RowTiles(i1 - i0);
     for (int64_t k0 = 0; k0 < g.k; k0 += g.block_k) {
       int64_t kc = std::min(g.block_k, g.k - k0);
