@@ -412,6 +412,58 @@ void BlockLocalTile(const Job& job, const Tile& tile) {
   Finish<OB, 1, T, OB>(job, tile, count, acc, out);
 }
 
+// Depthwise tiles of kernel width KW at stride S along the row, not dilated along it: each input
+// vector of a row the tile reads is loaded once and multiplied by every tap that reads it (KW = 3,
+// stride 1: T + 2 loads for 3T FMAs). BlockLocalTile's loop over taps loads each input once per
+// tap, and keeps the T offsets of a runtime stride in registers (GCC parked them in vector
+// registers and reloaded them every tap). Checked tiles (at a row's ends, or of fewer positions)
+// skip the input columns outside the row; they compute T positions and store `count`.
+template <int OB, int KW, int S, int T, bool kChecked>
+void DepthwiseRowTile(const Job& job, const Tile& tile) {
+  using V = Vec<OB>;
+  constexpr int kInputs = S * (T - 1) + KW;
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t count = kChecked ? tile.count : T;
+  V acc[T];
+  float* out = TileStart<OB, 1, T, OB>(job, tile, count, acc);
+  const int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw0 = tile.ow0 * S - p.pad_left;
+  int64_t kh_begin, kh_end;
+  ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
+  // Inputs [j_begin, j_end) of the tile's row lie inside the input.
+  const int64_t j_begin = kChecked ? std::max<int64_t>(0, -iw0) : 0;
+  const int64_t j_end = kChecked ? std::min<int64_t>(kInputs, p.in_width - iw0) : kInputs;
+  const float* x_plane = job.data + ((tile.n * job.out_blocks + tile.ocb) * p.in_height * p.in_width + iw0) * OB;
+  const float* w_block = job.weight + tile.ocb * p.kernel_height * KW * OB;
+  // The next tile's new input columns, asked for in each row this tile reads (see BlockLocalTile).
+#pragma GCC unroll 4
+  for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+    const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * p.in_width * OB + (T * S + KW) * OB;
+#pragma GCC unroll 64
+    for (int j = 0; j < T * S * OB; j += 16) __builtin_prefetch(x_row + j, 0, 3);
+  }
+  for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+    const float* x = x_plane + (ih0 + kh * p.dilation_h) * p.in_width * OB;
+    const float* w = w_block + kh * KW * OB;
+    V wv[KW];
+#pragma GCC unroll 8
+    for (int kw = 0; kw < KW; ++kw) {
+      wv[kw] = V::Load(w + kw * OB);
+      wv[kw].Pin();
+    }
+#pragma GCC unroll 64
+    for (int j = 0; j < kInputs; ++j) {
+      if (kChecked && (j < j_begin || j >= j_end)) continue;
+      V xv = V::Load(x + j * OB);
+#pragma GCC unroll 8
+      for (int kw = 0; kw < KW; ++kw) {
+        const int t = (j - kw) / S;  // the output position, when j >= kw and S divides j - kw
+        if (j >= kw && (j - kw) % S == 0 && t < T) acc[t] = V::Fma(xv, wv[kw], acc[t]);
+      }
+    }
+  }
+  Finish<OB, 1, T, OB>(job, tile, count, acc, out);
+}
+
 using TileFn = void (*)(const Job&, const Tile&);
 
 // Vectors of L lanes a tile (not block-local) computes together, at most (kernel_config.h).
@@ -488,6 +540,51 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
           kCheckedTile<OB, kLocalGroup, L>(job, vector);
         }
       });
+}
+
+// Whether DepthwiseRowTile computes a layer of kernel width KW: its tiles' accumulators, weights
+// and an input fit the registers (with AVX2, 16-channel blocks take two registers each and do not).
+template <int OB, int KW>
+constexpr bool kDepthwiseRowFits =
+    (kMaxTile<OB, 1> + KW + 1) * ((OB + kCompiledConfig.vector_floats - 1) / kCompiledConfig.vector_floats) <=
+    (kCompiledConfig.vector_floats >= 16 ? 32 : 16);
+
+// Positions [ow_begin, ow_end) of the tile's row of a depthwise layer in tiles of the widest
+// compiled, the last of what is left: unchecked where its windows lie inside the input and it is
+// whole, else checked. (One unchecked tile per kernel width and stride, where RunRow's even split
+// takes one per width: the variant's object compiled in 1.6 s before these tiles, 3.7 with a
+// table of them, 2.3 now; MobileNet's and EfficientNet's rows are multiples of the tile or
+// narrower.)
+template <int OB, int KW, int S>
+void RunDepthwiseRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
+  constexpr int kMax = kMaxTile<OB, 1>;
+  const Conv2DNCHWcParams& p = *job.p;
+  for (int64_t ow0 = ow_begin; ow0 < ow_end; ow0 += kMax) {
+    tile.ow0 = ow0;
+    tile.count = std::min<int64_t>(kMax, ow_end - ow0);
+    const int64_t first_iw = ow0 * S - p.pad_left, last_iw = (ow0 + kMax - 1) * S - p.pad_left + KW - 1;
+    if (tile.count == kMax && first_iw >= 0 && last_iw < p.in_width) {
+      DepthwiseRowTile<OB, KW, S, kMax, false>(job, tile);
+    } else {
+      DepthwiseRowTile<OB, KW, S, kMax, true>(job, tile);
+    }
+  }
+}
+
+// The row function of a depthwise layer DepthwiseRowTile computes (kernel width 3 or 5, stride 1
+// or 2 and no dilation along the row), else null.
+using RowFn = void (*)(const Job&, Tile&, int64_t, int64_t);
+template <int OB>
+RowFn DepthwiseRowOf(const Conv2DNCHWcParams& p) {
+  if (p.dilation_w != 1 || (p.stride_w != 1 && p.stride_w != 2)) return nullptr;
+  const bool stride1 = p.stride_w == 1;
+  if constexpr (kDepthwiseRowFits<OB, 3>) {
+    if (p.kernel_width == 3) return stride1 ? RunDepthwiseRow<OB, 3, 1> : RunDepthwiseRow<OB, 3, 2>;
+  }
+  if constexpr (kDepthwiseRowFits<OB, 5>) {
+    if (p.kernel_width == 5) return stride1 ? RunDepthwiseRow<OB, 5, 1> : RunDepthwiseRow<OB, 5, 2>;
+  }
+  return nullptr;
 }
 
 // Groups of one 8-channel block in and out with AVX-512 (PairsOneBlockGroups: RegNetY's 3x3
@@ -592,6 +689,8 @@ void RunItems(int64_t begin, int64_t end, void* context) {
   const Job& job = *static_cast<const Job*>(context);
   const Conv2DNCHWcParams& p = *job.p;
   int64_t in_total = kLocalGroup > 0 ? 1 : job.group_in_blocks;
+  RowFn depthwise_row = nullptr;
+  if constexpr (kLocalGroup == 1) depthwise_row = DepthwiseRowOf<OB>(p);
   for (int64_t item = begin; item < end; ++item) {
     const auto [set, row_item, part] = PlaceOfItem(job, item);  // set: over (n, group, set in the group)
     int64_t groups = job.out_blocks / job.group_out_blocks;
@@ -619,6 +718,10 @@ void RunItems(int64_t begin, int64_t end, void* context) {
             RunRow<OB, 2, 0, IB, S, L>(job, tile, ow_begin, ow_end);
             continue;
           }
+        }
+        if (depthwise_row != nullptr) {
+          depthwise_row(job, tile, ow_begin, ow_end);
+          continue;
         }
         RunRow<OB, 1, kLocalGroup, IB, S, L>(job, tile, ow_begin, ow_end);
       }

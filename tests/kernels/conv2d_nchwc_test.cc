@@ -249,6 +249,43 @@ TEST(Conv2DNCHWc, ThreadsSplitRowsOrChannelsByWeightSize) {
   UseThreads(false);
 }
 
+// Depthwise layers of kernel width 3 and 5 at stride 1 and 2 (DepthwiseRowTile: each input loaded
+// once per row for every tap that reads it): rows narrower than a tile, of one tile and of many,
+// padding of 0 to 2 columns on each side (tiles at the row's ends skip the columns outside), 8- and
+// 16-channel blocks, two images, with and without an epilogue; every output against the reference
+// and nothing written past the output.
+TEST(Conv2DNCHWc, DepthwiseRowsOfKernelWidth3And5) {
+  std::mt19937 rng(23);
+  int cases = 0;
+  for (int64_t ob : {8, 16})
+    for (int64_t kernel : {3, 5})
+      for (int64_t stride : {1, 2})
+        for (int64_t width : {1, 4, 7, 14, 15, 29, 57})
+          for (int64_t pad : {0, 1, 2}) {
+            if (width + 2 * pad < kernel) continue;
+            Shape s{2, 2 * ob, 6, width, 2 * ob, kernel, kernel, stride, stride, 1, 1, pad, pad, pad, pad, ob, ob, true};
+            const int64_t positions = s.oh() * s.ow(), out_size = s.n * s.o * positions;
+            std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * kernel * kernel, rng);
+            std::vector<float> bias = Random(s.o, rng);
+            std::vector<EpilogueStep> steps;
+            if (cases % 2 == 1) steps = {{EpilogueStep::kAdd, EpilogueStep::kChannel, bias.data(), 0, 0}};
+            std::vector<float> out(out_size + positions * ob, 12345.0f);
+            ASSERT_EQ(Conv2DNCHWcAnyVariant(Params(s), Block(x, s.n, s.c, s.h * s.w, ob).data(),
+                                            PackWeights(w, s).data(), out.data(), steps.data(),
+                                            static_cast<int>(steps.size())),
+                      0)
+                << TVMGetLastError();
+            ASSERT_TRUE(std::all_of(out.begin() + out_size, out.end(), [](float v) { return v == 12345.0f; }))
+                << s.Text() << ": written past the output";
+            out.resize(out_size);
+            std::vector<float> want = ReferenceConv(x, w, s);
+            for (int64_t i = 0; i < out_size; ++i) want[i] = ApplySteps(steps, want[i], i / positions % s.o, i);
+            ExpectNear(Unblock(out, s.n, s.o, positions, ob), want, s.Text());
+            ++cases;
+          }
+  EXPECT_GT(cases, 150);
+}
+
 // A library calls the variant its planner named. Any variant whose compiled-in input block and
 // stride are the layer's computes it (the generic one always: the choice among them is speed);
 // one compiled for another input block refuses.
