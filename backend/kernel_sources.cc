@@ -120,8 +120,10 @@ std::vector<SourceFile> KernelSourcesFor(const std::vector<SourceFile>& code, co
       }
       for (const std::string& name : source.templates) {
         for (const std::string& arguments : Instances(text, name)) {
-          if (!instances.insert({j, arguments}).second) continue;
-          needed.push_back({source.path + " <" + arguments + ">", text_of(j), {"KILN_INSTANTIATE=" + arguments}});
+          const std::string instance = name + "<" + arguments + ">";
+          if (!instances.insert({j, instance}).second) continue;
+          needed.push_back({source.path + " " + instance, text_of(j),
+                            {"KILN_INSTANTIATE=" + arguments, "KILN_INSTANTIATE_" + name}});
           if (scanned.insert(j).second) scan(text_of(j), j);
         }
       }

@@ -26,7 +26,8 @@ KernelList ReadKernelList(const std::string& root);
 // The kernel sources that `code` needs, read from `root`: the sources listed without kernels, and
 // each source one of whose kernels `code` or a kernel source it needs calls (by name, followed by
 // "("); for a template, the source once per instance named (Conv2DNCHWc<16, 0, 16, 1, 16>), compiled
-// with -DKILN_INSTANTIATE=<its arguments>.
+// with -DKILN_INSTANTIATE=<its arguments> and -DKILN_INSTANTIATE_<the template's name> (a source
+// may define several templates).
 std::vector<SourceFile> KernelSourcesFor(const std::vector<SourceFile>& code, const KernelList& list,
                                          const std::string& root);
 

@@ -232,6 +232,41 @@ using Conv2DNCHWcKernel = int (*)(const Conv2DNCHWcParams& p, const float* data,
 int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const float* weight, float* out,
                           const EpilogueStep* epilogue, int epilogue_size);
 
+// A pointwise convolution that expands the channels, with its bias and clip, and the depthwise
+// convolution that reads its result, in one call (the first half of MobileNetV2's inverted
+// residual blocks): rows of the expanded tensor are computed into a ring of a few rows in cache as
+// the depthwise rows need them, and the expanded tensor is never written whole.
+// data [N, C / ib, H, W, ib] (ib = IB, 8 or 16), pointwise weight [E / 16, C / ib, 1, 1, ib, 16]
+// and bias [E], expanded[e] = clip(bias[e] + sum_c data[c] * w[e, c], lo, hi); depthwise weight
+// [E / 16, 1, KH, KW, 1, 16]; out [N, E / 16, OH, OW, 16] = epilogue(depthwise(expanded)). The
+// depthwise window: kernel width 3 or 5, stride 1 or 2 along the row, no dilation along it.
+// Computed with AVX-512 only (kPointwiseDepthwiseCompiled; elsewhere the call fails).
+struct Conv2DPointwiseDepthwiseParams {
+  int64_t batch, in_channels, in_block, height, width;  // the pointwise convolution's input
+  int64_t channels;                                      // E, the expanded channels
+  int64_t kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w;
+  int64_t pad_top, pad_left;
+  float lo, hi;  // the pointwise result's clip (relu: 0 and infinity)
+  static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
+  auto Fields() const {
+    return std::tie(batch, in_channels, in_block, height, width, channels, kernel_height, kernel_width, out_height,
+                    out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, lo, hi);
+  }
+};
+// Whether Conv2DPointwiseDepthwise computes layers on an instruction set of `config` (16-float
+// vectors: the pointwise tile of two blocks and the depthwise row tiles fit its registers), and
+// whether its window and channels are ones it computes: input block 8 or 16, expanded channels in
+// blocks of 16, pointwise weights of one tile (two blocks) of at most 64 KiB.
+constexpr bool PointwiseDepthwiseComputes(const Conv2DPointwiseDepthwiseParams& p, const KernelConfig& config) {
+  return config.vector_floats == 16 && (p.in_block == 8 || p.in_block == 16) && p.in_channels % p.in_block == 0 &&
+         p.channels % 16 == 0 && p.in_channels * 32 * 4 <= config.conv_chunk_bytes &&
+         (p.kernel_width == 3 || p.kernel_width == 5) && (p.stride_w == 1 || p.stride_w == 2) && p.dilation_w == 1;
+}
+template <int IB>
+int Conv2DPointwiseDepthwise(const Conv2DPointwiseDepthwiseParams& p, const float* data, const float* pointwise_weight,
+                             const float* pointwise_bias, const float* depthwise_weight, float* out,
+                             const EpilogueStep* epilogue, int epilogue_size);
+
 // A 3x3 convolution with stride 1 and dilation 1 (one group) by Winograd's F(4x4, 3x3), in blocked
 // layouts as Conv2DNCHWc: data [N, C / ib, H, W, ib], out [N, O / ob, OH, OW, ob] (ib and ob 8 or
 // 16), padding at the top and left as given, the rest by the output's size; the weight as

@@ -380,4 +380,33 @@ kernels::Conv2DWinogradParams Conv2DWinogradKernelParams(const ir::CallNode& cal
           padding[0], padding[1]};
 }
 
+const char* const kConv2DPointwiseDepthwiseName = "conv2d.nchwc_pointwise_depthwise";
+
+kernels::Conv2DPointwiseDepthwiseParams Conv2DPointwiseDepthwiseKernelParams(const ir::CallNode& call) {
+  const std::vector<int64_t>& data = call.args[0]->type().tensor().shape;       // [N, C / ib, H, W, ib]
+  const std::vector<int64_t>& depthwise = call.args[3]->type().tensor().shape;  // [E / 16, 1, KH, KW, 1, 16]
+  const std::vector<int64_t>& out = call.type().tensor().shape;                 // [N, E / 16, OH, OW, 16]
+  const std::vector<int64_t>& strides = call.attrs.GetInts("strides");
+  const std::vector<int64_t>& dilation = call.attrs.GetInts("dilation");
+  const std::vector<int64_t>& padding = call.attrs.GetInts("padding");
+  return {data[0],
+          data[1] * data[4],
+          data[4],
+          data[2],
+          data[3],
+          out[1] * out[4],
+          depthwise[2],
+          depthwise[3],
+          out[2],
+          out[3],
+          strides[0],
+          strides[1],
+          dilation[0],
+          dilation[1],
+          padding[0],
+          padding[1],
+          static_cast<float>(call.attrs.GetFloat("a_min")),
+          static_cast<float>(call.attrs.GetFloat("a_max"))};
+}
+
 }  // namespace kiln::strategy

@@ -88,4 +88,10 @@ runtime::NDArray WinogradWeightOf(const runtime::NDArray& weight, int64_t in_blo
 // The parameters of Conv2DWinograd for an nn.conv2d_winograd call.
 kernels::Conv2DWinogradParams Conv2DWinogradKernelParams(const ir::CallNode& call);
 
+// The implementation of nn.conv2d_pointwise_depthwise calls, which FusePointwiseDepthwise writes
+// where the kernel computes them (kernels::PointwiseDepthwiseComputes on the target's
+// configuration), and the parameters of Conv2DPointwiseDepthwise for one.
+extern const char* const kConv2DPointwiseDepthwiseName;
+kernels::Conv2DPointwiseDepthwiseParams Conv2DPointwiseDepthwiseKernelParams(const ir::CallNode& call);
+
 }  // namespace kiln::strategy

@@ -16,6 +16,7 @@
 #include "transform/fold_constant.h"
 #include "transform/fold_scale_axis.h"
 #include "transform/fuse_ops.h"
+#include "transform/fuse_pointwise_depthwise.h"
 #include "transform/legalize_narrow_floats.h"
 #include "transform/simplify_expr.h"
 #include "transform/simplify_inference.h"
@@ -50,6 +51,7 @@ const std::vector<Pass>& BuildPipeline() {
       {"FoldConstant", 2, FoldConstant},
       {"AlterOpLayout", 3, AlterOpLayout},
       {"SimplifyExpr", 0, SimplifyExpr},
+      {"FusePointwiseDepthwise", 3, FusePointwiseDepthwise},
       {"DeadCodeElimination", 1, DeadCodeElimination},
       {"FuseOps", 0, RunFuseOps},
   };

@@ -5,7 +5,8 @@
 // (kernels/conv/conv2d_nchwc.cc), which applies the elementwise ops following it (bias, scale,
 // residual add, relu, clip, x * sigmoid(x), hard swish, sigmoid) as its fused epilogue.
 // nn.conv2d_winograd (written by AlterOpLayout for conv2d.nchwc_winograd) as a call of the Winograd convolution
-// (kernels/conv/conv2d_winograd.cc), with the same epilogue. nn.conv2d_transpose and
+// (kernels/conv/conv2d_winograd.cc), with the same epilogue; nn.conv2d_pointwise_depthwise
+// (FusePointwiseDepthwise's) as a call of Conv2DPointwiseDepthwise, likewise. nn.conv2d_transpose and
 // nn.conv3d_transpose as calls of the transposed convolution (kernels/conv/conv_transpose.cc).
 #include <algorithm>
 #include <array>
@@ -155,6 +156,21 @@ KernelCall PlanConv2DWinograd(const KernelOperands& o) {
   k.params = TypedParams("Conv2DWinogradParams", params);
   k.inner_kernel = Conv2DNCHWcKernel(kernels::Conv2DWinogradProduct(params), o.config);
   k.args = {Buffer("data", o.inputs[0]), Buffer("weight", o.inputs[1]), Buffer("out", o.outputs[0])};
+  k.takes_epilogue = true;
+  k.epilogue = EpilogueOf(o, false);
+  return k;
+}
+
+KernelCall PlanConv2DPointwiseDepthwise(const KernelOperands& o) {
+  RequireFloat32(o);
+  KernelCall k;
+  kernels::Conv2DPointwiseDepthwiseParams params = strategy::Conv2DPointwiseDepthwiseKernelParams(o.call);
+  k.kernel = "Conv2DPointwiseDepthwise<" + std::to_string(params.in_block) + ">";
+  k.implementation = strategy::kConv2DPointwiseDepthwiseName;
+  k.params = TypedParams("Conv2DPointwiseDepthwiseParams", params);
+  k.args = {Buffer("data", o.inputs[0]), Buffer("pointwise_weight", o.inputs[1]),
+            Buffer("pointwise_bias", o.inputs[2]), Buffer("depthwise_weight", o.inputs[3]),
+            Buffer("out", o.outputs[0])};
   k.takes_epilogue = true;
   k.epilogue = EpilogueOf(o, false);
   return k;

@@ -99,6 +99,7 @@ KernelCall PlanConv2D(const KernelOperands& operands);
 size_t Conv2DEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                             const std::vector<FusedOp>& chain);
 KernelCall PlanConv2DWinograd(const KernelOperands& operands);
+KernelCall PlanConv2DPointwiseDepthwise(const KernelOperands& operands);
 KernelCall PlanConvTranspose(const KernelOperands& operands);
 size_t ConvTransposeEpilogueLength(const ir::CallNode& anchor, const std::vector<ir::TensorType>& anchor_inputs,
                                    const std::vector<FusedOp>& chain);

@@ -164,6 +164,7 @@ const Entry kLowerings[] = {
     {"argmin", Reduces(EmitArgReduce)},
     {"nn.conv2d", Kernel(PlanConv2D, Conv2DEpilogueLength)},
     {"nn.conv2d_winograd", Kernel(PlanConv2DWinograd, Conv2DEpilogueLength)},
+    {"nn.conv2d_pointwise_depthwise", Kernel(PlanConv2DPointwiseDepthwise, Conv2DEpilogueLength)},
     {"nn.conv2d_transpose", Kernel(PlanConvTranspose, ConvTransposeEpilogueLength)},
     {"nn.conv3d_transpose", Kernel(PlanConvTranspose, ConvTransposeEpilogueLength)},
     {"nn.dense", Kernel(PlanDense, DenseEpilogueLength)},

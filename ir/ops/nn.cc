@@ -103,6 +103,40 @@ Type Conv2DWinograd(const std::vector<Type>& args, const Attrs& attrs) {
   return InLayout({data[0], weight[1] * out_block, oh, ow}, out_layout, TensorArg(args, 0).dtype);
 }
 
+// A pointwise convolution with its bias and clip and the depthwise convolution reading it
+// (FusePointwiseDepthwise writes it): data [N, C / ib, H, W, ib], pointwise weight
+// [E / 16, C / ib, 1, 1, ib, 16], pointwise bias of E values (any shape), depthwise weight
+// [E / 16, 1, KH, KW, 1, 16]; the result [N, E / 16, OH, OW, 16].
+Type Conv2DPointwiseDepthwise(const std::vector<Type>& args, const Attrs& attrs) {
+  CheckSameDType(args);
+  const std::string& data_layout = attrs.GetString("data_layout");
+  std::vector<int64_t> data = PrimalShape(TensorArg(args, 0), data_layout, "NCHW", "data");
+  const int64_t in_block = ChannelBlock(data_layout);
+  Check((in_block == 8 || in_block == 16) && data_layout == BlockedDataLayout(in_block),
+        "the data layout must be NCHW8c or NCHW16c, got ", data_layout);
+  const std::vector<int64_t>& pointwise = TensorArg(args, 1).shape;
+  const std::vector<int64_t>& depthwise = TensorArg(args, 3).shape;
+  Check(pointwise.size() == 6 && pointwise[0] >= 1 && pointwise[1] * in_block == data[1] && pointwise[2] == 1 &&
+            pointwise[3] == 1 && pointwise[4] == in_block && pointwise[5] == 16,
+        "the pointwise weight must be [E / 16, ", data[1] / in_block, ", 1, 1, ", in_block, ", 16], got ",
+        ShapeText(pointwise));
+  const int64_t expanded = pointwise[0] * 16;
+  Check(TensorArg(args, 2).NumElements() == expanded, "the pointwise bias must have ", expanded, " values, got ",
+        ShapeText(TensorArg(args, 2).shape));
+  Check(depthwise.size() == 6 && depthwise[0] * 16 == expanded && depthwise[1] == 1 && depthwise[2] >= 1 &&
+            depthwise[3] >= 1 && depthwise[4] == 1 && depthwise[5] == 16,
+        "the depthwise weight must be [", expanded / 16, ", 1, KH, KW, 1, 16], got ", ShapeText(depthwise));
+  const auto& strides = attrs.GetInts("strides");
+  const auto& dilation = attrs.GetInts("dilation");
+  const auto& padding = attrs.GetInts("padding");
+  CheckPositive(strides, 2, "strides");
+  CheckPositive(dilation, 2, "dilation");
+  CheckPadding(padding);
+  int64_t oh = PooledSize(data[2], padding[0], padding[2], depthwise[2], strides[0], dilation[0], false);
+  int64_t ow = PooledSize(data[3], padding[1], padding[3], depthwise[3], strides[1], dilation[1], false);
+  return InLayout({data[0], expanded, oh, ow}, BlockedDataLayout(16), TensorArg(args, 0).dtype);
+}
+
 // The extent of a transposed convolution's output along one axis.
 int64_t TransposedSize(int64_t in, int64_t pad_before, int64_t pad_after, int64_t window, int64_t stride,
                        int64_t dilation, int64_t output_padding) {
@@ -315,6 +349,16 @@ void RegisterNnOps(OpTable& table) {
               OpPattern::kOutEWiseFusable, Conv2DWinograd,
               "3x3 convolution at stride 1 by Winograd's F(4x4, 3x3), the weight transformed at build time "
               "(AlterOpLayout writes it for implementation conv2d.nchwc_winograd)"});
+  Add(table, {"nn.conv2d_pointwise_depthwise", 4, 4,
+              {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "the depthwise stride height, width"},
+               {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "the depthwise top, left, bottom, right"},
+               {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "the depthwise dilation height, width"},
+               {"a_min", AttrKind::kFloat, 0.0, "the pointwise result's clip, below"},
+               {"a_max", AttrKind::kFloat, 6.0, "the pointwise result's clip, above"},
+               {"data_layout", AttrKind::kString, std::string("NCHW16c"), "data layout, blocked"}},
+              OpPattern::kOutEWiseFusable, Conv2DPointwiseDepthwise,
+              "a pointwise convolution (data, weight), its bias and clip, then a depthwise convolution "
+              "(FusePointwiseDepthwise writes it; the result NCHW16c)"});
   Add(table, {"nn.conv2d_transpose", 2, 2,
               {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},
                {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "top, left, bottom, right"},

@@ -26,6 +26,7 @@
 // the output aliases no input).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <utility>
 
 #include "kernels/backend_api.h"
@@ -101,7 +102,23 @@ struct Job {
   RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; AVX2's swish and
                                      // hard swish after it)
   bool positions_outer;              // work items ordered by rows and parts first, sets of blocks last
+  int64_t in_plane = 0, out_plane = 0;  // floats from one channel block to the next, input and output
+  // A depthwise layer that reads a band of the rows a pointwise convolution wrote
+  // (Conv2DPointwiseDepthwise): `data` holds rows from band_first_row on of the blocks from
+  // band_first_block on, in_plane apart.
+  bool reads_band = false;
+  int64_t band_first_row = 0, band_first_block = 0;
 };
+
+// Where row ih of the input block that output block ocb of image n reads starts (its column 0).
+template <int OB>
+KILN_ALWAYS_INLINE const float* InputRow(const Job& job, int64_t n, int64_t ocb, int64_t ih) {
+  const Conv2DNCHWcParams& p = *job.p;
+  if (job.reads_band) {
+    return job.data + (ocb - job.band_first_block) * job.in_plane + (ih - job.band_first_row) * p.in_width * OB;
+  }
+  return job.data + (n * job.out_blocks + ocb) * job.in_plane + ih * p.in_width * OB;
+}
 
 // A work item's coordinates: its set of output blocks (over images and groups), range of rows and
 // part of each row. Items go by sets first (each thread's share of the items a share of the output
@@ -141,8 +158,6 @@ __attribute__((noinline)) void ApplyEpilogue(const Job& job, int64_t ocb, int64_
   ApplySteps<OB>(job.epilogue, job.epilogue_size, ocb, out, count, out - job.out);
 }
 
-// Distance between two output channel blocks of one image, in floats.
-inline int64_t OutBlockStride(const Job& job, int64_t ob) { return job.p->out_height * job.p->out_width * ob; }
 
 // Memory blocks of OB channels one vector of L lanes holds: 1, or 2 when paired.
 template <int OB, int L>
@@ -175,7 +190,7 @@ KILN_ALWAYS_INLINE void StoreBlocks(Vec<L> v, float* p, int64_t block_stride, bo
 template <int OB, int NB, int T, int L>
 KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, Vec<L> (&acc)[NB * T], float* out) {
   constexpr int kPer = kBlocksPerVector<OB, L>;
-  const int64_t block_stride = OutBlockStride(job, OB);
+  const int64_t block_stride = job.out_plane;
   const RegisterEpilogue& r = job.in_registers;
   const bool last_full = LastVectorFull<OB, L, NB>(tile);
   if (tile.last && r.active) {
@@ -243,8 +258,8 @@ template <int OB, int NB, int T, int L>
 KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t count, Vec<L> (&acc)[NB * T]) {
   constexpr int kPer = kBlocksPerVector<OB, L>;
   const Conv2DNCHWcParams& p = *job.p;
-  const int64_t block_stride = OutBlockStride(job, OB);
-  float* out = job.out + (((tile.n * job.out_blocks + tile.ocb) * p.out_height + tile.oh) * p.out_width + tile.ow0) * OB;
+  const int64_t block_stride = job.out_plane;
+  float* out = job.out + (tile.n * job.out_blocks + tile.ocb) * job.out_plane + (tile.oh * p.out_width + tile.ow0) * OB;
   const bool last_full = LastVectorFull<OB, L, NB>(tile);
   // The next tile's outputs (the positions after this tile's, in each of its blocks) asked for
   // now, while this one computes: a layer's output is mostly not in cache when it is first
@@ -298,7 +313,7 @@ void ConvTile(const Job& job, const Tile& tile) {
   // The group's first input channel block; the tile's chunk counts from it.
   const int64_t first_icb = tile.ocb / job.group_out_blocks * job.group_in_blocks;
   for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
-    const float* x_plane = job.data + (tile.n * job.in_blocks + first_icb + icb) * p.in_height * width * ib;
+    const float* x_plane = job.data + (tile.n * job.in_blocks + first_icb + icb) * job.in_plane;
     const float* w_block = job.weight + (tile.ocb * job.group_in_blocks + icb) * p.kernel_height * p.kernel_width * w_tap;
     for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
       const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * ib;
@@ -375,7 +390,7 @@ void BlockLocalTile(const Job& job, const Tile& tile) {
   int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * p.stride_w - p.pad_left;
   int64_t kh_begin, kh_end;
   ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
-  const float* x_plane = job.data + (tile.n * job.out_blocks + tile.ocb) * p.in_height * width * OB;
+  const float* x_plane = job.data + (tile.n * job.out_blocks + tile.ocb) * job.in_plane;
   const float* w_block = job.weight + tile.ocb * G * taps * OB;
   // The input columns of the next tile along the row, asked for in each row this tile reads: a
   // depthwise layer does 9 FMAs per input vector, bound by its input's arrival (MobileNetV2's
@@ -432,17 +447,16 @@ void DepthwiseRowTile(const Job& job, const Tile& tile) {
   // Inputs [j_begin, j_end) of the tile's row lie inside the input.
   const int64_t j_begin = kChecked ? std::max<int64_t>(0, -iw0) : 0;
   const int64_t j_end = kChecked ? std::min<int64_t>(kInputs, p.in_width - iw0) : kInputs;
-  const float* x_plane = job.data + ((tile.n * job.out_blocks + tile.ocb) * p.in_height * p.in_width + iw0) * OB;
   const float* w_block = job.weight + tile.ocb * p.kernel_height * KW * OB;
   // The next tile's new input columns, asked for in each row this tile reads (see BlockLocalTile).
 #pragma GCC unroll 4
   for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-    const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * p.in_width * OB + (T * S + KW) * OB;
+    const float* x_row = InputRow<OB>(job, tile.n, tile.ocb, ih0 + kh * p.dilation_h) + (iw0 + T * S + KW) * OB;
 #pragma GCC unroll 64
     for (int j = 0; j < T * S * OB; j += 16) __builtin_prefetch(x_row + j, 0, 3);
   }
   for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-    const float* x = x_plane + (ih0 + kh * p.dilation_h) * p.in_width * OB;
+    const float* x = InputRow<OB>(job, tile.n, tile.ocb, ih0 + kh * p.dilation_h) + iw0 * OB;
     const float* w = w_block + kh * KW * OB;
     V wv[KW];
 #pragma GCC unroll 8
@@ -610,7 +624,7 @@ void PairedGroupTile(const Job& job, const Tile& tile) {
   const Conv2DNCHWcParams& p = *job.p;
   V acc[T];
   float* out = TileStart<8, 1, T, 16>(job, tile, T, acc);
-  const int64_t plane = p.in_height * p.in_width * 8, block_weights = p.kernel_height * kTaps;
+  const int64_t plane = job.in_plane, block_weights = p.kernel_height * kTaps;
   const bool pair = tile.blocks == 2;
   const float* x0 = job.data + (tile.n * job.in_blocks + tile.ocb) * plane;
   const float* x1 = pair ? x0 + plane : x0;
@@ -768,6 +782,79 @@ int Run(Job& job) {
   return ParallelFor(sets * job.row_items * job.row_parts, RunItems<OB, kLocalGroup, IB, S, L>, &job);
 }
 
+// Conv2DPointwiseDepthwise: work items (image, band of output rows, set of the pointwise tile's
+// expanded blocks): consecutive items read the same input rows. An item computes the expanded rows its band's windows read (its blocks only)
+// into a buffer that stays in L2, as one run of positions over the rows (tiles that do not stop
+// at row ends), then the band's output rows from it; bands after the first compute again the
+// rows their windows share with the band before (with MobileNetV2's 3x3 windows, one or two).
+struct PointwiseDepthwiseJob {
+  const Conv2DPointwiseDepthwiseParams* p;
+  Conv2DNCHWcParams pointwise;  // a run of positions of the input's plane taken as one row
+  Conv2DNCHWcParams depthwise;  // the whole depthwise layer
+  const float *data, *pointwise_weight, *depthwise_weight;
+  float* out;
+  const EpilogueStep* epilogue;
+  int epilogue_size;
+  RegisterEpilogue pointwise_registers, depthwise_registers;
+  RowFn depthwise_row;
+  int64_t set_blocks, sets, band_rows, bands, band_input_rows;
+  std::atomic<bool> out_of_memory{false};
+};
+
+// A band's expanded rows take at most this many bytes (beside the input rows they read, in L2).
+constexpr int64_t kMaxBandBytes = 256 * 1024;
+
+template <int IB>
+void RunPointwiseDepthwiseItems(int64_t begin, int64_t end, void* context) {
+  constexpr int OB = 16, L = 16;
+  auto& f = *static_cast<PointwiseDepthwiseJob*>(context);
+  const Conv2DPointwiseDepthwiseParams& p = *f.p;
+  const int64_t in_blocks = p.in_channels / IB, out_blocks = p.channels / OB;
+  const int64_t band_plane = f.band_input_rows * p.width * OB;  // floats of one block's rows in the buffer
+  Workspace band(static_cast<uint64_t>(f.set_blocks * band_plane) * sizeof(float));
+  if (!band.ok()) {
+    f.out_of_memory = true;
+    return;
+  }
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t n = item / (f.sets * f.bands), index = item / f.sets % f.bands, set = item % f.sets;
+    const int64_t first_block = set * f.set_blocks, blocks = std::min(f.set_blocks, out_blocks - first_block);
+    const int64_t oh_begin = index * f.band_rows, oh_end = std::min(p.out_height, oh_begin + f.band_rows);
+    // The input rows the band's windows read.
+    const int64_t first_row = std::max<int64_t>(0, oh_begin * p.stride_h - p.pad_top);
+    const int64_t end_row =
+        std::min(p.height, (oh_end - 1) * p.stride_h - p.pad_top + (p.kernel_height - 1) * p.dilation_h + 1);
+    if (end_row <= first_row) continue;  // every window of the band lies in the padding: nothing to read
+    // The pointwise convolution of rows [first_row, end_row) of image n, as one row of positions,
+    // into the buffer: the set's blocks (its weights and bias from first_block on).
+    Job pointwise{&f.pointwise, f.data + (n * in_blocks * p.height + first_row) * p.width * IB,
+                  f.pointwise_weight + first_block * in_blocks * IB * OB, band.as<float>(), nullptr, 0, in_blocks,
+                  blocks, in_blocks, blocks, 0, 0, 0, 0, 0, 0, 0, 0, f.pointwise_registers, false,
+                  p.height * p.width * IB, band_plane};
+    pointwise.in_registers.bias += first_block * OB;
+    Tile run{0, 0, blocks, 0, 0, 0, 0, in_blocks, true, true};
+    const int64_t positions = (end_row - first_row) * p.width;
+    if constexpr (kTileVectors<L> >= 2) {
+      if (blocks == 2) {
+        RunRow<OB, 2, 0, IB, 1, L>(pointwise, run, 0, positions);
+      } else {
+        RunRow<OB, 1, 0, IB, 1, L>(pointwise, run, 0, positions);
+      }
+    } else {
+      RunRow<OB, 1, 0, IB, 1, L>(pointwise, run, 0, positions);
+    }
+    Job depthwise{&f.depthwise, band.as<float>(), f.depthwise_weight, f.out, f.epilogue, f.epilogue_size,
+                  out_blocks, out_blocks, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, f.depthwise_registers, false,
+                  band_plane, p.out_height * p.out_width * OB, true, first_row, first_block};
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+        Tile tile{n, first_block + b, 1, oh, 0, 0, 0, 1, true, true};
+        f.depthwise_row(depthwise, tile, 0, p.out_width);
+      }
+    }
+  }
+}
+
 // A copy of the input that makes the convolution simpler: with its padding written out as zeros,
 // so that every tile runs unchecked (checking the taps of border tiles costs more than the copy,
 // measured on ResNet layers), or for a strided 1x1 convolution with only the positions it reads,
@@ -895,16 +982,81 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
           0,
           {},
           false};
+  job.in_plane = run.in_height * run.in_width * run.in_block;
+  job.out_plane = run.out_height * run.out_width * run.out_block;
   return Run<OB, kLocalGroup, IB, S, L>(job);
+}
+
+template <int IB>
+int Conv2DPointwiseDepthwise(const Conv2DPointwiseDepthwiseParams& p, const float* data, const float* pointwise_weight,
+                             const float* pointwise_bias, const float* depthwise_weight, float* out,
+                             const EpilogueStep* epilogue, int epilogue_size) {
+  static_assert(IB == 8 || IB == 16, "input blocks of 8 or 16 are compiled in");
+  if (!PointwiseDepthwiseComputes(p, kCompiledConfig) || p.in_block != IB) {
+    return Fail("Conv2DPointwiseDepthwise: the parameters are not a form this build computes (AVX-512; input block "
+                "of the variant, 8 or 16; expanded channels in blocks of 16; kernel width 3 or 5, stride 1 or 2 "
+                "along the row, no dilation there; pointwise weights of at most 64 KiB per two blocks)");
+  }
+  if (p.batch < 0 || p.height < 1 || p.width < 1 || p.out_height < 1 || p.out_width < 1 || p.kernel_height < 1 ||
+      p.stride_h < 1 || p.dilation_h < 1) {
+    return Fail("Conv2DPointwiseDepthwise: extents, kernel height, stride and dilation must be positive");
+  }
+  if (p.batch == 0) return 0;
+  constexpr int OB = 16;
+  PointwiseDepthwiseJob f;
+  f.p = &p;
+  // A run of the input plane's positions as one row (a band's rows, RunPointwiseDepthwiseItems).
+  const int64_t plane = p.height * p.width;
+  f.pointwise = {1,     p.in_channels, 1, plane, IB,    p.channels, OB,    1,     1,     1,    plane,
+                 1,     1,             1, 1,     0,     0,          1,     false, false, false, false};
+  f.depthwise = {p.batch,        p.channels,   p.height,       p.width,         OB,          p.channels,
+                 OB,             p.kernel_height, p.kernel_width, p.out_height, p.out_width, p.stride_h,
+                 p.stride_w,     p.dilation_h, p.dilation_w,   p.pad_top,       p.pad_left,  p.channels,
+                 true,           false,        false,          false};
+  f.data = data;
+  f.pointwise_weight = pointwise_weight;
+  f.depthwise_weight = depthwise_weight;
+  f.out = out;
+  f.epilogue = epilogue;
+  f.epilogue_size = epilogue_size;
+  f.pointwise_registers.active = true;
+  f.pointwise_registers.bias = pointwise_bias;
+  f.pointwise_registers.activation = RegisterEpilogue::kClip;
+  f.pointwise_registers.lo = p.lo;
+  f.pointwise_registers.hi = p.hi;
+  f.depthwise_registers = RegisterEpilogueOf(epilogue, epilogue_size, /*swish=*/true);
+  f.depthwise_row = DepthwiseRowOf<OB>(f.depthwise);
+  if (f.depthwise_row == nullptr) return Fail("Conv2DPointwiseDepthwise: no depthwise row tile for the window");
+  f.set_blocks = std::min<int64_t>(kTileVectors<16>, p.channels / OB);
+  f.sets = (p.channels / OB + f.set_blocks - 1) / f.set_blocks;
+  // Bands of as many output rows as the buffer holds the input rows of (at least one).
+  const int64_t rows_held = std::max<int64_t>(1, kMaxBandBytes / (f.set_blocks * p.width * OB * 4));
+  const int64_t window = (p.kernel_height - 1) * p.dilation_h + 1;
+  f.band_rows = std::clamp<int64_t>((rows_held - window) / p.stride_h + 1, 1, p.out_height);
+  f.bands = (p.out_height + f.band_rows - 1) / f.band_rows;
+  f.band_rows = (p.out_height + f.bands - 1) / f.bands;  // as even as the count allows
+  f.band_input_rows = std::min(p.height, (f.band_rows - 1) * p.stride_h + window);
+  if (ParallelFor(p.batch * f.sets * f.bands, RunPointwiseDepthwiseItems<IB>, &f) != 0) return -1;
+  if (f.out_of_memory) return Fail("Conv2DPointwiseDepthwise: out of workspace memory");
+  return 0;
 }
 
 #define KILN_CONV2D_NCHWC_SIGNATURE(...)                                                                    \
   template int Conv2DNCHWc<__VA_ARGS__>(const Conv2DNCHWcParams& p, const float* data, const float* weight, \
                                         float* out, const EpilogueStep* epilogue, int epilogue_size)
-#if defined(KILN_INSTANTIATE)
+#define KILN_POINTWISE_DEPTHWISE_SIGNATURE(IB)                                                                  \
+  template int Conv2DPointwiseDepthwise<IB>(const Conv2DPointwiseDepthwiseParams& p, const float* data,         \
+                                            const float* pointwise_weight, const float* pointwise_bias,          \
+                                            const float* depthwise_weight, float* out, const EpilogueStep* epilogue, \
+                                            int epilogue_size)
+#if defined(KILN_INSTANTIATE_Conv2DNCHWc)
 // A model library's build: one object per variant its code names (backend/compiler.cc).
 KILN_CONV2D_NCHWC_SIGNATURE(KILN_INSTANTIATE);
+#elif defined(KILN_INSTANTIATE_Conv2DPointwiseDepthwise)
+KILN_POINTWISE_DEPTHWISE_SIGNATURE(KILN_INSTANTIATE);
 #else
+KILN_POINTWISE_DEPTHWISE_SIGNATURE(8);
+KILN_POINTWISE_DEPTHWISE_SIGNATURE(16);
 // Every variant that Conv2DNCHWcVariantOf returns on some instruction set (the kernel tests).
 namespace {
 constexpr Conv2DNCHWcVariant kVariants[] = {
@@ -934,5 +1086,6 @@ int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const f
 }
 #endif
 #undef KILN_CONV2D_NCHWC_SIGNATURE
+#undef KILN_POINTWISE_DEPTHWISE_SIGNATURE
 
 }  // namespace kiln::kernels

@@ -36,7 +36,8 @@ TEST(KernelSources, EachInstanceOfAKernelTemplateIsOneObject) {
       {{"a.cc", "kiln::kernels::Conv2DNCHWc<16, 0, 16, 1, 16>(p, x, w, y, nullptr, 0);", {}},
        {"b.cc",
         "kiln::kernels::Conv2DWinograd(p, x, w, y, nullptr, 0, &kiln::kernels::Conv2DNCHWc<16,0,16,1,16>);"
-        "kiln::kernels::Conv2DNCHWc<8, 1, 0, 1, 8>(p, x, w, y, nullptr, 0);",
+        "kiln::kernels::Conv2DNCHWc<8, 1, 0, 1, 8>(p, x, w, y, nullptr, 0);"
+        "kiln::kernels::Conv2DPointwiseDepthwise<16>(p, x, w, b, d, y, nullptr, 0);",
         {}}},
       ReadKernelList(KernelSourceDir()), KernelSourceDir());
   Names names, defines;
@@ -45,9 +46,14 @@ TEST(KernelSources, EachInstanceOfAKernelTemplateIsOneObject) {
     names.push_back(file.name);
     defines.insert(defines.end(), file.defines.begin(), file.defines.end());
   }
-  EXPECT_EQ(names, (Names{"kernels/conv/conv2d_nchwc.cc <16,0,16,1,16>", "kernels/conv/conv2d_nchwc.cc <8,1,0,1,8>"}));
-  EXPECT_EQ(defines, (Names{"KILN_INSTANTIATE=16,0,16,1,16", "KILN_INSTANTIATE=8,1,0,1,8"}));
-  EXPECT_EQ(needed.size(), 5u);  // support, linked_params, the two instances, Winograd's source
+  // Each instance names its template, which the source instantiates alone (a source defines two).
+  EXPECT_EQ(names, (Names{"kernels/conv/conv2d_nchwc.cc Conv2DNCHWc<16,0,16,1,16>",
+                          "kernels/conv/conv2d_nchwc.cc Conv2DNCHWc<8,1,0,1,8>",
+                          "kernels/conv/conv2d_nchwc.cc Conv2DPointwiseDepthwise<16>"}));
+  EXPECT_EQ(defines, (Names{"KILN_INSTANTIATE=16,0,16,1,16", "KILN_INSTANTIATE_Conv2DNCHWc",
+                            "KILN_INSTANTIATE=8,1,0,1,8", "KILN_INSTANTIATE_Conv2DNCHWc", "KILN_INSTANTIATE=16",
+                            "KILN_INSTANTIATE_Conv2DPointwiseDepthwise"}));
+  EXPECT_EQ(needed.size(), 6u);  // support, linked_params, the three instances, Winograd's source
 }
 
 }  // namespace

@@ -1,0 +1,79 @@
+// FusePointwiseDepthwise, through the -O3 pipeline: MobileNetV2's expansion (a 1x1 convolution,
+// its bias and clip or relu) and the depthwise convolution after it become one call where the
+// target computes it (AVX-512), with the depthwise layer's bias and clip left to FuseOps; an
+// AVX2 target, an expanded value read twice, or a window the kernel has no tile for keep the two
+// convolutions. (Numerics: the kernel against the two convolutions' definition in
+// tests/kernels/conv2d_nchwc_test.cc; MobileNetV2 against ONNX Runtime in the model suite.)
+#include <gmock/gmock.h>
+
+#include <sstream>
+#include <string>
+
+#include "ir/text.h"
+#include "transform/pipeline.h"
+
+namespace kiln::transform {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A constant of `shape` (its text) with `count` values.
+std::string Constant(const std::string& name, const std::string& shape, int count) {
+  std::string values;
+  for (int i = 0; i < count; ++i) values += (i > 0 ? ", " : "") + std::to_string(i % 7 * 0.125 - 0.25);
+  return "  %" + name + " = const(Tensor[(" + shape + "), float32], [" + values + "]);\n";
+}
+
+// x [1, 16, 20, 20] -> 1x1 to 32 channels, bias, `activation` -> depthwise 3x3 at `stride` (or a
+// 3x3 window dilated along the row), bias, clip; `extra_output` also returns the activation.
+std::string InvertedResidual(const std::string& activation, int stride, bool extra_output = false,
+                             int row_dilation = 1) {
+  std::string act = activation == "relu" ? "  %2 = nn.relu(%1);\n" : "  %2 = clip(%1, a_min=0.0, a_max=6.0);\n";
+  std::string text = "fn (%x: Tensor[(1, 16, 20, 20), float32]) {\n" + Constant("w1", "32, 16, 1, 1", 512) +
+                     Constant("b1", "32, 1, 1", 32) + Constant("w2", "32, 1, 3, 3", 288) +
+                     Constant("b2", "32, 1, 1", 32) + "  %0 = nn.conv2d(%x, %w1);\n  %1 = add(%0, %b1);\n" + act +
+                     "  %3 = nn.conv2d(%2, %w2, strides=[" + std::to_string(stride) + ", " + std::to_string(stride) +
+                     "], padding=[1, 1, 1, 1], dilation=[1, " + std::to_string(row_dilation) +
+                     "], groups=32);\n  %4 = add(%3, %b2);\n  %5 = clip(%4, a_min=0.0, a_max=6.0);\n";
+  return text + (extra_output ? "  %6 = (%5, %2);\n  %6\n}" : "  %5\n}");
+}
+
+std::string AfterFusion(const std::string& model, target::Isa isa) {
+  PassContext context;
+  context.opt_level = 3;
+  context.print_ir_after = {"FuseOps"};
+  std::ostringstream log;
+  const target::Target target =
+      target::TargetFor(isa == target::Isa::kAvx512 ? "x86-64-v4" : "x86-64-v3", isa);
+  RunPipeline(ir::ParseFunction(model), PassEnvironment{context, target}, log);
+  return log.str();
+}
+
+TEST(FusePointwiseDepthwise, AnExpansionAndItsDepthwiseLayerBecomeOneCall) {
+  for (const char* activation : {"clip", "relu"}) {
+    for (int stride : {1, 2}) {
+      std::string ir = AfterFusion(InvertedResidual(activation, stride), target::Isa::kAvx512);
+      EXPECT_THAT(ir, HasSubstr("nn.conv2d_pointwise_depthwise(")) << activation << " stride " << stride;
+      EXPECT_THAT(ir, Not(HasSubstr("nn.conv2d("))) << ir;
+      // relu: a clip to [0, infinity); the depthwise layer's bias and clip in the same function
+      EXPECT_THAT(ir, HasSubstr(std::string(activation) == "relu" ? "a_max=inf" : "a_max=6.0")) << ir;
+      EXPECT_THAT(ir, HasSubstr("clip(")) << ir;
+    }
+  }
+}
+
+TEST(FusePointwiseDepthwise, LeavesWhatTheKernelDoesNotCompute) {
+  // AVX2: the kernel's tiles do not fit its registers.
+  EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1), target::Isa::kAvx2),
+              Not(HasSubstr("nn.conv2d_pointwise_depthwise(")));
+  // The expanded tensor is read by something else too: it must be written whole anyway.
+  EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1, /*extra_output=*/true), target::Isa::kAvx512),
+              Not(HasSubstr("nn.conv2d_pointwise_depthwise(")));
+  // A depthwise window dilated along the row: no row tile for it.
+  EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1, false, /*row_dilation=*/2), target::Isa::kAvx512),
+              Not(HasSubstr("nn.conv2d_pointwise_depthwise(")));
+}
+
+}  // namespace
+}  // namespace kiln::transform
