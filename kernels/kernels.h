@@ -234,10 +234,11 @@ int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const f
 
 // A pointwise convolution that expands the channels, with its bias and clip, and the depthwise
 // convolution that reads its result, in one call (the first half of MobileNetV2's inverted
-// residual blocks): rows of the expanded tensor are computed into a ring of a few rows in cache as
-// the depthwise rows need them, and the expanded tensor is never written whole.
+// residual blocks): the expanded tensor is computed band of rows by band of rows into a buffer in
+// cache, each band's depthwise rows from it, and never written whole.
 // data [N, C / ib, H, W, ib] (ib = IB, 8 or 16), pointwise weight [E / 16, C / ib, 1, 1, ib, 16]
-// and bias [E], expanded[e] = clip(bias[e] + sum_c data[c] * w[e, c], lo, hi); depthwise weight
+// and bias [E], expanded[e] = clip(bias[e] + sum_c data[c] * w[e, c], lo, hi) (or, with swish,
+// v * sigmoid(v) of the sum v: EfficientNet's); depthwise weight
 // [E / 16, 1, KH, KW, 1, 16]; out [N, E / 16, OH, OW, 16] = epilogue(depthwise(expanded)). The
 // depthwise window: kernel width 3 or 5, stride 1 or 2 along the row, no dilation along it.
 // Computed with AVX-512 only (kPointwiseDepthwiseCompiled; elsewhere the call fails).
@@ -246,11 +247,12 @@ struct Conv2DPointwiseDepthwiseParams {
   int64_t channels;                                      // E, the expanded channels
   int64_t kernel_height, kernel_width, out_height, out_width, stride_h, stride_w, dilation_h, dilation_w;
   int64_t pad_top, pad_left;
-  float lo, hi;  // the pointwise result's clip (relu: 0 and infinity)
+  bool swish;    // the pointwise result's activation: swish, else a clip
+  float lo, hi;  // the clip (relu: 0 and infinity)
   static constexpr const char* kSampleField = "batch";  // counts samples (kernel_params.h)
   auto Fields() const {
     return std::tie(batch, in_channels, in_block, height, width, channels, kernel_height, kernel_width, out_height,
-                    out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, lo, hi);
+                    out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, swish, lo, hi);
   }
 };
 // Whether Conv2DPointwiseDepthwise computes layers on an instruction set of `config` (16-float

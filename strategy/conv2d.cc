@@ -405,6 +405,7 @@ kernels::Conv2DPointwiseDepthwiseParams Conv2DPointwiseDepthwiseKernelParams(con
           dilation[1],
           padding[0],
           padding[1],
+          call.attrs.GetString("activation") == "swish",
           static_cast<float>(call.attrs.GetFloat("a_min")),
           static_cast<float>(call.attrs.GetFloat("a_max"))};
 }

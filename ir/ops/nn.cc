@@ -103,7 +103,7 @@ Type Conv2DWinograd(const std::vector<Type>& args, const Attrs& attrs) {
   return InLayout({data[0], weight[1] * out_block, oh, ow}, out_layout, TensorArg(args, 0).dtype);
 }
 
-// A pointwise convolution with its bias and clip and the depthwise convolution reading it
+// A pointwise convolution with its bias and activation and the depthwise convolution reading it
 // (FusePointwiseDepthwise writes it): data [N, C / ib, H, W, ib], pointwise weight
 // [E / 16, C / ib, 1, 1, ib, 16], pointwise bias of E values (any shape), depthwise weight
 // [E / 16, 1, KH, KW, 1, 16]; the result [N, E / 16, OH, OW, 16].
@@ -126,6 +126,8 @@ Type Conv2DPointwiseDepthwise(const std::vector<Type>& args, const Attrs& attrs)
   Check(depthwise.size() == 6 && depthwise[0] * 16 == expanded && depthwise[1] == 1 && depthwise[2] >= 1 &&
             depthwise[3] >= 1 && depthwise[4] == 1 && depthwise[5] == 16,
         "the depthwise weight must be [", expanded / 16, ", 1, KH, KW, 1, 16], got ", ShapeText(depthwise));
+  const std::string& activation = attrs.GetString("activation");
+  Check(activation == "clip" || activation == "swish", "activation must be clip or swish, got ", activation);
   const auto& strides = attrs.GetInts("strides");
   const auto& dilation = attrs.GetInts("dilation");
   const auto& padding = attrs.GetInts("padding");
@@ -353,11 +355,13 @@ void RegisterNnOps(OpTable& table) {
               {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "the depthwise stride height, width"},
                {"padding", AttrKind::kInts, std::vector<int64_t>{0, 0, 0, 0}, "the depthwise top, left, bottom, right"},
                {"dilation", AttrKind::kInts, std::vector<int64_t>{1, 1}, "the depthwise dilation height, width"},
+               {"activation", AttrKind::kString, std::string("clip"),
+                "the pointwise result's activation: clip (a_min, a_max) or swish (x * sigmoid(x))"},
                {"a_min", AttrKind::kFloat, 0.0, "the pointwise result's clip, below"},
                {"a_max", AttrKind::kFloat, 6.0, "the pointwise result's clip, above"},
                {"data_layout", AttrKind::kString, std::string("NCHW16c"), "data layout, blocked"}},
               OpPattern::kOutEWiseFusable, Conv2DPointwiseDepthwise,
-              "a pointwise convolution (data, weight), its bias and clip, then a depthwise convolution "
+              "a pointwise convolution (data, weight), its bias and clip or swish, then a depthwise convolution "
               "(FusePointwiseDepthwise writes it; the result NCHW16c)"});
   Add(table, {"nn.conv2d_transpose", 2, 2,
               {{"strides", AttrKind::kInts, std::vector<int64_t>{1, 1}, "stride height, width"},

@@ -783,10 +783,11 @@ int Run(Job& job) {
 }
 
 // Conv2DPointwiseDepthwise: work items (image, band of output rows, set of the pointwise tile's
-// expanded blocks): consecutive items read the same input rows. An item computes the expanded rows its band's windows read (its blocks only)
-// into a buffer that stays in L2, as one run of positions over the rows (tiles that do not stop
-// at row ends), then the band's output rows from it; bands after the first compute again the
-// rows their windows share with the band before (with MobileNetV2's 3x3 windows, one or two).
+// expanded blocks): consecutive items read the same input rows. An item computes the expanded
+// rows its band's windows read (its blocks only) into a buffer that stays in L2, as one run of
+// positions over the rows (tiles that do not stop at row ends), then the band's output rows from
+// it; bands after the first compute again the rows their windows share with the band before
+// (with MobileNetV2's 3x3 windows, one or two).
 struct PointwiseDepthwiseJob {
   const Conv2DPointwiseDepthwiseParams* p;
   Conv2DNCHWcParams pointwise;  // a run of positions of the input's plane taken as one row
@@ -1021,7 +1022,7 @@ int Conv2DPointwiseDepthwise(const Conv2DPointwiseDepthwiseParams& p, const floa
   f.epilogue_size = epilogue_size;
   f.pointwise_registers.active = true;
   f.pointwise_registers.bias = pointwise_bias;
-  f.pointwise_registers.activation = RegisterEpilogue::kClip;
+  f.pointwise_registers.activation = p.swish ? RegisterEpilogue::kSwish : RegisterEpilogue::kClip;
   f.pointwise_registers.lo = p.lo;
   f.pointwise_registers.hi = p.hi;
   f.depthwise_registers = RegisterEpilogueOf(epilogue, epilogue_size, /*swish=*/true);

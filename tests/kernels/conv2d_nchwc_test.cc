@@ -286,7 +286,7 @@ TEST(Conv2DNCHWc, DepthwiseRowsOfKernelWidth3And5) {
   EXPECT_GT(cases, 150);
 }
 
-// A pointwise convolution, its bias and clip, and the depthwise convolution after it in one call
+// A pointwise convolution, its bias and clip or swish, and the depthwise convolution after it in one call
 // (Conv2DPointwiseDepthwise), against the two convolutions by their definition: input blocks of 8
 // and 16, expanded channels of an odd number of blocks (a set of one block at the end), planes
 // narrower than a tile and wider than several, rows so wide that the expanded rows are computed
@@ -322,8 +322,9 @@ TEST(Conv2DNCHWc, PointwiseThenDepthwiseMatchTheReference) {
       nchw_steps = steps;
       nchw_steps[1].data = residual.data();
     }
-    Conv2DPointwiseDepthwiseParams p{pw.n,   c,      ib,     pw.h,   pw.w,   e,      kernel, kernel, dw.oh(),
-                                     dw.ow(), stride, stride, dh,     1,      pad,    pad,    lo,     hi};
+    const bool swish = iteration % 5 == 2;
+    Conv2DPointwiseDepthwiseParams p{pw.n,   c,      ib,     pw.h,   pw.w, e,     kernel, kernel, dw.oh(), dw.ow(),
+                                     stride, stride, dh,     1,      pad,  pad,   swish,  lo,     hi};
     std::vector<float> out(out_size + positions * 16, 12345.0f);
     auto kernel_of = ib == 8 ? &Conv2DPointwiseDepthwise<8> : &Conv2DPointwiseDepthwise<16>;
     int status = kernel_of(p, Block(x, pw.n, c, plane, ib).data(), PackWeights(w1, pw).data(), b1.data(),
@@ -340,7 +341,8 @@ TEST(Conv2DNCHWc, PointwiseThenDepthwiseMatchTheReference) {
     out.resize(out_size);
     std::vector<float> expanded = ReferenceConv(x, w1, pw);
     for (int64_t i = 0; i < static_cast<int64_t>(expanded.size()); ++i) {
-      expanded[i] = std::min(std::max(expanded[i] + b1[i / plane % e], lo), hi);
+      const double v = expanded[i] + b1[i / plane % e];
+      expanded[i] = static_cast<float>(swish ? v / (1 + std::exp(-v)) : std::min<double>(std::max<double>(v, lo), hi));
     }
     std::vector<float> want = ReferenceConv(expanded, w2, dw);
     for (int64_t i = 0; i < out_size; ++i) want[i] = ApplySteps(nchw_steps, want[i], i / positions % e, i);

@@ -1,9 +1,11 @@
-// FusePointwiseDepthwise, through the -O3 pipeline: MobileNetV2's expansion (a 1x1 convolution,
-// its bias and clip or relu) and the depthwise convolution after it become one call where the
-// target computes it (AVX-512), with the depthwise layer's bias and clip left to FuseOps; an
-// AVX2 target, an expanded value read twice, or a window the kernel has no tile for keep the two
-// convolutions. (Numerics: the kernel against the two convolutions' definition in
-// tests/kernels/conv2d_nchwc_test.cc; MobileNetV2 against ONNX Runtime in the model suite.)
+// FusePointwiseDepthwise, through the -O3 pipeline: MobileNetV2's and EfficientNet's expansion (a
+// 1x1 convolution, its bias and clip, relu or swish) and the depthwise convolution after it become
+// one call where the target computes it (AVX-512) and the expansion reads at most 64 channels,
+// with the depthwise layer's bias and clip left to FuseOps; an AVX2 target, an expanded value read
+// twice, a window the kernel has no tile for, or a wider expansion keep the two convolutions.
+// (Numerics: the kernel against the two convolutions' definition in
+// tests/kernels/conv2d_nchwc_test.cc; MobileNetV2 and EfficientNet-B0 against ONNX Runtime in the
+// model suite.)
 #include <gmock/gmock.h>
 
 #include <sstream>
@@ -25,12 +27,16 @@ std::string Constant(const std::string& name, const std::string& shape, int coun
   return "  %" + name + " = const(Tensor[(" + shape + "), float32], [" + values + "]);\n";
 }
 
-// x [1, 16, 20, 20] -> 1x1 to 32 channels, bias, `activation` -> depthwise 3x3 at `stride` (or a
+// x [1, C, 20, 20] -> 1x1 to 32 channels, bias, `activation` -> depthwise 3x3 at `stride` (or a
 // 3x3 window dilated along the row), bias, clip; `extra_output` also returns the activation.
 std::string InvertedResidual(const std::string& activation, int stride, bool extra_output = false,
-                             int row_dilation = 1) {
-  std::string act = activation == "relu" ? "  %2 = nn.relu(%1);\n" : "  %2 = clip(%1, a_min=0.0, a_max=6.0);\n";
-  std::string text = "fn (%x: Tensor[(1, 16, 20, 20), float32]) {\n" + Constant("w1", "32, 16, 1, 1", 512) +
+                             int row_dilation = 1, int channels = 16) {
+  const std::string c = std::to_string(channels);
+  std::string act = activation == "relu"    ? "  %2 = nn.relu(%1);\n"
+                    : activation == "swish" ? "  %s = sigmoid(%1);\n  %2 = multiply(%1, %s);\n"
+                                            : "  %2 = clip(%1, a_min=0.0, a_max=6.0);\n";
+  std::string text = "fn (%x: Tensor[(1, " + c + ", 20, 20), float32]) {\n" +
+                     Constant("w1", "32, " + c + ", 1, 1", 32 * channels) +
                      Constant("b1", "32, 1, 1", 32) + Constant("w2", "32, 1, 3, 3", 288) +
                      Constant("b2", "32, 1, 1", 32) + "  %0 = nn.conv2d(%x, %w1);\n  %1 = add(%0, %b1);\n" + act +
                      "  %3 = nn.conv2d(%2, %w2, strides=[" + std::to_string(stride) + ", " + std::to_string(stride) +
@@ -51,13 +57,17 @@ std::string AfterFusion(const std::string& model, target::Isa isa) {
 }
 
 TEST(FusePointwiseDepthwise, AnExpansionAndItsDepthwiseLayerBecomeOneCall) {
-  for (const char* activation : {"clip", "relu"}) {
+  for (const std::string activation : {"clip", "relu", "swish"}) {
     for (int stride : {1, 2}) {
       std::string ir = AfterFusion(InvertedResidual(activation, stride), target::Isa::kAvx512);
       EXPECT_THAT(ir, HasSubstr("nn.conv2d_pointwise_depthwise(")) << activation << " stride " << stride;
       EXPECT_THAT(ir, Not(HasSubstr("nn.conv2d("))) << ir;
       // relu: a clip to [0, infinity); the depthwise layer's bias and clip in the same function
-      EXPECT_THAT(ir, HasSubstr(std::string(activation) == "relu" ? "a_max=inf" : "a_max=6.0")) << ir;
+      if (activation == "swish") {
+        EXPECT_THAT(ir, HasSubstr("activation=\"swish\"")) << ir;
+      } else {
+        EXPECT_THAT(ir, HasSubstr(activation == "relu" ? "a_max=inf" : "a_max=6.0")) << ir;
+      }
       EXPECT_THAT(ir, HasSubstr("clip(")) << ir;
     }
   }
@@ -73,6 +83,11 @@ TEST(FusePointwiseDepthwise, LeavesWhatTheKernelDoesNotCompute) {
   // A depthwise window dilated along the row: no row tile for it.
   EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1, false, /*row_dilation=*/2), target::Isa::kAvx512),
               Not(HasSubstr("nn.conv2d_pointwise_depthwise(")));
+  // An expansion of more than 64 channels: its pointwise work outweighs the saved traffic.
+  EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1, false, 1, /*channels=*/96), target::Isa::kAvx512),
+              Not(HasSubstr("nn.conv2d_pointwise_depthwise(")));
+  EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1, false, 1, /*channels=*/64), target::Isa::kAvx512),
+              HasSubstr("nn.conv2d_pointwise_depthwise("));
 }
 
 }  // namespace
