@@ -294,8 +294,13 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // the 16-lane tiles' compiled-in input blocks; only groups of one 8-channel block keep 8-lane
 // tiles, of one block (where PairedGroupTile does not compute them: their checked tiles, and
 // kernels other than 3 wide).
+//
+// GCC allocates the tile's registers for the whole function at once (-fira-region=one): by loop
+// regions it kept a third of the 24 accumulators of two 16-channel blocks in memory across the
+// input channel loop and copied registers between its iterations (36 moves per 384 FMAs, 14 so);
+// one Zen 5 core, 1x1 layers of 24 to 960 input channels alone, 1.5-6% faster.
 template <int OB, int NB, int T, bool kChecked, int IB, int S, int L>
-void ConvTile(const Job& job, const Tile& tile) {
+__attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
   using V = Vec<L>;
   constexpr int kPer = kBlocksPerVector<OB, L>;
