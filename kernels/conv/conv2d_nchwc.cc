@@ -53,18 +53,18 @@ constexpr int64_t kMinPartPositions = 28;
 constexpr int64_t kMaxPositionSplitWeightBytes = 256 * 1024;
 
 // An epilogue of a bias per channel, a residual and then relu, clip, swish or hard swish, each
-// optional (the common tails of a convolution), is applied to the accumulators (swish and hard
-// swish: with AVX-512) before they are stored, not in passes over the stored tile: layers of few
-// input channels (SqueezeNet's, MobileNet's, the text detector's, of 16 or 24) are bound by stores,
-// and each pass stores the tile again (EfficientNet's 16 -> 96 layer on 112x112 with its swish,
-// one AVX-512 core: 842 us in passes, 694 in registers). With AVX2's 16 registers swish's
-// temporaries spill the accumulators: the same layer 1.12 -> 3.25 ms, and every tile function
-// slower (relu 0.56 -> 0.61), so there it runs over the stored tile, right after the store, in a
-// function of its own (ActivationOverTile), the bias and residual still added in registers
-// (EfficientNet-B0 on one AVX2 core: 1-8% faster than passes of one step each, three alternated
-// profiles; swish's exp and division themselves are most of the 18-19% its epilogues take either
-// way). Hard swish, whose constants need registers too, is treated as swish.
-constexpr bool kSmoothActivationsInRegisters = kCompiledConfig.vector_floats == 16;
+// optional (the common tails of a convolution), is applied to the accumulators before they are
+// stored, not in passes over the stored tile: layers of few input channels (SqueezeNet's,
+// MobileNet's, the text detector's, of 16 or 24) are bound by stores, and each pass stores the
+// tile again. The bias starts the sums (TileStart). Swish runs over the stored tile, right after
+// the store and while it is in L1, in a function of its own (ActivationOverTile): its exp's
+// constants and temporaries beside a tile's accumulators are more than the registers hold, and
+// where it was applied in registers (AVX-512) GCC kept 9 of the 24 accumulators of every
+// two-block tile on the stack across the input channel loop, in every layer, swish or not (1x1
+// layers alone on one Zen 5 core 5-16% faster without it; EfficientNet-B0, whose layers it
+// follows, 5.78 -> 5.75 ms). Hard swish's few constants fit beside AVX-512's accumulators, not
+// beside AVX2's (there every tile function was slower with it: relu 0.56 -> 0.61 ms).
+constexpr bool kHardSwishInRegisters = kCompiledConfig.vector_floats == 16;
 
 // Swish or hard swish (kActivation) over `floats` floats of each of `blocks` output blocks,
 // block_stride apart, from `out`.
@@ -195,14 +195,6 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
   const bool last_full = LastVectorFull<OB, L, NB>(tile);
   if (tile.last && r.active) {
     using V = Vec<L>;
-#pragma GCC unroll 4
-    for (int b = 0; b < NB; ++b) {
-      if (r.bias != nullptr) {
-        V bias = LoadBlocks<OB, L>(r.bias + (tile.ocb + b * kPer) * OB, OB, b < NB - 1 || last_full);
-#pragma GCC unroll 32
-        for (int t = 0; t < T; ++t) acc[b * T + t] = scalar::Add(acc[b * T + t], bias);
-      }
-    }
     if (r.residual != nullptr) {
       const float* residual = r.residual + (out - job.out);
 #pragma GCC unroll 32
@@ -220,13 +212,8 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
       V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
 #pragma GCC unroll 32
       for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
-    } else if constexpr (kSmoothActivationsInRegisters) {
-      if (r.activation == RegisterEpilogue::kSwish) {
-#pragma GCC unroll 32
-        for (int i = 0; i < NB * T; ++i) {
-          if (i % T < count) acc[i] = scalar::Swish(acc[i]);
-        }
-      } else if (r.activation == RegisterEpilogue::kHardSwish) {
+    } else if constexpr (kHardSwishInRegisters) {
+      if (r.activation == RegisterEpilogue::kHardSwish) {
 #pragma GCC unroll 32
         for (int i = 0; i < NB * T; ++i) acc[i] = scalar::HardSwish(acc[i]);
       }
@@ -239,15 +226,13 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
                          i / T < NB - 1 || last_full);
     }
   }
-  if (!tile.last || job.epilogue_size == 0) return;
+  if (!tile.last) return;
   const int64_t blocks = std::min<int64_t>(NB * kPer, tile.blocks);
   if (r.active) {
-    if constexpr (!kSmoothActivationsInRegisters) {
-      if (r.activation == RegisterEpilogue::kSwish) {
-        ActivationOverTile<RegisterEpilogue::kSwish>(out, block_stride, blocks, count * OB);
-      } else if (r.activation == RegisterEpilogue::kHardSwish) {
-        ActivationOverTile<RegisterEpilogue::kHardSwish>(out, block_stride, blocks, count * OB);
-      }
+    if (r.activation == RegisterEpilogue::kSwish) {
+      ActivationOverTile<RegisterEpilogue::kSwish>(out, block_stride, blocks, count * OB);
+    } else if (!kHardSwishInRegisters && r.activation == RegisterEpilogue::kHardSwish) {
+      ActivationOverTile<RegisterEpilogue::kHardSwish>(out, block_stride, blocks, count * OB);
     }
     return;
   }
@@ -271,14 +256,37 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 #pragma GCC unroll 32
     for (int i = 0; i < NB * T; ++i) __builtin_prefetch(out + i / T * kPer * block_stride + (T + i % T) * OB, 0, 3);
   }
+  if (tile.first) {
+    // The bias of an epilogue in registers starts the sums (Finish adds none): with few input
+    // channels the epilogue's additions were a tenth of the tile's vector operations.
+    const RegisterEpilogue& r = job.in_registers;
+    const bool bias = r.active && r.bias != nullptr;
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) {
+      Vec<L> start = bias ? LoadBlocks<OB, L>(r.bias + (tile.ocb + b * kPer) * OB, OB, b < NB - 1 || last_full)
+                          : Vec<L>::Zero();
+#pragma GCC unroll 32
+      for (int t = 0; t < T; ++t) acc[b * T + t] = start;
+    }
+    return out;
+  }
 #pragma GCC unroll 32
   for (int i = 0; i < NB * T; ++i) {
-    acc[i] = tile.first || i % T >= count
-                 ? Vec<L>::Zero()
-                 : LoadBlocks<OB, L>(out + i / T * kPer * block_stride + i % T * OB, block_stride,
-                                     i / T < NB - 1 || last_full);
+    acc[i] = i % T >= count ? Vec<L>::Zero()
+                            : LoadBlocks<OB, L>(out + i / T * kPer * block_stride + i % T * OB, block_stride,
+                                                i / T < NB - 1 || last_full);
   }
   return out;
+}
+
+// acc += a * b, the sum written where acc is (with AVX-512: vfmadd231ps, see ConvTile).
+template <int L>
+KILN_ALWAYS_INLINE void FmaInPlace(Vec<L>& acc, Vec<L> a, Vec<L> b) {
+  if constexpr (L == 16 && kCompiledConfig.vector_floats == 16) {
+    asm("vfmadd231ps %1, %2, %0" : "+v"(acc.v) : "v"(b.v), "v"(a.v));
+  } else {
+    acc = Vec<L>::Fma(a, b, acc);
+  }
 }
 
 // Not depthwise: each input channel's value of the blocks' group is broadcast against the NB
@@ -298,7 +306,12 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 // GCC allocates the tile's registers for the whole function at once (-fira-region=one): by loop
 // regions it kept a third of the 24 accumulators of two 16-channel blocks in memory across the
 // input channel loop and copied registers between its iterations (36 moves per 384 FMAs, 14 so);
-// one Zen 5 core, 1x1 layers of 24 to 960 input channels alone, 1.5-6% faster.
+// one Zen 5 core, 1x1 layers of 24 to 960 input channels alone, 1.5-6% faster. Two more keep
+// the loop free of moves with AVX-512: each block's weights read through a pointer of its own
+// (GCC otherwise kept one offset per input channel of the block, 16, in general registers
+// reloaded from the stack), and the FMA written to accumulate in place (`vfmadd231ps`; GCC
+// chose forms that wrote the sum into the broadcast's register, so that the accumulators moved
+// between registers from one iteration to the next and had to be put back on the stack).
 template <int OB, int NB, int T, bool kChecked, int IB, int S, int L>
 __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
@@ -329,12 +342,18 @@ __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const 
         int64_t t_begin = 0, t_end = T;
         if (kChecked) ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
         const float* x = x_row + iw0 * ib;
+        const float* wb[NB];
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; ++b) {
+          wb[b] = w + b * kPer * w_block_stride;
+          asm("" : "+r"(wb[b]));
+        }
 #pragma GCC unroll 32
         for (int64_t ic = 0; ic < ib; ++ic) {
           V wv[NB];
 #pragma GCC unroll 4
           for (int b = 0; b < NB; ++b) {
-            wv[b] = LoadBlocks<OB, L>(w + b * kPer * w_block_stride + ic * OB, w_block_stride, b < NB - 1 || last_full);
+            wv[b] = LoadBlocks<OB, L>(wb[b] + ic * OB, w_block_stride, b < NB - 1 || last_full);
             wv[b].Pin();
           }
 #pragma GCC unroll 32
@@ -342,7 +361,7 @@ __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const 
             if (kChecked && (t < t_begin || t >= t_end)) continue;
             V xv = V::Broadcast(x + t * x_step + ic);
 #pragma GCC unroll 4
-            for (int b = 0; b < NB; ++b) acc[b * T + t] = V::Fma(xv, wv[b], acc[b * T + t]);
+            for (int b = 0; b < NB; ++b) FmaInPlace(acc[b * T + t], xv, wv[b]);
           }
         }
       }

@@ -452,11 +452,11 @@ TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
   UseThreads(false);
 }
 
-// Bias, residual and swish or hard swish, applied to the accumulators before the store: only once
-// all input channels are summed (320 channels of 3x3 taps, 1056 of 1x1, are several chunks of input
-// blocks on every instruction set), and only to the tile's positions; 1x1 and 3x3, both block
-// widths, serial and parallel.
-TEST(Conv2DNCHWc, SmoothActivationsInRegistersAfterEveryInputChunk) {
+// Bias, residual and swish or hard swish of the epilogue a tile applies itself: the bias once (it
+// starts the sums of the first input chunk), the rest once all input channels are summed (320
+// channels of 3x3 taps, 1056 of 1x1, are several chunks of input blocks on every instruction set),
+// and only to the tile's positions; 1x1 and 3x3, both block widths, serial and parallel.
+TEST(Conv2DNCHWc, TileEpilogueOnceOverAllInputChunks) {
   std::mt19937 rng(9);
   for (EpilogueStep::Op activation : {EpilogueStep::kSwish, EpilogueStep::kHardSwish})
   for (int64_t k : {1, 3}) {
