@@ -1,5 +1,6 @@
 """The matrix product's register tiles keep their accumulators in registers, on every instruction
-set the kernels are compiled for, whatever machine runs the test.
+set the kernels are compiled for, whatever machine runs the test; so do AVX-512's two-block
+convolution tiles (kernels/conv/conv2d_nchwc.cc, ConvTile).
 
 kernels/gemm/gemm.cc is compiled to assembly as model libraries compile it (backend/compiler.cc's
 flags), for AVX2 + FMA (x86-64-v3) and AVX-512 (x86-64-v4). In each tile function Tile<R, P>, the
@@ -53,26 +54,58 @@ def innermost_fma_loops(lines):
     return [lines[b:e + 1] for b, e in inner if any("vfmadd" in line for line in lines[b:e + 1])]
 
 
-def check(cxx, source_dir, dlpack_dir, march):
-    """Problems found in the tiles compiled for `march`, and the number of tiles checked."""
+def compile_to_assembly(cxx, source_dir, dlpack_dir, march, source, defines=()):
     with tempfile.NamedTemporaryFile(suffix=".s") as out:
-        subprocess.run([cxx, *FLAGS, f"-march={march}", f"-I{source_dir}", f"-I{source_dir}/include", f"-I{dlpack_dir}",
-                        f"{source_dir}/kernels/gemm/gemm.cc", "-o", out.name], check=True)
-        assembly = open(out.name).read()
+        subprocess.run([cxx, *FLAGS, f"-march={march}", *defines, f"-I{source_dir}", f"-I{source_dir}/include",
+                        f"-I{dlpack_dir}", f"{source_dir}/{source}", "-o", out.name], check=True)
+        return open(out.name).read()
+
+
+def spills(lines, what):
+    """Problems: `what`'s innermost FMA loops moving vectors to or from the stack, or missing."""
+    loops = innermost_fma_loops(lines)
+    frame_pointer = any(re.match(r"\s+movq\s+%rsp, %rbp", line) for line in lines)
+    if not loops:
+        return [f"{what} has no loop with FMAs"]
+    problems = []
+    for loop in loops:
+        spilled = [line.strip() for line in loop
+                   if STACK_VECTOR.search(line) or (frame_pointer and FRAME_VECTOR.search(line))]
+        if spilled:
+            problems.append(f"{what}'s loop moves vectors to or from the stack "
+                            f"({len(spilled)} of {len(loop)} instructions), e.g. {spilled[0]}")
+    return problems
+
+
+def check(cxx, source_dir, dlpack_dir, march):
+    """Problems found in the matrix tiles compiled for `march`, and the tiles checked."""
+    assembly = compile_to_assembly(cxx, source_dir, dlpack_dir, march, "kernels/gemm/gemm.cc")
     problems = []
     tiles = functions(assembly)
     for name, rows, panels, lines in tiles:
-        loops = innermost_fma_loops(lines)
-        frame_pointer = any(re.match(r"\s+movq\s+%rsp, %rbp", line) for line in lines)
-        if not loops:
-            problems.append(f"{march}: Tile<{rows}, {panels}> ({name}) has no loop with FMAs")
-        for loop in loops:
-            spilled = [line.strip() for line in loop
-                       if STACK_VECTOR.search(line) or (frame_pointer and FRAME_VECTOR.search(line))]
-            if spilled:
-                problems.append(f"{march}: Tile<{rows}, {panels}>'s K loop moves vectors to or from the stack "
-                                f"({len(spilled)} of {len(loop)} instructions), e.g. {spilled[0]}")
+        problems += spills(lines, f"{march}: Tile<{rows}, {panels}> ({name})")
     return problems, {(rows, panels) for _, rows, panels, _ in tiles}
+
+
+# The blocked convolution's tiles of two 16-channel blocks with 16-channel input blocks compiled in
+# (every 1x1 layer of 16-channel blocks on AVX-512), ConvTile<16, 2, T, false, 16, 1, 16>, mangled.
+CONV_TILE = re.compile(r"^(_ZN4kiln7kernels12_GLOBAL__N_18ConvTileILi16ELi2ELi(\d+)ELb0ELi16ELi1ELi16EE\w*):$")
+
+
+def check_conv_tiles(cxx, source_dir, dlpack_dir):
+    """Problems in AVX-512's two-block convolution tiles (GCC once kept 9 of their 24 accumulators
+    on the stack in the input channel loop), and the tile widths checked."""
+    assembly = compile_to_assembly(cxx, source_dir, dlpack_dir, "x86-64-v4", "kernels/conv/conv2d_nchwc.cc",
+                                   ["-DKILN_INSTANTIATE_Conv2DNCHWc", "-DKILN_INSTANTIATE=16,0,16,1,16"])
+    lines = assembly.splitlines()
+    problems, widths = [], set()
+    for i, line in enumerate(lines):
+        if not (match := CONV_TILE.match(line)):
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith(".cfi_endproc")), len(lines))
+        widths.add(int(match.group(2)))
+        problems += spills(lines[i:end], f"x86-64-v4: ConvTile<16, 2, {match.group(2)}> ({match.group(1)})")
+    return problems, widths
 
 
 def main():
@@ -86,6 +119,11 @@ def main():
         if full not in tiles:
             failures.append(f"{march}: the full tile Tile<{full[0]}, {full[1]}> was not found among {sorted(tiles)}")
         print(f"{march}: {len(tiles)} tile functions checked, {len(problems)} problems")
+    problems, widths = check_conv_tiles(cxx, source_dir, dlpack_dir)
+    failures += problems
+    if 12 not in widths:
+        failures.append(f"x86-64-v4: the two-block convolution tile of 12 positions was not found among {sorted(widths)}")
+    print(f"x86-64-v4: {len(widths)} convolution tile functions checked, {len(problems)} problems")
     for failure in failures:
         print("FAIL:", failure)
     sys.exit(1 if failures else 0)
