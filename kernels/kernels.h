@@ -241,7 +241,7 @@ int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const f
 // v * sigmoid(v) of the sum v: EfficientNet's); depthwise weight
 // [E / 16, 1, KH, KW, 1, 16]; out [N, E / 16, OH, OW, 16] = epilogue(depthwise(expanded)). The
 // depthwise window: kernel width 3 or 5, stride 1 or 2 along the row, no dilation along it.
-// Computed with AVX-512 only (kPointwiseDepthwiseCompiled; elsewhere the call fails).
+// Computed with AVX-512 only (PointwiseDepthwiseComputes; elsewhere the call fails).
 struct Conv2DPointwiseDepthwiseParams {
   int64_t batch, in_channels, in_block, height, width;  // the pointwise convolution's input
   int64_t channels;                                      // E, the expanded channels
@@ -260,8 +260,8 @@ struct Conv2DPointwiseDepthwiseParams {
 // whether its window and channels are ones it computes: input block 8 or 16, expanded channels in
 // blocks of 16, pointwise weights of one tile (two blocks) of at most 64 KiB.
 constexpr bool PointwiseDepthwiseComputes(const Conv2DPointwiseDepthwiseParams& p, const KernelConfig& config) {
-  return config.vector_floats == 16 && (p.in_block == 8 || p.in_block == 16) && p.in_channels % p.in_block == 0 &&
-         p.channels % 16 == 0 && p.in_channels * 32 * 4 <= config.conv_chunk_bytes &&
+  return config.vector_floats == 16 && (p.in_block == 8 || p.in_block == 16) && p.in_channels >= p.in_block &&
+         p.in_channels % p.in_block == 0 && p.channels >= 16 && p.channels % 16 == 0 && p.in_channels * 32 * 4 <= config.conv_chunk_bytes &&
          (p.kernel_width == 3 || p.kernel_width == 5) && (p.stride_w == 1 || p.stride_w == 2) && p.dilation_w == 1;
 }
 template <int IB>

@@ -33,12 +33,14 @@ bool Implements(const Expr& e, const char* implementation) {
   return e->As<CallNode>()->attrs.GetString("implementation") == implementation;
 }
 
-// A blocked 1x1 convolution at stride 1 without padding into 16-channel blocks.
+// A blocked 1x1 convolution at stride 1 without padding from 8- or 16-channel blocks into
+// 16-channel blocks (a layer of fewer than 16 plain input channels reads them unblocked).
 bool IsPointwise(const Expr& e) {
   const Attrs& attrs = e->As<CallNode>()->attrs;
   return Implements(e, "conv2d.nchwc_1x1") && attrs.GetInts("strides") == std::vector<int64_t>{1, 1} &&
          attrs.GetInts("padding") == std::vector<int64_t>{0, 0, 0, 0} && attrs.GetInt("groups") == 1 &&
-         attrs.GetString("out_layout") == "NCHW16c";
+         attrs.GetString("out_layout") == "NCHW16c" &&
+         (attrs.GetString("data_layout") == "NCHW8c" || attrs.GetString("data_layout") == "NCHW16c");
 }
 
 // One value per channel of `conv`'s blocked result: [1, E / 16, 1, 1, 16], or E values.

@@ -165,6 +165,10 @@ KernelCall PlanConv2DPointwiseDepthwise(const KernelOperands& o) {
   RequireFloat32(o);
   KernelCall k;
   kernels::Conv2DPointwiseDepthwiseParams params = strategy::Conv2DPointwiseDepthwiseKernelParams(o.call);
+  runtime::Check(kernels::PointwiseDepthwiseComputes(params, o.config), o.call.op->name,
+                 ": the target does not compute this form (it needs AVX-512, an input block of 8 or 16, expanded "
+                 "channels in blocks of 16, a depthwise window 3 or 5 wide at stride 1 or 2 along the row and no "
+                 "dilation there)");
   k.kernel = "Conv2DPointwiseDepthwise<" + std::to_string(params.in_block) + ">";
   k.implementation = strategy::kConv2DPointwiseDepthwiseName;
   k.params = TypedParams("Conv2DPointwiseDepthwiseParams", params);

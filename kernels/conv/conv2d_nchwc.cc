@@ -99,8 +99,8 @@ struct Job {
   int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
   int64_t chunk;                     // input channel blocks per chunk
   int64_t batch_sets;                // sets of output blocks over all images and groups
-  RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; AVX2's swish and
-                                     // hard swish after it)
+  RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; swish, and
+                                     // AVX2's hard swish, right after it)
   bool positions_outer;              // work items ordered by rows and parts first, sets of blocks last
   int64_t in_plane = 0, out_plane = 0;  // floats from one channel block to the next, input and output
   // A depthwise layer that reads a band of the rows a pointwise convolution wrote
@@ -226,7 +226,7 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
                          i / T < NB - 1 || last_full);
     }
   }
-  if (!tile.last) return;
+  if (!tile.last || (!r.active && job.epilogue_size == 0)) return;
   const int64_t blocks = std::min<int64_t>(NB * kPer, tile.blocks);
   if (r.active) {
     if (r.activation == RegisterEpilogue::kSwish) {
@@ -849,24 +849,27 @@ void RunPointwiseDepthwiseItems(int64_t begin, int64_t end, void* context) {
     const int64_t first_row = std::max<int64_t>(0, oh_begin * p.stride_h - p.pad_top);
     const int64_t end_row =
         std::min(p.height, (oh_end - 1) * p.stride_h - p.pad_top + (p.kernel_height - 1) * p.dilation_h + 1);
-    if (end_row <= first_row) continue;  // every window of the band lies in the padding: nothing to read
-    // The pointwise convolution of rows [first_row, end_row) of image n, as one row of positions,
-    // into the buffer: the set's blocks (its weights and bias from first_block on).
-    Job pointwise{&f.pointwise, f.data + (n * in_blocks * p.height + first_row) * p.width * IB,
-                  f.pointwise_weight + first_block * in_blocks * IB * OB, band.as<float>(), nullptr, 0, in_blocks,
-                  blocks, in_blocks, blocks, 0, 0, 0, 0, 0, 0, 0, 0, f.pointwise_registers, false,
-                  p.height * p.width * IB, band_plane};
-    pointwise.in_registers.bias += first_block * OB;
-    Tile run{0, 0, blocks, 0, 0, 0, 0, in_blocks, true, true};
-    const int64_t positions = (end_row - first_row) * p.width;
-    if constexpr (kTileVectors<L> >= 2) {
-      if (blocks == 2) {
-        RunRow<OB, 2, 0, IB, 1, L>(pointwise, run, 0, positions);
+    // Where every window of the band lies in the padding there is nothing to read: its rows are the
+    // epilogue of zero sums (the depthwise tiles read no row outside the input).
+    if (end_row > first_row) {
+      // The pointwise convolution of rows [first_row, end_row) of image n, as one row of positions,
+      // into the buffer: the set's blocks (its weights and bias from first_block on).
+      Job pointwise{&f.pointwise, f.data + (n * in_blocks * p.height + first_row) * p.width * IB,
+                    f.pointwise_weight + first_block * in_blocks * IB * OB, band.as<float>(), nullptr, 0, in_blocks,
+                    blocks, in_blocks, blocks, 0, 0, 0, 0, 0, 0, 0, 0, f.pointwise_registers, false,
+                    p.height * p.width * IB, band_plane};
+      pointwise.in_registers.bias += first_block * OB;
+      Tile run{0, 0, blocks, 0, 0, 0, 0, in_blocks, true, true};
+      const int64_t positions = (end_row - first_row) * p.width;
+      if constexpr (kTileVectors<L> >= 2) {
+        if (blocks == 2) {
+          RunRow<OB, 2, 0, IB, 1, L>(pointwise, run, 0, positions);
+        } else {
+          RunRow<OB, 1, 0, IB, 1, L>(pointwise, run, 0, positions);
+        }
       } else {
         RunRow<OB, 1, 0, IB, 1, L>(pointwise, run, 0, positions);
       }
-    } else {
-      RunRow<OB, 1, 0, IB, 1, L>(pointwise, run, 0, positions);
     }
     Job depthwise{&f.depthwise, band.as<float>(), f.depthwise_weight, f.out, f.epilogue, f.epilogue_size,
                   out_blocks, out_blocks, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, f.depthwise_registers, false,

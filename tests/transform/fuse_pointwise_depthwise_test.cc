@@ -2,7 +2,8 @@
 // 1x1 convolution, its bias and clip, relu or swish) and the depthwise convolution after it become
 // one call where the target computes it (AVX-512) and the expansion reads at most 64 channels,
 // with the depthwise layer's bias and clip left to FuseOps; an AVX2 target, an expanded value read
-// twice, a window the kernel has no tile for, or a wider expansion keep the two convolutions.
+// twice, a window the kernel has no tile for, a wider expansion, or one of unblocked input keep the
+// two convolutions.
 // (Numerics: the kernel against the two convolutions' definition in
 // tests/kernels/conv2d_nchwc_test.cc; MobileNetV2 and EfficientNet-B0 against ONNX Runtime in the
 // model suite.)
@@ -88,6 +89,14 @@ TEST(FusePointwiseDepthwise, LeavesWhatTheKernelDoesNotCompute) {
               Not(HasSubstr("nn.conv2d_pointwise_depthwise(")));
   EXPECT_THAT(AfterFusion(InvertedResidual("clip", 1, false, 1, /*channels=*/64), target::Isa::kAvx512),
               HasSubstr("nn.conv2d_pointwise_depthwise("));
+  // An expansion of a few plain input channels reads them unblocked (NCHW): not the kernel's input,
+  // and the pass leaves it (it once made the call anyway, and the compile stopped at its type).
+  for (int channels : {3, 8}) {
+    std::string ir;
+    ASSERT_NO_THROW(ir = AfterFusion(InvertedResidual("clip", 1, false, 1, channels), target::Isa::kAvx512))
+        << channels << " input channels";
+    EXPECT_THAT(ir, HasSubstr("nn.conv2d(")) << ir;
+  }
 }
 
 }  // namespace
