@@ -102,6 +102,22 @@ def connect(client_module, url):
     return contextlib.closing(client_module.InferenceServerClient(url))
 
 
+def settled_statistics(client, model, seconds=0.3, timeout=10.0):
+    """The model's statistics once its success count has stopped moving for `seconds`: Triton
+    counts a request after its response has gone out, so a request an earlier test sent (or the
+    last ones of this test) may be counted a moment after the client has its answer."""
+    deadline = time.monotonic() + timeout
+    stats = client.get_inference_statistics(model)["model_stats"][0]
+    while True:
+        time.sleep(seconds)
+        again = client.get_inference_statistics(model)["model_stats"][0]
+        if again["inference_stats"]["success"]["count"] == stats["inference_stats"]["success"]["count"]:
+            return again
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the statistics of {model} did not settle in {timeout} s")
+        stats = again
+
+
 def reference(model, feeds):
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
@@ -188,7 +204,7 @@ def test_requests_under_load_with_two_instances(server):
     quarter; statistics and metrics show kiln's compute."""
     count, concurrency = map(int, os.environ.get("KILN_TRITON_LOAD", "2000,16").split(","))
     with connect(httpclient, server.http_url) as client:
-        before = client.get_inference_statistics("mlp_batch")["model_stats"][0]
+        before = settled_statistics(client, "mlp_batch")
     session = ort.InferenceSession(mlp("N").SerializeToString(), providers=["CPUExecutionProvider"])
 
     def worker(first, begin, end):
@@ -223,7 +239,7 @@ def test_requests_under_load_with_two_instances(server):
     assert grown_kib < 16 * 1024, f"the server grew by {grown_kib} KiB"
 
     with connect(httpclient, server.http_url) as client:
-        after = client.get_inference_statistics("mlp_batch")["model_stats"][0]
+        after = settled_statistics(client, "mlp_batch")
     infer_stats = after["inference_stats"]
     assert int(infer_stats["success"]["count"]) - int(before["inference_stats"]["success"]["count"]) == count
     assert int(after["inference_count"]) - int(before["inference_count"]) == sent_rows
