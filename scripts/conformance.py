@@ -8,8 +8,9 @@ exact for integers and bools; shapes and dtypes must match.
 
 Inputs that say what shape the output has (shapes, axes, pads, K, scales, sizes; BOUND_INPUTS)
 are bound as constants from their input_*.pb, the way models carry them; such cases are counted
-in a column of their own. Excluded, by category: cases with sequence, optional, map or string
-inputs or outputs; training ops; random ops.
+in a column of their own, and are run a second time with those inputs given at run time, as the
+case has them (a column of their own too, each engine beside the other). Excluded, by category:
+cases with sequence, optional, map or string inputs or outputs; training ops; random ops.
 
 The suites: ONNX 1.12's cases (Debian's libonnx-testdata) and those of the onnx wheel in the
 Python environment (1.16.2). The report (markdown and JSON) lists each op type's passed / failed /
@@ -92,9 +93,9 @@ def read_tensor(path):
     return numpy_helper.to_array(tensor)
 
 
-def load_case(case):
-    """The model with its shape-deciding inputs bound, the feeds, the expected outputs, and how
-    many inputs were bound."""
+def load_case(case, bind=True):
+    """The model with its shape-deciding inputs bound (unless not `bind`: the case's own model), the
+    feeds, the expected outputs, and how many inputs decide shapes."""
     model = onnx.load(str(case / "model.onnx"))
     data = sorted(case.glob("test_data_set_*"))[0]
     inputs = [read_tensor(p) for p in sorted(data.glob("input_*.pb"), key=lambda p: int(p.stem.split("_")[1]))]
@@ -107,7 +108,7 @@ def load_case(case):
         for position in BOUND_INPUTS.get(node.op_type, ()):
             if position < len(node.input) and node.input[position] in feeds:
                 to_bind.add(node.input[position])
-    for name in to_bind:
+    for name in to_bind if bind else ():
         model.graph.initializer.append(numpy_helper.from_array(feeds.pop(name), name))
         kept = [v for v in model.graph.input if v.name != name]
         del model.graph.input[:]
@@ -211,7 +212,9 @@ def run_ort(model, feeds):
         return "error", " ".join(str(e).split())[:300]
 
 
-def run_case(case, kiln, engines, timeout):
+def run_case(case, kiln, engines, timeout, unbound=True):
+    """A case's result: per engine, with its shape-deciding inputs bound; and, where it has such
+    inputs and `unbound`, per engine with them given at run time (result["unbound"])."""
     result = {"case": case.name}
     try:
         model = onnx.load(str(case / "model.onnx"))
@@ -224,9 +227,15 @@ def run_case(case, kiln, engines, timeout):
     model, feeds, expected, bound = load_case(case)
     result["bound"] = bound
     for engine in engines:
-        result[engine] = judge(*(run_kiln(kiln, model, feeds, timeout) if engine == "kiln" else run_ort(model, feeds)),
-                               expected)
+        result[engine] = run_engine(engine, kiln, model, feeds, expected, timeout)
+    if bound and unbound:
+        model, feeds, expected, _ = load_case(case, bind=False)
+        result["unbound"] = {engine: run_engine(engine, kiln, model, feeds, expected, timeout) for engine in engines}
     return result
+
+
+def run_engine(engine, kiln, model, feeds, expected, timeout):
+    return judge(*(run_kiln(kiln, model, feeds, timeout) if engine == "kiln" else run_ort(model, feeds)), expected)
 
 
 def judge(status, detail, expected):
@@ -264,11 +273,22 @@ def write_report(results, engines, report_dir, suite):
     if "kiln" in engines:
         lines.append(f"kiln passes {bound_passed} cases with inputs bound as constants (shapes, axes, pads, K, scales).")
         lines.append("")
+    with_inputs = [r for r in results if r.get("bound") and "unbound" in r]
+    if with_inputs:
+        lines.append(f"The {len(with_inputs)} cases with such inputs, run with them given at run time, as the case has "
+                     "them (not bound):")
+        lines.append("")
+        lines.append("| engine | " + " | ".join(STATUSES) + " |")
+        lines.append("|---|" + "---|" * len(STATUSES))
+        for e in engines:
+            c = collections.Counter(r["unbound"][e]["status"] for r in with_inputs if e in r["unbound"])
+            lines.append(f"| {e} | " + " | ".join(str(c[s]) for s in STATUSES) + " |")
+        lines.append("")
     lines.append("Excluded: " + ", ".join(f"{why} ({n})" for why, n in excluded.most_common()) + ".")
     lines.append("")
     header = "| op type | cases | " + " | ".join(f"{e} passed / failed / unsupported / error+crash" for e in engines)
-    lines.append(header + " | bound | excluded |")
-    lines.append("|---|---|" + "---|" * len(engines) + "---|---|")
+    lines.append(header + " | bound | " + " | ".join(f"{e} passed unbound" for e in engines) + " | excluded |")
+    lines.append("|---|---|" + "---|" * len(engines) + "---|" + "---|" * len(engines) + "---|")
     for op in sorted(by_op):
         rs = by_op[op]
         cells = []
@@ -276,7 +296,10 @@ def write_report(results, engines, report_dir, suite):
             c = collections.Counter(r[e]["status"] for r in rs if e in r)
             cells.append(f"{c['passed']} / {c['failed']} / {c['unsupported']} / {c['error'] + c['crash']}")
         bound = sum(1 for r in rs if r.get("bound"))
-        lines.append(f"| {op} | {len(rs)} | " + " | ".join(cells) + f" | {bound} | {sum('excluded' in r for r in rs)} |")
+        unbound = [f"{sum(1 for r in rs if r.get('unbound', {}).get(e, {}).get('status') == 'passed')} / {bound}"
+                   if bound else "" for e in engines]
+        lines.append(f"| {op} | {len(rs)} | " + " | ".join(cells) + f" | {bound} | " + " | ".join(unbound)
+                     + f" | {sum('excluded' in r for r in rs)} |")
     (report_dir / f"conformance-{suite}.md").write_text("\n".join(lines) + "\n")
     return totals, excluded
 
@@ -308,11 +331,17 @@ def main():
         if "ort" in engines:  # in this process, one case at a time (ORT is quick and uses its own threads)
             for case, result in zip(cases, results):
                 if "excluded" not in result:
-                    model, feeds, expected, _ = load_case(case)
+                    model, feeds, expected, bound = load_case(case)
                     result["ort"] = judge(*run_ort(model, feeds), expected)
+                    if bound:
+                        model, feeds, expected, _ = load_case(case, bind=False)
+                        result.setdefault("unbound", {})["ort"] = judge(*run_ort(model, feeds), expected)
         totals, excluded = write_report(results, engines, args.report, suite)
+        unbound = [r["unbound"] for r in results if "unbound" in r]
         print(f"suite {suite}: {len(cases)} cases in {time.monotonic() - start:.0f} s, {sum(excluded.values())} excluded; "
               + "; ".join(f"{e}: " + ", ".join(f"{totals[e][s]} {s}" for s in STATUSES) for e in engines)
+              + f"; of the {len(unbound)} with shape-deciding inputs, given at run time: "
+              + ", ".join(f"{e} {sum(1 for u in unbound if u.get(e, {}).get('status') == 'passed')} passed" for e in engines)
               + f" (report: {args.report / f'conformance-{suite}.md'})", flush=True)
 
 

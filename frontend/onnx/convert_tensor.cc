@@ -42,6 +42,10 @@ const OpRef kGather("gather");
 const OpRef kLess("less");
 const OpRef kWhere("where");
 const OpRef kTrilu("trilu");
+const OpRef kGreaterEqual("greater_equal");
+const OpRef kLessEqual("less_equal");
+const OpRef kMaximum("maximum");
+const OpRef kMinimum("minimum");
 const OpRef kAdd("add");
 const OpRef kExp("exp");
 const OpRef kLog("log");
@@ -340,13 +344,35 @@ Outputs ReduceComposite(const NodeContext& c) {
 }
 
 
-// Trilu (opset 14): k from input 1, a constant (default 0).
+// Trilu (opset 14): k from input 1 (default 0), the op's attribute when a constant. A k given at
+// run time keeps the elements whose column minus k is at least their row (upper: j - i >= k) or
+// at most (lower): where(cols - k >= rows, x, 0) over the last two axes, k clamped to 2^40 either
+// way first (beyond the extents every element is kept or none, and cols - k cannot overflow).
 Outputs Trilu(const NodeContext& c) {
-  // Past either end every element is kept or none: any |k| beyond 2^62 acts the same.
-  double limit = std::ldexp(1.0, 62), value = c.has_input(1) ? c.ConstantScalar(1) : 0.0;
-  if (std::isnan(value)) c.FailAt("input 1", "k is not a number");
-  int64_t k = static_cast<int64_t>(std::min(std::max(value, -limit), limit));
-  return {c.Op(kTrilu, {c.input(0)}, MakeAttrs({{"upper", c.attr_int("upper", 1)}, {"k", k}}))};
+  const int64_t upper = c.attr_int("upper", 1);
+  if (!c.has_input(1) || c.IsConstant(1)) {
+    // Past either end every element is kept or none: any |k| beyond 2^62 acts the same.
+    double limit = std::ldexp(1.0, 62), value = c.has_input(1) ? c.ConstantScalar(1) : 0.0;
+    if (std::isnan(value)) c.FailAt("input 1", "k is not a number");
+    int64_t k = static_cast<int64_t>(std::min(std::max(value, -limit), limit));
+    return {c.Op(kTrilu, {c.input(0)}, MakeAttrs({{"upper", upper}, {"k", k}}))};
+  }
+  const TensorType& x = c.input_type(0);
+  const TensorType& k_type = c.input_type(1);
+  if (x.ndim() < 2) c.FailAt("input 0", StrCat("must have at least 2 dimensions, it has ", x.ndim()));
+  if (k_type.dtype != DLDataType{kDLInt, 64, 1} || k_type.NumElements() != 1) {
+    c.FailAt("input 1", "k must be one int64 value");
+  }
+  const int64_t rows = x.shape[x.ndim() - 2], cols = x.shape[x.ndim() - 1], limit = int64_t{1} << 40;
+  Ints row_values(static_cast<size_t>(rows)), col_values(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < rows; ++i) row_values[i] = i;
+  for (int64_t j = 0; j < cols; ++j) col_values[j] = j;
+  Expr row_index = c.Op(kReshape, {IntConstant(row_values)}, MakeAttrs({{"newshape", Ints{rows, 1}}}));
+  Expr k = c.Op(kReshape, {c.input(1)}, MakeAttrs({{"newshape", Ints{1}}}));
+  k = c.Op(kMaximum, {c.Op(kMinimum, {k, IntConstant({limit}, true)}), IntConstant({-limit}, true)});
+  Expr shifted = c.Op(kSubtract, {IntConstant(col_values), k});  // [cols]: j - k
+  Expr keep = c.Op(upper != 0 ? kGreaterEqual : kLessEqual, {shifted, row_index});
+  return {c.Op(kWhere, {keep, c.input(0), ScalarLike(c.input(0), 0.0)})};
 }
 
 // CenterCropPad: each listed axis cropped or zero-padded about its center to the length `shape`

@@ -398,3 +398,27 @@ def test_a_graph_that_differs_at_a_checking_value_is_refused(tmp_path):
 def test_bad_dimension_options_are_clear_errors(tmp_path, args, message):
     result = compile_cli(encoder(tmp_path), tmp_path / "m.so", *args)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("upper", [1, 0])
+def test_trilu_takes_k_at_run_time(tmp_path, upper):
+    """Trilu's k as a graph input (issue 30, item 4): one library for every k, each against NumPy
+    (exact: the elements whose j - i is at least k, or at most, in Python's integers), k inside, at and beyond the matrices' extents, up to int64's ends (clamped:
+    every element kept or none, no overflow), float32 and int32 data."""
+    for dtype, elem in [(np.float32, TensorProto.FLOAT), (np.int32, TensorProto.INT32)]:
+        model = save(tmp_path, [helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)],
+                     [helper.make_tensor_value_info("x", elem, [2, 3, 5]),
+                      helper.make_tensor_value_info("k", TensorProto.INT64, [])],
+                     [helper.make_tensor_value_info("y", elem, [2, 3, 5])], [], name=f"trilu_{elem}.onnx")
+        library = tmp_path / f"trilu_{elem}.so"
+        result = compile_cli(model, library)
+        assert result.returncode == 0, result.stderr
+        m = executor(library)
+        x = (RNG.standard_normal((2, 3, 5)) * 10).astype(dtype)
+        for k in [0, 2, -1, 4, 5, -2, -3, 7, -9, 2**50, -(2**50), 2**63 - 1, -(2**63)]:
+            m.set_input("x", x)
+            m.set_input("k", np.array(k, np.int64))
+            m.run()
+            offset = np.arange(5, dtype=object)[None, :] - np.arange(3, dtype=object)[:, None]  # j - i, exact
+            want = np.where((offset >= k) if upper else (offset <= k), x, 0).astype(dtype)
+            np.testing.assert_array_equal(m.get_output(0).numpy(), want, err_msg=f"k={k}")
