@@ -290,30 +290,35 @@ TEST(Conv2DNCHWc, DepthwiseRowsOfKernelWidth3And5) {
 // (Conv2DPointwiseDepthwise), against the two convolutions by their definition: input blocks of 8
 // and 16, expanded channels of an odd number of blocks (a set of one block at the end), planes
 // narrower than a tile and wider than several, rows so wide that the expanded rows are computed
-// in bands (which share rows at their edges), kernel width 3 and 5, strides 1 and 2, padding, a
-// dilated height, one and two images, one thread and several, with no
-// epilogue, a bias and relu, and a bias, a residual and clip. Where the build does not compute it
-// (without AVX-512), the call is a clear error.
+// in bands (which share rows at their edges), kernel width 3 and 5 with any height, strides 1 and 2
+// each way, padding different on every side, a dilated height, one and two images, one thread and
+// several, with no epilogue, a bias and relu, a bias, a residual and clip, and a bias and swish.
+// Where the build does not compute it (without AVX-512), the call is a clear error.
 TEST(Conv2DNCHWc, PointwiseThenDepthwiseMatchTheReference) {
   std::mt19937 rng(29);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  for (int iteration = 0; iteration < 60; ++iteration) {
+  for (int iteration = 0; iteration < 80; ++iteration) {
     UseThreads(iteration % 2 == 1);
-    const int64_t ib = pick(0, 1) ? 16 : 8, c = ib * pick(1, 3), e = 16 * pick(1, 5), kernel = pick(0, 1) ? 3 : 5;
-    const int64_t stride = pick(1, 2), pad = pick(0, 2), dh = iteration % 7 == 3 ? 2 : 1;
-    Shape pw{pick(1, 2), c, pick(kernel, 19), pick(1, 41), e, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, ib, 16, false};
+    const int64_t ib = pick(0, 1) ? 16 : 8, c = ib * pick(1, 3), e = 16 * pick(1, 5);
+    const int64_t kh = pick(1, 5), kw = pick(0, 1) ? 3 : 5, sh = pick(1, 2), sw = pick(1, 2);
+    const int64_t pt = pick(0, 2), pl = pick(0, 2), pb = pick(0, 2), pr = pick(0, 2), dh = iteration % 7 == 3 ? 2 : 1;
+    Shape pw{pick(1, 2), c, pick(1, 19), pick(1, 41), e, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, ib, 16, false};
     if (iteration % 4 == 3) pw.w = pick(260, 600);  // the expanded rows in bands of a few rows
-    pw.w = std::max(pw.w, kernel - 2 * pad);
-    pw.h = std::max(pw.h, (kernel - 1) * dh + 1);
-    Shape dw{pw.n, e, pw.h, pw.w, e, kernel, kernel, stride, stride, dh, 1, pad, pad, pad, pad, 16, 16, true};
+    pw.w = std::max(pw.w, kw - pl - pr);
+    pw.h = std::max(pw.h, (kh - 1) * dh + 1 - pt - pb);
+    Shape dw{pw.n, e, pw.h, pw.w, e, kh, kw, sh, sw, dh, 1, pt, pl, pb, pr, 16, 16, true};
     const float lo = iteration % 3 == 0 ? 0.0f : -0.5f, hi = iteration % 3 == 0 ? INFINITY : 0.75f;
     std::vector<float> x = Random(pw.n * c * pw.h * pw.w, rng), w1 = Random(e * c, rng), b1 = Random(e, rng);
-    std::vector<float> w2 = Random(e * kernel * kernel, rng), b2 = Random(e, rng);
+    std::vector<float> w2 = Random(e * kh * kw, rng), b2 = Random(e, rng);
     const int64_t plane = pw.h * pw.w, positions = dw.oh() * dw.ow(), out_size = dw.n * e * positions;
     std::vector<float> residual = Random(out_size, rng), blocked_residual = Block(residual, dw.n, e, positions, 16);
     using S = EpilogueStep;
     std::vector<EpilogueStep> steps, nchw_steps;
-    if (iteration % 3 == 1) {
+    const bool swish_after = iteration % 5 == 4;
+    if (swish_after) {
+      steps = {{S::kAdd, S::kChannel, b2.data(), 0, 0}, {S::kSwish, S::kNone, nullptr, 0, 0}};
+      nchw_steps = {steps[0]};  // swish by its definition below
+    } else if (iteration % 3 == 1) {
       steps = {{S::kAdd, S::kChannel, b2.data(), 0, 0}, {S::kRelu, S::kNone, nullptr, 0, 0}};
       nchw_steps = steps;
     } else if (iteration % 3 == 2) {
@@ -323,8 +328,8 @@ TEST(Conv2DNCHWc, PointwiseThenDepthwiseMatchTheReference) {
       nchw_steps[1].data = residual.data();
     }
     const bool swish = iteration % 5 == 2;
-    Conv2DPointwiseDepthwiseParams p{pw.n,   c,      ib,     pw.h,   pw.w, e,     kernel, kernel, dw.oh(), dw.ow(),
-                                     stride, stride, dh,     1,      pad,  pad,   swish,  lo,     hi};
+    Conv2DPointwiseDepthwiseParams p{pw.n, c, ib, pw.h, pw.w, e, kh, kw, dw.oh(), dw.ow(), sh, sw, dh, 1, pt, pl,
+                                     swish, lo, hi};
     std::vector<float> out(out_size + positions * 16, 12345.0f);
     auto kernel_of = ib == 8 ? &Conv2DPointwiseDepthwise<8> : &Conv2DPointwiseDepthwise<16>;
     int status = kernel_of(p, Block(x, pw.n, c, plane, ib).data(), PackWeights(w1, pw).data(), b1.data(),
@@ -345,8 +350,11 @@ TEST(Conv2DNCHWc, PointwiseThenDepthwiseMatchTheReference) {
       expanded[i] = static_cast<float>(swish ? v / (1 + std::exp(-v)) : std::min<double>(std::max<double>(v, lo), hi));
     }
     std::vector<float> want = ReferenceConv(expanded, w2, dw);
-    for (int64_t i = 0; i < out_size; ++i) want[i] = ApplySteps(nchw_steps, want[i], i / positions % e, i);
-    ExpectNear(Unblock(out, dw.n, e, positions, 16), want, what);
+    for (int64_t i = 0; i < out_size; ++i) {
+      want[i] = ApplySteps(nchw_steps, want[i], i / positions % e, i);
+      if (swish_after) want[i] = static_cast<float>(want[i] / (1 + std::exp(-static_cast<double>(want[i]))));
+    }
+    ExpectNear(Unblock(out, dw.n, e, positions, 16), want, what + (swish_after ? " swish after" : ""));
   }
   UseThreads(false);
 }
