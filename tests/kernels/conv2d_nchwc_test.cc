@@ -222,6 +222,53 @@ TEST(Conv2DNCHWc, LargeLayerWithChunkedInputChannels) {
   UseThreads(false);
 }
 
+// 1x1 layers on planes of one position (squeeze-and-excitation's, [N, C, 1, 1]: PointTile): plain,
+// 8- and 16-channel input blocks, 8-channel output blocks alone and paired (odd block counts: a
+// last vector of one block), groups, input channels in several chunks (1040 of 16-channel blocks),
+// two images, every epilogue form, one thread and several, against the reference; nothing
+// written past the output.
+TEST(Conv2DNCHWc, PlanesOfOnePosition) {
+  std::mt19937 rng(31);
+  int iteration = 0;
+  for (int64_t ib : {1, 8, 16}) {
+    for (int64_t ob : {8, 16}) {
+      for (int64_t groups : {1, 2}) {
+        for (int64_t c_blocks : {1, 7, 65}) {
+          for (int64_t o_blocks : {1, 3, 6}) {
+            for (bool paired : {false, true}) {
+              if (paired && ob != 8) continue;
+              UseThreads(iteration % 2 == 1);
+              const int64_t c = ib * c_blocks * groups, o = ob * o_blocks * groups;
+              Shape s{2, c, 1, 1, o, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, ib, ob, false, groups};
+              std::vector<float> x = Random(s.n * c, rng), w = Random(o * (c / groups), rng);
+              std::vector<float> bias = Random(o, rng), residual = Random(s.n * o, rng);
+              std::vector<float> blocked_residual = Block(residual, s.n, o, 1, ob);
+              std::vector<EpilogueStep> steps = EpilogueOfIteration(iteration, bias, blocked_residual);
+              std::vector<float> out(s.n * o + ob, 12345.0f);
+              Conv2DNCHWcParams p = Params(s);
+              Conv2DNCHWcKernel kernel = paired ? PairedVariant(p) : &Conv2DNCHWcAnyVariant;
+              ASSERT_EQ(kernel(p, Block(x, s.n, c, 1, ib).data(), PackWeights(w, s).data(), out.data(), steps.data(),
+                               static_cast<int>(steps.size())),
+                        0)
+                  << TVMGetLastError();
+              const std::string what = s.Text() + (paired ? " paired" : "") + " epilogue " + std::to_string(iteration % 10);
+              ASSERT_TRUE(std::all_of(out.end() - ob, out.end(), [](float v) { return v == 12345.0f; }))
+                  << what << ": written past the output";
+              out.resize(s.n * o);
+              std::vector<float> want = ReferenceConv(x, w, s);
+              std::vector<EpilogueStep> nchw_steps = EpilogueOfIteration(iteration, bias, residual);
+              for (int64_t i = 0; i < s.n * o; ++i) want[i] = ApplySteps(nchw_steps, want[i], i % o, i);
+              ExpectNear(Unblock(out, s.n, o, 1, ob), want, what);
+              ++iteration;
+            }
+          }
+        }
+      }
+    }
+  }
+  UseThreads(false);
+}
+
 // Threads split a layer of small weights (at most 256 KiB) by rows and a larger one by output
 // channels (conv2d_nchwc.cc): both orders of the work items, over two images, cover every output
 // once.
