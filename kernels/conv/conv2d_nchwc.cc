@@ -395,7 +395,9 @@ void PointTile(const Job& job, const Tile& tile) {
       FmaInPlace(part[u], V::Broadcast(x + c + u), LoadBlocks<OB, L>(w + (c + u) * OB, w_block_stride, last_full));
     }
   }
-  for (; c < channels; ++c) FmaInPlace(part[0], V::Broadcast(x + c), LoadBlocks<OB, L>(w + c * OB, w_block_stride, last_full));
+  for (; c < channels; ++c) {
+    FmaInPlace(part[0], V::Broadcast(x + c), LoadBlocks<OB, L>(w + c * OB, w_block_stride, last_full));
+  }
   acc[0] = scalar::Add(scalar::Add(part[0], part[1]), scalar::Add(part[2], part[3]));
   Finish<OB, 1, 1, L>(job, tile, 1, acc, out);
 }

@@ -251,7 +251,8 @@ TEST(Conv2DNCHWc, PlanesOfOnePosition) {
                                static_cast<int>(steps.size())),
                         0)
                   << TVMGetLastError();
-              const std::string what = s.Text() + (paired ? " paired" : "") + " epilogue " + std::to_string(iteration % 10);
+              const std::string what =
+                  s.Text() + (paired ? " paired" : "") + " epilogue " + std::to_string(iteration % 10);
               ASSERT_TRUE(std::all_of(out.end() - ob, out.end(), [](float v) { return v == 12345.0f; }))
                   << what << ": written past the output";
               out.resize(s.n * o);

@@ -403,8 +403,9 @@ def test_bad_dimension_options_are_clear_errors(tmp_path, args, message):
 @pytest.mark.parametrize("upper", [1, 0])
 def test_trilu_takes_k_at_run_time(tmp_path, upper):
     """Trilu's k as a graph input (issue 30, item 4): one library for every k, each against NumPy
-    (exact: the elements whose j - i is at least k, or at most, in Python's integers), k inside, at and beyond the matrices' extents, up to int64's ends (clamped:
-    every element kept or none, no overflow), float32 and int32 data."""
+    (exact: the elements whose j - i is at least k, or at most, in Python's integers), k inside,
+    at and beyond the matrices' extents, up to int64's ends (clamped: every element kept or none,
+    no overflow), float32 and int32 data."""
     for dtype, elem in [(np.float32, TensorProto.FLOAT), (np.int32, TensorProto.INT32)]:
         model = save(tmp_path, [helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)],
                      [helper.make_tensor_value_info("x", elem, [2, 3, 5]),
