@@ -261,7 +261,8 @@ struct Conv2DPointwiseDepthwiseParams {
 // blocks of 16, pointwise weights of one tile (two blocks) of at most 64 KiB.
 constexpr bool PointwiseDepthwiseComputes(const Conv2DPointwiseDepthwiseParams& p, const KernelConfig& config) {
   return config.vector_floats == 16 && (p.in_block == 8 || p.in_block == 16) && p.in_channels >= p.in_block &&
-         p.in_channels % p.in_block == 0 && p.channels >= 16 && p.channels % 16 == 0 && p.in_channels * 32 * 4 <= config.conv_chunk_bytes &&
+         p.in_channels % p.in_block == 0 && p.channels >= 16 && p.channels % 16 == 0 &&
+         p.in_channels * 32 * 4 <= config.conv_chunk_bytes &&
          (p.kernel_width == 3 || p.kernel_width == 5) && (p.stride_w == 1 || p.stride_w == 2) && p.dilation_w == 1;
 }
 template <int IB>

@@ -364,6 +364,8 @@ Outputs Trilu(const NodeContext& c) {
     c.FailAt("input 1", "k must be one int64 value");
   }
   const int64_t rows = x.shape[x.ndim() - 2], cols = x.shape[x.ndim() - 1], limit = int64_t{1} << 40;
+  CheckConstantElements(c, rows, "the row indices");
+  CheckConstantElements(c, cols, "the column indices");
   Ints row_values(static_cast<size_t>(rows)), col_values(static_cast<size_t>(cols));
   for (int64_t i = 0; i < rows; ++i) row_values[i] = i;
   for (int64_t j = 0; j < cols; ++j) col_values[j] = j;

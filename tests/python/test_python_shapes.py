@@ -423,3 +423,16 @@ def test_trilu_takes_k_at_run_time(tmp_path, upper):
             offset = np.arange(5, dtype=object)[None, :] - np.arange(3, dtype=object)[:, None]  # j - i, exact
             want = np.where((offset >= k) if upper else (offset <= k), x, 0).astype(dtype)
             np.testing.assert_array_equal(m.get_output(0).numpy(), want, err_msg=f"k={k}")
+
+
+def test_trilu_with_k_at_run_time_over_too_wide_a_matrix_is_a_clear_error(tmp_path):
+    """The row and column indices a run-time k is compared with are constants of the matrix's
+    extents: beyond what kiln makes at import, the compile says which and how many."""
+    model = save(tmp_path, [helper.make_node("Trilu", ["x", "k"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2**27]),
+                  helper.make_tensor_value_info("k", TensorProto.INT64, [])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2**27])], [], name="wide_trilu.onnx")
+    result = compile_cli(model, tmp_path / "wide.so")
+    assert result.returncode != 0
+    assert "Trilu" in result.stderr and "the column indices would be a constant of 134217728 elements" in result.stderr, \
+        result.stderr
