@@ -421,6 +421,11 @@ SampleCode GeneralizeDims(const ir::DimSamples& samples, const std::vector<Sampl
     graph.shapes[e] = shape;
     graph.entry_extents.push_back(std::move(extents));
   }
+  for (const runtime::OutputTrim& trim : graph.output_trims) {
+    runtime::Check(!trim.whole_shape || graph.entry_extents[graph.EntryId(graph.heads[trim.output])].empty(),
+                   "output ", trim.output, " has a shape that input values decide at run time and a size that the ",
+                   "shape dimensions decide; kiln runs either, not both");
+  }
   // Every value in range: whole extents, none larger than at the max (the memory planned).
   for (size_t e = 0; e < graph.num_entries(); ++e) {
     if (graph.entry_extents[e].empty()) continue;

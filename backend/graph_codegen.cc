@@ -90,10 +90,22 @@ class GraphBuilder {
                                               static_cast<uint32_t>(trims[i + 2])});
       }
     }
+    if (main.attrs.Has(attr::kOutputShapes)) {
+      const std::vector<int64_t>& pairs = main.attrs.GetInts(attr::kOutputShapes);
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        result_.graph.output_trims.push_back(
+            {static_cast<uint32_t>(pairs[i]), static_cast<uint32_t>(pairs[i + 1]), 0, true});
+      }
+    }
     runtime::Graph& g = result_.graph;
     if (g.has_batch()) g.batched_entries = batched_entries_;
     g.node_row_ptr.push_back(0);
     for (const runtime::GraphNode& node : g.nodes) g.node_row_ptr.push_back(g.node_row_ptr.back() + node.num_outputs);
+    for (const runtime::OutputTrim& trim : g.output_trims) {
+      runtime::Check(!trim.whole_shape || !g.has_batch() || !g.batched_entries[g.EntryId(g.heads[trim.output])],
+                     "output ", trim.output, " has a shape that input values decide at run time and holds the ",
+                     "batch's samples; kiln runs either, not both");
+    }
     return std::move(result_);
   }
 

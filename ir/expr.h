@@ -99,6 +99,9 @@ inline constexpr char kGlobalSymbol[] = "global_symbol";  // its symbol in the b
 // On the main function: (output, count output, axis) triples, one per output whose extent along
 // `axis` depends on the data (RaggedAxesFn): the count outputs come after the model's outputs.
 inline constexpr char kOutputTrim[] = "output_trim";
+// On the main function: (output, shape output) pairs, one per output whose every extent is
+// decided at run time (ShapeGivenBy); the shape outputs come after the model's outputs too.
+inline constexpr char kOutputShapes[] = "output_shapes";
 // On the main function: a batch dimension decided at run time (its name, its [min, max] and the
 // indices of the parameters whose axis 0 it is). The function is typed for one sample (the
 // dimension is 1); the compiled library runs any number in range (docs/architecture.md, "Batch
@@ -135,10 +138,12 @@ Expr Function(std::vector<Expr> params, Expr body, Attrs attrs = {});
 Expr FloatConstant(const std::vector<int64_t>& shape, const std::vector<float>& values);
 
 // For a value whose extent depends on the data (a ragged field of a RaggedAxesFn op's result,
-// taken out of its call's tuple): the count and the axis it counts along.
+// taken out of its call's tuple): the count and the axis it counts along; or, for a value whose
+// every extent is decided at run time (`whole_shape`), its shape as an int64 [rank] tensor.
 struct RaggedExtent {
   Expr count;
   int axis = 0;
+  bool whole_shape = false;
 };
 std::optional<RaggedExtent> RaggedExtentOf(const Expr& value);
 

@@ -29,6 +29,7 @@ const OpTable& AllOps() {
     RegisterAlongAxisOps(t);
     RegisterImageOps(t);
     RegisterDataDependentOps(t);
+    RegisterRunTimeShapedOps(t);
     RegisterTextOps(t);
     RegisterAnnotationOps(t);
     return t;

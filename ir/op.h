@@ -43,7 +43,12 @@ using EvaluateFn = std::optional<runtime::NDArray> (*)(const std::vector<runtime
 // count: each ragged field holds its data compactly, as a tensor whose ragged axis has `count`
 // elements, and zeros after it. Per field of the result: its ragged axis, or -1 when its shape is
 // what it holds (the count itself, Unique's inverse indices).
+// Ops whose shape-deciding input is given at run time (dyn.reshape, dyn.reduce, ...) compute into
+// the largest size their result can have: a field whose every extent is decided at run time holds
+// its data compactly at that shape, flat, and ShapeGivenBy(k) says that field k, an int64 [rank]
+// tensor, holds the shape.
 using RaggedAxesFn = std::vector<int> (*)(const Attrs& attrs, const Type& result);
+constexpr int ShapeGivenBy(int shape_field) { return -2 - shape_field; }
 
 // How an op takes 4-D NCHW tensors that AlterOpLayout holds in the blocked NCHW[x]c layout.
 enum class LayoutRule {
@@ -120,6 +125,7 @@ void RegisterIndexingOps(OpTable& table);
 void RegisterAlongAxisOps(OpTable& table);
 void RegisterImageOps(OpTable& table);
 void RegisterDataDependentOps(OpTable& table);
+void RegisterRunTimeShapedOps(OpTable& table);
 void RegisterTextOps(OpTable& table);
 void RegisterAnnotationOps(OpTable& table);
 

@@ -439,6 +439,40 @@ struct RoiAlignShape {
 };
 int RoiAlign(const RoiAlignShape& s, const float* data, const float* rois, const int64_t* batch_indices, float* out);
 
+// ---- Shapes decided by input values at run time (shape/run_time_shapes.cc) --------------------
+// Each takes its op's input shape `in` (`rank` extents) and the values of its shape-deciding input,
+// and writes the result's shape to `out` as ONNX defines it; values that do not fit fail with a
+// message that begins with `where`. Axes count from the end when negative.
+// Reshape to `shape` (`out_rank` values): a 0 copies the input's extent at its place (unless
+// `allow_zero`), one -1 takes what the element count leaves.
+int ReshapeAtRunTime(const int64_t* in, int64_t rank, const int64_t* shape, int64_t out_rank, bool allow_zero,
+                     int64_t* out, const char* where);
+// Drops the axes `axes`, each of extent 1.
+int SqueezeAtRunTime(const int64_t* in, int64_t rank, const int64_t* axes, int64_t num_axes, int64_t* out,
+                     const char* where);
+// Inserts axes of extent 1 at `axes`, axes of the result.
+int UnsqueezeAtRunTime(const int64_t* in, int64_t rank, const int64_t* axes, int64_t num_axes, int64_t* out,
+                       const char* where);
+// A reduction over `axes` (none: every axis, or none at all with `noop_with_empty_axes`); per input
+// axis, `strides` gets the stride of its index in the compact result (0 for a reduced axis).
+int ReduceAtRunTime(const int64_t* in, int64_t rank, const int64_t* axes, int64_t num_axes, bool keepdims,
+                    bool noop_with_empty_axes, int64_t* out, int64_t* strides, const char* where);
+// A slice of `count` (start, end, axis, step) values, clamped as ONNX's Slice does; per input axis,
+// `first` and `step` get the first index taken and the step (0 and 1 for an axis not sliced).
+int SliceAtRunTime(const int64_t* in, int64_t rank, const int64_t* starts, const int64_t* ends, const int64_t* axes,
+                   const int64_t* steps, int64_t count, int64_t* first, int64_t* step, int64_t* out, const char* where);
+// Split sizes: each at least 0, together the input's extent along `axis`.
+int SplitAtRunTime(const int64_t* in, int64_t rank, int64_t axis, const int64_t* sizes, int64_t pieces,
+                   const char* where);
+// TopK's k: from 0 to the input's extent along `axis`; `out` the input's shape with k there.
+int TopKAtRunTime(const int64_t* in, int64_t rank, int64_t axis, int64_t k, int64_t* out, const char* where);
+// An axis given as a value, counted from the end when negative, into `normalized`.
+int AxisAtRunTime(int64_t axis, int64_t rank, int64_t* normalized, const char* where);
+// Copies the elements of `in` (of shape `in_shape`, `element_bytes` each) at first + i * step along
+// every axis, for i below the extents `out`, compactly into `result`.
+void GatherStridedAtRunTime(const void* in, const int64_t* in_shape, int64_t rank, const int64_t* first,
+                            const int64_t* step, const int64_t* out, int64_t element_bytes, void* result);
+
 // Runs body(begin, end) over [0, count) in contiguous grains (a few per thread): each of the
 // runtime's threads first takes the grains of its own home range (the same at every launch), then
 // any others left (support.cc).

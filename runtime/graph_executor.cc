@@ -69,9 +69,10 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
   }
   AllocateStorage();
   BuildSteps();
-  // Until a run sets them, the counts say that data-dependent outputs are empty.
+  // Until a run sets them, the counts and shapes say that data-dependent outputs are empty.
   for (const OutputTrim& trim : graph_.output_trims) {
-    std::memset(entries_[graph_.EntryId(graph_.heads[trim.count_output])].data(), 0, sizeof(int64_t));
+    const NDArray& count = entries_[graph_.EntryId(graph_.heads[trim.count_output])];
+    std::memset(count.data(), 0, count.NumBytes());
   }
 }
 
@@ -328,7 +329,11 @@ std::vector<TensorInfo> GraphExecutor::GetOutputInfo() const {
   for (int i = 0; i < NumOutputs(); ++i) {
     const GraphEntryRef& head = graph_.heads[i];
     uint32_t e = OutputEntry(i);
-    infos.push_back(TensorInfo{StrCat(graph_.nodes[head.node_id].name, ":", head.index), LargestShape(e),
+    std::vector<int64_t> shape = LargestShape(e);
+    if (const OutputTrim* trim = TrimOf(i); trim != nullptr && trim->whole_shape) {  // every extent unknown
+      shape.assign(graph_.shapes[graph_.EntryId(graph_.heads[trim->count_output])][0], -1);
+    }
+    infos.push_back(TensorInfo{StrCat(graph_.nodes[head.node_id].name, ":", head.index), std::move(shape),
                                graph_.dtypes[e], BatchDimOf(e), AxisDims(e)});
   }
   return infos;
@@ -617,7 +622,7 @@ void GraphExecutor::SetInputZeroCopy(int index, const DLTensor& data) {
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor& data) {
   uint32_t e = OutputEntry(index);
   std::string what = StrCat("set_output_zero_copy ", index);
-  Check(TrimOf(index) == nullptr, what, ": the output's shape depends on the data, so no buffer fits it ",
+  Check(TrimOf(index) == nullptr, what, ": the output's shape is decided as the graph runs, so no buffer fits it ",
         "beforehand; use get_output");
   for (uint32_t arg : graph_.arg_nodes) {
     Check(alias_root_[graph_.EntryId(arg, 0)] != alias_root_[e], what, ": the output is the graph input '",
@@ -671,6 +676,19 @@ NDArray GraphExecutor::GetOutput(int index) const {
   bool fixed = BatchDimOf(e).empty() && AxisDims(e).empty();
   if (trim == nullptr) return fixed ? full : full.CreateView(graph_.shapes[e], graph_.dtypes[e]);
   uint32_t count_entry = graph_.EntryId(graph_.heads[trim->count_output]);
+  if (trim->whole_shape) {  // the library's shapes are not trusted: each checked against the storage
+    const auto* extents = static_cast<const int64_t*>(entry_data_[count_entry]);
+    std::vector<int64_t> shape(extents, extents + graph_.shapes[count_entry][0]);
+    int64_t elements = 1;
+    for (int64_t extent : shape) {
+      Check(extent >= 0 && !__builtin_mul_overflow(elements, extent, &elements), "output ", index,
+            ": its operator gave it the shape ", ShapeToString(shape), ", which is not a shape");
+    }
+    int64_t storage = NumElements(*full.get());
+    Check(elements <= storage, "output ", index, ": its operator gave it the shape ", ShapeToString(shape),
+          ", larger than its storage of ", storage, " elements");
+    return full.CreateView(shape, graph_.dtypes[e]);
+  }
   int64_t count = *static_cast<const int64_t*>(entry_data_[count_entry]);
   std::vector<int64_t> shape = graph_.shapes[e];
   Check(count >= 0 && count <= shape[trim->axis], "output ", index, ": its operator counted ", count,

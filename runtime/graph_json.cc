@@ -185,7 +185,7 @@ void ParseAttrs(const json& attrs, Graph& graph) {
   size_t num_entries = graph.node_row_ptr.back();
   for (const auto& [key, value] : attrs.items()) {
     static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
-                                                 "storage_scope", kOutputTrimAttr,
+                                                 "storage_scope", kOutputTrimAttr, kOutputShapesAttr,
                                                  kBatchDimAttr, kBatchEntriesAttr, kDimsAttr,
                                                  kEntryExtentsAttr, kFrontParamsAttr};
     if (kKnown.count(key) != 0) continue;
@@ -264,6 +264,20 @@ void ParseOutputTrims(const json& attrs, Graph& graph) {
   for (size_t i = 0; i < values.size(); i += 3) {
     std::string item = StrCat(where, " triple ", i / 3);
     graph.output_trims.push_back({Id(values[i], item), Id(values[i + 1], item), Id(values[i + 2], item)});
+  }
+}
+
+void ParseOutputShapes(const json& attrs, Graph& graph) {
+  auto it = attrs.find(kOutputShapesAttr);
+  if (it == attrs.end()) return;
+  std::string where = StrCat("attrs.", kOutputShapesAttr);
+  const json& pair = ArrayOf(*it, where);
+  if (pair.size() != 2 || pair[0] != "list_int") Bad(where, "expected [\"list_int\", [values]]");
+  const json& values = ArrayOf(pair[1], where);
+  if (values.size() % 2 != 0) Bad(where, StrCat("has ", values.size(), " values, not (output, shape output) pairs"));
+  for (size_t i = 0; i < values.size(); i += 2) {
+    std::string item = StrCat(where, " pair ", i / 2);
+    graph.output_trims.push_back({Id(values[i], item), Id(values[i + 1], item), 0, true});
   }
 }
 
@@ -404,22 +418,36 @@ void ParseDims(const json& attrs, Graph& graph) {
 
 // Each trimmed output is a model output with the axis; each count output an int64 scalar after
 // every model output.
+// Each trimmed output is a model output with the axis; each count output an int64 scalar, each
+// shape output an int64 vector, after every model output.
 void CheckOutputTrims(const Graph& graph) {
   size_t num_model_outputs = graph.num_model_outputs();
-  for (size_t i = 0; i < graph.output_trims.size(); ++i) {
-    const OutputTrim& trim = graph.output_trims[i];
-    std::string where = StrCat("attrs.", kOutputTrimAttr, " triple ", i);
+  size_t numbers[2] = {0, 0};  // per attribute
+  for (const OutputTrim& trim : graph.output_trims) {
+    std::string where = trim.whole_shape ? StrCat("attrs.", kOutputShapesAttr, " pair ", numbers[1]++)
+                                         : StrCat("attrs.", kOutputTrimAttr, " triple ", numbers[0]++);
     if (trim.output >= num_model_outputs || trim.count_output >= graph.heads.size() ||
         trim.count_output < num_model_outputs) {
-      Bad(where, StrCat("pairs output ", trim.output, " with count output ", trim.count_output, ": of the ",
-                        graph.heads.size(), " outputs the first ", num_model_outputs,
-                        " are the model's and the rest its counts"));
+      Bad(where, StrCat("pairs output ", trim.output, " with ", trim.whole_shape ? "shape" : "count", " output ",
+                        trim.count_output, ": of the ", graph.heads.size(), " outputs the first ", num_model_outputs,
+                        " are the model's and the rest their counts and shapes"));
     }
-    const std::vector<int64_t>& shape = graph.shapes[graph.EntryId(graph.heads[trim.output])];
+    uint32_t output = graph.EntryId(graph.heads[trim.output]);
+    const std::vector<int64_t>& shape = graph.shapes[output];
+    uint32_t count = graph.EntryId(graph.heads[trim.count_output]);
+    if (trim.whole_shape) {
+      const std::vector<int64_t>& rank = graph.shapes[count];
+      if (graph.dtypes[count] != DLDataType{kDLInt, 64, 1} || rank.size() != 1 || rank[0] > 32) {
+        Bad(where, StrCat("shape output ", trim.count_output, " is not an int64 vector of at most 32 extents"));
+      }
+      bool fixed = !(graph.has_batch() && graph.batched_entries[output]) &&
+                   (!graph.has_dims() || graph.entry_extents[output].empty());
+      if (!fixed) Bad(where, StrCat("output ", trim.output, " has a batch or shape dimensions as well"));
+      continue;
+    }
     if (trim.axis >= shape.size()) {
       Bad(where, StrCat("axis ", trim.axis, " is not an axis of output ", trim.output, " (", shape.size(), " dims)"));
     }
-    uint32_t count = graph.EntryId(graph.heads[trim.count_output]);
     if (graph.dtypes[count] != DLDataType{kDLInt, 64, 1} || !graph.shapes[count].empty()) {
       Bad(where, StrCat("count output ", trim.count_output, " is not an int64 scalar"));
     }
@@ -536,6 +564,7 @@ Graph ParseGraphJson(std::string_view text) {
   }
   ParseAttrs(Field(root, "attrs", "top level"), graph);
   ParseOutputTrims(Field(root, "attrs", "top level"), graph);
+  ParseOutputShapes(Field(root, "attrs", "top level"), graph);
   ParseBatch(Field(root, "attrs", "top level"), graph);
   ParseDims(Field(root, "attrs", "top level"), graph);
   CheckGraph(graph);
@@ -587,11 +616,13 @@ std::string WriteGraphJson(const Graph& graph) {
   attrs["dltype"] = json::array({"list_str", dtypes});
   attrs["storage_id"] = json::array({"list_int", graph.storage_ids});
   if (!graph.device_types.empty()) attrs["device_index"] = json::array({"list_int", graph.device_types});
-  if (!graph.output_trims.empty()) {
-    json::array_t trims;
-    for (const OutputTrim& t : graph.output_trims) trims.insert(trims.end(), {t.output, t.count_output, t.axis});
-    attrs[kOutputTrimAttr] = json::array({"list_int", trims});
+  json::array_t trims, output_shapes;
+  for (const OutputTrim& t : graph.output_trims) {
+    if (t.whole_shape) output_shapes.insert(output_shapes.end(), {t.output, t.count_output});
+    else trims.insert(trims.end(), {t.output, t.count_output, t.axis});
   }
+  if (!trims.empty()) attrs[kOutputTrimAttr] = json::array({"list_int", trims});
+  if (!output_shapes.empty()) attrs[kOutputShapesAttr] = json::array({"list_int", output_shapes});
   if (graph.has_batch()) {
     attrs[kBatchDimAttr] = json::array(
         {"list_str", {graph.batch.name, std::to_string(graph.batch.min), std::to_string(graph.batch.max)}});

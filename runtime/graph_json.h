@@ -53,16 +53,23 @@ struct GraphNode {
 
 // An output whose extent along `axis` depends on the data (NonZero, Unique, NonMaxSuppression...):
 // its entry holds the data compactly, as a tensor with `count` elements along the axis, and zeros
-// after it; output `count_output`, an int64 scalar, holds the count. The count outputs come after
-// all others. Written as kiln's graph attribute kOutputTrimAttr, a list_int of (output,
-// count_output, axis) triples, which TVM's graph executor skips: there the padded outputs and
-// the counts are all outputs.
+// after it; output `count_output`, an int64 scalar, holds the count. Written as kiln's graph
+// attribute kOutputTrimAttr, a list_int of (output, count_output, axis) triples.
+// With `whole_shape`, an output whose every extent is decided at run time (an op whose
+// shape-deciding input, a reshape's shape or a reduction's axes, is given at run time): its entry,
+// of the largest size, holds the data compactly at that shape, and output `count_output`, an int64
+// [rank] tensor, holds the shape. Written as the graph attribute kOutputShapesAttr, a list_int of
+// (output, shape output) pairs. The count and shape outputs come after all others. TVM's graph
+// executor skips both attributes: there the padded outputs, the counts and the shapes are all
+// outputs.
 struct OutputTrim {
   uint32_t output = 0;
   uint32_t count_output = 0;
   uint32_t axis = 0;
+  bool whole_shape = false;
 };
 inline constexpr char kOutputTrimAttr[] = "kiln_output_trim";
+inline constexpr char kOutputShapesAttr[] = "kiln_output_shapes";
 
 // A batch dimension decided at run time (kiln's extension; docs/architecture.md, "Batch
 // dimensions"): the library runs any number of samples from `min` to `max`. A batched entry holds
@@ -113,7 +120,7 @@ struct Graph {
   bool has_batch() const { return batch.max > 0; }
   bool has_dims() const { return !dims.empty(); }
 
-  // The outputs before the count outputs of output_trims (all outputs when there are none).
+  // The outputs before the count and shape outputs of output_trims (all outputs when there are none).
   size_t num_model_outputs() const;
 
   size_t num_entries() const { return shapes.size(); }

@@ -195,6 +195,14 @@ void EmitLayoutTransform(EmitContext& context);
 void EmitResize(EmitContext& context);
 void EmitNonZero(EmitContext& context);
 void EmitCompress(EmitContext& context);
+void EmitDynReshape(EmitContext& context);
+void EmitDynSqueeze(EmitContext& context);
+void EmitDynUnsqueeze(EmitContext& context);
+void EmitDynReduce(EmitContext& context);
+void EmitDynStridedSlice(EmitContext& context);
+void EmitDynTopk(EmitContext& context);
+void EmitDynSplit(EmitContext& context);
+void EmitDynCumsum(EmitContext& context);
 void EmitTfIdfVectorizer(EmitContext& context);
 
 }  // namespace kiln::backend

@@ -14,6 +14,8 @@ namespace {
 
 const OpRef kCast("cast");
 const OpRef kCumsum("cumsum");
+const OpRef kDynCumsum("dyn.cumsum");
+const OpRef kDynTopk("dyn.topk");
 const OpRef kGather("gather");
 const OpRef kGatherNd("gather_nd");
 const OpRef kOneHot("one_hot");
@@ -88,6 +90,10 @@ Outputs OneHot(const NodeContext& c) {
 }
 
 Outputs CumSum(const NodeContext& c) {
+  if (!c.IsConstant(1)) {  // the axis given at run time (ir/ops/run_time_shaped.cc)
+    return {c.Op(kDynCumsum, {c.input(0), c.input(1)},
+                 MakeAttrs({{"exclusive", c.attr_int("exclusive", 0)}, {"reverse", c.attr_int("reverse", 0)}}))};
+  }
   Ints axis = c.ConstantInts(1);
   if (axis.size() != 1) c.FailAt("input 1", StrCat("axis must hold one value, it holds ", axis.size()));
   return {c.Op(kCumsum, {c.input(0)},
@@ -101,6 +107,10 @@ Outputs TopK(const NodeContext& c) {
   int64_t k = 0;
   if (c.opset() < 10) {
     k = c.attr_int("k");
+  } else if (!c.IsConstant(1)) {  // K given at run time (ir/ops/run_time_shaped.cc)
+    Expr all = c.Op(kDynTopk, {c.input(0), c.input(1)},
+                    MakeAttrs({{"axis", c.attr_int("axis", -1)}, {"largest", c.attr_int("largest", 1)}}));
+    return {TupleGetItem(all, 0), TupleGetItem(all, 1)};
   } else {
     Ints values = c.ConstantInts(1);
     if (values.size() != 1) c.FailAt("input 1", StrCat("K must hold one value, it holds ", values.size()));

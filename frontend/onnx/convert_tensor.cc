@@ -52,6 +52,12 @@ const OpRef kLog("log");
 const OpRef kMultiply("multiply");
 const OpRef kSqrt("sqrt");
 const OpRef kSubtract("subtract");
+const OpRef kDynReshape("dyn.reshape");
+const OpRef kDynSqueeze("dyn.squeeze");
+const OpRef kDynUnsqueeze("dyn.unsqueeze");
+const OpRef kDynReduce("dyn.reduce");
+const OpRef kDynStridedSlice("dyn.strided_slice");
+const OpRef kDynSplit("dyn.split");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -63,7 +69,16 @@ Expr IntConstant(const Ints& values, bool scalar = false) {
   return Constant(a);
 }
 
+// An op whose shape-deciding input is given at run time (ir/ops/run_time_shaped.cc): its data,
+// whose shape the importer carries beside it to the model's outputs.
+Outputs AtRunTime(const NodeContext& c, const OpRef& op, std::vector<Expr> args, Attrs attrs = {}) {
+  return {TupleGetItem(c.Op(op, std::move(args), std::move(attrs)), 0)};
+}
+
 Outputs Reshape(const NodeContext& c) {
+  if (!c.IsConstant(1)) {
+    return AtRunTime(c, kDynReshape, {c.input(0), c.input(1)}, MakeAttrs({{"allowzero", c.attr_int("allowzero", 0)}}));
+  }
   const Ints& in = c.input_type(0).shape;
   Ints shape = c.ConstantInts(1);
   bool allow_zero = c.attr_int("allowzero", 0) != 0;
@@ -105,7 +120,13 @@ Ints AxesOf(const NodeContext& c, int64_t attr_until_opset) {
   return c.has_input(1) ? c.ConstantInts(1) : Ints{};
 }
 
+// Axes from input 1 given at run time (opset 13 on).
+bool AxesAtRunTime(const NodeContext& c, int64_t attr_until_opset) {
+  return c.opset() >= attr_until_opset && c.has_input(1) && !c.IsConstant(1);
+}
+
 Outputs Unsqueeze(const NodeContext& c) {
+  if (AxesAtRunTime(c, 13)) return AtRunTime(c, kDynUnsqueeze, {c.input(0), c.input(1)});
   Ints axes = AxesOf(c, 13);
   Ints in = c.input_type(0).shape;
   int64_t rank = static_cast<int64_t>(in.size() + axes.size());
@@ -122,12 +143,29 @@ Outputs Unsqueeze(const NodeContext& c) {
 }
 
 Outputs Squeeze(const NodeContext& c) {
-  Ints axes = AxesOf(c, 13);
+  // No axes squeeze every axis of extent 1, which the input's type tells.
+  if (AxesAtRunTime(c, 13) && c.input_type(1).NumElements() > 0) {
+    return AtRunTime(c, kDynSqueeze, {c.input(0), c.input(1)});
+  }
+  Ints axes = c.IsConstant(1) || c.opset() < 13 ? AxesOf(c, 13) : Ints{};
   for (int64_t& a : axes) a = NormalizeAxis(a, c.input_type(0).ndim(), c);
   return {c.Op(kSqueeze, {c.input(0)}, MakeAttrs({{"axis", axes}}))};
 }
 
+// Opset 10 on; without axes every axis from 0 in order, without steps steps of 1.
+Outputs SliceAtRunTime(const NodeContext& c) {
+  int64_t count = c.input_type(1).NumElements();
+  Ints axes(count), steps(count, 1);
+  std::iota(axes.begin(), axes.end(), 0);
+  return AtRunTime(c, kDynStridedSlice,
+                   {c.input(0), c.input(1), c.input(2), c.has_input(3) ? c.input(3) : IntConstant(axes),
+                    c.has_input(4) ? c.input(4) : IntConstant(steps)});
+}
+
 Outputs Slice(const NodeContext& c) {
+  for (size_t i = 1; i < 5 && c.opset() >= 10; ++i) {
+    if (c.has_input(i) && !c.IsConstant(i)) return SliceAtRunTime(c);
+  }
   Ints starts = c.ConstantInts(1), ends = c.ConstantInts(2);
   Ints axes = c.has_input(3) ? c.ConstantInts(3) : Ints{};
   Ints steps = c.has_input(4) ? c.ConstantInts(4) : Ints{};
@@ -231,6 +269,12 @@ Outputs Split(const NodeContext& c) {
   Ints sizes;
   if (c.opset() < 13) {
     sizes = c.attr_ints("split", Ints{});
+  } else if (c.has_input(1) && !c.IsConstant(1)) {  // sizes given at run time (ir/ops/run_time_shaped.cc)
+    auto pieces = static_cast<int64_t>(c.num_outputs());
+    Expr all = c.Op(kDynSplit, {c.input(0), c.input(1)}, MakeAttrs({{"axis", axis}, {"pieces", pieces}}));
+    Outputs outputs;
+    for (int64_t i = 0; i < pieces; ++i) outputs.push_back(TupleGetItem(all, static_cast<int>(i)));
+    return outputs;
   } else if (c.has_input(1)) {
     sizes = c.ConstantInts(1);
   }
@@ -303,8 +347,17 @@ std::optional<Ints> ReduceAxes(const NodeContext& c, int64_t axes_input_opset) {
   return axes;
 }
 
+// A reduction over axes given at run time: `reducer` as dyn.reduce names it.
+Outputs ReduceAtRunTime(const NodeContext& c, const char* reducer) {
+  return AtRunTime(c, kDynReduce, {c.input(0), c.input(1)},
+                   MakeAttrs({{"reducer", std::string(reducer)},
+                              {"keepdims", c.attr_int("keepdims", 1)},
+                              {"noop_with_empty_axes", c.attr_int("noop_with_empty_axes", 0)}}));
+}
+
 template <const OpRef& kOp, int64_t kAxesInputOpset>
 Outputs Reduce(const NodeContext& c) {
+  if (AxesAtRunTime(c, kAxesInputOpset)) return ReduceAtRunTime(c, kOp.name());
   std::optional<Ints> axes = ReduceAxes(c, kAxesInputOpset);
   if (!axes) return {c.input(0)};
   return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", *axes}, {"keepdims", c.attr_int("keepdims", 1)}}))};
@@ -317,6 +370,10 @@ enum class Composite { kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 template <Composite kKind>
 Outputs ReduceComposite(const NodeContext& c) {
+  if (AxesAtRunTime(c, 18)) {
+    const char* names[] = {"l1", "l2", "sum_square", "log_sum", "log_sum_exp"};
+    return ReduceAtRunTime(c, names[static_cast<int>(kKind)]);
+  }
   Expr x = c.input(0);
   std::optional<Ints> axes = ReduceAxes(c, 18);
   int64_t keepdims = c.attr_int("keepdims", 1);

@@ -425,8 +425,8 @@ class GraphImporter {
     for (int i = 0; i < graph_.input_size(); ++i) values_[graph_.input(i).name()] = inputs[i];
     std::vector<Expr> outputs = ConvertNodes();
     for (int i = 0; i < graph_.output_size(); ++i) {
-      if (RaggedExtentOf(outputs[i])) {
-        runtime::Fail("subgraph output '", graph_.output(i).name(), "' has a shape that depends on the data; kiln ",
+      if (ExtentOf(outputs[i])) {
+        runtime::Fail("subgraph output '", graph_.output(i).name(), "' has a shape decided as the graph runs; kiln ",
                       "runs such values only as outputs of the model");
       }
     }
@@ -434,14 +434,15 @@ class GraphImporter {
   }
 
  private:
-  // Outputs whose extent depends on the data get their counts appended as further outputs; the
-  // main function's output_trim attribute pairs them.
-  static Attrs AppendCounts(std::vector<Expr>& outputs) {
-    std::vector<int64_t> trims;
+  // Outputs whose extent depends on the data get their counts appended as further outputs, those
+  // whose every extent is decided at run time their shapes; the main function's output_trim and
+  // output_shapes attributes pair them.
+  Attrs AppendCounts(std::vector<Expr>& outputs) const {
+    std::vector<int64_t> trims, output_shapes;
     std::vector<Expr> counts;
     size_t num_outputs = outputs.size();
     for (size_t i = 0; i < num_outputs; ++i) {
-      std::optional<RaggedExtent> extent = RaggedExtentOf(outputs[i]);
+      std::optional<RaggedExtent> extent = ExtentOf(outputs[i]);
       if (!extent) continue;
       const auto* field = extent->count->As<TupleGetItemNode>();
       auto same = std::find_if(counts.begin(), counts.end(), [&](const Expr& c) {
@@ -449,13 +450,37 @@ class GraphImporter {
         return other->tuple == field->tuple && other->index == field->index;
       });
       if (same == counts.end()) same = counts.insert(counts.end(), extent->count);
-      trims.insert(trims.end(), {static_cast<int64_t>(i), static_cast<int64_t>(num_outputs + (same - counts.begin())),
-                                 int64_t{extent->axis}});
+      auto count_output = static_cast<int64_t>(num_outputs + (same - counts.begin()));
+      if (extent->whole_shape) output_shapes.insert(output_shapes.end(), {static_cast<int64_t>(i), count_output});
+      else trims.insert(trims.end(), {static_cast<int64_t>(i), count_output, int64_t{extent->axis}});
     }
     outputs.insert(outputs.end(), counts.begin(), counts.end());
     Attrs attrs;
     if (!trims.empty()) attrs.Set(ir::attr::kOutputTrim, trims);
+    if (!output_shapes.empty()) attrs.Set(ir::attr::kOutputShapes, output_shapes);
     return attrs;
+  }
+
+  // The count or shape of a value whose extents are decided as the graph runs: a ragged field of
+  // its op's result, or an elementwise op's result of such a value (CarriesExtent).
+  std::optional<RaggedExtent> ExtentOf(const Expr& value) const {
+    if (std::optional<RaggedExtent> extent = RaggedExtentOf(value)) return extent;
+    for (const GraphImporter* g = this; g != nullptr; g = g->outer_) {
+      if (auto it = g->carried_.find(value.get()); it != g->carried_.end()) return it->second;
+    }
+    return std::nullopt;
+  }
+
+  // ONNX ops of one input computed element by element, whose result keeps an input's run-time
+  // extent (the padded elements after the data computed along, never read).
+  static bool CarriesExtent(const onnx::NodeProto& node, size_t input) {
+    static const std::set<std::string> kUnary = {
+        "Abs",  "Acos",  "Acosh",   "Asin", "Asinh",      "Atan", "Atanh",   "Cast",     "Ceil",
+        "Cos",  "Cosh",  "Erf",     "Exp",  "Floor",      "Identity", "IsInf", "IsNaN", "Log",
+        "Neg",  "Not",   "Reciprocal", "Relu", "Round",   "Sigmoid", "Sign", "Sin",     "Sinh",
+        "Softplus", "Softsign", "Sqrt", "Tan", "Tanh"};
+    if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+    return input == 0 && (kUnary.count(node.op_type()) != 0 || node.op_type() == "CastLike");
   }
 
   std::set<std::string> ImportInitializers() {
@@ -498,6 +523,8 @@ class GraphImporter {
                            {"", NodeLabel(node, index), ""});
     }
     std::vector<Expr> inputs;
+    std::optional<RaggedExtent> carried;  // of input 0, which the outputs keep
+    int64_t carried_elements = 0;
     for (const std::string& name : node.input()) {
       if (name.empty()) {
         inputs.push_back(nullptr);
@@ -505,9 +532,14 @@ class GraphImporter {
       }
       const Expr* value = Find(name);
       if (value == nullptr) throw UnknownInput(node, index, name);
-      if (RaggedExtentOf(*value) && node.op_type() != "Identity") {  // Identity passes the value on as it is
-        throw runtime::Error("has a shape that depends on the data; kiln runs such values only as outputs of the model",
-                             {"", NodeLabel(node, index), "input '" + runtime::ValidUtf8(name) + "'"});
+      if (std::optional<RaggedExtent> extent = ExtentOf(*value)) {
+        if (!CarriesExtent(node, inputs.size())) {
+          throw runtime::Error("has a shape decided as the graph runs (by the data, or by an input's values); kiln "
+                               "runs such values only as outputs of the model, through elementwise ops of one input",
+                               {"", NodeLabel(node, index), "input '" + runtime::ValidUtf8(name) + "'"});
+        }
+        carried = extent;
+        carried_elements = (*value)->type().tensor().NumElements();
       }
       inputs.push_back(*value);
     }
@@ -534,6 +566,11 @@ class GraphImporter {
                              {"", NodeLabel(node, index), StrCat("output ", k)});
       }
       values_[node.output(k)] = outputs[k];
+      if (carried && !RaggedExtentOf(outputs[k])) {
+        runtime::CheckInternal(outputs[k]->type().tensor().NumElements() == carried_elements,
+                               "an elementwise op's converter changed the element count");
+        carried_[outputs[k].get()] = *carried;
+      }
     }
   }
 
@@ -563,6 +600,7 @@ class GraphImporter {
   int64_t converted_here_ = 0;
   int64_t* converted_;  // nodes converted in the whole model, subgraphs and their repeats included
   std::map<std::string, Expr> values_;
+  std::map<const ExprNode*, RaggedExtent> carried_;  // ExtentOf: results of CarriesExtent's ops
 };
 
 }  // namespace

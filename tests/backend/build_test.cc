@@ -475,9 +475,47 @@ TEST_F(BuildTest, DataDependentOutputIsTrimmedToWhatTheRunCounted) {
     exec->SetOutputZeroCopy(0, *padded.get());
     ADD_FAILURE() << "a buffer was bound to an output whose shape depends on the data";
   } catch (const runtime::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the output's shape depends on the data"));
+    EXPECT_THAT(e.what(), HasSubstr("the output's shape is decided as the graph runs"));
   }
   EXPECT_THROW(exec->GetOutput(1), runtime::Error);  // the count is not one of the outputs
+}
+
+// An output whose every extent the run decides (dyn.reshape to a shape given as an input): the
+// executor presents it at the shape its shape output holds, -1 per extent in its info; a shape the
+// library gives that its storage cannot hold is an error, never a read past the storage.
+TEST_F(BuildTest, OutputOfARunTimeShapeTakesTheShapeTheRunGave) {
+  auto exec = BuildAndLoad(R"(fn [output_shapes=[0, 1]] (%x: Tensor[(2, 3), float32], %s: Tensor[(3), int64]) {
+    %0 = dyn.reshape(%x, %s);
+    %1 = %0.0;
+    %2 = %0.1;
+    %3 = (%1, %2);
+    %3
+  })");
+  EXPECT_EQ(exec->NumOutputs(), 1);
+  EXPECT_EQ(exec->GetOutputInfo()[0].shape, (std::vector<int64_t>{-1, -1, -1}));
+  EXPECT_EQ(exec->GetOutput(0).shape(), (std::vector<int64_t>{0, 0, 0}));  // before any run
+  exec->SetInput(0, *test::FloatArray({2, 3}, {1, 2, 3, 4, 5, 6}).get());
+  runtime::NDArray shape = runtime::NDArray::Empty({3}, DLDataType{kDLInt, 64, 1});
+  int64_t* extents = static_cast<int64_t*>(shape.data());
+  extents[0] = 3, extents[1] = -1, extents[2] = 1;
+  exec->SetInput(1, *shape.get());
+  exec->Run();
+  EXPECT_EQ(exec->GetOutput(0).shape(), (std::vector<int64_t>{3, 2, 1}));
+  EXPECT_EQ(static_cast<const float*>(exec->GetOutput(0).data())[5], 6.0f);
+
+  auto lying = BuildAndLoad(R"(fn [output_shapes=[0, 1]] (%x: Tensor[(6), float32]) {
+    %0 = const(Tensor[(2), int64], [4, 5]);
+    %1 = (%x, %0);
+    %1
+  })");
+  lying->SetInput(0, *test::FloatArray({6}, {1, 2, 3, 4, 5, 6}).get());
+  lying->Run();
+  try {
+    lying->GetOutput(0);
+    ADD_FAILURE() << "a shape of 20 elements was presented over storage of 6";
+  } catch (const runtime::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("output 0: its operator gave it the shape [4, 5], larger than its storage of 6"));
+  }
 }
 
 }  // namespace

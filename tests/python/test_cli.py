@@ -233,14 +233,14 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
     cases.append((["compile", save(tmp_path, [helper.make_node("NonZero", ["x"], ["a"], name="nz"),
                                               helper.make_node("Transpose", ["a"], ["y"], name="after_nz")],
                                    [x2], ragged, name="nonzero_used.onnx")],
-                  "node 'after_nz' (Transpose): input 'a': has a shape that depends on the data; kiln runs such "
-                  "values only as outputs of the model"))
+                  "node 'after_nz' (Transpose): input 'a': has a shape decided as the graph runs (by the data, or "
+                  "by an input's values); kiln runs such values only as outputs of the model"))
     nonzero_branch = lambda name: helper.make_graph(  # noqa: E731
         [helper.make_node("NonZero", ["x"], [name + "_y"])], name, [],
         [helper.make_tensor_value_info(name + "_y", TensorProto.INT64, None)])
     cases.append((["compile", save(tmp_path, [if_node(nonzero_branch("t"), nonzero_branch("e"))],
                                    [x2, flag], ragged, name="if_nonzero.onnx")],
-                  "subgraph output 't_y' has a shape that depends on the data"))
+                  "subgraph output 't_y' has a shape decided as the graph runs"))
     body = helper.make_graph([helper.make_node("Identity", ["b_c"], ["b_co"]), helper.make_node("Relu", ["b_v"], ["b_vo"])],
                              "body", [helper.make_tensor_value_info("b_i", TensorProto.INT64, []),
                                       helper.make_tensor_value_info("b_c", TensorProto.BOOL, []),

@@ -85,17 +85,17 @@ def test_from_onnx_errors():
 
 
 def test_import_errors_carry_a_structured_location(tmp_path):
-    # A Reshape whose shape is computed at run time: kiln needs it constant (it decides shapes).
-    model = make_model([onnx.helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape_node")],
-                       [value("x", [2, 3]), value("s", [2], onnx.TensorProto.INT64)], [value("y", [3, 2])])
-    path = tmp_path / "dynamic_reshape.onnx"
+    # An Expand whose shape is computed at run time: kiln needs it constant (it decides shapes).
+    model = make_model([onnx.helper.make_node("Expand", ["x", "s"], ["y"], name="expand_node")],
+                       [value("x", [2, 3]), value("s", [2], onnx.TensorProto.INT64)], [value("y", [2, 3])])
+    path = tmp_path / "dynamic_expand.onnx"
     onnx.save(model, path)
     with pytest.raises(kiln.KilnError) as raised:
         kiln.frontend.from_onnx(str(path))
     e = raised.value
-    assert (e.file, e.node, e.argument) == (str(path), "node 'reshape_node' (Reshape)", "input 1")
+    assert (e.file, e.node, e.argument) == (str(path), "node 'expand_node' (Expand)", "input 1")
     assert e.message == "must be a constant (its value decides shapes)"
-    assert str(e) == f"{path}: node 'reshape_node' (Reshape): input 1: {e.message}"
+    assert str(e) == f"{path}: node 'expand_node' (Expand): input 1: {e.message}"
     # From bytes there is no file; a converter's own error names no argument.
     conv4d = make_model([onnx.helper.make_node("Conv", ["x", "w"], ["y"], name="conv_node")],
                         [value("x", [1, 1, 3, 3, 3, 3])], [value("y", [1, 1, 3, 3, 3, 3])],

@@ -393,6 +393,47 @@ TEST(GraphJson, RejectsMalformedOutputTrims) {
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("count output 1 is not an int64 scalar"));
 }
 
+// TvmGraph() with its second output an int64 [2] holding the shape of its first.
+json ShapedGraph() {
+  json g = TvmGraph();
+  g["attrs"]["dltype"][1][5] = "int64";
+  g["attrs"][kOutputShapesAttr] = json::parse(R"(["list_int", [0, 1]])");
+  return g;
+}
+
+TEST(GraphJson, OutputShapesAreReadAndWrittenBack) {
+  Graph graph = ParseGraphJson(ShapedGraph().dump());
+  ASSERT_EQ(graph.output_trims.size(), 1u);
+  EXPECT_TRUE(graph.output_trims[0].whole_shape);
+  EXPECT_EQ(graph.output_trims[0].count_output, 1u);
+  EXPECT_EQ(graph.num_model_outputs(), 1u);
+  ExpectSameGraph(ParseGraphJson(WriteGraphJson(graph)), graph);
+  json written = json::parse(WriteGraphJson(graph));
+  EXPECT_EQ(written["attrs"][kOutputShapesAttr], json::parse(R"(["list_int", [0, 1]])"));
+  EXPECT_FALSE(written["attrs"].contains(kOutputTrimAttr));
+}
+
+TEST(GraphJson, RejectsMalformedOutputShapes) {
+  struct Case { const char* pairs; const char* message; };
+  const Case cases[] = {
+      {R"(["list_str", [0, 1]])", "expected [\"list_int\", [values]]"},
+      {R"(["list_int", [0, 1, 0]])", "has 3 values, not (output, shape output) pairs"},
+      {R"(["list_int", [0, -1]])", "pair 0: id -1 is out of range"},
+      {R"(["list_int", [1, 1]])", "pairs output 1 with shape output 1: of the 2 outputs the first 1 are the model's"},
+  };
+  for (const Case& c : cases) {
+    json g = ShapedGraph();
+    g["attrs"][kOutputShapesAttr] = json::parse(c.pairs);
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << c.pairs;
+  }
+  json g = ShapedGraph();
+  g["attrs"]["shape"][1][5] = json::array();
+  EXPECT_THAT(ParseError(g.dump()), HasSubstr("shape output 1 is not an int64 vector of at most 32 extents"));
+  g = ShapedGraph();
+  g["attrs"]["shape"][1][5] = json::array({33});
+  EXPECT_THAT(ParseError(g.dump()), HasSubstr("shape output 1 is not an int64 vector of at most 32 extents"));
+}
+
 // TvmGraph with a batch dimension N of 1 to 2 samples: data, the add and the reshape hold them.
 json BatchedGraph() {
   json g = TvmGraph();

@@ -1,0 +1,203 @@
+"""Shapes decided by input values at run time (issue 30, item 4): a reshape's shape, a reduction's
+or (un)squeeze's axes, a slice's starts, ends, axes and steps, TopK's K, Split's sizes and CumSum's
+axis given as graph inputs. One library runs every value, each against NumPy; the output has the
+shape the values give (get_output, get_output_info with -1 extents); elementwise ops of one input
+after such an op keep its shape; values that do not fit are clear errors at run, after which the
+library still runs; a node that would need such a value's shape to compile is a clear error."""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import kiln
+from kiln import graph_executor, runtime
+
+KILN = os.environ.get("KILN_BIN", "build/bin/kiln")
+RNG = np.random.default_rng(30)
+FLOAT, INT64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def value(name, elem, shape):
+    """shape: extents, or a rank for extents the model does not say."""
+    return helper.make_tensor_value_info(name, elem, [None] * shape if isinstance(shape, int) else shape)
+
+
+def model_path(tmp_path, nodes, inputs, outputs, opset=18, name="model"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.checker.check_model(model)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def compiled(tmp_path, nodes, inputs, outputs, opset=18, name="model"):
+    path = model_path(tmp_path, nodes, inputs, outputs, opset, name)
+    library = tmp_path / f"{name}.so"
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return graph_executor.GraphModule(runtime.load_module(str(library))["default"](runtime.cpu()))
+
+
+def run(m, **feeds):
+    for name, array in feeds.items():
+        m.set_input(name, array)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
+def test_reshape_squeeze_and_unsqueeze_take_their_shapes_at_run_time(tmp_path):
+    """Reshape's 0 (the input's extent) and -1 (what is left), Unsqueeze's and Squeeze's axes from
+    the end, an elementwise op after each (it keeps the shape), all from one library."""
+    m = compiled(tmp_path,
+                 [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+                  helper.make_node("Abs", ["r"], ["a"]), helper.make_node("Sqrt", ["a"], ["reshaped"]),
+                  helper.make_node("Unsqueeze", ["x", "axes"], ["unsqueezed"]),
+                  helper.make_node("Squeeze", ["y", "squeeze_axes"], ["squeezed"])],
+                 [value("x", FLOAT, [2, 3, 4]), value("shape", INT64, [3]), value("axes", INT64, [2]),
+                  value("y", FLOAT, [1, 5, 1]), value("squeeze_axes", INT64, [1])],
+                 [value("reshaped", FLOAT, 3), value("unsqueezed", FLOAT, 5), value("squeezed", FLOAT, 2)])
+    shapes, _ = m.get_output_info()
+    assert list(shapes.values()) == [(-1, -1, -1), (-1, -1, -1, -1, -1), (-1, -1)], shapes
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    y = RNG.standard_normal((1, 5, 1)).astype(np.float32)
+    for shape, axes, squeeze in [([4, 3, 2], [0, 4], [0]), ([0, -1, 6], [-1, 1], [-1]), ([24, 1, 1], [2, 3], [2]),
+                                 ([-1, 2, 0], [-4, 0], [0])]:
+        reshaped, unsqueezed, squeezed = run(m, x=x, y=y, shape=np.array(shape, np.int64),
+                                             axes=np.array(axes, np.int64), squeeze_axes=np.array(squeeze, np.int64))
+        want = [x.shape[d] if v == 0 else v for d, v in enumerate(shape)]
+        np.testing.assert_array_equal(reshaped, np.sqrt(np.abs(x)).reshape(want), err_msg=str(shape))
+        np.testing.assert_array_equal(unsqueezed, np.expand_dims(x, [a % 5 for a in axes]), err_msg=str(axes))
+        np.testing.assert_array_equal(squeezed, np.squeeze(y, tuple(squeeze)), err_msg=str(squeeze))
+
+
+def log_sum_exp(a, axis, keepdims):
+    top = np.max(a, axis=axis, keepdims=True)
+    result = np.log(np.sum(np.exp(a - top), axis=axis, keepdims=True)) + top
+    return result if keepdims else np.squeeze(result, axis)
+
+
+@pytest.mark.parametrize("keepdims", [1, 0])
+def test_reductions_over_axes_given_at_run_time(tmp_path, keepdims):
+    """ReduceSum, Mean, Max, L2 and LogSumExp over sets of two axes (from the end too), and over
+    none (all axes, or none with noop_with_empty_axes), against NumPy in float64, rtol 1e-5. One
+    column holds values near 1000, whose exponentials overflow unless LogSumExp shifts them."""
+    reductions = {"ReduceSum": np.sum, "ReduceMean": np.mean, "ReduceMax": np.max,
+                  "ReduceL2": lambda a, axis, keepdims: np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdims)),
+                  "ReduceLogSumExp": log_sum_exp}
+    nodes = [helper.make_node(op, ["x", "axes"], [op], keepdims=keepdims) for op in reductions]
+    nodes.append(helper.make_node("ReduceSum", ["x", "none"], ["noop"], keepdims=keepdims, noop_with_empty_axes=1))
+    nodes.append(helper.make_node("ReduceMax", ["x", "none"], ["all"], keepdims=keepdims))
+    m = compiled(tmp_path, nodes, [value("x", FLOAT, [3, 4, 5]), value("axes", INT64, [2]), value("none", INT64, [0])],
+                 [value(op, FLOAT, 3 if keepdims else 1) for op in reductions]
+                 + [value("noop", FLOAT, 3), value("all", FLOAT, 3 if keepdims else 0)])
+    x = (RNG.standard_normal((3, 4, 5)) + 1e3 * (np.arange(5) == 4)).astype(np.float32)
+    for axes in [[0, 1], [2, 0], [-1, 1], [-3, -2]]:
+        outputs = run(m, x=x, axes=np.array(axes, np.int64), none=np.zeros(0, np.int64))
+        for got, (op, reference) in zip(outputs, reductions.items()):
+            want = reference(x.astype(np.float64), axis=tuple(axes), keepdims=bool(keepdims))
+            assert got.shape == want.shape, (op, axes)
+            np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=f"{op} over {axes}")
+        np.testing.assert_array_equal(outputs[-2], x)
+        np.testing.assert_array_equal(outputs[-1], np.max(x, keepdims=bool(keepdims)))
+
+
+def test_slice_topk_split_and_cumsum_take_their_values_at_run_time(tmp_path):
+    """Slice with negative starts and steps and ends beyond the extents (clamped), TopK's K from 0
+    to the axis's extent, Split's sizes, CumSum's axis from the end, each against NumPy."""
+    m = compiled(tmp_path,
+                 [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["sliced"]),
+                  helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1),
+                  helper.make_node("Split", ["x", "sizes"], ["first", "second"], axis=2),
+                  helper.make_node("CumSum", ["x", "axis"], ["sums"], reverse=1)],
+                 [value("x", FLOAT, [3, 6, 5]), value("starts", INT64, [2]), value("ends", INT64, [2]),
+                  value("axes", INT64, [2]), value("steps", INT64, [2]), value("k", INT64, [1]),
+                  value("sizes", INT64, [2]), value("axis", INT64, [])],
+                 [value(n, FLOAT if n != "indices" else INT64, 3)
+                  for n in ["sliced", "values", "indices", "first", "second", "sums"]])
+    x = RNG.standard_normal((3, 6, 5)).astype(np.float32)
+    cases = [([0, -1], [3, -7], [0, 2], [2, -1], 3, [2, 3], 0),
+             ([-2, 1], [100, 5], [1, -1], [1, 2], 0, [0, 5], -1),
+             ([5, 2], [-100, 0], [1, 2], [-2, -1], 6, [5, 0], 1)]
+    for starts, ends, axes, steps, k, sizes, axis in cases:
+        sliced, values, indices, first, second, sums = run(
+            m, x=x, starts=np.array(starts, np.int64), ends=np.array(ends, np.int64), axes=np.array(axes, np.int64),
+            steps=np.array(steps, np.int64), k=np.array([k], np.int64), sizes=np.array(sizes, np.int64),
+            axis=np.array(axis, np.int64))
+        index = [slice(None)] * 3
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            index[a] = slice(s, e, st)
+        np.testing.assert_array_equal(sliced, x[tuple(index)], err_msg=str((starts, ends, axes, steps)))
+        order = np.argsort(-x, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(indices, order, err_msg=f"k={k}")
+        np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
+        np.testing.assert_array_equal(first, x[:, :, :sizes[0]])
+        np.testing.assert_array_equal(second, x[:, :, sizes[0]:])
+        want = np.flip(np.cumsum(np.flip(x, axis), axis=axis), axis)
+        np.testing.assert_allclose(sums, want, rtol=1e-5, atol=1e-5, err_msg=f"axis={axis}")
+
+
+def test_values_that_do_not_fit_are_clear_errors_and_the_library_still_runs(tmp_path):
+    m = compiled(tmp_path,
+                 [helper.make_node("Reshape", ["x", "shape"], ["reshaped"]),
+                  helper.make_node("ReduceSum", ["x", "axes"], ["sum"]),
+                  helper.make_node("TopK", ["x", "k"], ["values", "indices"]),
+                  helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)],
+                 [value("x", FLOAT, [2, 6]), value("shape", INT64, [2]), value("axes", INT64, [1]),
+                  value("k", INT64, [1]), value("sizes", INT64, [2])],
+                 [value(n, FLOAT if n != "indices" else INT64, 2)
+                  for n in ["reshaped", "sum", "values", "indices", "a", "b"]])
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    good = dict(x=x, shape=np.array([3, 4], np.int64), axes=np.array([1], np.int64), k=np.array([2], np.int64),
+                sizes=np.array([1, 5], np.int64))
+    bad = [("shape", [5, -1], r"dyn.reshape: no extent for the -1 gives the input's 12 elements"),
+           ("shape", [5, 2], r"dyn.reshape: the shape holds 10 elements, the input 12"),
+           ("shape", [-1, -1], r"more than one -1"),
+           ("axes", [2], r"dyn.reduce: axis 2 is out of range for rank 2"),
+           ("k", [7], r"dyn.topk: k = 7 is outside \[0, 6\], the extent of axis 1"),
+           ("sizes", [2, 5], r"dyn.split: the sizes add up to 7, not to the extent 6 of axis 1"),
+           ("sizes", [-1, 7], r"piece 0 has the negative size -1")]
+    for name, values, message in bad:
+        with pytest.raises(kiln.KilnError, match=message):
+            run(m, **{**good, name: np.array(values, np.int64)})
+        reshaped, total, values_, indices, a, b = run(m, **good)
+        np.testing.assert_array_equal(reshaped, x.reshape(3, 4))
+        np.testing.assert_allclose(total, x.sum(axis=1, keepdims=True), rtol=1e-6)
+        np.testing.assert_array_equal(b, x[:, 1:])
+
+
+def test_elementwise_ops_keep_a_data_dependent_outputs_count(tmp_path):
+    """NonZero's coordinates through Cast and Neg: the output is trimmed to the count as NonZero's is."""
+    m = compiled(tmp_path, [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Cast", ["nz"], ["f"], to=FLOAT),
+                            helper.make_node("Neg", ["f"], ["y"])],
+                 [value("x", FLOAT, [3, 4])], [value("y", FLOAT, 2)], opset=13)
+    x = (RNG.standard_normal((3, 4)) > 0.3).astype(np.float32)
+    (y,) = run(m, x=x)
+    np.testing.assert_array_equal(y, -np.array(np.nonzero(x), np.float32))
+
+
+def test_a_node_that_needs_the_shape_to_compile_is_a_clear_error(tmp_path):
+    """A matrix product of a reshape to a shape given at run time: compiled code needs the extents."""
+    path = model_path(tmp_path,
+                      [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])],
+                      [value("x", FLOAT, [2, 6]), value("shape", INT64, [2]), value("w", FLOAT, [6, 3])],
+                      [value("y", FLOAT, 2)])
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(tmp_path / "m.so")], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "MatMul" in result.stderr and "input 'r'" in result.stderr and "decided as the graph runs" in result.stderr, \
+        result.stderr
+
+
+def test_with_shape_dimensions_too_is_a_clear_error(tmp_path):
+    """A reduction over axes given at run time of an input with a shape dimension: either is run,
+    not both in one output."""
+    path = model_path(tmp_path, [helper.make_node("ReduceSum", ["x", "axes"], ["y"])],
+                      [value("x", FLOAT, [3, "S"]), value("axes", INT64, [1])], [value("y", FLOAT, 2)])
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(tmp_path / "m.so"), "--dims", "S=1..40"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert ("output 0 has a shape that input values decide at run time and a size that the shape dimensions "
+            "decide") in result.stderr, result.stderr
