@@ -262,9 +262,27 @@ class GraphBuilder {
     node.attrs["num_outputs"] = std::to_string(outputs.size());
     std::optional<SelectInputs> select = SelectOf(*f);
     if (!any_batched) batched_outputs.assign(outputs.size(), false);
+    std::vector<runtime::GraphEntryRef> inputs = node.inputs;
     uint32_t id = AddNode(std::move(node), outputs, batched_outputs);
     if (select) selects_[id] = *select;
     entries_[e.get()] = current_entries_;
+    RecordSizedOutput(*f, inputs, id);
+  }
+
+  // An op whose result's field 0 the executor sizes (OpDef::sized_by_input) is the function's one
+  // call, on its parameters: the node's output 0 sized by the node's input that parameter is.
+  void RecordSizedOutput(const FunctionNode& f, const std::vector<runtime::GraphEntryRef>& inputs, uint32_t id) {
+    for (const Expr& inner : PostOrder(f.body)) {
+      const auto* op_call = inner->As<CallNode>();
+      if (op_call == nullptr || op_call->op == nullptr || op_call->op->sized_by_input < 0) continue;
+      const Expr& shape = op_call->args.at(static_cast<size_t>(op_call->op->sized_by_input));
+      auto param = std::find(f.params.begin(), f.params.end(), shape);
+      runtime::CheckInternal(param != f.params.end() && f.params.size() == inputs.size(), "graph codegen: ",
+                             op_call->op->name, "'s shape is not a parameter of its function");
+      result_.graph.sized_entries.push_back(
+          {first_entries_[id], first_entries_[inputs[param - f.params.begin()].node_id] +
+                                   inputs[param - f.params.begin()].index});
+    }
   }
 
   uint32_t EntryIndex(const Entry& entry) const { return first_entries_[entry.node] + entry.index; }

@@ -105,7 +105,9 @@ std::optional<RaggedExtent> RaggedExtentOf(const Expr& value) {
   const auto* call = item == nullptr ? nullptr : item->tuple->As<CallNode>();
   if (call == nullptr || call->op == nullptr || call->op->ragged_axes == nullptr) return std::nullopt;
   std::vector<int> axes = call->op->ragged_axes(call->attrs, call->type());
-  if (axes[item->index] <= -2) return RaggedExtent{TupleGetItem(item->tuple, -2 - axes[item->index]), 0, true};
+  if (axes[item->index] <= -2) {
+    return RaggedExtent{TupleGetItem(item->tuple, -2 - axes[item->index]), 0, true, call->op->sized_by_input >= 0};
+  }
   if (axes[item->index] < 0) return std::nullopt;
   return RaggedExtent{TupleGetItem(item->tuple, static_cast<int>(axes.size()) - 1), axes[item->index]};
 }

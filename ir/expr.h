@@ -144,6 +144,7 @@ struct RaggedExtent {
   Expr count;
   int axis = 0;
   bool whole_shape = false;
+  bool sized = false;  // its storage sized as the graph runs (OpDef::sized_by_input): no elementwise op reads it
 };
 std::optional<RaggedExtent> RaggedExtentOf(const Expr& value);
 

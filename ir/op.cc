@@ -30,6 +30,7 @@ const OpTable& AllOps() {
     RegisterImageOps(t);
     RegisterDataDependentOps(t);
     RegisterRunTimeShapedOps(t);
+    RegisterRunTimeSizedOps(t);
     RegisterTextOps(t);
     RegisterAnnotationOps(t);
     return t;

@@ -76,6 +76,10 @@ struct OpDef {
   EvaluateFn evaluate = nullptr;  // null: calls of this op are not folded
   LayoutRule layout = LayoutRule::kPlain;
   RaggedAxesFn ragged_axes = nullptr;  // set for ops whose result extents depend on the data
+  // >= 0 for an op whose result's field 0 has no size the compiler can bound (dyn.expand, ...):
+  // it is typed as a flat tensor of no elements, and the executor gives it storage before each
+  // call, as large as the shape in input `sized_by_input` (an int64 [rank] tensor) says.
+  int sized_by_input = -1;
 };
 
 using OpTable = std::map<std::string, OpDef>;
@@ -126,6 +130,7 @@ void RegisterAlongAxisOps(OpTable& table);
 void RegisterImageOps(OpTable& table);
 void RegisterDataDependentOps(OpTable& table);
 void RegisterRunTimeShapedOps(OpTable& table);
+void RegisterRunTimeSizedOps(OpTable& table);
 void RegisterTextOps(OpTable& table);
 void RegisterAnnotationOps(OpTable& table);
 

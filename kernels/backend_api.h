@@ -27,7 +27,7 @@ struct ArgSpec {
   uint8_t dtype_code;
   uint8_t dtype_bits;
   int ndim;
-  const int64_t* shape;
+  const int64_t* shape;  // null: any extents (storage the executor sizes as the graph runs)
 };
 int CheckArgs(const char* function, const TVMValue* args, const int* type_codes, int num_args,
               const ArgSpec* specs, int num_specs);

@@ -468,10 +468,49 @@ int SplitAtRunTime(const int64_t* in, int64_t rank, int64_t axis, const int64_t*
 int TopKAtRunTime(const int64_t* in, int64_t rank, int64_t axis, int64_t k, int64_t* out, const char* where);
 // An axis given as a value, counted from the end when negative, into `normalized`.
 int AxisAtRunTime(int64_t axis, int64_t rank, int64_t* normalized, const char* where);
+// Shapes that no input bounds: the executor sizes the result's storage from them before the call
+// that computes it (graph JSON's sized entries).
+// Expand: `shape` (`count` extents) and the input's, broadcast against each other from the end.
+int ExpandAtRunTime(const int64_t* in, int64_t rank, const int64_t* shape, int64_t count, int64_t* out,
+                    const char* where);
+// Tile: each extent times its repeat (one per axis, each at least 0).
+int TileAtRunTime(const int64_t* in, int64_t rank, const int64_t* repeats, int64_t* out, const char* where);
+// ConstantOfShape: the values themselves, each at least 0.
+int ShapeOfValuesAtRunTime(const int64_t* values, int64_t count, int64_t* out, const char* where);
+// Range: max(ceil((limit - start) / delta), 0) elements; delta must not be 0.
+int RangeAtRunTime(double start, double limit, double delta, int64_t* out, const char* where);
+int RangeAtRunTime(int64_t start, int64_t limit, int64_t delta, int64_t* out, const char* where);
+// Pad: `pads` holds the begins then the ends of the `count` axes `axes` (negative: cropped);
+// `before` gets each input axis's begin. `mode` is an AxisMap of padding; all but kMapPadConstant
+// need the padded axes not empty.
+int PadAtRunTime(const int64_t* in, int64_t rank, const int64_t* pads, const int64_t* axes, int64_t count, int mode,
+                 int64_t* before, int64_t* out, const char* where);
+// Copies into `result`, of shape `out` (rank `rank`), the element of `in` (of shape `in_shape`, as
+// many axes) each position maps to along every axis: kMapBroadcast (index 0 along an axis of extent
+// 1), kMapTile (the index modulo the extent), or after `before` elements of padding kMapPadConstant
+// (`fill` outside), kMapPadEdge (the nearest), kMapPadReflect (mirrored at the edges) and kMapPadWrap.
+enum AxisMap { kMapBroadcast = 0, kMapTile, kMapPadConstant, kMapPadEdge, kMapPadReflect, kMapPadWrap };
+void CopyMappedAtRunTime(const void* in, const int64_t* in_shape, const int64_t* out, int64_t rank, int map,
+                         const int64_t* before, const void* fill, int64_t element_bytes, void* result);
 // Copies the elements of `in` (of shape `in_shape`, `element_bytes` each) at first + i * step along
 // every axis, for i below the extents `out`, compactly into `result`.
 void GatherStridedAtRunTime(const void* in, const int64_t* in_shape, int64_t rank, const int64_t* first,
                             const int64_t* step, const int64_t* out, int64_t element_bytes, void* result);
+
+// ---- Resize with sizes or scales given at run time (image/resize.cc) ---------------------------
+// The output shape of ONNX's Resize of `in` from its roi (starts then ends of the `num_axes` axes
+// `axes`, or none), scales or sizes (exactly one given) and keep_aspect_ratio_policy (stretch,
+// not_larger, not_smaller); per axis the scale of its coordinate mapping and its roi (2 * rank:
+// starts, then ends; 0 and 1 where none is given).
+int ResizeShapeAtRunTime(const int64_t* in, int64_t rank, const double* roi, int64_t num_roi, const double* scales,
+                         int64_t num_scales, const int64_t* sizes, int64_t num_sizes, const int64_t* axes,
+                         int64_t num_axes, const char* policy, int64_t* out, double* out_scales, double* out_roi,
+                         const char* where);
+// `data` (shape `in`) resized to `out` as image.resize does, with its method, coordinate mode,
+// nearest rounding, cubic coefficient, exclude_outside, antialias and extrapolation value.
+int ResizeAtRunTime(const float* data, const int64_t* in, int64_t rank, const int64_t* out, const double* scales,
+                    const double* roi, const char* method, const char* mode, const char* rounding, double cubic_alpha,
+                    bool exclude_outside, bool antialias, float extrapolation, float* result);
 
 // Runs body(begin, end) over [0, count) in contiguous grains (a few per thread): each of the
 // runtime's threads first takes the grains of its own home range (the same at every launch), then

@@ -31,7 +31,7 @@ bool Fits(const DLTensor* t, const ArgSpec& s, int64_t samples = 1) {
             t->dtype.bits == s.dtype_bits && t->dtype.lanes == 1 && t->ndim == s.ndim;
   int64_t expected_stride = 1;
   for (int d = s.ndim - 1; ok && d >= 0; --d) {
-    int64_t extent = d == 0 ? s.shape[d] * samples : s.shape[d];
+    int64_t extent = s.shape == nullptr ? t->shape[d] : d == 0 ? s.shape[d] * samples : s.shape[d];
     ok = t->shape[d] == extent && (t->strides == nullptr || t->shape[d] == 1 || t->strides[d] == expected_stride);
     expected_stride *= extent;
   }
@@ -84,7 +84,8 @@ int CheckBatchedArgs(const char* function, const TVMValue* args, const int* type
   *samples = 0;
   for (int i = 0; i < num_args; ++i) {
     const auto* t = static_cast<const DLTensor*>(args[i].v_handle);
-    if (batched[i] && *samples == 0 && t != nullptr && t->ndim == specs[i].ndim && t->ndim > 0 && specs[i].shape[0] > 0) {
+    if (batched[i] && *samples == 0 && t != nullptr && t->ndim == specs[i].ndim && t->ndim > 0 &&
+        specs[i].shape != nullptr && specs[i].shape[0] > 0) {
       *samples = t->shape[0] / specs[i].shape[0];
     }
     if (!Fits(t, specs[i], batched[i] ? *samples : 1) || (batched[i] && *samples < 1)) {

@@ -12,6 +12,8 @@ namespace kiln::runtime {
 namespace {
 
 constexpr DLDataType kBytes{kDLUInt, 8, 1};
+// The most a sized entry (graph().sized_entries) may take: 16 GiB, more than a CPU inference needs.
+constexpr int64_t kMaxSizedBytes = int64_t{1} << 34;
 
 std::string NodeLabel(const Graph& graph, uint32_t node) {
   return StrCat("graph node ", node, " '", graph.nodes[node].name, "'");
@@ -155,6 +157,11 @@ void GraphExecutor::BuildSteps() {
     std::vector<uint32_t> args;
     for (const GraphEntryRef& in : node.inputs) args.push_back(graph_.EntryId(in));
     for (uint32_t k = 0; k < node.num_outputs; ++k) args.push_back(graph_.EntryId(n, k));
+    for (const SizedEntry& sized : graph_.sized_entries) {
+      if (sized.entry >= graph_.EntryId(n, 0) && sized.entry < graph_.EntryId(n, 0) + node.num_outputs) {
+        step.sized.push_back(sized);
+      }
+    }
 
     if (node.func_name == "__nop" || node.func_name == "__copy") {
       Check(node.inputs.size() == 1 && node.num_outputs == 1, "graph JSON: ", where, ": ",
@@ -261,6 +268,7 @@ void GraphExecutor::RunStep(size_t index) {
   for (const auto& [entry, taken] : step.run_if) {
     if ((*static_cast<const uint8_t*>(entry_data_[entry]) != 0) != taken) return;
   }
+  for (const SizedEntry& sized : step.sized) SizeEntry(sized, step.node);
   if (step.kind == Step::Kind::kCopy) {
     const DLTensor& from = step.tensors[0];
     const DLTensor& to = step.tensors[1];
@@ -275,6 +283,27 @@ void GraphExecutor::RunStep(size_t index) {
     const GraphNode& node = graph_.nodes[step.node];
     Fail(NodeLabel(graph_, step.node), " (", node.func_name, ") failed: ", e.what());
   }
+}
+
+void GraphExecutor::SizeEntry(const SizedEntry& sized, uint32_t node) {
+  const auto* extents = static_cast<const int64_t*>(entry_data_[sized.shape_entry]);
+  std::vector<int64_t> shape(extents, extents + graph_.shapes[sized.shape_entry][0]);
+  int64_t elements = 1, bytes = 0;
+  for (int64_t extent : shape) {
+    Check(extent >= 0 && !__builtin_mul_overflow(elements, extent, &elements), NodeLabel(graph_, node),
+          ": its output's shape ", ShapeToString(shape), " is not a shape");
+  }
+  DLDataType dtype = graph_.dtypes[sized.entry];
+  Check(!__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(dtype)), &bytes) && bytes <= kMaxSizedBytes,
+        NodeLabel(graph_, node), ": its output's shape ", ShapeToString(shape), " needs more than ", kMaxSizedBytes,
+        " bytes");
+  if (elements > NumElements(*entries_[sized.entry].get())) {
+    NDArray grown = NDArray::Empty({elements}, dtype);
+    entries_[sized.entry] = grown;
+    entry_data_[sized.entry] = grown.data();
+    for (DLTensor* t : entry_args_[sized.entry]) t->data = grown.data();
+  }
+  graph_.shapes[sized.entry][0] = elements;  // the operators' DLTensors point here
 }
 
 int GraphExecutor::GetInputIndex(const std::string& name) const {

@@ -127,6 +127,7 @@ class GraphExecutor {
     std::vector<TVMValue> values;
     std::vector<int> codes;
     std::vector<std::pair<uint32_t, bool>> run_if;  // (condition entry, taken): runs when all hold
+    std::vector<SizedEntry> sized;  // outputs given storage before the call (graph().sized_entries)
   };
 
   uint32_t InputEntry(int index) const;
@@ -145,6 +146,9 @@ class GraphExecutor {
   void AllocateStorage();
   void BuildSteps();
   void ReleaseUnusedStorage();
+  // Gives `sized.entry` storage for as many elements as its shape entry says (grown, never
+  // shrunk), and that flat extent; Error naming the node when the shape is not one.
+  void SizeEntry(const SizedEntry& sized, uint32_t node);
   // The samples `data` holds for batched entry `entry` (same dtype, rank and trailing dimensions;
   // axis 0 whole samples, as many as the batch dimension allows); Error naming `what` otherwise.
   int64_t SamplesIn(uint32_t entry, const DLTensor& data, const std::string& what) const;

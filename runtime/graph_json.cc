@@ -187,7 +187,7 @@ void ParseAttrs(const json& attrs, Graph& graph) {
     static const std::set<std::string> kKnown = {"shape", "dltype", "storage_id", "device_index",
                                                  "storage_scope", kOutputTrimAttr, kOutputShapesAttr,
                                                  kBatchDimAttr, kBatchEntriesAttr, kDimsAttr,
-                                                 kEntryExtentsAttr, kFrontParamsAttr};
+                                                 kEntryExtentsAttr, kFrontParamsAttr, kSizedEntriesAttr};
     if (kKnown.count(key) != 0) continue;
     // Like TVM: unknown integer vectors are skipped, anything else is an error.
     bool skippable = value.is_array() && value.size() == 2 && value[0].is_string() &&
@@ -251,33 +251,32 @@ void ParseAttrs(const json& attrs, Graph& graph) {
   }
 }
 
-void ParseOutputTrims(const json& attrs, Graph& graph) {
-  auto it = attrs.find(kOutputTrimAttr);
-  if (it == attrs.end()) return;
-  std::string where = StrCat("attrs.", kOutputTrimAttr);
+// The ids of list_int attribute `name` in groups of `group` (each named `what` in messages, as
+// `fields` says its values); none when the attribute is absent.
+std::vector<std::vector<uint32_t>> IdGroups(const json& attrs, const char* name, size_t group, const char* what,
+                                            const char* fields) {
+  std::vector<std::vector<uint32_t>> groups;
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return groups;
+  std::string where = StrCat("attrs.", name);
   const json& pair = ArrayOf(*it, where);
   if (pair.size() != 2 || pair[0] != "list_int") Bad(where, "expected [\"list_int\", [values]]");
   const json& values = ArrayOf(pair[1], where);
-  if (values.size() % 3 != 0) {
-    Bad(where, StrCat("has ", values.size(), " values, not (output, count output, axis) triples"));
+  if (values.size() % group != 0) Bad(where, StrCat("has ", values.size(), " values, not ", fields, " ", what, "s"));
+  for (size_t i = 0; i < values.size(); i += group) {
+    std::string item = StrCat(where, " ", what, " ", i / group);
+    groups.emplace_back();
+    for (size_t k = 0; k < group; ++k) groups.back().push_back(Id(values[i + k], item));
   }
-  for (size_t i = 0; i < values.size(); i += 3) {
-    std::string item = StrCat(where, " triple ", i / 3);
-    graph.output_trims.push_back({Id(values[i], item), Id(values[i + 1], item), Id(values[i + 2], item)});
-  }
+  return groups;
 }
 
-void ParseOutputShapes(const json& attrs, Graph& graph) {
-  auto it = attrs.find(kOutputShapesAttr);
-  if (it == attrs.end()) return;
-  std::string where = StrCat("attrs.", kOutputShapesAttr);
-  const json& pair = ArrayOf(*it, where);
-  if (pair.size() != 2 || pair[0] != "list_int") Bad(where, "expected [\"list_int\", [values]]");
-  const json& values = ArrayOf(pair[1], where);
-  if (values.size() % 2 != 0) Bad(where, StrCat("has ", values.size(), " values, not (output, shape output) pairs"));
-  for (size_t i = 0; i < values.size(); i += 2) {
-    std::string item = StrCat(where, " pair ", i / 2);
-    graph.output_trims.push_back({Id(values[i], item), Id(values[i + 1], item), 0, true});
+void ParseOutputTrims(const json& attrs, Graph& graph) {
+  for (const auto& t : IdGroups(attrs, kOutputTrimAttr, 3, "triple", "(output, count output, axis)")) {
+    graph.output_trims.push_back({t[0], t[1], t[2]});
+  }
+  for (const auto& p : IdGroups(attrs, kOutputShapesAttr, 2, "pair", "(output, shape output)")) {
+    graph.output_trims.push_back({p[0], p[1], 0, true});
   }
 }
 
@@ -345,6 +344,51 @@ int64_t Bounded(const std::string& text, int64_t lo, int64_t hi, const std::stri
 // The shape dimensions and each entry's extents: both attributes or neither; an entry's extents
 // are one per axis and give its written shape at the dimensions' max (one sample's axis 0 for a
 // batched entry, its written shape then holding the batch's max).
+// Each sized entry a flat output of no elements of a node that takes its shape entry, an int64
+// vector, as an input; neither holds the batch nor has extents.
+void ParseSizedEntries(const json& attrs, Graph& graph) {
+  auto it = attrs.find(kSizedEntriesAttr);
+  if (it == attrs.end()) return;
+  std::string where = StrCat("attrs.", kSizedEntriesAttr);
+  const json& pair = ArrayOf(*it, where);
+  if (pair.size() != 2 || pair[0] != "list_str") Bad(where, "expected [\"list_str\", [\"entry,shape entry\", ...]]");
+  for (const json& item : ArrayOf(pair[1], where)) {
+    std::string text = item.is_string() ? item.get<std::string>() : "";
+    size_t comma = text.find(',');
+    SizedEntry sized;
+    char* end = nullptr;
+    unsigned long long entry = comma == std::string::npos ? ~0ull : std::strtoull(text.c_str(), &end, 10);
+    bool ok = comma != std::string::npos && end == text.c_str() + comma && comma > 0;
+    unsigned long long shape = ok ? std::strtoull(text.c_str() + comma + 1, &end, 10) : ~0ull;
+    ok = ok && end == text.c_str() + text.size() && text.size() > comma + 1 && text[0] != '-' && text[comma + 1] != '-';
+    if (!ok || entry >= graph.num_entries() || shape >= graph.num_entries()) {
+      Bad(where, StrCat("'", item.dump(), "' is not \"entry,shape entry\" of two entries below ", graph.num_entries()));
+    }
+    sized.entry = static_cast<uint32_t>(entry);
+    sized.shape_entry = static_cast<uint32_t>(shape);
+    const std::vector<int64_t>& extents = graph.shapes[sized.shape_entry];
+    if (graph.dtypes[sized.shape_entry] != DLDataType{kDLInt, 64, 1} || extents.size() != 1 || extents[0] > 32) {
+      Bad(where, StrCat("shape entry ", sized.shape_entry, " is not an int64 vector of at most 32 extents"));
+    }
+    if (graph.shapes[sized.entry] != std::vector<int64_t>{0}) {
+      Bad(where, StrCat("entry ", sized.entry, " is not a flat tensor of no elements"));
+    }
+    // The node computing the entry takes the shape entry.
+    uint32_t node = 0;
+    while (graph.node_row_ptr[node + 1] <= sized.entry) ++node;
+    const std::vector<GraphEntryRef>& inputs = graph.nodes[node].inputs;
+    bool takes = std::any_of(inputs.begin(), inputs.end(),
+                             [&](const GraphEntryRef& in) { return graph.EntryId(in) == sized.shape_entry; });
+    if (graph.nodes[node].is_input() || !takes) {
+      Bad(where, StrCat("entry ", sized.entry, " is not computed by a node that takes entry ", sized.shape_entry));
+    }
+    bool fixed = !(graph.has_batch() && graph.batched_entries[sized.entry]) &&
+                 (!graph.has_dims() || graph.entry_extents[sized.entry].empty());
+    if (!fixed) Bad(where, StrCat("entry ", sized.entry, " has a batch or shape dimensions as well"));
+    graph.sized_entries.push_back(sized);
+  }
+}
+
 void ParseDims(const json& attrs, Graph& graph) {
   if (!HasPair(attrs, kDimsAttr, kEntryExtentsAttr)) return;
   auto dims = attrs.find(kDimsAttr);
@@ -564,11 +608,11 @@ Graph ParseGraphJson(std::string_view text) {
   }
   ParseAttrs(Field(root, "attrs", "top level"), graph);
   ParseOutputTrims(Field(root, "attrs", "top level"), graph);
-  ParseOutputShapes(Field(root, "attrs", "top level"), graph);
   ParseBatch(Field(root, "attrs", "top level"), graph);
   ParseDims(Field(root, "attrs", "top level"), graph);
   CheckGraph(graph);
   CheckOutputTrims(graph);
+  ParseSizedEntries(Field(root, "attrs", "top level"), graph);
   return graph;
 }
 
@@ -623,6 +667,11 @@ std::string WriteGraphJson(const Graph& graph) {
   }
   if (!trims.empty()) attrs[kOutputTrimAttr] = json::array({"list_int", trims});
   if (!output_shapes.empty()) attrs[kOutputShapesAttr] = json::array({"list_int", output_shapes});
+  if (!graph.sized_entries.empty()) {
+    json::array_t pairs;
+    for (const SizedEntry& s : graph.sized_entries) pairs.push_back(StrCat(s.entry, ",", s.shape_entry));
+    attrs[kSizedEntriesAttr] = json::array({"list_str", pairs});
+  }
   if (graph.has_batch()) {
     attrs[kBatchDimAttr] = json::array(
         {"list_str", {graph.batch.name, std::to_string(graph.batch.min), std::to_string(graph.batch.max)}});

@@ -99,6 +99,18 @@ inline constexpr char kEntryExtentsAttr[] = "kiln_entry_extents";
 // entry ids (TVM skips it, and refuses kDimsAttr before).
 inline constexpr char kFrontParamsAttr[] = "kiln_front_params";
 
+// An entry whose size no input bounds (an op whose shape-deciding input is given at run time:
+// Expand's shape, Pad's pads...): the graph gives it no elements, and the executor, before running
+// the node that computes it, gives it storage for as many elements as entry `shape_entry`, an int64
+// [rank] input of that node, says (grown on demand, never shrunk). Written as the graph attribute
+// kSizedEntriesAttr, a list_str of "entry,shape_entry" pairs: TVM's graph executor, which cannot
+// size them, aborts on it ("cannot skip graph attr").
+struct SizedEntry {
+  uint32_t entry = 0;
+  uint32_t shape_entry = 0;
+};
+inline constexpr char kSizedEntriesAttr[] = "kiln_sized_entries";
+
 struct Graph {
   std::vector<GraphNode> nodes;
   std::vector<uint32_t> arg_nodes;  // the "null" nodes, in input-index order
@@ -116,6 +128,7 @@ struct Graph {
   // Per entry when there are dims, else empty: the extents, or none for a fixed shape.
   std::vector<std::vector<DimPolynomial>> entry_extents;
   std::vector<uint32_t> front_params;  // entries (kFrontParamsAttr)
+  std::vector<SizedEntry> sized_entries;
 
   bool has_batch() const { return batch.max > 0; }
   bool has_dims() const { return !dims.empty(); }

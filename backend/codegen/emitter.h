@@ -195,6 +195,17 @@ void EmitLayoutTransform(EmitContext& context);
 void EmitResize(EmitContext& context);
 void EmitNonZero(EmitContext& context);
 void EmitCompress(EmitContext& context);
+// Running sums (cumsum's attributes) along the middle of [outer, extent, inner], each a C++
+// expression: literals for a fixed axis, variables for one given at run time.
+void EmitCumsumLoops(EmitContext& context, const std::string& outer, const std::string& extent,
+                     const std::string& inner);
+// Shared by the emitters of ops whose shapes input values decide (run_time_shape_emitter.cc):
+// "\"<function>: <op>\"", the place their kernels' messages name;
+std::string OpWhere(const EmitContext& context);
+// declares `name`, an int64_t array of `type`'s static shape padded in front with 1s to `rank` axes;
+void DeclareStaticShape(EmitContext& context, const std::string& name, const ir::TensorType& type, int64_t rank);
+// declares `name`, an array of input `i`'s values in C++ type `type`; returns their count.
+int64_t DeclareInputValues(EmitContext& context, size_t i, const std::string& name, const std::string& type = "int64_t");
 void EmitDynReshape(EmitContext& context);
 void EmitDynSqueeze(EmitContext& context);
 void EmitDynUnsqueeze(EmitContext& context);
@@ -203,6 +214,18 @@ void EmitDynStridedSlice(EmitContext& context);
 void EmitDynTopk(EmitContext& context);
 void EmitDynSplit(EmitContext& context);
 void EmitDynCumsum(EmitContext& context);
+void EmitDynExpandShape(EmitContext& context);
+void EmitDynTileShape(EmitContext& context);
+void EmitDynPadShape(EmitContext& context);
+void EmitDynValuesShape(EmitContext& context);
+void EmitDynRangeShape(EmitContext& context);
+void EmitDynExpand(EmitContext& context);
+void EmitDynTile(EmitContext& context);
+void EmitDynPad(EmitContext& context);
+void EmitDynConstantOfShape(EmitContext& context);
+void EmitDynRange(EmitContext& context);
+void EmitDynResizeShape(EmitContext& context);
+void EmitDynResize(EmitContext& context);
 void EmitTfIdfVectorizer(EmitContext& context);
 
 }  // namespace kiln::backend

@@ -153,7 +153,7 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
     std::string shape = "shape" + std::to_string(num_args);
     code.Line(constant + "int64_t " + shape +
               "[] = " + IntList(b.type.shape.empty() ? std::vector<int64_t>{0} : b.type.shape) + ";");
-    specs += (num_args > 0 ? ", " : "") + SpecFor(b.type, shape);
+    specs += (num_args > 0 ? ", " : "") + SpecFor(b.type, b.sized_at_run_time ? "nullptr" : shape);
     ++num_args;
   }
   code.Line(constant + "kiln::kernels::ArgSpec specs[] = {" + specs + "};");

@@ -1,11 +1,11 @@
-// image.resize as loops: the taps of each resized axis (resize_taps.h) become static tables of
+// image.resize as loops: the taps of each resized axis (kernels/image/resize_taps.h) become static tables of
 // input offsets and weights in the generated code; an output element is the weighted sum over the
 // product of its axes' taps, or a plain read when every axis has one tap of weight 1 (nearest).
 // In a function with shape dimensions an axis's table has the output's length, known at run time
 // only: nearest taps that read input o * in / out (an upsampling by a whole factor, and others)
 // are tabulated when the function runs; other taps are an Error there.
 #include "backend/codegen/emitter.h"
-#include "backend/codegen/resize_taps.h"
+#include "kernels/image/resize_taps.h"
 #include "ir/type.h"
 #include "runtime/error.h"
 
@@ -29,7 +29,7 @@ void EmitResize(EmitContext& c) {
   const ir::Attrs& attrs = c.call.attrs;
   const auto& scales = attrs.GetFloats("scales");
   const auto& roi = attrs.GetFloats("roi");
-  ResizeMethod method{attrs.GetString("method"),
+  kernels::ResizeMethod method{attrs.GetString("method"),
                       attrs.GetString("coordinate_transformation_mode"),
                       attrs.GetString("rounding_method"),
                       attrs.GetFloat("cubic_alpha"),
@@ -42,7 +42,7 @@ void EmitResize(EmitContext& c) {
   std::string base = "0";        // the input offset of the axes left as they are
   for (int d = 0; d < rank; ++d) {
     double start = roi.empty() ? 0 : roi[d], end = roi.empty() ? 1 : roi[rank + d];
-    ResizeAxis axis = ComputeResizeAxis(in[d], out[d], scales[d], start, end, method);
+    kernels::ResizeAxis axis = kernels::ComputeResizeAxis(in[d], out[d], scales[d], start, end, method);
     if (axis.identity) {
       base += " + i" + std::to_string(d) + " * " + IntLiteral(strides[d]);
       continue;

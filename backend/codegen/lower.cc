@@ -78,6 +78,9 @@ class Lowerer {
     for (size_t k = 0; k < outputs.size(); ++k) {
       const Type& t = outputs[k].value->type();
       BufferId id = Add(PlanBuffer::kOutput, t.is_tuple() ? t.fields()[outputs[k].index].tensor() : t.tensor());
+      const auto* call = outputs[k].value->As<CallNode>();
+      plan_.buffers[id].sized_at_run_time =
+          call != nullptr && call->op != nullptr && call->op->sized_by_input >= 0 && outputs[k].index == 0;
       output_slots_.emplace(std::make_pair(outputs[k].value.get(), outputs[k].index), id);  // the first one wins
       returned_.insert(outputs[k].value.get());
     }

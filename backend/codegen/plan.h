@@ -27,6 +27,9 @@ struct PlanBuffer {
   // buffer's type (a reshape's result, or a value whose one reader is a reshape the function
   // returns, written in place in that output).
   int view_of = -1;
+  // An output whose storage the executor sizes as the graph runs (OpDef::sized_by_input): its
+  // argument spec takes any extents.
+  bool sized_at_run_time = false;
 };
 // A buffer of the plan: an index into Plan::buffers.
 using BufferId = int;

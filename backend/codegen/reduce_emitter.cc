@@ -104,15 +104,17 @@ void EmitArgReduce(EmitContext& c) {
 void EmitCumsum(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
   auto [axis, outer, inner] = ViewAroundAxis(c.call, in);
-  int64_t n = in[axis];
+  EmitCumsumLoops(c, IntLiteral(outer), IntLiteral(in[axis]), IntLiteral(inner));
+}
+
+void EmitCumsumLoops(EmitContext& c, const std::string& outer, const std::string& extent, const std::string& inner) {
   bool reverse = c.call.attrs.GetInt("reverse") != 0, exclusive = c.call.attrs.GetInt("exclusive") != 0;
-  std::string type = CType(c.input_types[0].dtype);
-  c.code.Open("for (int64_t outer = 0; outer < " + IntLiteral(outer) + "; ++outer)");
-  c.code.Open("for (int64_t inner = 0; inner < " + IntLiteral(inner) + "; ++inner)");
-  c.code.Line(type + " sum = 0;");
-  c.code.Open(reverse ? "for (int64_t k = " + IntLiteral(n - 1) + "; k >= 0; --k)"
-                      : "for (int64_t k = 0; k < " + IntLiteral(n) + "; ++k)");
-  std::string at = "(outer * " + IntLiteral(n) + " + k) * " + IntLiteral(inner) + " + inner";
+  c.code.Open("for (int64_t outer = 0; outer < " + outer + "; ++outer)");
+  c.code.Open("for (int64_t inner = 0; inner < " + inner + "; ++inner)");
+  c.code.Line(CType(c.input_types[0].dtype) + " sum = 0;");
+  c.code.Open(reverse ? "for (int64_t k = " + extent + " - 1; k >= 0; --k)"
+                      : "for (int64_t k = 0; k < " + extent + "; ++k)");
+  std::string at = "(outer * " + extent + " + k) * " + inner + " + inner";
   if (exclusive) c.code.Line(c.outputs[0] + "[" + at + "] = sum;");
   c.code.Line("sum += " + c.inputs[0] + "[" + at + "];");
   if (!exclusive) c.code.Line(c.outputs[0] + "[" + at + "] = sum;");

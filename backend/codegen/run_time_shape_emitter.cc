@@ -6,26 +6,33 @@
 #include "backend/codegen/emitter.h"
 
 namespace kiln::backend {
-namespace {
 
-// "{2LL, 3LL}", or "{0LL}" for a scalar: C++ has no arrays of no elements.
-std::string Extents(const std::vector<int64_t>& shape) { return shape.empty() ? "{0LL}" : IntList(shape); }
+std::string OpWhere(const EmitContext& c) { return "\"" + c.function + ": " + c.call.op->name + "\""; }
 
-// Declares `name`, an int64_t array of the input's static shape; returns its rank.
-int64_t DeclareInputShape(EmitContext& c, const std::string& name) {
-  c.code.Line("const int64_t " + name + "[] = " + Extents(c.input_types[0].shape) + ";");
-  return c.input_types[0].ndim();
+void DeclareStaticShape(EmitContext& c, const std::string& name, const ir::TensorType& type, int64_t rank) {
+  std::vector<int64_t> shape(static_cast<size_t>(rank - type.ndim()), 1);
+  shape.insert(shape.end(), type.shape.begin(), type.shape.end());
+  c.code.Line("const int64_t " + name + "[] = " + (shape.empty() ? std::string("{0LL}") : IntList(shape)) + ";");
 }
 
-// Declares `name`, an int64_t array of input `i`'s values (int32 or int64); returns their count.
-int64_t DeclareValues(EmitContext& c, size_t i, const std::string& name) {
+int64_t DeclareInputValues(EmitContext& c, size_t i, const std::string& name, const std::string& type) {
   int64_t count = c.input_types[i].NumElements();
-  c.code.Line("int64_t " + name + "[" + IntLiteral(std::max<int64_t>(count, 1)) + "] = {0};");
+  c.code.Line(type + " " + name + "[" + IntLiteral(std::max<int64_t>(count, 1)) + "] = {0};");
   c.code.Line("for (int64_t k = 0; k < " + IntLiteral(count) + "; ++k) " + name + "[k] = " + c.inputs[i] + "[k];");
   return count;
 }
 
-std::string Where(const EmitContext& c) { return "\"" + c.function + ": " + c.call.op->name + "\""; }
+namespace {
+
+// Declares `name`, an int64_t array of the input's static shape; returns its rank.
+int64_t DeclareInputShape(EmitContext& c, const std::string& name) {
+  DeclareStaticShape(c, name, c.input_types[0], c.input_types[0].ndim());
+  return c.input_types[0].ndim();
+}
+
+int64_t DeclareValues(EmitContext& c, size_t i, const std::string& name) { return DeclareInputValues(c, i, name); }
+
+std::string Where(const EmitContext& c) { return OpWhere(c); }
 
 // The elements of the shape output: `name`, the product of its extents.
 void DeclareElements(EmitContext& c, const std::string& name) {
@@ -255,7 +262,6 @@ void EmitDynSplit(EmitContext& c) {
 
 // Running sums along the axis the value gives, in the input's own type (as the fixed form).
 void EmitDynCumsum(EmitContext& c) {
-  bool reverse = c.call.attrs.GetInt("reverse") != 0, exclusive = c.call.attrs.GetInt("exclusive") != 0;
   c.code.Open("");
   std::string in = c.code.Fresh("in_shape"), axis = c.code.Fresh("axis");
   int64_t rank = DeclareInputShape(c, in);
@@ -264,17 +270,7 @@ void EmitDynCumsum(EmitContext& c) {
               ", &" + axis + ", " + Where(c) + ") != 0) return -1;");
   std::string outer = c.code.Fresh("outer"), n = c.code.Fresh("extent"), inner = c.code.Fresh("inner");
   DeclareAxisView(c, in, rank, axis, outer, n, inner);
-  c.code.Open("for (int64_t o = 0; o < " + outer + "; ++o)");
-  c.code.Open("for (int64_t i = 0; i < " + inner + "; ++i)");
-  c.code.Line(CType(c.input_types[0].dtype) + " sum = 0;");
-  c.code.Open(reverse ? "for (int64_t k = " + n + " - 1; k >= 0; --k)" : "for (int64_t k = 0; k < " + n + "; ++k)");
-  std::string at = "(o * " + n + " + k) * " + inner + " + i";
-  if (exclusive) c.code.Line(c.outputs[0] + "[" + at + "] = sum;");
-  c.code.Line("sum += " + c.inputs[0] + "[" + at + "];");
-  if (!exclusive) c.code.Line(c.outputs[0] + "[" + at + "] = sum;");
-  c.code.Close();
-  c.code.Close();
-  c.code.Close();
+  EmitCumsumLoops(c, outer, n, inner);
   c.code.Close();
 }
 

@@ -1,8 +1,10 @@
 // ONNX image ops: Resize (opsets 10 to 19) and Upsample as image.resize, GridSample as
 // image.grid_sample, RoiAlign as vision.roi_align, AffineGrid as a batched product with a
 // constant grid, DepthToSpace and SpaceToDepth as reshape-transpose-reshape. Resize's roi, scales
-// and sizes must be constants: they decide the output's shape.
+// and sizes given at run time make dyn.resize (ir/ops/run_time_sized.cc).
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "frontend/onnx/converter.h"
 #include "runtime/error.h"
@@ -21,6 +23,8 @@ const OpRef kResize("image.resize");
 const OpRef kReshape("reshape");
 const OpRef kRoiAlign("vision.roi_align");
 const OpRef kTranspose("transpose");
+const OpRef kDynResizeShape("dyn.resize_shape");
+const OpRef kDynResize("dyn.resize");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -127,18 +131,72 @@ Ints AllAxes(const NodeContext& c) {
   return axes;
 }
 
+// Input `i` when the node has it with values, else an empty vector of `dtype`.
+Expr GivenOrEmpty(const NodeContext& c, size_t i, DLDataType dtype) {
+  if (c.has_input(i) && c.input_type(i).NumElements() > 0) return c.input(i);
+  return Constant(runtime::NDArray::Empty({0}, dtype));
+}
+
+// Whether input `i` holds values the model gives only at run time.
+bool GivenAtRunTime(const NodeContext& c, size_t i) {
+  return c.has_input(i) && c.input_type(i).NumElements() > 0 && !c.IsConstant(i);
+}
+
+// Resize with its roi, scales or sizes given at run time (ir/ops/run_time_sized.cc).
+Expr ResizeAtRunTime(const NodeContext& c, const Expr& roi, const Expr& scales, const Expr& sizes, const Ints& axes,
+                     Attrs attrs) {
+  std::string policy = c.opset() >= 18 ? c.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+  Attrs shape_attrs = MakeAttrs({{"axes", axes}, {"keep_aspect_ratio_policy", policy}});
+  attrs.Set("axes", axes);
+  attrs.Set("keep_aspect_ratio_policy", policy);
+  Expr shape = c.Op(kDynResizeShape, {c.input(0), roi, scales, sizes}, shape_attrs);
+  return TupleGetItem(c.Op(kDynResize, {c.input(0), roi, scales, sizes, shape}, attrs), 0);
+}
+
+// Resize 11 on: its method's attributes, checked.
+Attrs ResizeAttrs(const NodeContext& c, const std::string& mode) {
+  static const char* kModes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                 "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (std::find(std::begin(kModes), std::end(kModes), mode) == std::end(kModes)) {
+    c.FailAt("attribute 'coordinate_transformation_mode'", StrCat("'", mode, "' is not one of ONNX's"));
+  }
+  std::string rounding = c.attr_string("nearest_mode", "round_prefer_floor");
+  if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" && rounding != "ceil") {
+    c.FailAt("attribute 'nearest_mode'", StrCat("'", rounding, "' is not round_prefer_floor, round_prefer_ceil, ",
+                                                "floor or ceil"));
+  }
+  return MakeAttrs({{"method", Method(c, c.attr_string("mode", "nearest"))},
+                    {"coordinate_transformation_mode", mode},
+                    {"rounding_method", rounding},
+                    {"cubic_alpha", double{c.attr_float("cubic_coeff_a", -0.75f)}},
+                    {"cubic_exclude", c.attr_int("exclude_outside", 0)},
+                    {"extrapolation_value", double{c.attr_float("extrapolation_value", 0.0f)}},
+                    {"antialias", c.opset() >= 18 ? c.attr_int("antialias", 0) : int64_t{0}}});
+}
+
 // Resize 10 and Upsample: scales only, output coordinates mapped asymmetrically, nearest rounding
 // down when enlarging and up when shrinking (ONNX Runtime's behaviour for these opsets).
+Attrs ScalesOnlyAttrs(const NodeContext& c) {
+  return MakeAttrs({{"method", Method(c, c.attr_string("mode", "nearest"))},
+                    {"coordinate_transformation_mode", std::string("asymmetric")},
+                    {"rounding_method", std::string("simple")}});
+}
+
 Expr ResizeByScales(const NodeContext& c, const Floats& scales) {
   ResizeShape shape = OutputShape(c, scales, {}, {}, AllAxes(c));
-  return MakeResize(c, shape,
-                    MakeAttrs({{"method", Method(c, c.attr_string("mode", "nearest"))},
-                               {"coordinate_transformation_mode", std::string("asymmetric")},
-                               {"rounding_method", std::string("simple")}}));
+  return MakeResize(c, shape, ScalesOnlyAttrs(c));
+}
+
+// Resize 10 and Upsample 9: scales from input 1, constant or given at run time.
+Expr ResizeByScalesInput(const NodeContext& c) {
+  if (!GivenAtRunTime(c, 1)) return ResizeByScales(c, c.ConstantFloats(1));
+  Expr none = Constant(runtime::NDArray::Empty({0}, runtime::kFloat32));
+  return ResizeAtRunTime(c, none, c.input(1), Constant(runtime::NDArray::Empty({0}, DLDataType{kDLInt, 64, 1})),
+                         AllAxes(c), ScalesOnlyAttrs(c));
 }
 
 Outputs Resize(const NodeContext& c) {
-  if (c.opset() < 11) return {ResizeByScales(c, c.ConstantFloats(1))};
+  if (c.opset() < 11) return {ResizeByScalesInput(c)};
   Ints axes = AllAxes(c);
   if (c.opset() >= 18 && c.has_attr("axes")) {
     axes.clear();
@@ -151,24 +209,19 @@ Outputs Resize(const NodeContext& c) {
     }
   }
   std::string mode = c.attr_string("coordinate_transformation_mode", "half_pixel");
-  Floats roi = mode == "tf_crop_and_resize" ? OptionalFloats(c, 1) : Floats{};
+  bool crop = mode == "tf_crop_and_resize";
+  if ((crop && GivenAtRunTime(c, 1)) || GivenAtRunTime(c, 2) || GivenAtRunTime(c, 3)) {
+    if (crop && !(c.has_input(1) && c.input_type(1).NumElements() > 0)) c.FailAt("input 1", "tf_crop_and_resize needs a roi");
+    Expr roi = crop ? GivenOrEmpty(c, 1, runtime::kFloat32) : Constant(runtime::NDArray::Empty({0}, runtime::kFloat32));
+    return {ResizeAtRunTime(c, roi, GivenOrEmpty(c, 2, runtime::kFloat32),
+                            GivenOrEmpty(c, 3, DLDataType{kDLInt, 64, 1}), axes, ResizeAttrs(c, mode))};
+  }
+  Floats roi = crop ? OptionalFloats(c, 1) : Floats{};
   if (mode == "tf_crop_and_resize" && roi.empty()) c.FailAt("input 1", "tf_crop_and_resize needs a roi");
   Ints sizes;
   if (c.has_input(3) && c.input_type(3).NumElements() > 0) sizes = c.ConstantInts(3);
   ResizeShape shape = OutputShape(c, OptionalFloats(c, 2), sizes, roi, axes);
-  std::string rounding = c.attr_string("nearest_mode", "round_prefer_floor");
-  if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" && rounding != "ceil") {
-    c.FailAt("attribute 'nearest_mode'", StrCat("'", rounding, "' is not round_prefer_floor, round_prefer_ceil, ",
-                                                "floor or ceil"));
-  }
-  return {MakeResize(c, shape,
-                     MakeAttrs({{"method", Method(c, c.attr_string("mode", "nearest"))},
-                                {"coordinate_transformation_mode", mode},
-                                {"rounding_method", rounding},
-                                {"cubic_alpha", double{c.attr_float("cubic_coeff_a", -0.75f)}},
-                                {"cubic_exclude", c.attr_int("exclude_outside", 0)},
-                                {"extrapolation_value", double{c.attr_float("extrapolation_value", 0.0f)}},
-                                {"antialias", c.opset() >= 18 ? c.attr_int("antialias", 0) : int64_t{0}}}))};
+  return {MakeResize(c, shape, ResizeAttrs(c, mode))};
 }
 
 // Upsample: scales an attribute (opset 7) or an input (opset 9).
@@ -177,7 +230,7 @@ Outputs Upsample(const NodeContext& c) {
     std::vector<float> scales = c.attr_floats("scales");
     return {ResizeByScales(c, Floats(scales.begin(), scales.end()))};
   }
-  return {ResizeByScales(c, c.ConstantFloats(1))};
+  return {ResizeByScalesInput(c)};
 }
 
 // RoiAlign: coordinate_transformation_mode from opset 16 (half_pixel by default); before,

@@ -16,6 +16,8 @@ const OpRef kCast("cast");
 const OpRef kCumsum("cumsum");
 const OpRef kDynCumsum("dyn.cumsum");
 const OpRef kDynTopk("dyn.topk");
+const OpRef kDynTile("dyn.tile");
+const OpRef kDynTileShape("dyn.tile_shape");
 const OpRef kGather("gather");
 const OpRef kGatherNd("gather_nd");
 const OpRef kOneHot("one_hot");
@@ -68,7 +70,10 @@ Outputs ScatterND(const NodeContext& c) {
   return {c.Op(kScatterNd, {c.input(0), TuplesFirst(c, c.input(1)), c.input(2)}, MakeAttrs({{"mode", Reduction(c)}}))};
 }
 
-Outputs Tile(const NodeContext& c) { return {c.Op(kTile, {c.input(0)}, MakeAttrs({{"reps", c.ConstantInts(1)}}))}; }
+Outputs Tile(const NodeContext& c) {
+  if (!c.IsConstant(1)) return {SizedAtRunTime(c, kDynTileShape, kDynTile, {c.input(0), c.input(1)}, {c.input(0)})};
+  return {c.Op(kTile, {c.input(0)}, MakeAttrs({{"reps", c.ConstantInts(1)}}))};
+}
 
 // OneHot: indices of any numeric type, depth one constant value, values [off_value, on_value].
 Outputs OneHot(const NodeContext& c) {

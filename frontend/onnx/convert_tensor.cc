@@ -58,6 +58,14 @@ const OpRef kDynUnsqueeze("dyn.unsqueeze");
 const OpRef kDynReduce("dyn.reduce");
 const OpRef kDynStridedSlice("dyn.strided_slice");
 const OpRef kDynSplit("dyn.split");
+const OpRef kDynExpandShape("dyn.expand_shape");
+const OpRef kDynExpand("dyn.expand");
+const OpRef kDynPadShape("dyn.pad_shape");
+const OpRef kDynPad("dyn.pad");
+const OpRef kDynValuesShape("dyn.values_shape");
+const OpRef kDynConstantOfShape("dyn.constant_of_shape");
+const OpRef kDynRangeShape("dyn.range_shape");
+const OpRef kDynRange("dyn.range");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -206,10 +214,11 @@ Outputs ConstantOp(const NodeContext& c) {
 }
 
 Outputs ConstantOfShape(const NodeContext& c) {
-  Ints shape = c.ConstantInts(0);
   runtime::NDArray value = runtime::NDArray::Empty({}, runtime::kFloat32);
   std::memset(value.data(), 0, value.NumBytes());
   if (c.has_attr("value")) value = TensorToNDArray(c.attr_tensor("value"));
+  if (!c.IsConstant(0)) return {SizedAtRunTime(c, kDynValuesShape, kDynConstantOfShape, {c.input(0)}, {Constant(value)})};
+  Ints shape = c.ConstantInts(0);
   runtime::NDArray out = runtime::NDArray::Empty(shape, value.dtype());
   size_t elem = runtime::DTypeBytes(value.dtype()), count = out.NumBytes() / elem;
   for (size_t i = 0; i < count; ++i) std::memcpy(static_cast<char*>(out.data()) + i * elem, value.data(), elem);
@@ -235,6 +244,10 @@ int64_t RangeCount(const NodeContext& c, double count) {
 
 Outputs Range(const NodeContext& c) {
   DLDataType dtype = c.input_type(0).dtype;
+  if (!c.IsConstant(0) || !c.IsConstant(1) || !c.IsConstant(2)) {
+    std::vector<Expr> bounds = {c.input(0), c.input(1), c.input(2)};
+    return {SizedAtRunTime(c, kDynRangeShape, kDynRange, bounds, bounds)};
+  }
   if (dtype.code == kDLInt) {
     int64_t start = ScalarInput(c, c.ConstantInts(0), 0), limit = ScalarInput(c, c.ConstantInts(1), 1);
     int64_t delta = ScalarInput(c, c.ConstantInts(2), 2);
@@ -258,6 +271,7 @@ Outputs Range(const NodeContext& c) {
 }
 
 Outputs Expand(const NodeContext& c) {
+  if (!c.IsConstant(1)) return {SizedAtRunTime(c, kDynExpandShape, kDynExpand, {c.input(0), c.input(1)}, {c.input(0)})};
   Ints shape = BroadcastShapes(c.input_type(0).shape, c.ConstantInts(1));
   if (shape == c.input_type(0).shape) return {c.input(0)};
   return {c.Op(kBroadcastTo, {c.input(0)}, MakeAttrs({{"shape", shape}}))};
@@ -293,7 +307,28 @@ Outputs Split(const NodeContext& c) {
   return outputs;
 }
 
+// Pads (and from opset 18 axes) given at run time; without axes every axis, without a value 0.
+Outputs PadAtRunTime(const NodeContext& c) {
+  int64_t rank = c.input_type(0).ndim();
+  Ints all(rank);
+  std::iota(all.begin(), all.end(), 0);
+  Expr axes = c.opset() >= 18 && c.has_input(3) ? c.input(3) : IntConstant(all);
+  Expr value;
+  if (c.has_input(2)) {
+    value = c.input(2);
+  } else {
+    runtime::NDArray zero = runtime::NDArray::Empty({}, c.input_type(0).dtype);
+    std::memset(zero.data(), 0, zero.NumBytes());
+    value = Constant(zero);
+  }
+  Attrs mode = MakeAttrs({{"mode", c.attr_string("mode", "constant")}});
+  return {SizedAtRunTime(c, kDynPadShape, kDynPad, {c.input(0), c.input(1), axes}, {c.input(0), c.input(1), axes, value},
+                         mode)};
+}
+
 Outputs Pad(const NodeContext& c) {
+  bool pads_at_run_time = c.opset() >= 11 && !c.IsConstant(1);
+  if (pads_at_run_time || (c.opset() >= 18 && c.has_input(3) && !c.IsConstant(3))) return PadAtRunTime(c);
   Ints pads = c.opset() < 11 ? c.attr_ints("pads") : c.ConstantInts(1);
   int64_t rank = c.input_type(0).ndim();
   // From opset 18 pads may name only some axes: [begin of each, end of each].
@@ -362,6 +397,16 @@ Outputs Reduce(const NodeContext& c) {
   if (!axes) return {c.input(0)};
   return {c.Op(kOp, {c.input(0)}, MakeAttrs({{"axis", *axes}, {"keepdims", c.attr_int("keepdims", 1)}}))};
 }
+
+}  // namespace
+
+Expr SizedAtRunTime(const NodeContext& c, const OpRef& shape_op, const OpRef& op, std::vector<Expr> shape_args,
+                    std::vector<Expr> args, const Attrs& attrs) {
+  args.push_back(c.Op(shape_op, std::move(shape_args), attrs));
+  return TupleGetItem(c.Op(op, std::move(args), attrs), 0);
+}
+
+namespace {
 
 // The reductions ONNX composes of others: L1 = sum |x|, L2 = sqrt(sum x^2), SumSquare = sum x^2,
 // LogSum = log(sum x), LogSumExp = log(sum e^(x - max)) + max. Axes are an input from opset 18;

@@ -135,6 +135,12 @@ const ConverterEntry* FindConverter(const onnx::NodeProto& node);
 // hold more elements than folding makes (ir::kDefaultMaxFoldedElements).
 void CheckConstantElements(const NodeContext& context, int64_t elements, const std::string& what);
 ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);
+// An op whose result no input bounds, its shape-deciding input given at run time
+// (ir/ops/run_time_sized.cc): `shape_op` of `shape_args` computes the result's shape, then `op` of
+// `args` and that shape the data (attributes `attrs` for both); the importer carries the shape to the
+// model's output.
+ir::Expr SizedAtRunTime(const NodeContext& context, const ir::OpRef& shape_op, const ir::OpRef& op,
+                        std::vector<ir::Expr> shape_args, std::vector<ir::Expr> args, const ir::Attrs& attrs = {});
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
 // numpy's matmul of a and b (ONNX MatMul): a dense layer when b is a matrix of float32, batched
 // products otherwise.

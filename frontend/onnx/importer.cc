@@ -533,9 +533,10 @@ class GraphImporter {
       const Expr* value = Find(name);
       if (value == nullptr) throw UnknownInput(node, index, name);
       if (std::optional<RaggedExtent> extent = ExtentOf(*value)) {
-        if (!CarriesExtent(node, inputs.size())) {
-          throw runtime::Error("has a shape decided as the graph runs (by the data, or by an input's values); kiln "
-                               "runs such values only as outputs of the model, through elementwise ops of one input",
+        if (!CarriesExtent(node, inputs.size()) || (extent->sized && node.op_type() != "Identity")) {
+          throw runtime::Error("has a shape decided as the graph runs (by the data, or by an input's values), which this "
+                               "node does not support: kiln runs such values only as outputs of the model, through "
+                               "elementwise ops of one input (else: of storage sized as the graph runs, through none)",
                                {"", NodeLabel(node, index), "input '" + runtime::ValidUtf8(name) + "'"});
         }
         carried = extent;

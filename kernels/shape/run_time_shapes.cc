@@ -3,6 +3,7 @@
 // here, checked as ONNX defines it, and the generated code then computes the data into storage of
 // the largest size the result can have (docs/architecture.md, "Inputs that ONNX lets decide
 // shapes, given at run time").
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -234,6 +235,152 @@ void GatherStridedAtRunTime(const void* in, const int64_t* in_shape, int64_t ran
       return Gather(static_cast<const uint32_t*>(in), in_shape, rank, first, step, out, static_cast<uint32_t*>(result));
     default:
       return Gather(static_cast<const uint64_t*>(in), in_shape, rank, first, step, out, static_cast<uint64_t*>(result));
+  }
+}
+
+int ExpandAtRunTime(const int64_t* in, int64_t rank, const int64_t* shape, int64_t count, int64_t* out,
+                    const char* where) {
+  int64_t out_rank = rank > count ? rank : count;
+  for (int64_t d = 0; d < out_rank; ++d) {  // aligned at the end
+    int64_t a = d - (out_rank - rank) >= 0 ? in[d - (out_rank - rank)] : 1;
+    int64_t b = d - (out_rank - count) >= 0 ? shape[d - (out_rank - count)] : 1;
+    if (b < 0) return FailAt(where, "the shape has the negative extent %lld", static_cast<long long>(b));
+    if (a != b && a != 1 && b != 1) {
+      return FailAt(where, "the input's extent %lld and the shape's %lld do not broadcast (axis %lld of the result)",
+                    static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(d));
+    }
+    out[d] = a == 1 ? b : a;
+  }
+  return 0;
+}
+
+int TileAtRunTime(const int64_t* in, int64_t rank, const int64_t* repeats, int64_t* out, const char* where) {
+  for (int64_t d = 0; d < rank; ++d) {
+    if (repeats[d] < 0) {
+      return FailAt(where, "axis %lld repeats %lld times", static_cast<long long>(d), static_cast<long long>(repeats[d]));
+    }
+    if (__builtin_mul_overflow(in[d], repeats[d], &out[d])) return FailAt(where, "the result has too many elements");
+  }
+  return 0;
+}
+
+int ShapeOfValuesAtRunTime(const int64_t* values, int64_t count, int64_t* out, const char* where) {
+  for (int64_t d = 0; d < count; ++d) {
+    if (values[d] < 0) return FailAt(where, "the shape has the negative extent %lld", static_cast<long long>(values[d]));
+    out[d] = values[d];
+  }
+  return 0;
+}
+
+int RangeAtRunTime(double start, double limit, double delta, int64_t* out, const char* where) {
+  if (delta == 0 || std::isnan(start) || std::isnan(limit) || std::isnan(delta)) {
+    return FailAt(where, "delta %g from %g to %g makes no range", delta, start, limit);
+  }
+  double count = std::ceil((limit - start) / delta);
+  if (!(count < 9.2e18)) return FailAt(where, "the range from %g to %g by %g has too many elements", start, limit, delta);
+  out[0] = count > 0 ? static_cast<int64_t>(count) : 0;
+  return 0;
+}
+
+int RangeAtRunTime(int64_t start, int64_t limit, int64_t delta, int64_t* out, const char* where) {
+  if (delta == 0) return FailAt(where, "delta 0 makes no range");
+  // In 128 bits: limit - start and the rounding cannot overflow.
+  __int128 span = static_cast<__int128>(limit) - start, step = delta;
+  __int128 count = span / step + (span % step != 0 && (span > 0) == (step > 0));
+  out[0] = count > 0 ? static_cast<int64_t>(count) : 0;
+  return 0;
+}
+
+int PadAtRunTime(const int64_t* in, int64_t rank, const int64_t* pads, const int64_t* axes, int64_t count, int mode,
+                 int64_t* before, int64_t* out, const char* where) {
+  bool padded[kMaxRank];
+  if (rank > kMaxRank) return FailAt(where, "more than %lld axes", static_cast<long long>(kMaxRank));
+  if (MarkAxes(axes, count, rank, padded, where) != 0) return -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    before[d] = 0;
+    out[d] = in[d];
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t axis = NormalizeAxis(axes[k], rank), begin = pads[k], end = pads[count + k], extent = 0;
+    if (__builtin_add_overflow(in[axis], begin, &extent) || __builtin_add_overflow(extent, end, &extent) || extent < 0) {
+      return FailAt(where, "pads %lld and %lld do not fit axis %lld of extent %lld", static_cast<long long>(begin),
+                    static_cast<long long>(end), static_cast<long long>(axis), static_cast<long long>(in[axis]));
+    }
+    if (mode != kMapPadConstant && in[axis] == 0 && extent > 0) {
+      return FailAt(where, "axis %lld is empty: there is nothing to pad it with but a constant",
+                    static_cast<long long>(axis));
+    }
+    before[axis] = begin;
+    out[axis] = extent;
+  }
+  return 0;
+}
+
+namespace {
+
+// The index along an axis of extent `n` that position `c` of the result maps to; -1: outside (fill).
+int64_t MapIndex(int map, int64_t c, int64_t n, int64_t before) {
+  switch (map) {
+    case kMapBroadcast:
+      return n == 1 ? 0 : c;
+    case kMapTile:
+      return c % n;
+    case kMapPadConstant:
+      return c - before >= 0 && c - before < n ? c - before : -1;
+    case kMapPadEdge:
+      return c - before < 0 ? 0 : c - before >= n ? n - 1 : c - before;
+    case kMapPadReflect: {  // mirrored without repeating the edge: a period of 2 (n - 1)
+      if (n == 1) return 0;
+      int64_t period = 2 * (n - 1), j = (c - before) % period;
+      if (j < 0) j += period;
+      return j < n ? j : period - j;
+    }
+    default: {  // kMapPadWrap
+      int64_t j = (c - before) % n;
+      return j < 0 ? j + n : j;
+    }
+  }
+}
+
+template <class T>
+void CopyMapped(const T* in, const int64_t* in_shape, const int64_t* out, int64_t rank, int map, const int64_t* before,
+                const T* fill, T* result) {
+  int64_t strides[kMaxRank], at[kMaxRank] = {}, elements = 1;
+  for (int64_t d = rank - 1, stride = 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= in_shape[d];
+    elements *= out[d];
+  }
+  for (int64_t i = 0; i < elements; ++i) {
+    int64_t source = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < rank && inside; ++d) {
+      int64_t j = MapIndex(map, at[d], in_shape[d], before == nullptr ? 0 : before[d]);
+      inside = j >= 0;
+      source += j * strides[d];
+    }
+    result[i] = inside ? in[source] : *fill;
+    for (int64_t d = rank - 1; d >= 0 && ++at[d] == out[d]; --d) at[d] = 0;
+  }
+}
+
+}  // namespace
+
+void CopyMappedAtRunTime(const void* in, const int64_t* in_shape, const int64_t* out, int64_t rank, int map,
+                         const int64_t* before, const void* fill, int64_t element_bytes, void* result) {
+  switch (element_bytes) {
+    case 1:
+      return CopyMapped(static_cast<const uint8_t*>(in), in_shape, out, rank, map, before,
+                        static_cast<const uint8_t*>(fill), static_cast<uint8_t*>(result));
+    case 2:
+      return CopyMapped(static_cast<const uint16_t*>(in), in_shape, out, rank, map, before,
+                        static_cast<const uint16_t*>(fill), static_cast<uint16_t*>(result));
+    case 4:
+      return CopyMapped(static_cast<const uint32_t*>(in), in_shape, out, rank, map, before,
+                        static_cast<const uint32_t*>(fill), static_cast<uint32_t*>(result));
+    default:
+      return CopyMapped(static_cast<const uint64_t*>(in), in_shape, out, rank, map, before,
+                        static_cast<const uint64_t*>(fill), static_cast<uint64_t*>(result));
   }
 }
 

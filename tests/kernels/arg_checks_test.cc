@@ -58,6 +58,19 @@ TEST(ArgChecks, FixedShapesMustMatchExactly) {
   EXPECT_NE(std::string(TVMGetLastError()).find("f: argument 0 does not have the dtype, shape"), std::string::npos);
 }
 
+// An output whose storage the executor sizes as the graph runs: any extents, but its rank and dtype.
+TEST(ArgChecks, ASpecWithoutExtentsTakesAnyOfItsRank) {
+  const ArgSpec sized[] = {{kDLFloat, 32, 1, nullptr}};
+  for (int64_t n : {0, 1, 1000}) {
+    Tensor flat({n});
+    Call call({&flat});
+    EXPECT_EQ(CheckArgs("g", call.values.data(), call.codes.data(), 1, sized, 1), 0) << n;
+  }
+  Tensor matrix({2, 3});
+  Call call({&matrix});
+  EXPECT_EQ(CheckArgs("g", call.values.data(), call.codes.data(), 1, sized, 1), -1);
+}
+
 TEST(ArgChecks, BatchedArgumentsGiveTheSampleCount) {
   for (int64_t n : {1, 3, 8}) {
     Tensor image({n, 3, 4, 4}), weight({8, 3, 1, 1}), output({2 * n, 8, 4, 4});

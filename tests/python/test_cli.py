@@ -234,7 +234,8 @@ def test_bad_models_and_arguments_give_clear_errors(tmp_path):
                                               helper.make_node("Transpose", ["a"], ["y"], name="after_nz")],
                                    [x2], ragged, name="nonzero_used.onnx")],
                   "node 'after_nz' (Transpose): input 'a': has a shape decided as the graph runs (by the data, or "
-                  "by an input's values); kiln runs such values only as outputs of the model"))
+                  "by an input's values), which this node does not support: kiln runs such values only as outputs "
+                  "of the model"))
     nonzero_branch = lambda name: helper.make_graph(  # noqa: E731
         [helper.make_node("NonZero", ["x"], [name + "_y"])], name, [],
         [helper.make_tensor_value_info(name + "_y", TensorProto.INT64, None)])

@@ -189,6 +189,12 @@ def test_a_node_that_needs_the_shape_to_compile_is_a_clear_error(tmp_path):
     assert result.returncode != 0
     assert "MatMul" in result.stderr and "input 'r'" in result.stderr and "decided as the graph runs" in result.stderr, \
         result.stderr
+    # An elementwise op of a result whose storage is sized as the graph runs: its size is not known to compile it.
+    path = model_path(tmp_path, [helper.make_node("Expand", ["x", "shape"], ["e"]), helper.make_node("Relu", ["e"], ["y"])],
+                      [value("x", FLOAT, [2, 1]), value("shape", INT64, [2])], [value("y", FLOAT, 2)], name="sized")
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(tmp_path / "s.so")], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "(Relu): input 'e': has a shape decided as the graph runs" in result.stderr, result.stderr
 
 
 def test_with_shape_dimensions_too_is_a_clear_error(tmp_path):
@@ -201,3 +207,110 @@ def test_with_shape_dimensions_too_is_a_clear_error(tmp_path):
     assert result.returncode != 0
     assert ("output 0 has a shape that input values decide at run time and a size that the shape dimensions "
             "decide") in result.stderr, result.stderr
+
+
+def test_results_no_input_bounds_get_storage_as_the_graph_runs(tmp_path):
+    """Expand, Tile, Pad (every mode, negative pads crop), ConstantOfShape and Range with their
+    shapes given at run time: the executor sizes each result's storage before the node that computes
+    it, growing it when a run needs more (small, large, then small again), each against NumPy."""
+    m = compiled(tmp_path,
+                 [helper.make_node("Expand", ["x", "shape"], ["expanded"]),
+                  helper.make_node("Tile", ["x", "repeats"], ["tiled"]),
+                  helper.make_node("Pad", ["x", "pads"], ["reflected"], mode="reflect"),
+                  helper.make_node("Pad", ["x", "pads", "value"], ["constant"]),
+                  helper.make_node("Pad", ["x", "pads"], ["wrapped"], mode="wrap"),
+                  helper.make_node("ConstantOfShape", ["shape"], ["filled"],
+                                   value=helper.make_tensor("v", TensorProto.INT32, [1], [7])),
+                  helper.make_node("Range", ["start", "limit", "delta"], ["range"])],
+                 [value("x", FLOAT, [2, 3]), value("shape", INT64, [3]), value("repeats", INT64, [2]),
+                  value("pads", INT64, [4]), value("value", FLOAT, []), value("start", FLOAT, []),
+                  value("limit", FLOAT, []), value("delta", FLOAT, [])],
+                 [value("expanded", FLOAT, 3), value("tiled", FLOAT, 2), value("reflected", FLOAT, 2),
+                  value("constant", FLOAT, 2), value("wrapped", FLOAT, 2), value("filled", TensorProto.INT32, 3),
+                  value("range", FLOAT, 1)])
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    cases = [([1, 2, 1], [1, 1], [0, 1, 1, 0], (0.0, 1.0, 0.5)),
+             ([40, 2, 3], [30, 20], [1, 2, 1, 2], (10.0, -50.5, -0.25)),
+             ([2, 1, 3], [0, 2], [-1, 0, 0, -2], (3.0, 1.0, 1.0))]
+    for shape, repeats, pads, (start, limit, delta) in cases:
+        expanded, tiled, reflected, constant, wrapped, filled, values = run(
+            m, x=x, shape=np.array(shape, np.int64), repeats=np.array(repeats, np.int64),
+            pads=np.array(pads, np.int64), value=np.array(2.5, np.float32), start=np.array(start, np.float32),
+            limit=np.array(limit, np.float32), delta=np.array(delta, np.float32))
+        np.testing.assert_array_equal(expanded, x * np.ones(shape, np.float32))
+        np.testing.assert_array_equal(tiled, np.tile(x, repeats))
+        width = [(pads[0], pads[2]), (pads[1], pads[3])]
+        grow = [(max(b, 0), max(e, 0)) for b, e in width]
+        padded = np.pad(x, grow, constant_values=2.5)  # then cropped where a pad is negative
+        crop = tuple(slice(max(-b, 0), padded.shape[d] - max(-e, 0)) for d, (b, e) in enumerate(width))
+        np.testing.assert_array_equal(constant, padded[crop], err_msg=str(pads))
+        if min(pads) >= 0:
+            np.testing.assert_array_equal(reflected, np.pad(x, grow, mode="reflect"), err_msg=str(pads))
+            np.testing.assert_array_equal(wrapped, np.pad(x, grow, mode="wrap"), err_msg=str(pads))
+        np.testing.assert_array_equal(filled, np.full(shape, 7, np.int32))
+        np.testing.assert_allclose(values, np.arange(start, limit, delta, dtype=np.float32), rtol=1e-6)
+
+
+def test_sized_results_that_do_not_fit_are_clear_errors(tmp_path):
+    """Shapes that do not broadcast, negative repeats or extents, a zero delta and a shape beyond the
+    executor's 16 GiB limit fail the run with a message; a good run follows."""
+    m = compiled(tmp_path,
+                 [helper.make_node("Expand", ["x", "shape"], ["expanded"]),
+                  helper.make_node("Tile", ["x", "repeats"], ["tiled"]),
+                  helper.make_node("Range", ["start", "limit", "delta"], ["range"])],
+                 [value("x", FLOAT, [2, 3]), value("shape", INT64, [2]), value("repeats", INT64, [2]),
+                  value("start", INT64, []), value("limit", INT64, []), value("delta", INT64, [])],
+                 [value("expanded", FLOAT, 2), value("tiled", FLOAT, 2), value("range", INT64, 1)])
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    good = dict(x=x, shape=np.array([2, 3], np.int64), repeats=np.array([1, 2], np.int64),
+                start=np.array(0, np.int64), limit=np.array(5, np.int64), delta=np.array(2, np.int64))
+    bad = [("shape", [4, 3], r"dyn.expand_shape: the input's extent 2 and the shape's 4 do not broadcast"),
+           ("shape", [2, -3], r"the shape has the negative extent -3"),
+           ("repeats", [1, -1], r"dyn.tile_shape: axis 1 repeats -1 times"),
+           ("repeats", [2**20, 2**20], r"needs more than 17179869184 bytes"),
+           ("delta", 0, r"dyn.range_shape: delta 0 makes no range")]
+    for name, values, message in bad:
+        with pytest.raises(kiln.KilnError, match=message):
+            run(m, **{**good, name: np.array(values, np.int64)})
+        expanded, tiled, values_ = run(m, **good)
+        np.testing.assert_array_equal(tiled, np.tile(x, [1, 2]))
+        np.testing.assert_array_equal(values_, [0, 2, 4])
+
+
+@pytest.mark.parametrize("mode,transform", [("linear", "half_pixel"), ("cubic", "align_corners"),
+                                            ("nearest", "asymmetric")])
+def test_resize_takes_its_sizes_and_scales_at_run_time(tmp_path, mode, transform):
+    """A convolution whose feature map is resized to sizes given at run time (the last two axes) and
+    by scales given at run time: one library, shapes up and down, odd ones, against ONNX Runtime
+    (rtol 1e-5, atol 1e-4 on values up to about 10: ONNX Runtime sums the cubic taps in float32); the
+    storage grows when a run needs more."""
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["f"], pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["f", "", "", "sizes"], ["by_sizes"], mode=mode, axes=[2, 3],
+                              coordinate_transformation_mode=transform),
+             helper.make_node("Resize", ["f", "", "scales"], ["by_scales"], mode=mode,
+                              coordinate_transformation_mode=transform)]
+    graph = helper.make_graph(nodes, "g", [value("x", FLOAT, [1, 3, 7, 9]), value("sizes", INT64, [2]),
+                                           value("scales", FLOAT, [4])],
+                              [value("by_sizes", FLOAT, 4), value("by_scales", FLOAT, 4)], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    path = tmp_path / "resize.onnx"
+    onnx.save(model, path)
+    library = tmp_path / "resize.so"
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    m = graph_executor.GraphModule(runtime.load_module(str(library))["default"](runtime.cpu()))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((1, 3, 7, 9)).astype(np.float32)
+    cases = [([14, 18], [1, 1, 2, 2]), ([5, 31], [1, 1, 0.5, 3.3]), ([70, 90], [1, 1, 10, 9]), ([1, 2], [1, 1, 1.5, 0.25])]
+    if transform == "align_corners":  # scales whose output is not scale * input: ONNX's reference and ORT differ
+        cases = [(sizes, [1, 1, 3, 2] if k % 2 else [1, 1, 1, 5]) for k, (sizes, _) in enumerate(cases)]
+    for sizes, scales in cases:
+        feeds = dict(x=x, sizes=np.array(sizes, np.int64), scales=np.array(scales, np.float32))
+        got = run(m, **feeds)
+        want = session.run(None, feeds)
+        for g, e, name in zip(got, want, ["by_sizes", "by_scales"]):
+            assert g.shape == e.shape, (name, sizes, scales)
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-4, err_msg=f"{name} {sizes} {scales}")

@@ -354,6 +354,20 @@ TEST(GraphJson, RejectsMalformedPerEntryAttrs) {
             "graph JSON: attrs.dltype of entry 4: expected a string, got number");
 }
 
+// Each (value, message): `graph` with its attribute `attr` set to the value fails to parse with
+// the message.
+struct AttrCase {
+  const char* value;
+  const char* message;
+};
+void ExpectAttrErrors(const json& graph, const char* attr, const std::vector<AttrCase>& cases) {
+  for (const AttrCase& c : cases) {
+    json g = graph;
+    g["attrs"][attr] = json::parse(c.value);
+    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << c.value;
+  }
+}
+
 // TvmGraph() with its second output an int64 scalar counting its first along axis 0.
 json TrimmedGraph() {
   json g = TvmGraph();
@@ -374,20 +388,14 @@ TEST(GraphJson, OutputTrimsAreReadAndWrittenBack) {
 }
 
 TEST(GraphJson, RejectsMalformedOutputTrims) {
-  struct Case { const char* trims; const char* message; };
-  const Case cases[] = {
+  ExpectAttrErrors(TrimmedGraph(), kOutputTrimAttr, {
       {R"(["list_str", [0, 1, 0]])", "expected [\"list_int\", [values]]"},
       {R"(["list_int", [0, 1]])", "has 2 values, not (output, count output, axis) triples"},
       {R"(["list_int", [0, -1, 0]])", "triple 0: id -1 is out of range"},
       {R"(["list_int", [1, 1, 0]])", "pairs output 1 with count output 1: of the 2 outputs the first 1 are the model's"},
       {R"(["list_int", [0, 2, 0]])", "pairs output 0 with count output 2"},
       {R"(["list_int", [0, 1, 1]])", "axis 1 is not an axis of output 0 (1 dims)"},
-  };
-  for (const Case& c : cases) {
-    json g = TrimmedGraph();
-    g["attrs"][kOutputTrimAttr] = json::parse(c.trims);
-    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << c.trims;
-  }
+  });
   json g = TrimmedGraph();
   g["attrs"]["dltype"][1][5] = "int32";
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("count output 1 is not an int64 scalar"));
@@ -414,24 +422,58 @@ TEST(GraphJson, OutputShapesAreReadAndWrittenBack) {
 }
 
 TEST(GraphJson, RejectsMalformedOutputShapes) {
-  struct Case { const char* pairs; const char* message; };
-  const Case cases[] = {
+  ExpectAttrErrors(ShapedGraph(), kOutputShapesAttr, {
       {R"(["list_str", [0, 1]])", "expected [\"list_int\", [values]]"},
       {R"(["list_int", [0, 1, 0]])", "has 3 values, not (output, shape output) pairs"},
       {R"(["list_int", [0, -1]])", "pair 0: id -1 is out of range"},
       {R"(["list_int", [1, 1]])", "pairs output 1 with shape output 1: of the 2 outputs the first 1 are the model's"},
-  };
-  for (const Case& c : cases) {
-    json g = ShapedGraph();
-    g["attrs"][kOutputShapesAttr] = json::parse(c.pairs);
-    EXPECT_THAT(ParseError(g.dump()), HasSubstr(c.message)) << c.pairs;
-  }
+  });
   json g = ShapedGraph();
   g["attrs"]["shape"][1][5] = json::array();
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("shape output 1 is not an int64 vector of at most 32 extents"));
   g = ShapedGraph();
   g["attrs"]["shape"][1][5] = json::array({33});
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("shape output 1 is not an int64 vector of at most 32 extents"));
+}
+
+// TvmGraph() with the split's first output sized as the graph runs from its input, an int64 [2].
+json SizedGraph() {
+  json g = TvmGraph();
+  g["attrs"]["dltype"][1][3] = "int64";
+  g["attrs"]["shape"][1][3] = json::array({2});
+  g["attrs"]["shape"][1][4] = json::array({0});
+  g["attrs"][kSizedEntriesAttr] = json::parse(R"(["list_str", ["4,3"]])");
+  return g;
+}
+
+TEST(GraphJson, SizedEntriesAreReadAndWrittenBack) {
+  Graph graph = ParseGraphJson(SizedGraph().dump());
+  ASSERT_EQ(graph.sized_entries.size(), 1u);
+  EXPECT_EQ(graph.sized_entries[0].entry, 4u);
+  EXPECT_EQ(graph.sized_entries[0].shape_entry, 3u);
+  json written = json::parse(WriteGraphJson(graph));
+  // A list_str graph attribute: TVM's graph executor stops at it ("cannot skip graph attr").
+  EXPECT_EQ(written["attrs"][kSizedEntriesAttr], json::parse(R"(["list_str", ["4,3"]])"));
+  EXPECT_EQ(ParseGraphJson(written.dump()).sized_entries.size(), 1u);
+}
+
+TEST(GraphJson, RejectsMalformedSizedEntries) {
+  ExpectAttrErrors(SizedGraph(), kSizedEntriesAttr, {
+      {R"(["list_int", [4, 3]])", "expected [\"list_str\", [\"entry,shape entry\", ...]]"},
+      {R"(["list_str", ["4"]])", "'\"4\"' is not \"entry,shape entry\" of two entries below 6"},
+      {R"(["list_str", ["4,-3"]])", "is not \"entry,shape entry\""},
+      {R"(["list_str", ["4,99"]])", "is not \"entry,shape entry\""},
+      {R"(["list_str", [",3"]])", "is not \"entry,shape entry\""},
+      {R"(["list_str", ["4,3x"]])", "is not \"entry,shape entry\""},
+      {R"(["list_str", [43]])", "is not \"entry,shape entry\""},
+      {R"(["list_str", ["4,2"]])", "shape entry 2 is not an int64 vector of at most 32 extents"},
+      {R"(["list_str", ["5,3"]])", "entry 5 is not a flat tensor of no elements"},
+  });
+  json g = SizedGraph();
+  g["attrs"]["dltype"][1][1] = "int64";
+  g["attrs"]["shape"][1][1] = json::array({2});
+  g["attrs"][kSizedEntriesAttr] = json::parse(R"(["list_str", ["4,1"]])");
+  EXPECT_THAT(ParseError(g.dump()), HasSubstr("entry 4 is not computed by a node that takes entry 1"));
 }
 
 // TvmGraph with a batch dimension N of 1 to 2 samples: data, the add and the reshape hold them.

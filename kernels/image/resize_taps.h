@@ -1,18 +1,20 @@
-// The arithmetic of image.resize along one axis, done once at compile time: for each output
-// coordinate, the input coordinates it reads and their weights (ONNX Resize's reference
-// semantics: coordinate transformation, then nearest, linear or cubic taps on the edge-padded
-// input, optionally antialiased and with outside taps excluded).
+// The arithmetic of image.resize along one axis: for each output coordinate, the input
+// coordinates it reads and their weights (ONNX Resize's reference semantics: coordinate
+// transformation, then nearest, linear or cubic taps on the edge-padded input, optionally
+// antialiased and with outside taps excluded). The compiler tabulates them once
+// (backend/codegen/image_emitter.cc); Resize with sizes or scales given at run time computes them
+// as it runs (image/resize.cc).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace kiln::backend {
+namespace kiln::kernels {
 
 struct ResizeMethod {
   std::string method;    // nearest_neighbor, linear, cubic
-  std::string mode;      // ONNX's coordinate_transformation_mode
+  std::string mode;      // ONNX's coordinate_transformation_mode (checked by the caller: one of ONNX's)
   std::string rounding;  // nearest_neighbor's rounding_method
   double cubic_alpha = -0.75;
   bool cubic_exclude = false;
@@ -33,4 +35,4 @@ struct ResizeAxis {
 ResizeAxis ComputeResizeAxis(int64_t in, int64_t out, double scale, double roi_start, double roi_end,
                              const ResizeMethod& method);
 
-}  // namespace kiln::backend
+}  // namespace kiln::kernels

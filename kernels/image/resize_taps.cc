@@ -2,19 +2,17 @@
 // laid out as ONNX's reference lays it: the input coordinate x it maps to splits into f and a
 // ratio r in (0, 1] (x = f + r; an integral x is f = x - 1, r = 1), and tap i reads input f + i,
 // clamped to the input (edge padding).
-#include "backend/codegen/resize_taps.h"
+#include "kernels/image/resize_taps.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "runtime/error.h"
-
-namespace kiln::backend {
+namespace kiln::kernels {
 namespace {
 
 // The input coordinate output coordinate `o` maps to, or NaN when it lies outside the input
-// under tf_crop_and_resize.
+// under tf_crop_and_resize (the mode's: any but the others).
 double SourceCoordinate(int64_t o, int64_t in, int64_t out, double scale, double roi_start, double roi_end,
                         const std::string& mode) {
   // ONNX's reference measures the output as scale * in; that is `out` when the model gave sizes.
@@ -30,7 +28,6 @@ double SourceCoordinate(int64_t o, int64_t in, int64_t out, double scale, double
     double offset = static_cast<double>(in) / 2 * (1 - static_cast<double>(out) / width);
     return offset + (x + 0.5) / scale - 0.5;
   }
-  runtime::CheckInternal(mode == "tf_crop_and_resize", "image.resize: unknown coordinate_transformation_mode ", mode);
   double span = (roi_end - roi_start) * static_cast<double>(in - 1);
   double source = (width == 1 ? span / 2 : x * span / (width - 1)) + roi_start * static_cast<double>(in - 1);
   return source < 0 || source > static_cast<double>(in - 1) ? NAN : source;
@@ -134,4 +131,4 @@ ResizeAxis ComputeResizeAxis(int64_t in, int64_t out, double scale, double roi_s
   return axis;
 }
 
-}  // namespace kiln::backend
+}  // namespace kiln::kernels

@@ -1,0 +1,192 @@
+// Ops whose result no input's size bounds (ir/ops/run_time_sized.cc), as loops: dyn.<op>_shape
+// computes the result's shape with kernels/shape/run_time_shapes.cc, checked there; dyn.<op>,
+// whose output the executor has sized from that shape before the call, copies the shape to its
+// shape field and computes the data.
+#include <algorithm>
+
+#include "backend/codegen/emitter.h"
+#include "runtime/error.h"
+
+namespace kiln::backend {
+namespace {
+
+std::string Where(const EmitContext& c) { return OpWhere(c); }
+
+void DeclareShape(EmitContext& c, const std::string& name, const ir::TensorType& type, int64_t rank) {
+  DeclareStaticShape(c, name, type, rank);
+}
+
+void DeclareValues(EmitContext& c, size_t i, const std::string& name) { DeclareInputValues(c, i, name); }
+
+int MapOfMode(const std::string& mode) {
+  if (mode == "edge") return 3;     // kMapPadEdge
+  if (mode == "reflect") return 4;  // kMapPadReflect
+  if (mode == "wrap") return 5;     // kMapPadWrap
+  runtime::Check(mode == "constant", "pad mode '", mode, "' is not constant, edge, reflect or wrap");
+  return 2;  // kMapPadConstant
+}
+
+// The data op's shape field (output 1) from its shape input, and its rank.
+int64_t CopyShape(EmitContext& c, size_t shape_input) {
+  int64_t rank = c.output_types[1].shape[0];
+  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(rank) + "; ++d) " + c.outputs[1] + "[d] = " +
+              c.inputs[shape_input] + "[d];");
+  return rank;
+}
+
+// The data by the kernel library's mapped copy (`map`, an AxisMap), the input seen with `rank` axes.
+void EmitMappedCopy(EmitContext& c, int map, const std::string& before, const std::string& fill) {
+  int64_t rank = CopyShape(c, c.call.op->sized_by_input);
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape");
+  DeclareShape(c, in, c.input_types[0], rank);
+  c.code.Line("kiln::kernels::CopyMappedAtRunTime(" + c.inputs[0] + ", " + in + ", " + c.outputs[1] + ", " +
+              IntLiteral(rank) + ", " + std::to_string(map) + ", " + before + ", " + fill + ", sizeof(*" +
+              c.outputs[0] + "), " + c.outputs[0] + ");");
+  c.code.Close();
+}
+
+}  // namespace
+
+void EmitDynExpandShape(EmitContext& c) {
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), shape = c.code.Fresh("shape");
+  DeclareShape(c, in, c.input_types[0], c.input_types[0].ndim());
+  DeclareValues(c, 1, shape);
+  c.code.Line("if (kiln::kernels::ExpandAtRunTime(" + in + ", " + IntLiteral(c.input_types[0].ndim()) + ", " + shape +
+              ", " + IntLiteral(c.input_types[1].NumElements()) + ", " + c.outputs[0] + ", " + Where(c) +
+              ") != 0) return -1;");
+  c.code.Close();
+}
+
+void EmitDynTileShape(EmitContext& c) {
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), repeats = c.code.Fresh("repeats");
+  DeclareShape(c, in, c.input_types[0], c.input_types[0].ndim());
+  DeclareValues(c, 1, repeats);
+  c.code.Line("if (kiln::kernels::TileAtRunTime(" + in + ", " + IntLiteral(c.input_types[0].ndim()) + ", " + repeats +
+              ", " + c.outputs[0] + ", " + Where(c) + ") != 0) return -1;");
+  c.code.Close();
+}
+
+// Declares the pads' per-axis begins as `before` after computing the shape into `out`.
+void DeclarePads(EmitContext& c, const std::string& before, const std::string& out) {
+  std::string in = c.code.Fresh("in_shape"), pads = c.code.Fresh("pads"), axes = c.code.Fresh("axes");
+  int64_t rank = c.input_types[0].ndim();
+  DeclareShape(c, in, c.input_types[0], rank);
+  DeclareValues(c, 1, pads);
+  DeclareValues(c, 2, axes);
+  c.code.Line("int64_t " + before + "[" + IntLiteral(std::max<int64_t>(rank, 1)) + "] = {0};");
+  c.code.Line("if (kiln::kernels::PadAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + pads + ", " + axes + ", " +
+              IntLiteral(c.input_types[2].NumElements()) + ", " +
+              std::to_string(MapOfMode(c.call.attrs.GetString("mode"))) + ", " + before + ", " + out + ", " +
+              Where(c) + ") != 0) return -1;");
+}
+
+void EmitDynPadShape(EmitContext& c) {
+  c.code.Open("");
+  DeclarePads(c, c.code.Fresh("before"), c.outputs[0]);
+  c.code.Close();
+}
+
+void EmitDynValuesShape(EmitContext& c) {
+  c.code.Open("");
+  std::string values = c.code.Fresh("values");
+  DeclareValues(c, 0, values);
+  c.code.Line("if (kiln::kernels::ShapeOfValuesAtRunTime(" + values + ", " +
+              IntLiteral(c.input_types[0].NumElements()) + ", " + c.outputs[0] + ", " + Where(c) + ") != 0) return -1;");
+  c.code.Close();
+}
+
+// In int64_t for integers, double for floating point (the count as the kernel library computes it).
+void EmitDynRangeShape(EmitContext& c) {
+  std::string t = c.input_types[0].dtype.code == kDLFloat ? "double" : "int64_t";
+  c.code.Line("if (kiln::kernels::RangeAtRunTime(static_cast<" + t + ">(" + c.inputs[0] + "[0]), static_cast<" + t +
+              ">(" + c.inputs[1] + "[0]), static_cast<" + t + ">(" + c.inputs[2] + "[0]), " + c.outputs[0] + ", " +
+              Where(c) + ") != 0) return -1;");
+}
+
+void EmitDynExpand(EmitContext& c) { EmitMappedCopy(c, 0, "nullptr", "nullptr"); }  // kMapBroadcast
+
+void EmitDynTile(EmitContext& c) { EmitMappedCopy(c, 1, "nullptr", "nullptr"); }  // kMapTile
+
+void EmitDynPad(EmitContext& c) {
+  c.code.Open("");
+  std::string before = c.code.Fresh("before"), out = c.code.Fresh("out_shape");
+  c.code.Line("int64_t " + out + "[" + IntLiteral(std::max<int64_t>(c.input_types[0].ndim(), 1)) + "] = {0};");
+  DeclarePads(c, before, out);
+  EmitMappedCopy(c, MapOfMode(c.call.attrs.GetString("mode")), before, c.inputs[3]);
+  c.code.Close();
+}
+
+void EmitDynConstantOfShape(EmitContext& c) {
+  int64_t rank = CopyShape(c, 1);
+  c.code.Open("");
+  c.code.Line("int64_t elements = 1;");
+  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(rank) + "; ++d) elements *= " + c.outputs[1] + "[d];");
+  c.code.Line("for (int64_t i = 0; i < elements; ++i) " + c.outputs[0] + "[i] = " + c.inputs[0] + "[0];");
+  c.code.Close();
+}
+
+// start + i * delta, in the data's type (as ONNX's Range computes it).
+void EmitDynRange(EmitContext& c) {
+  CopyShape(c, 3);
+  std::string t = CType(c.output_types[0].dtype);
+  c.code.Line("for (int64_t i = 0; i < " + c.outputs[1] + "[0]; ++i) " + c.outputs[0] + "[i] = static_cast<" + t +
+              ">(" + c.inputs[0] + "[0] + static_cast<" + t + ">(i) * " + c.inputs[2] + "[0]);");
+}
+
+namespace {
+
+std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
+
+// Resize's output shape into `out` (an int64_t* expression), with `scales` and `roi` declared as
+// each axis's scale and roi (from the inputs data, roi, scales, sizes and the attributes).
+void DeclareResizeShape(EmitContext& c, const std::string& in, const std::string& out, const std::string& scales,
+                        const std::string& roi) {
+  const ir::Attrs& attrs = c.call.attrs;
+  int64_t rank = c.input_types[0].ndim();
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  DeclareShape(c, in, c.input_types[0], rank);
+  std::string given_roi = c.code.Fresh("roi"), given_scales = c.code.Fresh("scales"), sizes = c.code.Fresh("sizes");
+  std::string axes_name = c.code.Fresh("axes");
+  DeclareInputValues(c, 1, given_roi, "double");
+  DeclareInputValues(c, 2, given_scales, "double");
+  DeclareValues(c, 3, sizes);
+  c.code.Line("const int64_t " + axes_name + "[] = " + (axes.empty() ? std::string("{0LL}") : IntList(axes)) + ";");
+  c.code.Line("double " + scales + "[" + IntLiteral(rank) + "], " + roi + "[" + IntLiteral(2 * rank) + "];");
+  c.code.Line("if (kiln::kernels::ResizeShapeAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + given_roi + ", " +
+              IntLiteral(c.input_types[1].NumElements()) + ", " + given_scales + ", " +
+              IntLiteral(c.input_types[2].NumElements()) + ", " + sizes + ", " +
+              IntLiteral(c.input_types[3].NumElements()) + ", " + axes_name + ", " +
+              IntLiteral(static_cast<int64_t>(axes.size())) + ", " + Quoted(attrs.GetString("keep_aspect_ratio_policy")) +
+              ", " + out + ", " + scales + ", " + roi + ", " + Where(c) + ") != 0) return -1;");
+}
+
+}  // namespace
+
+void EmitDynResizeShape(EmitContext& c) {
+  c.code.Open("");
+  DeclareResizeShape(c, c.code.Fresh("in_shape"), c.outputs[0], c.code.Fresh("axis_scales"), c.code.Fresh("axis_roi"));
+  c.code.Close();
+}
+
+void EmitDynResize(EmitContext& c) {
+  const ir::Attrs& attrs = c.call.attrs;
+  int64_t rank = CopyShape(c, 4);
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), out = c.code.Fresh("out_shape");
+  std::string scales = c.code.Fresh("axis_scales"), roi = c.code.Fresh("axis_roi");
+  c.code.Line("int64_t " + out + "[" + IntLiteral(rank) + "];");
+  DeclareResizeShape(c, in, out, scales, roi);
+  c.code.Line("kiln::kernels::ResizeAtRunTime(" + c.inputs[0] + ", " + in + ", " + IntLiteral(rank) + ", " +
+              c.outputs[1] + ", " + scales + ", " + roi + ", " + Quoted(attrs.GetString("method")) + ", " +
+              Quoted(attrs.GetString("coordinate_transformation_mode")) + ", " +
+              Quoted(attrs.GetString("rounding_method")) + ", " + FloatLiteral(attrs.GetFloat("cubic_alpha")) +
+              ", " + (attrs.GetInt("cubic_exclude") != 0 ? "true" : "false") + ", " +
+              (attrs.GetInt("antialias") != 0 ? "true" : "false") + ", " +
+              Float32Literal(static_cast<float>(attrs.GetFloat("extrapolation_value"))) + ", " + c.outputs[0] + ");");
+  c.code.Close();
+}
+
+}  // namespace kiln::backend
