@@ -485,6 +485,14 @@ int RangeAtRunTime(int64_t start, int64_t limit, int64_t delta, int64_t* out, co
 // need the padded axes not empty.
 int PadAtRunTime(const int64_t* in, int64_t rank, const int64_t* pads, const int64_t* axes, int64_t count, int mode,
                  int64_t* before, int64_t* out, const char* where);
+// OneHot: the indices' shape with `depth` (at least 1) inserted at `axis` of the result.
+int OneHotAtRunTime(const int64_t* in, int64_t rank, int64_t depth, int64_t axis, int64_t* out, const char* where);
+// CenterCropPad: the input's shape with the `count` axes `axes` of the lengths given (each at least 0).
+int CenterCropPadAtRunTime(const int64_t* in, int64_t rank, const int64_t* lengths, const int64_t* axes, int64_t count,
+                           int64_t* out, const char* where);
+// AffineGrid: size [N, C, H, W] (or [N, C, D, H, W]) gives [N, H, W, 2] ([N, D, H, W, 3]); N must be
+// theta's `batches`, the extents at least 0.
+int AffineGridAtRunTime(int64_t batches, const int64_t* size, int64_t count, int64_t* out, const char* where);
 // Copies into `result`, of shape `out` (rank `rank`), the element of `in` (of shape `in_shape`, as
 // many axes) each position maps to along every axis: kMapBroadcast (index 0 along an axis of extent
 // 1), kMapTile (the index modulo the extent), or after `before` elements of padding kMapPadConstant

@@ -225,6 +225,14 @@ void EmitDynPad(EmitContext& context);
 void EmitDynConstantOfShape(EmitContext& context);
 void EmitDynRange(EmitContext& context);
 void EmitDynResizeShape(EmitContext& context);
+void EmitDynOneHotShape(EmitContext& context);
+void EmitDynOneHot(EmitContext& context);
+void EmitDynWindowShape(EmitContext& context);
+void EmitDynWindow(EmitContext& context);
+void EmitDynCenterCropPadShape(EmitContext& context);
+void EmitDynCenterCropPad(EmitContext& context);
+void EmitDynAffineGridShape(EmitContext& context);
+void EmitDynAffineGrid(EmitContext& context);
 void EmitDynResize(EmitContext& context);
 void EmitTfIdfVectorizer(EmitContext& context);
 

@@ -189,4 +189,130 @@ void EmitDynResize(EmitContext& c) {
   c.code.Close();
 }
 
+void EmitDynOneHotShape(EmitContext& c) {
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape");
+  DeclareShape(c, in, c.input_types[0], c.input_types[0].ndim());
+  c.code.Line("if (kiln::kernels::OneHotAtRunTime(" + in + ", " + IntLiteral(c.input_types[0].ndim()) + ", " +
+              c.inputs[1] + "[0], " + IntLiteral(c.call.attrs.GetInt("axis")) + ", " + c.outputs[0] + ", " + Where(c) +
+              ") != 0) return -1;");
+  c.code.Close();
+}
+
+// on where the index (from the end when negative) is the position along the depth, else off.
+void EmitDynOneHot(EmitContext& c) {
+  int64_t rank = CopyShape(c, 3), axis = c.call.attrs.GetInt("axis");
+  c.code.Open("");
+  std::string depth = c.outputs[1] + "[" + IntLiteral(axis) + "]";
+  c.code.Line("int64_t outer = 1, inner = 1;");
+  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(axis) + "; ++d) outer *= " + c.outputs[1] + "[d];");
+  c.code.Line("for (int64_t d = " + IntLiteral(axis + 1) + "; d < " + IntLiteral(rank) + "; ++d) inner *= " +
+              c.outputs[1] + "[d];");
+  c.code.Open("for (int64_t o = 0; o < outer; ++o)");
+  c.code.Open("for (int64_t j = 0; j < " + depth + "; ++j)");
+  c.code.Open("for (int64_t i = 0; i < inner; ++i)");
+  c.code.Line("int64_t index = " + c.inputs[0] + "[o * inner + i];");
+  c.code.Line("if (index < 0) index += " + depth + ";");
+  c.code.Line(c.outputs[0] + "[(o * " + depth + " + j) * inner + i] = " + c.inputs[1] + "[index == j ? 1 : 0];");
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();
+}
+
+void EmitDynWindowShape(EmitContext& c) {
+  c.code.Line("if (kiln::kernels::ShapeOfValuesAtRunTime(" + c.inputs[0] + ", 1, " + c.outputs[0] + ", " + Where(c) +
+              ") != 0) return -1;");
+}
+
+// ONNX's windows, w(n) over N1 = the size (periodic) or the size - 1, computed in double.
+void EmitDynWindow(EmitContext& c) {
+  const ir::Attrs& attrs = c.call.attrs;
+  CopyShape(c, 1);
+  const std::string& kind = attrs.GetString("kind");
+  std::string value = kind == "hann"      ? "std::pow(std::sin(n * pi / n1), 2)"
+                      : kind == "hamming" ? "25.0 / 46.0 - std::cos(n * pi * 2 / n1) * (21.0 / 46.0)"
+                                          : "std::cos(n * pi * 2 / n1) * -0.5 + 0.42 + std::cos(n * pi * 4 / n1) * 0.08";
+  c.code.Open("");
+  c.code.Line("const double pi = 3.141592653589793;  // M_PI is POSIX's, not C++'s");
+  c.code.Line("double n1 = static_cast<double>(" + c.outputs[1] + "[0]" + (attrs.GetInt("periodic") != 0 ? "" : " - 1") +
+              ");");
+  c.code.Open("for (int64_t i = 0; i < " + c.outputs[1] + "[0]; ++i)");
+  c.code.Line("double n = static_cast<double>(i);");
+  c.code.Line(c.outputs[0] + "[i] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + value + ");");
+  c.code.Close();
+  c.code.Close();
+}
+
+void EmitDynCenterCropPadShape(EmitContext& c) {
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), lengths = c.code.Fresh("lengths"), axes = c.code.Fresh("axes");
+  std::vector<int64_t> given = c.call.attrs.GetInts("axes");
+  DeclareShape(c, in, c.input_types[0], c.input_types[0].ndim());
+  DeclareValues(c, 1, lengths);
+  c.code.Line("const int64_t " + axes + "[] = " + (given.empty() ? std::string("{0LL}") : IntList(given)) + ";");
+  c.code.Line("if (kiln::kernels::CenterCropPadAtRunTime(" + in + ", " + IntLiteral(c.input_types[0].ndim()) + ", " +
+              lengths + ", " + axes + ", " + IntLiteral(static_cast<int64_t>(given.size())) + ", " + c.outputs[0] +
+              ", " + Where(c) + ") != 0) return -1;");
+  c.code.Close();
+}
+
+// Each axis cropped or zero-padded about its center: a padded copy whose padding before is
+// (length - extent) / 2, negative when cropping (ONNX's halves, rounded down).
+void EmitDynCenterCropPad(EmitContext& c) {
+  int64_t rank = c.input_types[0].ndim();
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), before = c.code.Fresh("before"), zero = c.code.Fresh("zero");
+  DeclareShape(c, in, c.input_types[0], rank);
+  c.code.Line("int64_t " + before + "[" + IntLiteral(std::max<int64_t>(rank, 1)) + "] = {0};");
+  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(rank) + "; ++d) " + before + "[d] = " + c.inputs[1] + "[d] >= " +
+              in + "[d] ? (" + c.inputs[1] + "[d] - " + in + "[d]) / 2 : -((" + in + "[d] - " + c.inputs[1] +
+              "[d]) / 2);");
+  c.code.Line("const " + CType(c.output_types[0].dtype) + " " + zero + " = 0;");
+  EmitMappedCopy(c, 2, before, "&" + zero);  // kMapPadConstant
+  c.code.Close();
+}
+
+void EmitDynAffineGridShape(EmitContext& c) {
+  c.code.Open("");
+  std::string size = c.code.Fresh("size");
+  int64_t count = DeclareInputValues(c, 1, size);
+  c.code.Line("if (kiln::kernels::AffineGridAtRunTime(" + IntLiteral(c.input_types[0].shape[0]) + ", " + size + ", " +
+              IntLiteral(count) + ", " + c.outputs[0] + ", " + Where(c) + ") != 0) return -1;");
+  c.code.Close();
+}
+
+// Per point, theta times (x, y[, z], 1), the normalized coordinates of the point's pixel center
+// (align_corners: of the pixels themselves, -1 for an axis of one), the last spatial axis first.
+void EmitDynAffineGrid(EmitContext& c) {
+  int64_t rank = CopyShape(c, 2), spatial = rank - 2;
+  bool align = c.call.attrs.GetInt("align_corners") != 0;
+  const std::string &theta = c.inputs[0], &shape = c.outputs[1], &out = c.outputs[0];
+  std::string t = CType(c.output_types[0].dtype);
+  c.code.Open("");
+  c.code.Line("int64_t points = 1;");
+  c.code.Line("for (int64_t d = 1; d <= " + IntLiteral(spatial) + "; ++d) points *= " + shape + "[d];");
+  c.code.Open("for (int64_t n = 0; n < " + shape + "[0]; ++n)");
+  c.code.Open("for (int64_t p = 0; p < points; ++p)");
+  c.code.Line("double point[4] = {0, 0, 0, 1};");
+  c.code.Line("int64_t rest = p;");
+  c.code.Open("for (int64_t d = " + IntLiteral(spatial) + "; d >= 1; --d)");
+  c.code.Line("double length = static_cast<double>(" + shape + "[d]), i = static_cast<double>(rest % " + shape +
+              "[d]);");
+  c.code.Line("rest /= " + shape + "[d];");
+  c.code.Line(std::string("point[") + IntLiteral(spatial) + " - d] = " +
+              (align ? "length == 1 ? -1.0 : -1.0 + 2.0 * i / (length - 1);" : "(2.0 * i + 1.0) / length - 1.0;"));
+  c.code.Close();
+  c.code.Line("point[" + IntLiteral(spatial) + "] = 1;");
+  c.code.Open("for (int64_t k = 0; k < " + IntLiteral(spatial) + "; ++k)");
+  c.code.Line("double sum = 0;");
+  c.code.Line("for (int64_t j = 0; j <= " + IntLiteral(spatial) + "; ++j) sum += static_cast<double>(" + theta +
+              "[(n * " + IntLiteral(spatial) + " + k) * " + IntLiteral(spatial + 1) + " + j]) * point[j];");
+  c.code.Line(out + "[(n * points + p) * " + IntLiteral(spatial) + " + k] = static_cast<" + t + ">(sum);");
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();
+  c.code.Close();
+}
+
 }  // namespace kiln::backend

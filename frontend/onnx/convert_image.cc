@@ -25,6 +25,8 @@ const OpRef kRoiAlign("vision.roi_align");
 const OpRef kTranspose("transpose");
 const OpRef kDynResizeShape("dyn.resize_shape");
 const OpRef kDynResize("dyn.resize");
+const OpRef kDynAffineGridShape("dyn.affine_grid_shape");
+const OpRef kDynAffineGrid("dyn.affine_grid");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -269,6 +271,11 @@ Outputs GridSample(const NodeContext& c) {
 // theta [N, 2, 3] (or [N, 3, 4] in 3-D) transposed: a constant grid and one batched product.
 Outputs AffineGrid(const NodeContext& c) {
   const TensorType& theta = c.input_type(0);
+  if (!c.IsConstant(1)) {  // a size given at run time (ir/ops/run_time_sized.cc)
+    Attrs align = MakeAttrs({{"align_corners", c.attr_int("align_corners", 0)}});
+    return {SizedAtRunTime(c, kDynAffineGridShape, kDynAffineGrid, {c.input(0), c.input(1)}, {c.input(0), c.input(1)},
+                           align, Attrs{})};
+  }
   Ints size = c.ConstantInts(1);
   if (size.size() != 4 && size.size() != 5) c.FailAt("input 1", "the size must be [N, C, H, W] or [N, C, D, H, W]");
   auto spatial = static_cast<int64_t>(size.size()) - 2;
@@ -276,8 +283,10 @@ Outputs AffineGrid(const NodeContext& c) {
     c.FailAt("input 0", StrCat("theta must be [N, ", spatial, ", ", spatial + 1, "] for size ", ShapeText(size)));
   }
   bool align = c.attr_int("align_corners", 0) != 0;
+  // With align_corners an axis of one pixel is at -1, as in ONNX's reference, ONNX Runtime and
+  // PyTorch (linspace(-1, 1, 1)).
   auto coordinate = [&](int64_t i, int64_t length) {
-    if (align) return length == 1 ? 0.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(length - 1);
+    if (align) return length == 1 ? -1.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(length - 1);
     return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(length) - 1.0;
   };
   int64_t points = 1;

@@ -13,11 +13,14 @@ using runtime::StrCat;
 namespace {
 
 const OpRef kCast("cast");
+const OpRef kReshape("reshape");
 const OpRef kCumsum("cumsum");
 const OpRef kDynCumsum("dyn.cumsum");
 const OpRef kDynTopk("dyn.topk");
 const OpRef kDynTile("dyn.tile");
 const OpRef kDynTileShape("dyn.tile_shape");
+const OpRef kDynOneHot("dyn.one_hot");
+const OpRef kDynOneHotShape("dyn.one_hot_shape");
 const OpRef kGather("gather");
 const OpRef kGatherNd("gather_nd");
 const OpRef kOneHot("one_hot");
@@ -75,19 +78,34 @@ Outputs Tile(const NodeContext& c) {
   return {c.Op(kTile, {c.input(0)}, MakeAttrs({{"reps", c.ConstantInts(1)}}))};
 }
 
+// Indices of another type than int64 cast to it, as ONNX says (ONNX Runtime 1.19 compared floats
+// unconverted; later versions cast).
+Expr Int64(const NodeContext& c, const Expr& x) {
+  if (x->type().tensor().dtype == DLDataType{kDLInt, 64, 1}) return x;
+  return c.Op(kCast, {x}, MakeAttrs({{"dtype", std::string("int64")}}));
+}
+
+// OneHot of a depth given at run time (ir/ops/run_time_sized.cc): the depth truncated to int64.
+Outputs OneHotAtRunTime(const NodeContext& c) {
+  if (c.input_type(1).NumElements() != 1) c.FailAt("input 1", "the depth must be one value");
+  if (c.input_type(2).NumElements() != 2) c.FailAt("input 2", "values must hold 2 values (off, on)");
+  Expr depth = c.Op(kReshape, {Int64(c, c.input(1))}, MakeAttrs({{"newshape", Ints{}}}));
+  Expr indices = Int64(c, c.input(0));
+  int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim() + 1, c);
+  Expr values = c.Op(kReshape, {c.input(2)}, MakeAttrs({{"newshape", Ints{2}}}));
+  Attrs attrs = MakeAttrs({{"axis", axis}});
+  return {SizedAtRunTime(c, kDynOneHotShape, kDynOneHot, {indices, depth}, {indices, values, depth}, attrs)};
+}
+
 // OneHot: indices of any numeric type, depth one constant value, values [off_value, on_value].
 Outputs OneHot(const NodeContext& c) {
+  if (!c.IsConstant(1)) return OneHotAtRunTime(c);
   double depth = c.ConstantScalar(1);
   if (!(depth >= 1 && depth <= double{1 << 30})) c.FailAt("input 1", StrCat("depth ", depth, " must be in [1, 2^30]"));
   if (c.input_type(2).NumElements() != 2) {
     c.FailAt("input 2", StrCat("values must hold 2 values (off, on), it holds ", c.input_type(2).NumElements()));
   }
-  // Indices of another type are cast to int64 first, as ONNX says (ONNX Runtime 1.19 compared
-  // floats unconverted; later versions cast).
-  Expr indices = c.input(0);
-  if (c.input_type(0).dtype.code != kDLInt) {
-    indices = c.Op(kCast, {indices}, MakeAttrs({{"dtype", std::string("int64")}}));
-  }
+  Expr indices = c.input_type(0).dtype.code == kDLInt ? c.input(0) : Int64(c, c.input(0));
   auto value = [&](int64_t i) { return c.Op(kTake, {c.input(2), ScalarOf({kDLInt, 64, 1}, static_cast<double>(i))}); };
   int64_t axis = NormalizeAxis(c.attr_int("axis", -1), c.input_type(0).ndim() + 1, c);
   return {c.Op(kOneHot, {indices, value(1), value(0)},

@@ -66,6 +66,8 @@ const OpRef kDynValuesShape("dyn.values_shape");
 const OpRef kDynConstantOfShape("dyn.constant_of_shape");
 const OpRef kDynRangeShape("dyn.range_shape");
 const OpRef kDynRange("dyn.range");
+const OpRef kDynCenterCropPadShape("dyn.center_crop_pad_shape");
+const OpRef kDynCenterCropPad("dyn.center_crop_pad");
 
 using Outputs = std::vector<Expr>;
 using Ints = std::vector<int64_t>;
@@ -401,8 +403,8 @@ Outputs Reduce(const NodeContext& c) {
 }  // namespace
 
 Expr SizedAtRunTime(const NodeContext& c, const OpRef& shape_op, const OpRef& op, std::vector<Expr> shape_args,
-                    std::vector<Expr> args, const Attrs& attrs) {
-  args.push_back(c.Op(shape_op, std::move(shape_args), attrs));
+                    std::vector<Expr> args, const Attrs& attrs, const std::optional<Attrs>& shape_attrs) {
+  args.push_back(c.Op(shape_op, std::move(shape_args), shape_attrs ? *shape_attrs : attrs));
   return TupleGetItem(c.Op(op, std::move(args), attrs), 0);
 }
 
@@ -483,13 +485,20 @@ Outputs Trilu(const NodeContext& c) {
 // gives (an odd difference puts the extra element at the end).
 Outputs CenterCropPad(const NodeContext& c) {
   const TensorType& t = c.input_type(0);
-  Ints lengths = c.ConstantInts(1);
   Ints axes;
   if (c.has_attr("axes")) {
     for (int64_t axis : c.attr_ints("axes")) axes.push_back(NormalizeAxis(axis, t.ndim(), c));
   } else {
     for (int64_t d = 0; d < t.ndim(); ++d) axes.push_back(d);
   }
+  if (!c.IsConstant(1)) {  // lengths given at run time (ir/ops/run_time_sized.cc)
+    if (c.input_type(1).NumElements() != static_cast<int64_t>(axes.size())) {
+      c.FailAt("input 1", StrCat("holds ", c.input_type(1).NumElements(), " lengths for ", axes.size(), " axes"));
+    }
+    return {SizedAtRunTime(c, kDynCenterCropPadShape, kDynCenterCropPad, {c.input(0), c.input(1)}, {c.input(0)}, {},
+                           MakeAttrs({{"axes", axes}}))};
+  }
+  Ints lengths = c.ConstantInts(1);
   if (lengths.size() != axes.size()) {
     c.FailAt("input 1", StrCat("holds ", lengths.size(), " lengths for ", axes.size(), " axes"));
   }

@@ -137,10 +137,11 @@ void CheckConstantElements(const NodeContext& context, int64_t elements, const s
 ir::Attrs MakeAttrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> items);
 // An op whose result no input bounds, its shape-deciding input given at run time
 // (ir/ops/run_time_sized.cc): `shape_op` of `shape_args` computes the result's shape, then `op` of
-// `args` and that shape the data (attributes `attrs` for both); the importer carries the shape to the
-// model's output.
+// `args` and that shape the data (attributes `attrs`, and `shape_attrs` for the shape op when given,
+// else `attrs` too); the importer carries the shape to the model's output.
 ir::Expr SizedAtRunTime(const NodeContext& context, const ir::OpRef& shape_op, const ir::OpRef& op,
-                        std::vector<ir::Expr> shape_args, std::vector<ir::Expr> args, const ir::Attrs& attrs = {});
+                        std::vector<ir::Expr> shape_args, std::vector<ir::Expr> args, const ir::Attrs& attrs = {},
+                        const std::optional<ir::Attrs>& shape_attrs = std::nullopt);
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const NodeContext& context);
 // numpy's matmul of a and b (ONNX MatMul): a dense layer when b is a matrix of float32, batched
 // products otherwise.

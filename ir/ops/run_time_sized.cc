@@ -97,6 +97,64 @@ Type Resize(const std::vector<Type>& args, const Attrs& attrs) {
   return Sized(args, 4, TensorArg(args, 0).dtype);
 }
 
+// A scalar int64 input.
+void ScalarInt64(const std::vector<Type>& args, size_t i, const char* what) {
+  const TensorType& t = TensorArg(args, i);
+  Check(t.NumElements() == 1 && t.dtype == kInt64, what, " must be one int64 value");
+}
+
+// (indices, depth).
+Type OneHotShape(const std::vector<Type>& args, const Attrs& attrs) {
+  ScalarInt64(args, 1, "the depth");
+  int64_t rank = TensorArg(args, 0).ndim() + 1;
+  Check(attrs.GetInt("axis") >= 0 && attrs.GetInt("axis") < rank, "axis ", attrs.GetInt("axis"), " is not an axis of ",
+        "the result (rank ", rank, ")");
+  return Shape(rank);
+}
+// (indices, values [off, on], depth, shape).
+Type OneHot(const std::vector<Type>& args, const Attrs& attrs) {
+  OneHotShape({args[0], args[2]}, attrs);
+  Check(TensorArg(args, 1).NumElements() == 2, "the values must be [off, on]");
+  Check(TensorArg(args, 0).dtype == kInt64, "the indices must be int64");
+  return Sized(args, 3, TensorArg(args, 1).dtype);
+}
+
+// (size): one int64 value.
+Type WindowShape(const std::vector<Type>& args, const Attrs&) {
+  ScalarInt64(args, 0, "the size");
+  return Shape(1);
+}
+// (size, shape).
+Type Window(const std::vector<Type>& args, const Attrs& attrs) {
+  std::string kind = attrs.GetString("kind");
+  Check(kind == "hann" || kind == "hamming" || kind == "blackman", "unknown window '", kind, "'");
+  return Sized(args, 1, runtime::ParseDType(attrs.GetString("dtype")));
+}
+
+// (data, lengths).
+Type CenterCropPadShape(const std::vector<Type>& args, const Attrs& attrs) {
+  Check(Length(args, 1, "the lengths") == static_cast<int64_t>(attrs.GetInts("axes").size()),
+        "the lengths must hold one value per axis");
+  return Shape(TensorArg(args, 0).ndim());
+}
+// (data, shape).
+Type CenterCropPad(const std::vector<Type>& args, const Attrs&) { return Sized(args, 1, TensorArg(args, 0).dtype); }
+
+// (theta [N, 2, 3] or [N, 3, 4], size [4] or [5]).
+Type AffineGridShape(const std::vector<Type>& args, const Attrs&) {
+  const TensorType& theta = TensorArg(args, 0);
+  int64_t count = Length(args, 1, "the size");
+  Check(count == 4 || count == 5, "the size must be [N, C, H, W] or [N, C, D, H, W]");
+  Check(theta.ndim() == 3 && theta.shape[1] == count - 2 && theta.shape[2] == count - 1, "theta must be [N, ",
+        count - 2, ", ", count - 1, "] for a size of ", count, " values");
+  return Shape(count);
+}
+// (theta, size, shape).
+Type AffineGrid(const std::vector<Type>& args, const Attrs& attrs) {
+  AffineGridShape({args[0], args[1]}, attrs);
+  return Sized(args, 2, TensorArg(args, 0).dtype);
+}
+
 std::vector<int> DataShapedByField1(const Attrs&, const Type&) { return {ShapeGivenBy(1), -1}; }
 
 void AddShape(OpTable& table, OpDef op) { table[op.name] = std::move(op); }
@@ -126,6 +184,27 @@ void RegisterRunTimeSizedOps(OpTable& table) {
   AddSized(table, {"dyn.constant_of_shape", 2, 2, {}, OpPattern::kOpaque, ConstantOfShape,
                    "one value in a shape given at run time"}, 1);
   AddSized(table, {"dyn.range", 4, 4, {}, OpPattern::kOpaque, Range, "start, start + delta, ... below limit"}, 3);
+  const AttrSchema axis{"axis", AttrKind::kInt, {}, "the result's axis of the depth"};
+  AddShape(table, {"dyn.one_hot_shape", 2, 2, {axis}, OpPattern::kOpaque, OneHotShape, "OneHot's result shape"});
+  AddSized(table, {"dyn.one_hot", 4, 4, {axis}, OpPattern::kOpaque, OneHot, "OneHot of a depth given at run time"}, 3);
+  AddShape(table, {"dyn.window_shape", 1, 1, {}, OpPattern::kOpaque, WindowShape, "a window's length, checked"});
+  AddSized(table,
+           {"dyn.window", 2, 2,
+            {{"kind", AttrKind::kString, {}, "hann, hamming or blackman"},
+             {"periodic", AttrKind::kInt, int64_t{1}, "periodic (else symmetric)"},
+             {"dtype", AttrKind::kString, {}, "the result's dtype"}},
+            OpPattern::kOpaque, Window, "a window of a size given at run time"},
+           1);
+  const AttrSchema all_axes{"axes", AttrKind::kInts, {}, "the axes the lengths are for"};
+  AddShape(table, {"dyn.center_crop_pad_shape", 2, 2, {all_axes}, OpPattern::kOpaque, CenterCropPadShape,
+                   "CenterCropPad's result shape"});
+  AddSized(table, {"dyn.center_crop_pad", 2, 2, {}, OpPattern::kOpaque, CenterCropPad,
+                   "centered crop or zero pad to lengths given at run time"}, 1);
+  AddShape(table, {"dyn.affine_grid_shape", 2, 2, {}, OpPattern::kOpaque, AffineGridShape, "AffineGrid's result shape"});
+  AddSized(table,
+           {"dyn.affine_grid", 3, 3, {{"align_corners", AttrKind::kInt, int64_t{0}, "-1 and 1 at the corner pixels' centers"}},
+            OpPattern::kOpaque, AffineGrid, "AffineGrid of a size given at run time"},
+           2);
   AddShape(table, {"dyn.resize_shape", 4, 4, {kAxes, kPolicy}, OpPattern::kOpaque, ResizeShape,
                    "Resize's result shape from its roi, scales or sizes"});
   AddSized(table,

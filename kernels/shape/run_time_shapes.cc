@@ -316,6 +316,38 @@ int PadAtRunTime(const int64_t* in, int64_t rank, const int64_t* pads, const int
   return 0;
 }
 
+int OneHotAtRunTime(const int64_t* in, int64_t rank, int64_t depth, int64_t axis, int64_t* out, const char* where) {
+  if (depth < 1) return FailAt(where, "depth %lld must be at least 1", static_cast<long long>(depth));
+  for (int64_t d = 0, next = 0; d <= rank; ++d) out[d] = d == axis ? depth : in[next++];
+  return 0;
+}
+
+int CenterCropPadAtRunTime(const int64_t* in, int64_t rank, const int64_t* lengths, const int64_t* axes, int64_t count,
+                           int64_t* out, const char* where) {
+  for (int64_t d = 0; d < rank; ++d) out[d] = in[d];
+  for (int64_t k = 0; k < count; ++k) {
+    if (lengths[k] < 0) return FailAt(where, "length %lld must not be negative", static_cast<long long>(lengths[k]));
+    out[axes[k]] = lengths[k];
+  }
+  return 0;
+}
+
+int AffineGridAtRunTime(int64_t batches, const int64_t* size, int64_t count, int64_t* out, const char* where) {
+  if (size[0] != batches) {
+    return FailAt(where, "the size's N is %lld, theta's %lld", static_cast<long long>(size[0]),
+                  static_cast<long long>(batches));
+  }
+  out[0] = batches;
+  for (int64_t d = 2; d < count; ++d) {
+    if (size[d] < 0 || size[d] > (int64_t{1} << 24)) {
+      return FailAt(where, "extent %lld of the size is out of range", static_cast<long long>(size[d]));
+    }
+    out[d - 1] = size[d];
+  }
+  out[count - 1] = count - 2;
+  return 0;
+}
+
 namespace {
 
 // The index along an axis of extent `n` that position `c` of the result maps to; -1: outside (fill).

@@ -314,3 +314,65 @@ def test_resize_takes_its_sizes_and_scales_at_run_time(tmp_path, mode, transform
         for g, e, name in zip(got, want, ["by_sizes", "by_scales"]):
             assert g.shape == e.shape, (name, sizes, scales)
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-4, err_msg=f"{name} {sizes} {scales}")
+
+
+def test_one_hot_windows_center_crop_pad_and_affine_grid_take_their_sizes_at_run_time(tmp_path):
+    """OneHot's depth (negative indices count from the end, others out of range are all off),
+    the Hann, Hamming and Blackman windows' sizes (periodic and symmetric), CenterCropPad's lengths
+    (cropping and padding) and AffineGrid's size (align_corners) given as graph inputs: one library
+    for several values each, against ONNX Runtime (rtol 1e-5, atol 1e-6)."""
+    import onnxruntime as ort
+    nodes = [helper.make_node("OneHot", ["indices", "depth", "values"], ["hot"], axis=1),
+             helper.make_node("HannWindow", ["size"], ["hann"]),
+             helper.make_node("HammingWindow", ["size"], ["hamming"], periodic=0),
+             helper.make_node("BlackmanWindow", ["size"], ["blackman"]),
+             helper.make_node("CenterCropPad", ["x", "lengths"], ["cropped"], axes=[0, 2]),
+             helper.make_node("AffineGrid", ["theta", "grid_size"], ["grid"], align_corners=1)]
+    inputs = [value("indices", INT64, [2, 3]), value("depth", INT64, [1]), value("values", FLOAT, [2]),
+              value("size", TensorProto.INT32, []), value("x", FLOAT, [4, 3, 5]), value("lengths", INT64, [2]),
+              value("theta", FLOAT, [2, 2, 3]), value("grid_size", INT64, [4])]
+    outputs = [value("hot", FLOAT, 3), value("hann", FLOAT, 1), value("hamming", FLOAT, 1), value("blackman", FLOAT, 1),
+               value("cropped", FLOAT, 3), value("grid", FLOAT, 4)]
+    path = model_path(tmp_path, nodes, inputs, outputs, opset=20, name="sized_ops")
+    library = tmp_path / "sized_ops.so"
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    m = graph_executor.GraphModule(runtime.load_module(str(library))["default"](runtime.cpu()))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    indices = np.array([[0, 3, -1], [9, -4, 2]], np.int64)
+    x = RNG.standard_normal((4, 3, 5)).astype(np.float32)
+    theta = RNG.standard_normal((2, 2, 3)).astype(np.float32)
+    # (No grid axis of one pixel: with align_corners ONNX Runtime puts it at 1, ONNX's reference and
+    # PyTorch, as kiln, at -1.)
+    for depth, size, lengths, grid in [(4, 8, [2, 9], [2, 3, 4, 5]), (10, 1, [7, 1], [2, 1, 2, 2]),
+                                       (1, 33, [4, 5], [2, 5, 9, 2])]:
+        feeds = dict(indices=indices, depth=np.array([depth], np.int64), values=np.array([-1, 3], np.float32),
+                     size=np.array(size, np.int32), x=x, lengths=np.array(lengths, np.int64), theta=theta,
+                     grid_size=np.array(grid, np.int64))
+        for got, want, name in zip(run(m, **feeds), session.run(None, feeds), [o.name for o in outputs]):
+            assert got.shape == want.shape, (name, depth, size, lengths, grid)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{name} {depth} {size} {lengths} {grid}")
+
+
+def test_affine_grid_puts_an_axis_of_one_pixel_where_onnx_reference_does(tmp_path):
+    """With align_corners an axis of one pixel is at -1 (ONNX's reference, and PyTorch's
+    linspace(-1, 1, 1)), given at import or at run time; ONNX Runtime puts it at 1."""
+    from onnx.reference import ReferenceEvaluator
+    theta = RNG.standard_normal((1, 2, 3)).astype(np.float32)
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=1)
+    for given_at_run_time in [True, False]:
+        size = value("size", INT64, [4])
+        inits = [] if given_at_run_time else [onnx.numpy_helper.from_array(np.array([1, 1, 1, 3], np.int64), "size")]
+        graph = helper.make_graph([node], "g", [value("theta", FLOAT, [1, 2, 3])] + ([size] if given_at_run_time else []),
+                                  [value("grid", FLOAT, 4)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=8)
+        path = tmp_path / f"grid_{given_at_run_time}.onnx"
+        onnx.save(model, path)
+        library = tmp_path / f"grid_{given_at_run_time}.so"
+        result = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        m = graph_executor.GraphModule(runtime.load_module(str(library))["default"](runtime.cpu()))
+        feeds = dict(theta=theta, **({"size": np.array([1, 1, 1, 3], np.int64)} if given_at_run_time else {}))
+        with np.errstate(divide="ignore"):
+            (want,) = ReferenceEvaluator(model).run(None, feeds)
+        np.testing.assert_allclose(run(m, **feeds)[0], want, rtol=1e-6, atol=1e-6)
