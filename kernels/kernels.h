@@ -493,6 +493,10 @@ int CenterCropPadAtRunTime(const int64_t* in, int64_t rank, const int64_t* lengt
 // AffineGrid: size [N, C, H, W] (or [N, C, D, H, W]) gives [N, H, W, 2] ([N, D, H, W, 3]); N must be
 // theta's `batches`, the extents at least 0.
 int AffineGridAtRunTime(int64_t batches, const int64_t* size, int64_t count, int64_t* out, const char* where);
+// Before a sized op computes its data: its shape `shape` (`rank` extents) is `expected` (the shape
+// its inputs give, recomputed; null: any) and its elements fit the `capacity` its output holds. A
+// graph whose sizing does not match its nodes fails here, never writes past the storage.
+int CheckSizedOutput(const int64_t* expected, const int64_t* shape, int64_t rank, int64_t capacity, const char* where);
 // Copies into `result`, of shape `out` (rank `rank`), the element of `in` (of shape `in_shape`, as
 // many axes) each position maps to along every axis: kMapBroadcast (index 0 along an axis of extent
 // 1), kMapTile (the index modulo the extent), or after `before` elements of padding kMapPadConstant

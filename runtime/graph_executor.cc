@@ -71,6 +71,9 @@ GraphExecutor::GraphExecutor(Graph graph, Module lib, const std::vector<DLDevice
   }
   AllocateStorage();
   BuildSteps();
+  // A sized entry holds one element until a run sizes it: enough for what an output of no axes
+  // shows before any run.
+  for (const SizedEntry& sized : graph_.sized_entries) GrowSizedEntry(sized.entry, 1);
   // Until a run sets them, the counts and shapes say that data-dependent outputs are empty.
   for (const OutputTrim& trim : graph_.output_trims) {
     const NDArray& count = entries_[graph_.EntryId(graph_.heads[trim.count_output])];
@@ -293,17 +296,21 @@ void GraphExecutor::SizeEntry(const SizedEntry& sized, uint32_t node) {
     Check(extent >= 0 && !__builtin_mul_overflow(elements, extent, &elements), NodeLabel(graph_, node),
           ": its output's shape ", ShapeToString(shape), " is not a shape");
   }
-  DLDataType dtype = graph_.dtypes[sized.entry];
-  Check(!__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(dtype)), &bytes) && bytes <= kMaxSizedBytes,
+  Check(!__builtin_mul_overflow(elements, DTypeBytes(graph_.dtypes[sized.entry]), &bytes) && bytes <= kMaxSizedBytes,
         NodeLabel(graph_, node), ": its output's shape ", ShapeToString(shape), " needs more than ", kMaxSizedBytes,
         " bytes");
-  if (elements > NumElements(*entries_[sized.entry].get())) {
-    NDArray grown = NDArray::Empty({elements}, dtype);
-    entries_[sized.entry] = grown;
-    entry_data_[sized.entry] = grown.data();
-    for (DLTensor* t : entry_args_[sized.entry]) t->data = grown.data();
+  GrowSizedEntry(sized.entry, elements);
+}
+
+void GraphExecutor::GrowSizedEntry(uint32_t entry, int64_t elements) {
+  if (elements > NumElements(*entries_[entry].get())) {
+    NDArray grown = NDArray::Empty({elements}, graph_.dtypes[entry]);
+    std::memset(grown.data(), 0, grown.NumBytes());
+    entries_[entry] = grown;
+    entry_data_[entry] = grown.data();
+    for (DLTensor* t : entry_args_[entry]) t->data = grown.data();
   }
-  graph_.shapes[sized.entry][0] = elements;  // the operators' DLTensors point here
+  graph_.shapes[entry][0] = elements;  // the operators' DLTensors point here
 }
 
 int GraphExecutor::GetInputIndex(const std::string& name) const {

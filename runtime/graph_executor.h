@@ -149,6 +149,8 @@ class GraphExecutor {
   // Gives `sized.entry` storage for as many elements as its shape entry says (grown, never
   // shrunk), and that flat extent; Error naming the node when the shape is not one.
   void SizeEntry(const SizedEntry& sized, uint32_t node);
+  // Storage for at least `elements` of the sized entry (grown, never shrunk) and that flat extent.
+  void GrowSizedEntry(uint32_t entry, int64_t elements);
   // The samples `data` holds for batched entry `entry` (same dtype, rank and trailing dimensions;
   // axis 0 whole samples, as many as the batch dimension allows); Error naming `what` otherwise.
   int64_t SamplesIn(uint32_t entry, const DLTensor& data, const std::string& what) const;

@@ -385,6 +385,16 @@ void ParseSizedEntries(const json& attrs, Graph& graph) {
     bool fixed = !(graph.has_batch() && graph.batched_entries[sized.entry]) &&
                  (!graph.has_dims() || graph.entry_extents[sized.entry].empty());
     if (!fixed) Bad(where, StrCat("entry ", sized.entry, " has a batch or shape dimensions as well"));
+    // A view or copy of it would be sized at load, before the entry has a size.
+    for (const GraphNode& reader : graph.nodes) {
+      bool copies = reader.func_name == "__nop" || reader.func_name == "__copy";
+      for (const GraphEntryRef& in : reader.inputs) {
+        if (copies && graph.EntryId(in) == sized.entry) {
+          Bad(where, StrCat("entry ", sized.entry, " is read by '", reader.name, "' (", reader.func_name,
+                            "), which cannot follow a size decided as the graph runs"));
+        }
+      }
+    }
     graph.sized_entries.push_back(sized);
   }
 }

@@ -185,7 +185,12 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
       bool sampled = by_sample && batched[arg];
       std::string name = BufferName(b) + (sampled ? "_samples" : "");
       code.Line(type + "* " + name + " = static_cast<" + type + "*>(kiln::kernels::ArgData(args, " +
-                std::to_string(arg++) + "));");
+                std::to_string(arg) + "));");
+      if (b.sized_at_run_time) {  // what the data op checks its shape against (SizedCapacity)
+        code.Line("const int64_t " + name + "_capacity = kiln::kernels::ArgCapacity(args, " + std::to_string(arg) +
+                  ");");
+      }
+      ++arg;
       if (sampled) {
         per_sample.push_back(type + "* " + BufferName(b) + " = " + name + " + sample * " +
                              std::to_string(b.type.NumElements()) + "LL;");

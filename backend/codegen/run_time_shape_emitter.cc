@@ -34,6 +34,19 @@ int64_t DeclareValues(EmitContext& c, size_t i, const std::string& name) { retur
 
 std::string Where(const EmitContext& c) { return OpWhere(c); }
 
+// A local array for the shape of output `field` (an int64 vector): the kernel writes it there, and
+// CommitShape copies it to the output once every check has passed, so that a run that fails leaves
+// the output's shape as the last good run gave it.
+std::string LocalShape(EmitContext& c, size_t field) {
+  std::string name = c.code.Fresh("shape");
+  c.code.Line("int64_t " + name + "[" + IntLiteral(std::max<int64_t>(c.output_types[field].shape[0], 1)) + "] = {0};");
+  return name;
+}
+void CommitShape(EmitContext& c, const std::string& local, size_t field) {
+  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(c.output_types[field].shape[0]) + "; ++d) " + c.outputs[field] +
+              "[d] = " + local + "[d];");
+}
+
 // The elements of the shape output: `name`, the product of its extents.
 void DeclareElements(EmitContext& c, const std::string& name) {
   c.code.Line("int64_t " + name + " = 1;");
@@ -57,8 +70,10 @@ void EmitNewShape(EmitContext& c, const std::string& kernel, const std::string& 
   std::string in = c.code.Fresh("in_shape"), values = c.code.Fresh("values");
   int64_t rank = DeclareInputShape(c, in);
   int64_t count = DeclareValues(c, 1, values);
+  std::string shape = LocalShape(c, 1);
   c.code.Line("if (kiln::kernels::" + kernel + "(" + in + ", " + IntLiteral(rank) + ", " + values + ", " +
-              IntLiteral(count) + flag + ", " + c.outputs[1] + ", " + Where(c) + ") != 0) return -1;");
+              IntLiteral(count) + flag + ", " + shape + ", " + Where(c) + ") != 0) return -1;");
+  CommitShape(c, shape, 1);
   CopyData(c);
   c.code.Close();
 }
@@ -120,10 +135,12 @@ void EmitDynReduce(EmitContext& c) {
   int64_t rank = DeclareInputShape(c, in);
   int64_t count = DeclareValues(c, 1, axes);
   c.code.Line("int64_t " + strides + "[" + IntLiteral(std::max<int64_t>(rank, 1)) + "] = {0};");
+  std::string shape = LocalShape(c, 1);
   c.code.Line(std::string("if (kiln::kernels::ReduceAtRunTime(") + in + ", " + IntLiteral(rank) + ", " + axes + ", " +
               IntLiteral(count) + ", " + (attrs.GetInt("keepdims") != 0 ? "true" : "false") + ", " +
-              (attrs.GetInt("noop_with_empty_axes") != 0 ? "true" : "false") + ", " + c.outputs[1] + ", " + strides +
-              ", " + Where(c) + ") != 0) return -1;");
+              (attrs.GetInt("noop_with_empty_axes") != 0 ? "true" : "false") + ", " + shape + ", " + strides + ", " +
+              Where(c) + ") != 0) return -1;");
+  CommitShape(c, shape, 1);
   std::string elements = c.code.Fresh("elements");
   DeclareElements(c, elements);
   const std::string &x = c.inputs[0], &out = c.outputs[0];
@@ -187,9 +204,11 @@ void EmitDynStridedSlice(EmitContext& c) {
   for (const std::string& name : {first, step}) {
     c.code.Line("int64_t " + name + "[" + IntLiteral(std::max<int64_t>(rank, 1)) + "] = {0};");
   }
+  std::string shape = LocalShape(c, 1);
   c.code.Line("if (kiln::kernels::SliceAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + values[0] + ", " +
               values[1] + ", " + values[2] + ", " + values[3] + ", " + IntLiteral(c.input_types[1].NumElements()) +
-              ", " + first + ", " + step + ", " + c.outputs[1] + ", " + Where(c) + ") != 0) return -1;");
+              ", " + first + ", " + step + ", " + shape + ", " + Where(c) + ") != 0) return -1;");
+  CommitShape(c, shape, 1);
   c.code.Line("kiln::kernels::GatherStridedAtRunTime(" + c.inputs[0] + ", " + in + ", " + IntLiteral(rank) + ", " +
               first + ", " + step + ", " + c.outputs[1] + ", sizeof(*" + c.outputs[0] + "), " + c.outputs[0] + ");");
   std::string elements = c.code.Fresh("elements");
@@ -216,8 +235,10 @@ void EmitDynTopk(EmitContext& c) {
   int64_t rank = DeclareInputShape(c, in);
   int64_t axis = attrs.GetInt("axis") < 0 ? attrs.GetInt("axis") + rank : attrs.GetInt("axis");
   c.code.Line("const int64_t " + k + " = " + c.inputs[1] + "[0];");
+  std::string shape = LocalShape(c, 2);
   c.code.Line("if (kiln::kernels::TopKAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + IntLiteral(axis) + ", " + k +
-              ", " + c.outputs[2] + ", " + Where(c) + ") != 0) return -1;");
+              ", " + shape + ", " + Where(c) + ") != 0) return -1;");
+  CommitShape(c, shape, 2);
   std::string outer = c.code.Fresh("outer"), extent = c.code.Fresh("extent"), inner = c.code.Fresh("inner");
   DeclareAxisView(c, in, rank, IntLiteral(axis), outer, extent, inner);
   c.code.Line("kiln::kernels::TopK(kiln::kernels::TopKShape{" + outer + ", " + extent + ", " + inner + ", " + k +

@@ -26,17 +26,27 @@ int MapOfMode(const std::string& mode) {
   return 2;  // kMapPadConstant
 }
 
-// The data op's shape field (output 1) from its shape input, and its rank.
-int64_t CopyShape(EmitContext& c, size_t shape_input) {
+// The data op's shape field (output 1) from its shape input, once the shape is checked against
+// `expected` (an int64_t array the op's inputs give, recomputed; "nullptr": any shape) and the
+// storage the executor gave output 0 (host_codegen.cc declares its capacity); returns the rank.
+int64_t CopyShape(EmitContext& c, const std::string& expected = "nullptr") {
   int64_t rank = c.output_types[1].shape[0];
-  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(rank) + "; ++d) " + c.outputs[1] + "[d] = " +
-              c.inputs[shape_input] + "[d];");
+  const std::string& shape = c.inputs[c.call.op->sized_by_input];
+  c.code.Line("if (kiln::kernels::CheckSizedOutput(" + expected + ", " + shape + ", " + IntLiteral(rank) + ", " +
+              c.outputs[0] + "_capacity, " + Where(c) + ") != 0) return -1;");
+  c.code.Line("for (int64_t d = 0; d < " + IntLiteral(rank) + "; ++d) " + c.outputs[1] + "[d] = " + shape + "[d];");
   return rank;
 }
 
+// Declares `name`, an int64_t array of `rank` extents.
+void DeclareExtents(EmitContext& c, const std::string& name, int64_t rank) {
+  c.code.Line("int64_t " + name + "[" + IntLiteral(std::max<int64_t>(rank, 1)) + "] = {0};");
+}
+
 // The data by the kernel library's mapped copy (`map`, an AxisMap), the input seen with `rank` axes.
-void EmitMappedCopy(EmitContext& c, int map, const std::string& before, const std::string& fill) {
-  int64_t rank = CopyShape(c, c.call.op->sized_by_input);
+void EmitMappedCopy(EmitContext& c, int map, const std::string& before, const std::string& fill,
+                    const std::string& expected) {
+  int64_t rank = CopyShape(c, expected);
   c.code.Open("");
   std::string in = c.code.Fresh("in_shape");
   DeclareShape(c, in, c.input_types[0], rank);
@@ -106,21 +116,44 @@ void EmitDynRangeShape(EmitContext& c) {
               Where(c) + ") != 0) return -1;");
 }
 
-void EmitDynExpand(EmitContext& c) { EmitMappedCopy(c, 0, "nullptr", "nullptr"); }  // kMapBroadcast
+// The input broadcast to the shape, which must be the broadcast of the two.
+void EmitDynExpand(EmitContext& c) {
+  int64_t rank = c.output_types[1].shape[0];
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), expected = c.code.Fresh("expected");
+  DeclareShape(c, in, c.input_types[0], c.input_types[0].ndim());
+  DeclareExtents(c, expected, rank);
+  c.code.Line("if (kiln::kernels::ExpandAtRunTime(" + in + ", " + IntLiteral(c.input_types[0].ndim()) + ", " +
+              c.inputs[1] + ", " + IntLiteral(rank) + ", " + expected + ", " + Where(c) + ") != 0) return -1;");
+  EmitMappedCopy(c, 0, "nullptr", "nullptr", expected);  // kMapBroadcast
+  c.code.Close();
+}
 
-void EmitDynTile(EmitContext& c) { EmitMappedCopy(c, 1, "nullptr", "nullptr"); }  // kMapTile
+// The input repeated (its repeats, input 1, give the shape again).
+void EmitDynTile(EmitContext& c) {
+  int64_t rank = c.input_types[0].ndim();
+  c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), repeats = c.code.Fresh("repeats"), expected = c.code.Fresh("expected");
+  DeclareShape(c, in, c.input_types[0], rank);
+  DeclareValues(c, 1, repeats);
+  DeclareExtents(c, expected, rank);
+  c.code.Line("if (kiln::kernels::TileAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + repeats + ", " + expected +
+              ", " + Where(c) + ") != 0) return -1;");
+  EmitMappedCopy(c, 1, "nullptr", "nullptr", expected);  // kMapTile
+  c.code.Close();
+}
 
 void EmitDynPad(EmitContext& c) {
   c.code.Open("");
   std::string before = c.code.Fresh("before"), out = c.code.Fresh("out_shape");
-  c.code.Line("int64_t " + out + "[" + IntLiteral(std::max<int64_t>(c.input_types[0].ndim(), 1)) + "] = {0};");
+  DeclareExtents(c, out, c.input_types[0].ndim());
   DeclarePads(c, before, out);
-  EmitMappedCopy(c, MapOfMode(c.call.attrs.GetString("mode")), before, c.inputs[3]);
+  EmitMappedCopy(c, MapOfMode(c.call.attrs.GetString("mode")), before, c.inputs[3], out);
   c.code.Close();
 }
 
 void EmitDynConstantOfShape(EmitContext& c) {
-  int64_t rank = CopyShape(c, 1);
+  int64_t rank = CopyShape(c);
   c.code.Open("");
   c.code.Line("int64_t elements = 1;");
   c.code.Line("for (int64_t d = 0; d < " + IntLiteral(rank) + "; ++d) elements *= " + c.outputs[1] + "[d];");
@@ -130,7 +163,7 @@ void EmitDynConstantOfShape(EmitContext& c) {
 
 // start + i * delta, in the data's type (as ONNX's Range computes it).
 void EmitDynRange(EmitContext& c) {
-  CopyShape(c, 3);
+  CopyShape(c);
   std::string t = CType(c.output_types[0].dtype);
   c.code.Line("for (int64_t i = 0; i < " + c.outputs[1] + "[0]; ++i) " + c.outputs[0] + "[i] = static_cast<" + t +
               ">(" + c.inputs[0] + "[0] + static_cast<" + t + ">(i) * " + c.inputs[2] + "[0]);");
@@ -173,12 +206,13 @@ void EmitDynResizeShape(EmitContext& c) {
 
 void EmitDynResize(EmitContext& c) {
   const ir::Attrs& attrs = c.call.attrs;
-  int64_t rank = CopyShape(c, 4);
+  int64_t rank = c.output_types[1].shape[0];
   c.code.Open("");
   std::string in = c.code.Fresh("in_shape"), out = c.code.Fresh("out_shape");
   std::string scales = c.code.Fresh("axis_scales"), roi = c.code.Fresh("axis_roi");
-  c.code.Line("int64_t " + out + "[" + IntLiteral(rank) + "];");
+  DeclareExtents(c, out, rank);
   DeclareResizeShape(c, in, out, scales, roi);
+  CopyShape(c, out);
   c.code.Line("kiln::kernels::ResizeAtRunTime(" + c.inputs[0] + ", " + in + ", " + IntLiteral(rank) + ", " +
               c.outputs[1] + ", " + scales + ", " + roi + ", " + Quoted(attrs.GetString("method")) + ", " +
               Quoted(attrs.GetString("coordinate_transformation_mode")) + ", " +
@@ -201,8 +235,14 @@ void EmitDynOneHotShape(EmitContext& c) {
 
 // on where the index (from the end when negative) is the position along the depth, else off.
 void EmitDynOneHot(EmitContext& c) {
-  int64_t rank = CopyShape(c, 3), axis = c.call.attrs.GetInt("axis");
+  int64_t rank = c.output_types[1].shape[0], axis = c.call.attrs.GetInt("axis");
   c.code.Open("");
+  std::string in = c.code.Fresh("in_shape"), expected = c.code.Fresh("expected");
+  DeclareShape(c, in, c.input_types[0], rank - 1);
+  DeclareExtents(c, expected, rank);
+  c.code.Line("if (kiln::kernels::OneHotAtRunTime(" + in + ", " + IntLiteral(rank - 1) + ", " + c.inputs[2] + "[0], " +
+              IntLiteral(axis) + ", " + expected + ", " + Where(c) + ") != 0) return -1;");
+  CopyShape(c, expected);
   std::string depth = c.outputs[1] + "[" + IntLiteral(axis) + "]";
   c.code.Line("int64_t outer = 1, inner = 1;");
   c.code.Line("for (int64_t d = 0; d < " + IntLiteral(axis) + "; ++d) outer *= " + c.outputs[1] + "[d];");
@@ -228,7 +268,7 @@ void EmitDynWindowShape(EmitContext& c) {
 // ONNX's windows, w(n) over N1 = the size (periodic) or the size - 1, computed in double.
 void EmitDynWindow(EmitContext& c) {
   const ir::Attrs& attrs = c.call.attrs;
-  CopyShape(c, 1);
+  CopyShape(c);
   const std::string& kind = attrs.GetString("kind");
   std::string value = kind == "hann"      ? "std::pow(std::sin(n * pi / n1), 2)"
                       : kind == "hamming" ? "25.0 / 46.0 - std::cos(n * pi * 2 / n1) * (21.0 / 46.0)"
@@ -269,7 +309,7 @@ void EmitDynCenterCropPad(EmitContext& c) {
               in + "[d] ? (" + c.inputs[1] + "[d] - " + in + "[d]) / 2 : -((" + in + "[d] - " + c.inputs[1] +
               "[d]) / 2);");
   c.code.Line("const " + CType(c.output_types[0].dtype) + " " + zero + " = 0;");
-  EmitMappedCopy(c, 2, before, "&" + zero);  // kMapPadConstant
+  EmitMappedCopy(c, 2, before, "&" + zero, "nullptr");  // kMapPadConstant: in range for any shape
   c.code.Close();
 }
 
@@ -285,8 +325,16 @@ void EmitDynAffineGridShape(EmitContext& c) {
 // Per point, theta times (x, y[, z], 1), the normalized coordinates of the point's pixel center
 // (align_corners: of the pixels themselves, -1 for an axis of one), the last spatial axis first.
 void EmitDynAffineGrid(EmitContext& c) {
-  int64_t rank = CopyShape(c, 2), spatial = rank - 2;
+  int64_t rank = c.output_types[1].shape[0], spatial = rank - 2;
   bool align = c.call.attrs.GetInt("align_corners") != 0;
+  c.code.Open("");
+  std::string size = c.code.Fresh("size"), expected = c.code.Fresh("expected");
+  DeclareInputValues(c, 1, size);
+  DeclareExtents(c, expected, rank);
+  c.code.Line("if (kiln::kernels::AffineGridAtRunTime(" + IntLiteral(c.input_types[0].shape[0]) + ", " + size + ", " +
+              IntLiteral(rank) + ", " + expected + ", " + Where(c) + ") != 0) return -1;");
+  CopyShape(c, expected);
+  c.code.Close();
   const std::string &theta = c.inputs[0], &shape = c.outputs[1], &out = c.outputs[0];
   std::string t = CType(c.output_types[0].dtype);
   c.code.Open("");

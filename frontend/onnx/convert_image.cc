@@ -86,6 +86,9 @@ ResizeShape OutputShape(const NodeContext& c, const Floats& scales, const Ints& 
     if (in[axes[i]] == 0) c.FailAt(where, StrCat("axis ", axes[i], " is empty: it cannot be resized"));
   }
   std::string policy = c.opset() >= 18 ? c.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    c.FailAt("attribute 'keep_aspect_ratio_policy'", StrCat("'", policy, "' is not stretch, not_larger or not_smaller"));
+  }
   if (policy == "stretch") {
     for (size_t i = 0; i < axes.size(); ++i) {
       shape.size[axes[i]] = sizes[i];

@@ -74,7 +74,9 @@ Outputs ScatterND(const NodeContext& c) {
 }
 
 Outputs Tile(const NodeContext& c) {
-  if (!c.IsConstant(1)) return {SizedAtRunTime(c, kDynTileShape, kDynTile, {c.input(0), c.input(1)}, {c.input(0)})};
+  if (!c.IsConstant(1)) {
+    return {SizedAtRunTime(c, kDynTileShape, kDynTile, {c.input(0), c.input(1)}, {c.input(0), c.input(1)})};
+  }
   return {c.Op(kTile, {c.input(0)}, MakeAttrs({{"reps", c.ConstantInts(1)}}))};
 }
 

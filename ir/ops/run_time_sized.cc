@@ -61,7 +61,11 @@ Type Sized(const std::vector<Type>& args, size_t shape_input, DLDataType dtype) 
 }
 
 Type Expand(const std::vector<Type>& args, const Attrs&) { return Sized(args, 1, TensorArg(args, 0).dtype); }
-Type Tile(const std::vector<Type>& args, const Attrs&) { return Sized(args, 1, TensorArg(args, 0).dtype); }
+// (data, repeats, shape).
+Type Tile(const std::vector<Type>& args, const Attrs& attrs) {
+  TileShape({args[0], args[1]}, attrs);
+  return Sized(args, 2, TensorArg(args, 0).dtype);
+}
 // (data, pads, axes, value, shape).
 Type Pad(const std::vector<Type>& args, const Attrs&) {
   Check(TensorArg(args, 3).NumElements() == 1 && TensorArg(args, 3).dtype == TensorArg(args, 0).dtype,
@@ -179,7 +183,7 @@ void RegisterRunTimeSizedOps(OpTable& table) {
   AddShape(table, {"dyn.values_shape", 1, 1, {}, OpPattern::kOpaque, ValuesShape, "a shape given as values, checked"});
   AddShape(table, {"dyn.range_shape", 3, 3, {}, OpPattern::kOpaque, RangeShape, "Range's result length"});
   AddSized(table, {"dyn.expand", 2, 2, {}, OpPattern::kOpaque, Expand, "broadcast to a shape given at run time"}, 1);
-  AddSized(table, {"dyn.tile", 2, 2, {}, OpPattern::kOpaque, Tile, "repeats given at run time"}, 1);
+  AddSized(table, {"dyn.tile", 3, 3, {}, OpPattern::kOpaque, Tile, "repeats given at run time"}, 2);
   AddSized(table, {"dyn.pad", 5, 5, {kMode}, OpPattern::kOpaque, Pad, "pads given at run time"}, 4);
   AddSized(table, {"dyn.constant_of_shape", 2, 2, {}, OpPattern::kOpaque, ConstantOfShape,
                    "one value in a shape given at run time"}, 1);

@@ -287,6 +287,7 @@ int RangeAtRunTime(int64_t start, int64_t limit, int64_t delta, int64_t* out, co
   // In 128 bits: limit - start and the rounding cannot overflow.
   __int128 span = static_cast<__int128>(limit) - start, step = delta;
   __int128 count = span / step + (span % step != 0 && (span > 0) == (step > 0));
+  if (count > static_cast<__int128>(std::numeric_limits<int64_t>::max())) return FailAt(where, "the range has more than 2^63 elements");
   out[0] = count > 0 ? static_cast<int64_t>(count) : 0;
   return 0;
 }
@@ -306,12 +307,32 @@ int PadAtRunTime(const int64_t* in, int64_t rank, const int64_t* pads, const int
       return FailAt(where, "pads %lld and %lld do not fit axis %lld of extent %lld", static_cast<long long>(begin),
                     static_cast<long long>(end), static_cast<long long>(axis), static_cast<long long>(in[axis]));
     }
-    if (mode != kMapPadConstant && in[axis] == 0 && extent > 0) {
-      return FailAt(where, "axis %lld is empty: there is nothing to pad it with but a constant",
+    // What is left after the negative pads crop, which the positive ones pad from (ONNX Runtime's order).
+    int64_t kept = in[axis] + (begin < 0 ? begin : 0) + (end < 0 ? end : 0);
+    if (mode != kMapPadConstant && kept <= 0 && extent > 0) {
+      return FailAt(where, "axis %lld keeps no element to pad from: only a constant pads it",
                     static_cast<long long>(axis));
     }
     before[axis] = begin;
     out[axis] = extent;
+  }
+  return 0;
+}
+
+int CheckSizedOutput(const int64_t* expected, const int64_t* shape, int64_t rank, int64_t capacity, const char* where) {
+  int64_t elements = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (expected != nullptr && expected[d] != shape[d]) {
+      return FailAt(where, "the shape it was sized for differs from its inputs' at axis %lld (%lld, not %lld)",
+                    static_cast<long long>(d), static_cast<long long>(shape[d]), static_cast<long long>(expected[d]));
+    }
+    if (shape[d] < 0 || __builtin_mul_overflow(elements, shape[d], &elements)) {
+      return FailAt(where, "the shape it was sized for is not a shape");
+    }
+  }
+  if (elements > capacity) {
+    return FailAt(where, "its output holds %lld elements, its shape needs %lld (the graph's sized entries do not "
+                  "match its nodes)", static_cast<long long>(capacity), static_cast<long long>(elements));
   }
   return 0;
 }
@@ -374,22 +395,29 @@ int64_t MapIndex(int map, int64_t c, int64_t n, int64_t before) {
   }
 }
 
+// With padding (`before` given), each axis is cropped by its negative pads first and padded from
+// what is left (`kept` elements from `first`): so ONNX Runtime pads, and so a negative `before`
+// crops in CenterCropPad.
 template <class T>
 void CopyMapped(const T* in, const int64_t* in_shape, const int64_t* out, int64_t rank, int map, const int64_t* before,
                 const T* fill, T* result) {
-  int64_t strides[kMaxRank], at[kMaxRank] = {}, elements = 1;
+  int64_t strides[kMaxRank], at[kMaxRank] = {}, first[kMaxRank], kept[kMaxRank], begin[kMaxRank], elements = 1;
   for (int64_t d = rank - 1, stride = 1; d >= 0; --d) {
     strides[d] = stride;
     stride *= in_shape[d];
     elements *= out[d];
+    int64_t b = before == nullptr ? 0 : before[d], e = out[d] - in_shape[d] - b;
+    first[d] = b < 0 ? -b : 0;
+    begin[d] = b < 0 ? 0 : b;
+    kept[d] = before == nullptr ? in_shape[d] : in_shape[d] - first[d] - (e < 0 ? -e : 0);
   }
   for (int64_t i = 0; i < elements; ++i) {
     int64_t source = 0;
     bool inside = true;
     for (int64_t d = 0; d < rank && inside; ++d) {
-      int64_t j = MapIndex(map, at[d], in_shape[d], before == nullptr ? 0 : before[d]);
+      int64_t j = MapIndex(map, at[d], kept[d], begin[d]);
       inside = j >= 0;
-      source += j * strides[d];
+      source += (first[d] + j) * strides[d];
     }
     result[i] = inside ? in[source] : *fill;
     for (int64_t d = rank - 1; d >= 0 && ++at[d] == out[d]; --d) at[d] = 0;

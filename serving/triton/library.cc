@@ -74,7 +74,7 @@ void ModelLibrary::DescribeTensors() {
   for (size_t i = 0; i < outputs.size(); ++i) {
     int axis = -1;
     for (const runtime::OutputTrim& trim : first_->graph().output_trims) {
-      if (trim.output == i) axis = static_cast<int>(trim.axis);
+      if (trim.output == i && !trim.whole_shape) axis = static_cast<int>(trim.axis);  // else: every extent -1
     }
     // A library keeps its inputs' names but not its outputs' (the graph's heads are operator
     // nodes): Triton sees output_0, output_1, ..., as `kiln run` and tvmc name them.

@@ -108,6 +108,18 @@ TEST(RunTimeShapes, ValuesThatDoNotFitFailWithTheirReason) {
   EXPECT_EQ(axis, 0);
   EXPECT_EQ(FailureOf([&] { return AxisAtRunTime(kMin, 3, &axis, "c"); }),
             "c: axis -9223372036854775808 is out of range for rank 3");
+  EXPECT_EQ(FailureOf([&] { return RangeAtRunTime(kMin, kMax, int64_t{1}, out, "g"); }),
+            "g: the range has more than 2^63 elements");
+  EXPECT_EQ(FailureOf([&] { return RangeAtRunTime(kMax, kMin, int64_t{-2}, out, "g"); }),
+            "g: the range has more than 2^63 elements");  // ceil((2^64 - 1) / 2) = 2^63
+  EXPECT_EQ(FailureOf([&] { return RangeAtRunTime(kMax, kMin, int64_t{-3}, out, "g"); }), "");
+  EXPECT_EQ(out[0], 6148914691236517205);  // (2^64 - 1) / 3
+  int64_t sized[] = {2, 3}, other_shape[] = {2, 4};
+  EXPECT_EQ(FailureOf([&] { return CheckSizedOutput(sized, sized, 2, 6, "z"); }), "");
+  EXPECT_EQ(FailureOf([&] { return CheckSizedOutput(nullptr, sized, 2, 5, "z"); }),
+            "z: its output holds 5 elements, its shape needs 6 (the graph's sized entries do not match its nodes)");
+  EXPECT_EQ(FailureOf([&] { return CheckSizedOutput(other_shape, sized, 2, 100, "z"); }),
+            "z: the shape it was sized for differs from its inputs' at axis 1 (3, not 4)");
   int64_t steps[] = {0}, zero[] = {0}, first[3], step[3];
   EXPECT_EQ(FailureOf([&] { return SliceAtRunTime(in, 3, zero, zero, zero, steps, 1, first, step, out, "l"); }),
             "l: the step along axis 0 is 0");

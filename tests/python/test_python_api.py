@@ -85,18 +85,19 @@ def test_from_onnx_errors():
 
 
 def test_import_errors_carry_a_structured_location(tmp_path):
-    # An AffineGrid whose size is computed at run time: kiln needs it constant (it decides shapes).
-    model = make_model([onnx.helper.make_node("AffineGrid", ["theta", "s"], ["y"], name="grid_node")],
-                       [value("theta", [1, 2, 3]), value("s", [4], onnx.TensorProto.INT64)], [value("y", [1, 2, 2, 2])],
-                       opset=20)
-    path = tmp_path / "dynamic_grid.onnx"
+    # A MaxUnpool whose output shape is computed at run time: kiln needs it constant (it decides shapes).
+    model = make_model([onnx.helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], name="unpool_node",
+                                              kernel_shape=[2, 2], strides=[2, 2])],
+                       [value("x", [1, 1, 2, 2]), value("i", [1, 1, 2, 2], onnx.TensorProto.INT64),
+                        value("s", [4], onnx.TensorProto.INT64)], [value("y", [1, 1, 4, 4])], opset=11)
+    path = tmp_path / "dynamic_unpool.onnx"
     onnx.save(model, path)
     with pytest.raises(kiln.KilnError) as raised:
         kiln.frontend.from_onnx(str(path))
     e = raised.value
-    assert (e.file, e.node, e.argument) == (str(path), "node 'grid_node' (AffineGrid)", "input 1")
+    assert (e.file, e.node, e.argument) == (str(path), "node 'unpool_node' (MaxUnpool)", "input 2")
     assert e.message == "must be a constant (its value decides shapes)"
-    assert str(e) == f"{path}: node 'grid_node' (AffineGrid): input 1: {e.message}"
+    assert str(e) == f"{path}: node 'unpool_node' (MaxUnpool): input 2: {e.message}"
     # From bytes there is no file; a converter's own error names no argument.
     conv4d = make_model([onnx.helper.make_node("Conv", ["x", "w"], ["y"], name="conv_node")],
                         [value("x", [1, 1, 3, 3, 3, 3])], [value("y", [1, 1, 3, 3, 3, 3])],

@@ -376,3 +376,50 @@ def test_affine_grid_puts_an_axis_of_one_pixel_where_onnx_reference_does(tmp_pat
         with np.errstate(divide="ignore"):
             (want,) = ReferenceEvaluator(model).run(None, feeds)
         np.testing.assert_allclose(run(m, **feeds)[0], want, rtol=1e-6, atol=1e-6)
+
+
+def test_pads_crop_before_they_pad_and_a_failed_run_keeps_the_last_shapes(tmp_path):
+    """Pad in reflect, edge and wrap with a negative pad beside a positive one: cropped first, then
+    padded from what is left (ONNX Runtime's order), against ONNX Runtime. A run whose reshape fails
+    leaves the output as the last good run gave it; a ConstantOfShape of no axes is one element
+    before any run."""
+    import onnxruntime as ort
+    nodes = [helper.make_node("Pad", ["x", "pads"], [mode], mode=mode) for mode in ["reflect", "edge", "wrap"]]
+    nodes += [helper.make_node("Reshape", ["x", "shape"], ["reshaped"]),
+              helper.make_node("ConstantOfShape", ["none"], ["scalar"])]
+    outputs = [value(mode, FLOAT, 2) for mode in ["reflect", "edge", "wrap"]]
+    outputs += [value("reshaped", FLOAT, 2), value("scalar", FLOAT, 0)]
+    path = model_path(tmp_path, nodes, [value("x", FLOAT, [3, 4]), value("pads", INT64, [4]),
+                                        value("shape", INT64, [2]), value("none", INT64, [0])], outputs, name="crop")
+    library = tmp_path / "crop.so"
+    result = subprocess.run([KILN, "compile", str(path), "-o", str(library)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    m = graph_executor.GraphModule(runtime.load_module(str(library))["default"](runtime.cpu()))
+    assert m.get_output(4).numpy().shape == () and m.get_output(4).numpy() == 0
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    for pads in [[1, -1, 0, 1], [-1, 1, 1, -2], [0, -2, 0, 1]]:  # reflect within what is kept
+        feeds = dict(x=x, pads=np.array(pads, np.int64), shape=np.array([6, 2], np.int64), none=np.zeros(0, np.int64))
+        for got, want, name in zip(run(m, **feeds), session.run(None, feeds), ["reflect", "edge", "wrap"]):
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {pads}")
+    with pytest.raises(kiln.KilnError, match="the shape holds 10 elements, the input 12"):
+        run(m, x=x, pads=np.zeros(4, np.int64), shape=np.array([5, 2], np.int64), none=np.zeros(0, np.int64))
+    assert m.get_output(3).numpy().shape == (6, 2)
+
+
+def test_a_graph_whose_sizing_does_not_match_its_nodes_fails_the_run_not_the_memory(tmp_path):
+    """The library's graph JSON without its sized entries (a hand-edited or damaged graph): the
+    expand's output has no storage sized for it, and its operator says so instead of writing past."""
+    import json
+    m_path = model_path(tmp_path, [helper.make_node("Expand", ["x", "shape"], ["y"])],
+                        [value("x", FLOAT, [2, 1]), value("shape", INT64, [2])], [value("y", FLOAT, 2)], name="expand")
+    library = tmp_path / "expand.so"
+    result = subprocess.run([KILN, "compile", str(m_path), "-o", str(library)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    lib = runtime.load_module(str(library))
+    graph = json.loads(lib["get_graph_json"]())
+    assert graph["attrs"]["kiln_sized_entries"][0] == "list_str"  # TVM's executor refuses such a graph
+    del graph["attrs"]["kiln_sized_entries"]
+    m = graph_executor.create(json.dumps(graph), lib, runtime.cpu())
+    with pytest.raises(kiln.KilnError, match="its output holds 0 elements, its shape needs 2000"):
+        run(m, x=np.ones((2, 1), np.float32), shape=np.array([2, 1000], np.int64))

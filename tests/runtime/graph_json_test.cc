@@ -474,6 +474,13 @@ TEST(GraphJson, RejectsMalformedSizedEntries) {
   g["attrs"]["shape"][1][1] = json::array({2});
   g["attrs"][kSizedEntriesAttr] = json::parse(R"(["list_str", ["4,1"]])");
   EXPECT_THAT(ParseError(g.dump()), HasSubstr("entry 4 is not computed by a node that takes entry 1"));
+  // The add's output sized from its input p0, read by the reshape's __nop.
+  g = TvmGraph();
+  g["attrs"]["dltype"][1][1] = "int64";
+  g["attrs"]["shape"][1][1] = json::array({2});
+  g["attrs"]["shape"][1][2] = json::array({0});
+  g["attrs"][kSizedEntriesAttr] = json::parse(R"(["list_str", ["2,1"]])");
+  EXPECT_THAT(ParseError(g.dump()), HasSubstr("entry 2 is read by 'reshape_nop' (__nop), which cannot follow a size"));
 }
 
 // TvmGraph with a batch dimension N of 1 to 2 samples: data, the add and the reshape hold them.
