@@ -55,7 +55,9 @@ inline void* ArgData(const TVMValue* args, int i) {
   return static_cast<char*>(t->data) + t->byte_offset;
 }
 // The elements argument `i`, a flat tensor, holds (an output the executor sized as the graph runs).
-inline int64_t ArgCapacity(const TVMValue* args, int i) { return static_cast<const DLTensor*>(args[i].v_handle)->shape[0]; }
+inline int64_t ArgCapacity(const TVMValue* args, int i) {
+  return static_cast<const DLTensor*>(args[i].v_handle)->shape[0];
+}
 
 // A workspace buffer of the calling thread, freed by the destructor (in reverse order of
 // allocation when several live in one scope).

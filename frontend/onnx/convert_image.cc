@@ -216,7 +216,9 @@ Outputs Resize(const NodeContext& c) {
   std::string mode = c.attr_string("coordinate_transformation_mode", "half_pixel");
   bool crop = mode == "tf_crop_and_resize";
   if ((crop && GivenAtRunTime(c, 1)) || GivenAtRunTime(c, 2) || GivenAtRunTime(c, 3)) {
-    if (crop && !(c.has_input(1) && c.input_type(1).NumElements() > 0)) c.FailAt("input 1", "tf_crop_and_resize needs a roi");
+    if (crop && !(c.has_input(1) && c.input_type(1).NumElements() > 0)) {
+      c.FailAt("input 1", "tf_crop_and_resize needs a roi");
+    }
     Expr roi = crop ? GivenOrEmpty(c, 1, runtime::kFloat32) : Constant(runtime::NDArray::Empty({0}, runtime::kFloat32));
     return {ResizeAtRunTime(c, roi, GivenOrEmpty(c, 2, runtime::kFloat32),
                             GivenOrEmpty(c, 3, DLDataType{kDLInt, 64, 1}), axes, ResizeAttrs(c, mode))};

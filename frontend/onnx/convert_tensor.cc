@@ -219,7 +219,9 @@ Outputs ConstantOfShape(const NodeContext& c) {
   runtime::NDArray value = runtime::NDArray::Empty({}, runtime::kFloat32);
   std::memset(value.data(), 0, value.NumBytes());
   if (c.has_attr("value")) value = TensorToNDArray(c.attr_tensor("value"));
-  if (!c.IsConstant(0)) return {SizedAtRunTime(c, kDynValuesShape, kDynConstantOfShape, {c.input(0)}, {Constant(value)})};
+  if (!c.IsConstant(0)) {
+    return {SizedAtRunTime(c, kDynValuesShape, kDynConstantOfShape, {c.input(0)}, {Constant(value)})};
+  }
   Ints shape = c.ConstantInts(0);
   runtime::NDArray out = runtime::NDArray::Empty(shape, value.dtype());
   size_t elem = runtime::DTypeBytes(value.dtype()), count = out.NumBytes() / elem;

@@ -130,7 +130,7 @@ void RegisterRunTimeShapedOps(OpTable& table) {
   Add(table, {"dyn.squeeze", 2, 2, {}, OpPattern::kOpaque, DynSqueeze, "drop axes of extent 1 given at run time"});
   Add(table, {"dyn.unsqueeze", 2, 2, {}, OpPattern::kOpaque, DynUnsqueeze, "insert axes of extent 1 given at run time"});
   Add(table, {"dyn.reduce", 2, 2,
-              {{"reducer", AttrKind::kString, {}, "sum, mean, max, min, prod, l1, l2, sum_square, log_sum or log_sum_exp"},
+              {{"reducer", AttrKind::kString, {}, "sum, mean, max, min, prod, l1, l2, sum_square, log_sum, log_sum_exp"},
                {"keepdims", AttrKind::kInt, int64_t{1}, "keep reduced axes with extent 1"},
                {"noop_with_empty_axes", AttrKind::kInt, int64_t{0}, "no axes reduce none (else: all)"}},
               OpPattern::kOpaque, DynReduce, "a reduction over axes given at run time"});

@@ -1,7 +1,8 @@
 // Ops whose shape-deciding input is given at run time and whose result no input's size bounds:
 // Expand's shape, Tile's repeats, Pad's pads, ConstantOfShape's shape, Range's start, limit and
-// delta, Resize's roi, scales and sizes. Each is two ops: dyn.<op>_shape computes the result's shape (an int64 [rank] tensor),
-// and dyn.<op> takes it and returns (data, shape), its data typed as a flat tensor of no elements
+// delta, Resize's roi, scales and sizes, OneHot's depth, the windows' sizes, CenterCropPad's
+// lengths and AffineGrid's size. Each is two ops: dyn.<op>_shape computes the result's shape (an
+// int64 [rank] tensor), and dyn.<op> takes it and returns (data, shape), its data typed as a flat tensor of no elements
 // (OpDef::sized_by_input): the executor gives it storage for that shape before the call
 // (docs/architecture.md, "Inputs that ONNX lets decide shapes, given at run time").
 #include <algorithm>
@@ -206,7 +207,8 @@ void RegisterRunTimeSizedOps(OpTable& table) {
                    "centered crop or zero pad to lengths given at run time"}, 1);
   AddShape(table, {"dyn.affine_grid_shape", 2, 2, {}, OpPattern::kOpaque, AffineGridShape, "AffineGrid's result shape"});
   AddSized(table,
-           {"dyn.affine_grid", 3, 3, {{"align_corners", AttrKind::kInt, int64_t{0}, "-1 and 1 at the corner pixels' centers"}},
+           {"dyn.affine_grid", 3, 3,
+            {{"align_corners", AttrKind::kInt, int64_t{0}, "-1 and 1 at the corner pixels' centers"}},
             OpPattern::kOpaque, AffineGrid, "AffineGrid of a size given at run time"},
            2);
   AddShape(table, {"dyn.resize_shape", 4, 4, {kAxes, kPolicy}, OpPattern::kOpaque, ResizeShape,

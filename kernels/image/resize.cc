@@ -102,7 +102,9 @@ int ResizeAtRunTime(const float* data, const int64_t* in, int64_t rank, const in
     if (d + 1 < rank) strides[d] = strides[d + 1] * in[d + 1];
     elements *= out[d];
   }
-  for (int64_t d = 0; d < rank; ++d) taps.push_back(ComputeResizeAxis(in[d], out[d], scales[d], roi[d], roi[rank + d], how));
+  for (int64_t d = 0; d < rank; ++d) {
+    taps.push_back(ComputeResizeAxis(in[d], out[d], scales[d], roi[d], roi[rank + d], how));
+  }
   std::vector<int64_t> tap(static_cast<size_t>(rank), 0);
   for (int64_t i = 0; i < elements; ++i) {
     bool outside = false;

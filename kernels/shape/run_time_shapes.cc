@@ -287,7 +287,9 @@ int RangeAtRunTime(int64_t start, int64_t limit, int64_t delta, int64_t* out, co
   // In 128 bits: limit - start and the rounding cannot overflow.
   __int128 span = static_cast<__int128>(limit) - start, step = delta;
   __int128 count = span / step + (span % step != 0 && (span > 0) == (step > 0));
-  if (count > static_cast<__int128>(std::numeric_limits<int64_t>::max())) return FailAt(where, "the range has more than 2^63 elements");
+  if (count > static_cast<__int128>(std::numeric_limits<int64_t>::max())) {
+    return FailAt(where, "the range has more than 2^63 elements");
+  }
   out[0] = count > 0 ? static_cast<int64_t>(count) : 0;
   return 0;
 }
