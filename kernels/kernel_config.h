@@ -36,7 +36,7 @@ struct KernelConfig {
 // block of 14 positions, with the input channels of 64 KB of weights read at once (16 KB: 5% less).
 // (Three blocks of 8 positions, on a Zen 5 core: ResNet-50 at one thread 3% faster, ResNeXt-50 6%
 // slower.) 8-channel blocks are
-// computed two to a 16-lane vector (conv2d_nchwc.cc), so AVX-512's 8-lane tiles are of one block
+// computed two to a 16-lane vector (conv/nchwc_tiles.h), so AVX-512's 8-lane tiles are of one block
 // only (groups of 8 channels). One block keeps 14 (24 would be faster on wide rows but leaves the
 // tiles of 7x7 planes to the checked kernel).
 inline constexpr KernelConfig kBaselineConfig{"baseline", 4, 8, 8, 4, 1, 1, 8, 4, 16 * 1024, 16, 4, 1, 1 << 15};

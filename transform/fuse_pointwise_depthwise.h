@@ -4,7 +4,7 @@
 // become one nn.conv2d_pointwise_depthwise call, where the kernel computes it on the target
 // (strategy/conv2d.h, kernels::PointwiseDepthwiseComputes): the expanded tensor, 4.8 MB in
 // MobileNetV2's second block, is then never written to memory and read back
-// (kernels/conv/conv2d_nchwc.cc). What follows the depthwise convolution (its bias and clip) stays
+// (kernels/conv/pointwise_depthwise.cc). What follows the depthwise convolution (its bias and clip) stays
 // its epilogue, which FuseOps joins as before. Only expansions of at most 64 input channels:
 // wider ones do more pointwise work than the saved traffic repays. Decides by channels and
 // windows only, never by the extents a shape dimension changes.

@@ -1,6 +1,6 @@
 """The matrix product's register tiles keep their accumulators in registers, on every instruction
 set the kernels are compiled for, whatever machine runs the test; so do AVX-512's two-block
-convolution tiles (kernels/conv/conv2d_nchwc.cc, ConvTile).
+convolution tiles (kernels/conv/nchwc_tiles.h, ConvTile).
 
 kernels/gemm/gemm.cc is compiled to assembly as model libraries compile it (backend/compiler.cc's
 flags), for AVX2 + FMA (x86-64-v3) and AVX-512 (x86-64-v4). In each tile function Tile<R, P>, the
@@ -89,7 +89,7 @@ def check(cxx, source_dir, dlpack_dir, march):
 
 # The blocked convolution's tiles of two 16-channel blocks with 16-channel input blocks compiled in
 # (every 1x1 layer of 16-channel blocks on AVX-512), ConvTile<16, 2, T, false, 16, 1, 16>, mangled.
-CONV_TILE = re.compile(r"^(_ZN4kiln7kernels12_GLOBAL__N_18ConvTileILi16ELi2ELi(\d+)ELb0ELi16ELi1ELi16EE\w*):$")
+CONV_TILE = re.compile(r"^(_ZN4kiln7kernels5nchwc8ConvTileILi16ELi2ELi(\d+)ELb0ELi16ELi1ELi16EE\w*):$")
 
 
 def check_conv_tiles(cxx, source_dir, dlpack_dir):
