@@ -299,7 +299,11 @@ void GraphExecutor::SizeEntry(const SizedEntry& sized, uint32_t node) {
   Check(!__builtin_mul_overflow(elements, DTypeBytes(graph_.dtypes[sized.entry]), &bytes) && bytes <= kMaxSizedBytes,
         NodeLabel(graph_, node), ": its output's shape ", ShapeToString(shape), " needs more than ", kMaxSizedBytes,
         " bytes");
-  GrowSizedEntry(sized.entry, elements);
+  try {
+    GrowSizedEntry(sized.entry, elements);
+  } catch (const Error& error) {  // out of memory: say whose output it was
+    Fail(NodeLabel(graph_, node), ": its output of shape ", ShapeToString(shape), ": ", error.what());
+  }
 }
 
 void GraphExecutor::GrowSizedEntry(uint32_t entry, int64_t elements) {

@@ -43,6 +43,15 @@ void DeclareExtents(EmitContext& c, const std::string& name, int64_t rank) {
   c.code.Line("int64_t " + name + "[" + IntLiteral(std::max<int64_t>(rank, 1)) + "] = {0};");
 }
 
+// The shape the op's inputs give, recomputed by the kernel library's `call` (its text up to its last
+// two arguments, the extents it fills and the op's place): the name of the `rank` extents.
+std::string RecomputedShape(EmitContext& c, int64_t rank, const std::string& call) {
+  std::string expected = c.code.Fresh("expected");
+  DeclareExtents(c, expected, rank);
+  c.code.Line("if (" + call + expected + ", " + Where(c) + ") != 0) return -1;");
+  return expected;
+}
+
 // The data by the kernel library's mapped copy (`map`, an AxisMap), the input seen with `rank` axes.
 void EmitMappedCopy(EmitContext& c, int map, const std::string& before, const std::string& fill,
                     const std::string& expected) {
@@ -120,11 +129,12 @@ void EmitDynRangeShape(EmitContext& c) {
 void EmitDynExpand(EmitContext& c) {
   int64_t rank = c.output_types[1].shape[0];
   c.code.Open("");
-  std::string in = c.code.Fresh("in_shape"), expected = c.code.Fresh("expected");
+  std::string in = c.code.Fresh("in_shape");
   DeclareShape(c, in, c.input_types[0], c.input_types[0].ndim());
-  DeclareExtents(c, expected, rank);
-  c.code.Line("if (kiln::kernels::ExpandAtRunTime(" + in + ", " + IntLiteral(c.input_types[0].ndim()) + ", " +
-              c.inputs[1] + ", " + IntLiteral(rank) + ", " + expected + ", " + Where(c) + ") != 0) return -1;");
+  std::string expected = RecomputedShape(c, rank,
+                                         "kiln::kernels::ExpandAtRunTime(" + in + ", " +
+                                             IntLiteral(c.input_types[0].ndim()) + ", " + c.inputs[1] + ", " +
+                                             IntLiteral(rank) + ", ");
   EmitMappedCopy(c, 0, "nullptr", "nullptr", expected);  // kMapBroadcast
   c.code.Close();
 }
@@ -133,12 +143,11 @@ void EmitDynExpand(EmitContext& c) {
 void EmitDynTile(EmitContext& c) {
   int64_t rank = c.input_types[0].ndim();
   c.code.Open("");
-  std::string in = c.code.Fresh("in_shape"), repeats = c.code.Fresh("repeats"), expected = c.code.Fresh("expected");
+  std::string in = c.code.Fresh("in_shape"), repeats = c.code.Fresh("repeats");
   DeclareShape(c, in, c.input_types[0], rank);
   DeclareValues(c, 1, repeats);
-  DeclareExtents(c, expected, rank);
-  c.code.Line("if (kiln::kernels::TileAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + repeats + ", " + expected +
-              ", " + Where(c) + ") != 0) return -1;");
+  std::string expected =
+      RecomputedShape(c, rank, "kiln::kernels::TileAtRunTime(" + in + ", " + IntLiteral(rank) + ", " + repeats + ", ");
   EmitMappedCopy(c, 1, "nullptr", "nullptr", expected);  // kMapTile
   c.code.Close();
 }
@@ -237,12 +246,11 @@ void EmitDynOneHotShape(EmitContext& c) {
 void EmitDynOneHot(EmitContext& c) {
   int64_t rank = c.output_types[1].shape[0], axis = c.call.attrs.GetInt("axis");
   c.code.Open("");
-  std::string in = c.code.Fresh("in_shape"), expected = c.code.Fresh("expected");
+  std::string in = c.code.Fresh("in_shape");
   DeclareShape(c, in, c.input_types[0], rank - 1);
-  DeclareExtents(c, expected, rank);
-  c.code.Line("if (kiln::kernels::OneHotAtRunTime(" + in + ", " + IntLiteral(rank - 1) + ", " + c.inputs[2] + "[0], " +
-              IntLiteral(axis) + ", " + expected + ", " + Where(c) + ") != 0) return -1;");
-  CopyShape(c, expected);
+  CopyShape(c, RecomputedShape(c, rank,
+                               "kiln::kernels::OneHotAtRunTime(" + in + ", " + IntLiteral(rank - 1) + ", " +
+                                   c.inputs[2] + "[0], " + IntLiteral(axis) + ", "));
   std::string depth = c.outputs[1] + "[" + IntLiteral(axis) + "]";
   c.code.Line("int64_t outer = 1, inner = 1;");
   c.code.Line("for (int64_t d = 0; d < " + IntLiteral(axis) + "; ++d) outer *= " + c.outputs[1] + "[d];");
@@ -328,12 +336,11 @@ void EmitDynAffineGrid(EmitContext& c) {
   int64_t rank = c.output_types[1].shape[0], spatial = rank - 2;
   bool align = c.call.attrs.GetInt("align_corners") != 0;
   c.code.Open("");
-  std::string size = c.code.Fresh("size"), expected = c.code.Fresh("expected");
+  std::string size = c.code.Fresh("size");
   DeclareInputValues(c, 1, size);
-  DeclareExtents(c, expected, rank);
-  c.code.Line("if (kiln::kernels::AffineGridAtRunTime(" + IntLiteral(c.input_types[0].shape[0]) + ", " + size + ", " +
-              IntLiteral(rank) + ", " + expected + ", " + Where(c) + ") != 0) return -1;");
-  CopyShape(c, expected);
+  CopyShape(c, RecomputedShape(c, rank,
+                               "kiln::kernels::AffineGridAtRunTime(" + IntLiteral(c.input_types[0].shape[0]) + ", " +
+                                   size + ", " + IntLiteral(rank) + ", "));
   c.code.Close();
   const std::string &theta = c.inputs[0], &shape = c.outputs[1], &out = c.outputs[0];
   std::string t = CType(c.output_types[0].dtype);

@@ -5,7 +5,9 @@ shape the values give (get_output, get_output_info with -1 extents); elementwise
 after such an op keep its shape; values that do not fit are clear errors at run, after which the
 library still runs; a node that would need such a value's shape to compile is a clear error."""
 import os
+import re
 import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -423,3 +425,39 @@ def test_a_graph_whose_sizing_does_not_match_its_nodes_fails_the_run_not_the_mem
     m = graph_executor.create(json.dumps(graph), lib, runtime.cpu())
     with pytest.raises(kiln.KilnError, match="its output holds 0 elements, its shape needs 2000"):
         run(m, x=np.ones((2, 1), np.float32), shape=np.array([2, 1000], np.int64))
+
+
+def test_storage_the_memory_cannot_give_is_an_error_naming_the_node(tmp_path):
+    """A tile whose result needs more memory than the process may have (its address space limited
+    in a child process): the run fails with the node's name and the shape, and a small run follows."""
+    m_path = model_path(tmp_path, [helper.make_node("Tile", ["x", "repeats"], ["y"])],
+                        [value("x", FLOAT, [2, 3]), value("repeats", INT64, [2])], [value("y", FLOAT, 2)],
+                        name="tile")
+    library = tmp_path / "tile.so"
+    result = subprocess.run([KILN, "compile", str(m_path), "-o", str(library)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    script = f"""
+import resource
+import numpy as np
+import kiln
+from kiln import graph_executor, runtime
+m = graph_executor.GraphModule(runtime.load_module({str(library)!r})["default"](runtime.cpu()))
+with open("/proc/self/status") as status:
+    size = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + 2**30, size + 2**30))
+m.set_input("x", np.ones((2, 3), np.float32))
+m.set_input("repeats", np.array([2**14, 2**14], np.int64))  # 6 GiB of floats
+try:
+    m.run()
+    print("no error")
+except kiln.KilnError as error:
+    print("error:", error)
+m.set_input("repeats", np.array([2, 1], np.int64))
+m.run()
+print("small run:", m.get_output(0).numpy().shape)
+"""
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ)
+    assert child.returncode == 0, child.stderr
+    expected = r"error: graph node \d+ '\w*dyn_tile': its output of shape \[32768, 49152\]: cannot allocate"
+    assert re.search(expected, child.stdout), child.stdout
+    assert "small run: (4, 3)" in child.stdout
