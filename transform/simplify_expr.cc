@@ -19,6 +19,7 @@ const OpRef kCast("cast");
 const OpRef kDivide("divide");
 const OpRef kExpandDims("expand_dims");
 const OpRef kMultiply("multiply");
+const OpRef kPad("nn.pad");
 const OpRef kPower("power");
 const OpRef kReshape("reshape");
 const OpRef kSqueeze("squeeze");
@@ -174,6 +175,17 @@ PatternRewrite Identity(const Pattern& pattern, const Pattern& x) {
           }, false};
 }
 
+// nn.pad of nothing on every side, in any mode: x. PyTorch exports one before each AvgPool2d
+// (DenseNet's transitions), and a pad keeps its input out of the blocked layouts (AlterOpLayout).
+PatternRewrite PadOfNothing() {
+  Pattern x = Wildcard();
+  return {IsOp(kPad, {x}), [=](const Match& m, const Rewritten& rewritten) -> Expr {
+            const std::vector<int64_t>& widths = m.root()->As<CallNode>()->attrs.GetInts("pad_width");
+            bool nothing = std::all_of(widths.begin(), widths.end(), [](int64_t w) { return w == 0; });
+            return nothing && m[x]->type() == m.root()->type() ? rewritten(m[x]) : nullptr;
+          }, false};
+}
+
 const std::vector<PatternRewrite>& Rules() {
   static const std::vector<PatternRewrite> rules = [] {
     Pattern x = Wildcard();
@@ -182,6 +194,7 @@ const std::vector<PatternRewrite>& Rules() {
         ReshapeChain(),
         TransposeChain(),
         ElementwiseBeforeReshape(),
+        PadOfNothing(),
         Identity(IsOp(kCast, {x}) | IsOp(kBroadcastTo, {x}), x),
         Identity(IsOp(kMultiply, {x, ConstantOf(1)}).Commutative(), x),
         Identity(IsOp(kAdd, {x, ConstantOf(0)}).Commutative(), x),

@@ -97,7 +97,8 @@ TEST(SimplifyExpr, ReshapeChainsTransposePairsAndIdentities) {
     %8 = multiply(%5, %one);
     %9 = add(%zero, %8);
     %10 = cast(%9, dtype="float32");
-    (%3, %10, %7)
+    %11 = nn.pad(%10, pad_width=[0, 0, 0, 0, 0, 0], pad_mode="reflect");
+    (%3, %11, %7)
   })",
              R"(fn (%x: Tensor[(2, 3, 4), float32]) {
     %0 = reshape(%x, newshape=[24]);
@@ -201,7 +202,9 @@ TEST(SimplifyExpr, KeepsWhatChangesValuesOrShapes) {
     %1 = add(%x, %two);
     %2 = cast(%x, dtype="int64");
     %3 = transpose(%0, axes=[1, 0]);
-    (%0, %1, %2, %3)
+    %4 = nn.pad(%x, pad_width=[0, 1]);
+    %5 = nn.pad(%x, pad_width=[1, 0], pad_mode="edge");
+    (%0, %1, %2, %3, %4, %5)
   })";
   ExpectPass(SimplifyExpr, text, text);
 }
