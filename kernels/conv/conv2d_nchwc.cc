@@ -134,6 +134,19 @@ void RunPairedGroupItems(int64_t begin, int64_t end, void* context) {
   }
 }
 
+// The first output block of a set of tile_blocks blocks (sets count over images and groups).
+inline int64_t FirstBlockOfSet(const Job& job, int64_t set) {
+  const int64_t groups = job.out_blocks / job.group_out_blocks;
+  return set / job.block_sets % groups * job.group_out_blocks + set % job.block_sets * job.tile_blocks;
+}
+
+// The tiles RunRow computes a row of `positions` in, with tiles of `vectors` vectors.
+template <int L>
+int64_t TilesOfRow(int64_t vectors, int64_t positions) {
+  const int64_t widest = vectors == 3 ? kMaxTile<L, 3> : vectors == 2 ? kMaxTile<L, 2> : kMaxTile<L, 1>;
+  return (positions + widest - 1) / widest;
+}
+
 // Work item: (image, group, set of tile_blocks output blocks, a few rows, a part of each row).
 template <int OB, int kLocalGroup, int IB, int S, int L>
 void RunItems(int64_t begin, int64_t end, void* context) {
@@ -146,19 +159,18 @@ void RunItems(int64_t begin, int64_t end, void* context) {
   // Planes of one position read position 0 of an input plane of one (PointTile).
   const bool one_position = kLocalGroup == 0 && p.out_height * p.out_width == 1 && p.in_height * p.in_width == 1 &&
                             p.kernel_height == 1 && p.kernel_width == 1 && p.pad_top == 0 && p.pad_left == 0;
+  const int64_t w_icb = p.kernel_height * p.kernel_width * p.in_block * OB;  // floats of an input block's weights
   for (int64_t item = begin; item < end; ++item) {
     const auto [set, row_item, part] = PlaceOfItem(job, item);  // set: over (n, group, set in the group)
     int64_t groups = job.out_blocks / job.group_out_blocks;
-    int64_t n = set / job.block_sets / groups, group = set / job.block_sets % groups;
-    int64_t first_block = set % job.block_sets * job.tile_blocks;
-    int64_t blocks = std::min(job.tile_blocks, job.group_out_blocks - first_block);
+    int64_t n = set / job.block_sets / groups, ocb = FirstBlockOfSet(job, set);
+    int64_t blocks = std::min(job.tile_blocks, job.group_out_blocks - ocb % job.group_out_blocks);
     int64_t vectors = (blocks + kPer - 1) / kPer;
     int64_t oh_begin = row_item * job.rows_per_item;
     int64_t oh_end = std::min(p.out_height, oh_begin + job.rows_per_item);
     int64_t ow_begin = part * job.part_width, ow_end = std::min(p.out_width, ow_begin + job.part_width);
     for (int64_t c0 = 0; c0 < in_total; c0 += job.chunk) {
-      Tile tile{n, group * job.group_out_blocks + first_block, blocks, 0, 0, 0, c0, std::min(in_total, c0 + job.chunk),
-                c0 == 0, c0 + job.chunk >= in_total};
+      Tile tile{n, ocb, blocks, 0, 0, 0, c0, std::min(in_total, c0 + job.chunk), c0 == 0, c0 + job.chunk >= in_total};
       if (one_position) {
         for (int64_t v = 0; v < vectors; ++v) {
           Tile vector = tile;
@@ -167,6 +179,14 @@ void RunItems(int64_t begin, int64_t end, void* context) {
           PointTile<OB, L>(job, vector);
         }
         continue;
+      }
+      if constexpr (kLocalGroup == 0) {  // the next chunk's weights: this set's, or the next item's set's
+        if (c0 + job.chunk < in_total) {
+          tile.ahead = job.weight + (ocb * job.group_in_blocks + c0 + job.chunk) * w_icb;
+        } else if (item + 1 < end) {
+          tile.ahead = job.weight + FirstBlockOfSet(job, PlaceOfItem(job, item + 1).set) * job.group_in_blocks * w_icb;
+        }
+        tile.ahead_period = (oh_end - oh_begin) * TilesOfRow<L>(vectors, ow_end - ow_begin);
       }
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;

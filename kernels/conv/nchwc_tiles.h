@@ -117,6 +117,11 @@ struct Tile {
   int64_t n, ocb, blocks, oh, ow0, count;
   int64_t icb_begin, icb_end;  // the chunk of input channel blocks
   bool first, last;            // first chunk: start from zero; last chunk: epilogue
+  // The weights the tiles read next (the next chunk's, of block `ocb` of the next chunk's set), asked
+  // for while this chunk computes (WeightsAhead), or null; the chunk's tiles share the asking:
+  // this one asks for the next chunk's input channel blocks k with k % ahead_period == ahead_phase.
+  const float* ahead = nullptr;
+  int64_t ahead_period = 1, ahead_phase = 0;
 };
 
 // Taps k in [begin, end) with 0 <= start + k * step < size, for k < count.
@@ -256,6 +261,18 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
   return out;
 }
 
+// Asks for the `floats` weights at `w` of each of `blocks` output blocks, block_stride apart, to be
+// brought into L2 (the weights of one input channel block, which the next chunk reads). A 1x1
+// layer's weights are read once per tile, and chunk by chunk: in a model, whose weights do not fit
+// in L3, the first tile of a chunk waited for the chunk's weights from memory while the other tiles
+// found them in cache (1024 -> 1024 channels on 7x7 in a chain of twelve, 48 MB of weights: 483 us
+// each on one Zen 5 core; in a chain of three, 12 MB, which stays in L3: 416 us).
+inline void WeightsAhead(const float* w, int64_t floats, int64_t block_stride, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(w + b * block_stride + i, 0, 2);
+  }
+}
+
 // acc += a * b, the sum written where acc is (with AVX-512: vfmadd231ps, see ConvTile).
 template <int L>
 KILN_ALWAYS_INLINE void FmaInPlace(Vec<L>& acc, Vec<L> a, Vec<L> b) {
@@ -307,9 +324,13 @@ __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const 
   const int64_t w_block_stride = job.group_in_blocks * p.kernel_height * p.kernel_width * w_tap;
   // The group's first input channel block; the tile's chunk counts from it.
   const int64_t first_icb = tile.ocb / job.group_out_blocks * job.group_in_blocks;
+  const int64_t w_icb = p.kernel_height * p.kernel_width * w_tap;  // floats of one input block's weights
   for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
     const float* x_plane = job.data + (tile.n * job.in_blocks + first_icb + icb) * job.in_plane;
-    const float* w_block = job.weight + (tile.ocb * job.group_in_blocks + icb) * p.kernel_height * p.kernel_width * w_tap;
+    const float* w_block = job.weight + (tile.ocb * job.group_in_blocks + icb) * w_icb;
+    if (!kChecked && tile.ahead != nullptr && (icb - tile.icb_begin) % tile.ahead_period == tile.ahead_phase) {
+      WeightsAhead(tile.ahead + (icb - tile.icb_begin) * w_icb, w_icb, w_block_stride, tile.blocks);
+    }
     for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
       const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * ib;
       const float* w_row = w_block + kh * p.kernel_width * w_tap;
@@ -579,7 +600,11 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   static const auto unchecked =
       TileTable<OB, NB, kLocalGroup, IB, S, L>(std::make_integer_sequence<int, kMax - kMin + 1>());
   ForEachTileOfRow<kMin, kMax>(
-      *job.p, tile, ow_begin, ow_end, [&](int64_t count) { unchecked[count - kMin](job, tile); },
+      *job.p, tile, ow_begin, ow_end,
+      [&](int64_t count) {
+        unchecked[count - kMin](job, tile);
+        tile.ahead_phase = (tile.ahead_phase + 1) % tile.ahead_period;
+      },
       [&] {
         Tile vector = tile;
         for (int b = 0; b < NB; ++b, vector.ocb += kPer) {
