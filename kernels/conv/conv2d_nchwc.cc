@@ -180,13 +180,21 @@ void RunItems(int64_t begin, int64_t end, void* context) {
         }
         continue;
       }
-      if constexpr (kLocalGroup == 0) {  // the next chunk's weights: this set's, or the next item's set's
+      if (kLocalGroup == 0 && job.weights_ahead) {  // the next chunk's weights: this set's, or the next item's set's
+        int64_t next_icbs = 0;
         if (c0 + job.chunk < in_total) {
           tile.ahead = job.weight + (ocb * job.group_in_blocks + c0 + job.chunk) * w_icb;
+          next_icbs = std::min(job.chunk, in_total - c0 - job.chunk);
         } else if (item + 1 < end) {
           tile.ahead = job.weight + FirstBlockOfSet(job, PlaceOfItem(job, item + 1).set) * job.group_in_blocks * w_icb;
+          next_icbs = std::min(job.chunk, in_total);
         }
-        tile.ahead_period = (oh_end - oh_begin) * TilesOfRow<L>(vectors, ow_end - ow_begin);
+        const int64_t tiles = (oh_end - oh_begin) * TilesOfRow<L>(vectors, ow_end - ow_begin);
+        const int64_t taps = (tile.icb_end - tile.icb_begin) * p.kernel_height * p.kernel_width;
+        tile.ahead_block_lines = std::max<int64_t>(1, (next_icbs * w_icb + 15) / 16);
+        tile.ahead_total = blocks * tile.ahead_block_lines;
+        tile.ahead_lines = (tile.ahead_total + tiles - 1) / tiles;
+        tile.ahead_step = (tile.ahead_lines + taps - 1) / taps;
       }
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
@@ -243,6 +251,9 @@ int Run(Job& job) {
   const int64_t weight_bytes = p.out_channels * (p.in_channels / p.groups) * p.kernel_height * p.kernel_width *
                                static_cast<int64_t>(sizeof(float));  // a depthwise job's groups are 1 in `job`
   job.positions_outer = weight_bytes <= kMaxPositionSplitWeightBytes && job.row_items * job.row_parts > 1;
+  // Weights larger than that come from memory in a model (WeightsAhead); smaller ones stay in cache,
+  // and asking for them again cost the text detector, whose layers' weights are small, 2%.
+  job.weights_ahead = weight_bytes > kMaxPositionSplitWeightBytes;
   if constexpr (kPairsGroups<OB, kLocalGroup, L>) {
     if (paired) {
       return ParallelFor(sets * job.row_items * job.row_parts,
@@ -359,28 +370,9 @@ int Conv2DNCHWc(const Conv2DNCHWcParams& p, const float* data, const float* weig
     }
   }
   int64_t groups = p.depthwise ? 1 : p.groups;  // a depthwise job reads its own block
-  Job job{&run,
-          data,
-          weight,
-          out,
-          epilogue,
-          epilogue_size,
-          p.in_channels / p.in_block,
-          p.out_channels / p.out_block,
-          p.in_channels / groups / p.in_block,
-          p.out_channels / groups / p.out_block,
-          0,
-          0,
-          0,
-          0,
-          0,
-          0,
-          0,
-          0,
-          {},
-          false};
-  job.in_plane = run.in_height * run.in_width * run.in_block;
-  job.out_plane = run.out_height * run.out_width * run.out_block;
+  Job job(&run, data, weight, out, epilogue, epilogue_size, p.in_channels / p.in_block, p.out_channels / p.out_block,
+          p.in_channels / groups / p.in_block, p.out_channels / groups / p.out_block,
+          run.in_height * run.in_width * run.in_block, run.out_height * run.out_width * run.out_block);
   return Run<OB, kLocalGroup, IB, S, L>(job);
 }
 

@@ -61,30 +61,39 @@ template <RegisterEpilogue::Activation kActivation>
 }
 
 struct Job {
+  // What every job names: a missing one is a compile error. The rest is set by name.
+  Job(const Conv2DNCHWcParams* p, const float* data, const float* weight, float* out, const EpilogueStep* epilogue,
+      int epilogue_size, int64_t in_blocks, int64_t out_blocks, int64_t group_in_blocks, int64_t group_out_blocks,
+      int64_t in_plane, int64_t out_plane)
+      : p(p), data(data), weight(weight), out(out), epilogue(epilogue), epilogue_size(epilogue_size),
+        in_blocks(in_blocks), out_blocks(out_blocks), group_in_blocks(group_in_blocks),
+        group_out_blocks(group_out_blocks), in_plane(in_plane), out_plane(out_plane) {}
+
   const Conv2DNCHWcParams* p;
   const float* data;
   const float* weight;
   float* out;
   const EpilogueStep* epilogue;
   int epilogue_size;
-  int64_t in_blocks, out_blocks;    // C / ib, O / ob
-  int64_t group_in_blocks;           // input channel blocks of one group: (C / groups) / ib
-  int64_t group_out_blocks;          // output channel blocks of one group: (O / groups) / ob
-  int64_t tile_blocks;               // output channel blocks a tile computes together (fewer at a group's end)
-  int64_t block_sets;                // sets of tile_blocks blocks in one group
-  int64_t rows_per_item, row_items;  // output rows per work item; row ranges per (n, block set)
-  int64_t row_parts, part_width;     // each row range split along the row: parts of so many positions
-  int64_t chunk;                     // input channel blocks per chunk
-  int64_t batch_sets;                // sets of output blocks over all images and groups
-  RegisterEpilogue in_registers;     // the epilogue, when applied in the tile (before the store; swish, and
-                                     // AVX2's hard swish, right after it)
-  bool positions_outer;              // work items ordered by rows and parts first, sets of blocks last
-  int64_t in_plane = 0, out_plane = 0;  // floats from one channel block to the next, input and output
+  int64_t in_blocks, out_blocks;  // C / ib, O / ob
+  int64_t group_in_blocks;         // input channel blocks of one group: (C / groups) / ib
+  int64_t group_out_blocks;        // output channel blocks of one group: (O / groups) / ob
+  int64_t in_plane, out_plane;     // floats from one channel block to the next, input and output
+  int64_t tile_blocks = 1;         // output channel blocks a tile computes together (fewer at a group's end)
+  int64_t block_sets = 0;          // sets of tile_blocks blocks in one group
+  int64_t rows_per_item = 0, row_items = 0;  // output rows per work item; row ranges per (n, block set)
+  int64_t row_parts = 0, part_width = 0;     // each row range split along the row: parts of so many positions
+  int64_t chunk = 0;                         // input channel blocks per chunk
+  int64_t batch_sets = 0;                    // sets of output blocks over all images and groups
+  RegisterEpilogue in_registers;  // the epilogue, when applied in the tile (before the store; swish, and
+                                  // AVX2's hard swish, right after it)
+  bool positions_outer = false;   // work items ordered by rows and parts first, sets of blocks last
   // A depthwise layer that reads a band of the rows a pointwise convolution wrote
   // (Conv2DPointwiseDepthwise): `data` holds rows from band_first_row on of the blocks from
   // band_first_block on, in_plane apart.
   bool reads_band = false;
   int64_t band_first_row = 0, band_first_block = 0;
+  bool weights_ahead = false;  // tiles ask for the next chunk's weights (Tile::ahead)
 };
 
 // Where row ih of the input block that output block ocb of image n reads starts (its column 0).
@@ -117,11 +126,13 @@ struct Tile {
   int64_t n, ocb, blocks, oh, ow0, count;
   int64_t icb_begin, icb_end;  // the chunk of input channel blocks
   bool first, last;            // first chunk: start from zero; last chunk: epilogue
-  // The weights the tiles read next (the next chunk's, of block `ocb` of the next chunk's set), asked
-  // for while this chunk computes (WeightsAhead), or null; the chunk's tiles share the asking:
-  // this one asks for the next chunk's input channel blocks k with k % ahead_period == ahead_phase.
+  // The weights the tiles read next, asked for while this chunk computes (WeightsAhead), or null:
+  // the next chunk's, from block `ocb` of the next chunk's set on, each block's ahead_block_lines
+  // cache lines in one piece. The chunk's tiles share the asking: this one asks for lines
+  // [ahead_line, ahead_line + ahead_lines) of the blocks' pieces one after the other (ahead_total
+  // in all), ahead_step of them with each tap it computes.
   const float* ahead = nullptr;
-  int64_t ahead_period = 1, ahead_phase = 0;
+  int64_t ahead_line = 0, ahead_lines = 0, ahead_total = 0, ahead_block_lines = 1, ahead_step = 0;
 };
 
 // Taps k in [begin, end) with 0 <= start + k * step < size, for k < count.
@@ -261,17 +272,35 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
   return out;
 }
 
-// Asks for the `floats` weights at `w` of each of `blocks` output blocks, block_stride apart, to be
-// brought into L2 (the weights of one input channel block, which the next chunk reads). A 1x1
-// layer's weights are read once per tile, and chunk by chunk: in a model, whose weights do not fit
-// in L3, the first tile of a chunk waited for the chunk's weights from memory while the other tiles
-// found them in cache (1024 -> 1024 channels on 7x7 in a chain of twelve, 48 MB of weights: 483 us
-// each on one Zen 5 core; in a chain of three, 12 MB, which stays in L3: 416 us).
-inline void WeightsAhead(const float* w, int64_t floats, int64_t block_stride, int64_t blocks) {
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(w + b * block_stride + i, 0, 2);
+// A tile's share of the weights the next chunk reads (Tile::ahead), asked for a few lines at a time,
+// in order, to be brought into L2. The weights are read chunk by chunk, each chunk once per tile:
+// in a model, whose weights do not fit in L3, a chunk's first tile waited for them from memory
+// while the chunk's other tiles found them in cache (1024 -> 1024 channels on 7x7 in a chain of
+// twelve, 48 MB of weights: 483 us each on one Zen 5 core; in a chain of three, 12 MB, which stays
+// in L3: 416 us). Asked for evenly over the taps of every tile of the chunk, and in order: all at
+// once (a next input block's lines in one tap of one tile), 3x3 layers on 7x7 ran 20% slower;
+// spread in scattered lines (a few of each input block in each tap), 1x1 layers on 14x14 5%.
+class WeightsAhead {
+ public:
+  WeightsAhead(const Tile& tile, int64_t block_stride)
+      : base_(tile.ahead), block_stride_(block_stride), block_lines_(tile.ahead_block_lines), step_(tile.ahead_step) {
+    const int64_t first = std::min(tile.ahead_total, tile.ahead_line);
+    remaining_ = base_ == nullptr ? 0 : std::min(tile.ahead_total, first + tile.ahead_lines) - first;
+    block_ = first / block_lines_;
+    line_ = first % block_lines_;
   }
-}
+  // The next ahead_step lines.
+  KILN_ALWAYS_INLINE void Ask() {
+    for (int64_t k = 0; k < step_ && remaining_ > 0; ++k, --remaining_) {
+      __builtin_prefetch(base_ + block_ * block_stride_ + line_ * 16, 0, 2);
+      if (++line_ == block_lines_) line_ = 0, ++block_;
+    }
+  }
+
+ private:
+  const float* base_;
+  int64_t block_stride_, block_lines_, step_, remaining_, block_, line_;
+};
 
 // acc += a * b, the sum written where acc is (with AVX-512: vfmadd231ps, see ConvTile).
 template <int L>
@@ -325,18 +354,17 @@ __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const 
   // The group's first input channel block; the tile's chunk counts from it.
   const int64_t first_icb = tile.ocb / job.group_out_blocks * job.group_in_blocks;
   const int64_t w_icb = p.kernel_height * p.kernel_width * w_tap;  // floats of one input block's weights
+  WeightsAhead ahead(tile, w_block_stride);
   for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
     const float* x_plane = job.data + (tile.n * job.in_blocks + first_icb + icb) * job.in_plane;
     const float* w_block = job.weight + (tile.ocb * job.group_in_blocks + icb) * w_icb;
-    if (!kChecked && tile.ahead != nullptr && (icb - tile.icb_begin) % tile.ahead_period == tile.ahead_phase) {
-      WeightsAhead(tile.ahead + (icb - tile.icb_begin) * w_icb, w_icb, w_block_stride, tile.blocks);
-    }
     for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
       const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * ib;
       const float* w_row = w_block + kh * p.kernel_width * w_tap;
       for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
         int64_t iw0 = iw_first + kw * p.dilation_w;
         const float* w = w_row + kw * w_tap;
+        if (!kChecked) ahead.Ask();
         int64_t t_begin = 0, t_end = T;
         if (kChecked) ValidRange(iw0, p.stride_w, width, count, &t_begin, &t_end);
         const float* x = x_row + iw0 * ib;
@@ -603,7 +631,7 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
       *job.p, tile, ow_begin, ow_end,
       [&](int64_t count) {
         unchecked[count - kMin](job, tile);
-        tile.ahead_phase = (tile.ahead_phase + 1) % tile.ahead_period;
+        tile.ahead_line += tile.ahead_lines;  // the next tile's share
       },
       [&] {
         Tile vector = tile;
@@ -611,6 +639,7 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
           vector.blocks = std::min<int64_t>(kPer, tile.blocks - b * kPer);
           kCheckedTile<OB, kLocalGroup, L>(job, vector);
         }
+        tile.ahead_line += tile.ahead_lines;  // checked tiles ask for none: their share goes unasked
       });
 }
 

@@ -64,10 +64,10 @@ void RunPointwiseDepthwiseItems(int64_t begin, int64_t end, void* context) {
     if (end_row > first_row) {
       // The pointwise convolution of rows [first_row, end_row) of image n, as one row of positions,
       // into the buffer: the set's blocks (its weights and bias from first_block on).
-      Job pointwise{&f.pointwise, f.data + (n * in_blocks * p.height + first_row) * p.width * IB,
+      Job pointwise(&f.pointwise, f.data + (n * in_blocks * p.height + first_row) * p.width * IB,
                     f.pointwise_weight + first_block * in_blocks * IB * OB, band.as<float>(), nullptr, 0, in_blocks,
-                    blocks, in_blocks, blocks, 0, 0, 0, 0, 0, 0, 0, 0, f.pointwise_registers, false,
-                    p.height * p.width * IB, band_plane};
+                    blocks, in_blocks, blocks, p.height * p.width * IB, band_plane);
+      pointwise.in_registers = f.pointwise_registers;
       pointwise.in_registers.bias += first_block * OB;
       Tile run{0, 0, blocks, 0, 0, 0, 0, in_blocks, true, true};
       const int64_t positions = (end_row - first_row) * p.width;
@@ -81,9 +81,12 @@ void RunPointwiseDepthwiseItems(int64_t begin, int64_t end, void* context) {
         RunRow<OB, 1, 0, IB, 1, L>(pointwise, run, 0, positions);
       }
     }
-    Job depthwise{&f.depthwise, band.as<float>(), f.depthwise_weight, f.out, f.epilogue, f.epilogue_size,
-                  out_blocks, out_blocks, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, f.depthwise_registers, false,
-                  band_plane, p.out_height * p.out_width * OB, true, first_row, first_block};
+    Job depthwise(&f.depthwise, band.as<float>(), f.depthwise_weight, f.out, f.epilogue, f.epilogue_size, out_blocks,
+                  out_blocks, 1, 1, band_plane, p.out_height * p.out_width * OB);
+    depthwise.in_registers = f.depthwise_registers;
+    depthwise.reads_band = true;
+    depthwise.band_first_row = first_row;
+    depthwise.band_first_block = first_block;
     for (int64_t b = 0; b < blocks; ++b) {
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         Tile tile{n, first_block + b, 1, oh, 0, 0, 0, 1, true, true};

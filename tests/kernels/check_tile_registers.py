@@ -42,7 +42,8 @@ def functions(assembly):
 
 
 def innermost_fma_loops(lines):
-    """The loops (label to backward jump) with FMAs that contain no other loop."""
+    """The loops (label to backward jump) with FMAs that contain no other loop with FMAs (a loop
+    without them, such as the convolution tiles' prefetches of the next weights, may be inside)."""
     labels = {}
     loops = []
     for i, line in enumerate(lines):
@@ -50,8 +51,9 @@ def innermost_fma_loops(lines):
             labels[match.group(1)] = i
         elif (match := JUMP.match(line)) and match.group(1) in labels:
             loops.append((labels[match.group(1)], i))
-    inner = [(b, e) for b, e in loops if not any(b <= b2 and e2 < e for b2, e2 in loops if (b2, e2) != (b, e))]
-    return [lines[b:e + 1] for b, e in inner if any("vfmadd" in line for line in lines[b:e + 1])]
+    fma_loops = [(b, e) for b, e in loops if any("vfmadd" in line for line in lines[b:e + 1])]
+    inner = [(b, e) for b, e in fma_loops if not any(b <= b2 and e2 < e for b2, e2 in fma_loops if (b2, e2) != (b, e))]
+    return [lines[b:e + 1] for b, e in inner]
 
 
 def compile_to_assembly(cxx, source_dir, dlpack_dir, march, source, defines=()):
