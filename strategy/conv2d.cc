@@ -331,8 +331,8 @@ kernels::Conv2DParams Conv2DKernelParams(const ir::CallNode& call, const Conv2DI
           p.groups,         depthwise};
 }
 
-kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
-                                                   const Conv2DImplementation& implementation) {
+kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call, const Conv2DImplementation& implementation,
+                                                   const KernelConfig& config) {
   Conv2DProblem p = Conv2DProblemOf(call);
   Conv2DLayouts l = Conv2DLayoutsOf(call);
   bool depthwise = implementation.kernel == Conv2DKernel::kConv2DNCHWcDepthwise;
@@ -353,11 +353,14 @@ kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
   // A pointwise plane (after the copy) may run as one row (the kernel does when it is small), so
   // that tiles need not stop at row ends.
   bool flat_plane = one_by_one && (!strided || gather_strided) && (!padded || copy_padded);
-  return {p.batch,     p.channels,   p.height,       p.width,       in_block == 0 ? 1 : in_block,
-          p.out_channels, ir::ChannelBlock(l.out), p.kernel_h, p.kernel_w, p.out_h,
-          p.out_w,     p.strides[0], p.strides[1],   p.dilation[0], p.dilation[1],
-          p.padding[0], p.padding[1], p.groups,      depthwise,     copy_padded,
-          gather_strided, flat_plane};
+  kernels::Conv2DNCHWcParams params{p.batch,     p.channels,   p.height,       p.width,       in_block == 0 ? 1 : in_block,
+                                    p.out_channels, ir::ChannelBlock(l.out), p.kernel_h, p.kernel_w, p.out_h,
+                                    p.out_w,     p.strides[0], p.strides[1],   p.dilation[0], p.dilation[1],
+                                    p.padding[0], p.padding[1], p.groups,      depthwise,     copy_padded,
+                                    gather_strided, flat_plane};
+  // Paired groups of one block skip the padding themselves (their tiles at a row's ends).
+  if (kernels::PairsOneBlockGroups(params, config)) params.copy_padded = false;
+  return params;
 }
 
 runtime::NDArray WinogradWeightOf(const runtime::NDArray& weight, int64_t in_block, int64_t out_block) {

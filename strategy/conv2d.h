@@ -77,8 +77,8 @@ const Conv2DImplementation& Conv2DImplementationOf(const ir::CallNode& call);
 // The parameters of the kernel of `implementation` (which computes `call`): Conv2D's for kConv2D
 // and kConv2DDepthwise, Conv2DNCHWc's for the others.
 kernels::Conv2DParams Conv2DKernelParams(const ir::CallNode& call, const Conv2DImplementation& implementation);
-kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call,
-                                                   const Conv2DImplementation& implementation);
+kernels::Conv2DNCHWcParams Conv2DNCHWcKernelParams(const ir::CallNode& call, const Conv2DImplementation& implementation,
+                                                   const kernels::KernelConfig& config);
 
 // The implementation that AlterOpLayout computes as an nn.conv2d_winograd call (kConv2DWinograd).
 extern const char* const kConv2DWinogradName;

@@ -119,7 +119,7 @@ std::string Conv2DNCHWcKernel(const kernels::Conv2DNCHWcParams& p, const kernels
 
 KernelCall PlanConv2DNCHWc(const KernelOperands& o, const strategy::Conv2DImplementation& implementation) {
   KernelCall k;
-  kernels::Conv2DNCHWcParams params = strategy::Conv2DNCHWcKernelParams(o.call, implementation);
+  kernels::Conv2DNCHWcParams params = strategy::Conv2DNCHWcKernelParams(o.call, implementation, o.config);
   k.kernel = Conv2DNCHWcKernel(params, o.config);
   k.implementation = implementation.name;
   k.params = TypedParams("Conv2DNCHWcParams", params);

@@ -578,8 +578,9 @@ TEST(Conv2DNCHWc, SmoothActivationsAfterBlockLocalAndGroupedTiles) {
 // Groups of one 8-channel block (RegNetY's): with AVX-512, two groups to a 16-lane vector
 // (PairsOneBlockGroups), an odd count's last group alone; 3 taps wide at stride 1 and 2 along the
 // row, any height, vertical stride and dilation; rows of interior tiles and rows too narrow for
-// them (checked tiles of one group); with and without padding; a bias and relu in registers, and
-// other epilogues over the stored tile; serial and parallel.
+// them (checked tiles of one group); with and without padding, read as it is (tiles at a row's
+// ends skip the columns past them) or copied with the padding written out; a bias and relu in
+// registers, and other epilogues over the stored tile; serial and parallel.
 TEST(Conv2DNCHWc, GroupsOfOneBlockInPairs) {
   struct Form {
     int64_t w, kh, sh, sw, dh, pt, pl;  // padding: pt rows top and bottom, pl columns left and right
@@ -595,6 +596,7 @@ TEST(Conv2DNCHWc, GroupsOfOneBlockInPairs) {
         int64_t c = 8 * groups;
         Shape s{2, c, 9, f.w, c, f.kh, 3, f.sh, f.sw, f.dh, 1, f.pt, f.pl, f.pt, f.pl, 8, 8, false, groups};
         Conv2DNCHWcParams p = Params(s);
+        p.copy_padded = p.copy_padded && parallel;  // serial: read as it is
         EXPECT_EQ(PairsOneBlockGroups(p, kCompiledConfig), kCompiledConfig.vector_floats == 16) << s.Text();
         std::vector<float> x = Random(s.n * s.c * s.h * s.w, rng), w = Random(s.o * 8 * f.kh * 3, rng);
         std::vector<float> bias = Random(s.o, rng), tensor = Random(s.n * s.o * s.oh() * s.ow(), rng);

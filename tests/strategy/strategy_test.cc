@@ -228,9 +228,9 @@ TEST(Conv2DStrategy, LoweringFindsTheImplementationOfACallAsLaidOut) {
 // How the blocked kernel reads its input, decided with the implementation.
 TEST(Conv2DStrategy, BlockedKernelParameters) {
   ir::Expr holder;
-  auto params = [&](const std::string& text) {
+  auto params = [&](const std::string& text, const kernels::KernelConfig& config = kernels::kAvx512Config) {
     const ir::CallNode& call = FirstCall(text, "nn.conv2d", &holder);
-    return Conv2DNCHWcKernelParams(call, Conv2DImplementationOf(call));
+    return Conv2DNCHWcKernelParams(call, Conv2DImplementationOf(call), config);
   };
   auto blocked = [](int64_t k, const std::string& attrs, const std::string& plane = "14, 14") {
     return "fn (%x: Tensor[(1, 1, " + plane + ", 16), float32], %w: Tensor[(1, 1, " + std::to_string(k) + ", " +
@@ -252,6 +252,12 @@ TEST(Conv2DStrategy, BlockedKernelParameters) {
       %0 = nn.conv2d(%x, %w, groups=16, padding=[1, 1, 1, 1], data_layout="NCHW16c", kernel_layout="OIHW1i16o", out_layout="NCHW16c"); %0 })");
   EXPECT_TRUE(depthwise.depthwise);
   EXPECT_FALSE(depthwise.copy_padded);  // reads too little to repay a copy
+  // Groups of one 8-channel block: with AVX-512 two to a vector, whose tiles skip the padding
+  // themselves; elsewhere one each, on a copy with the padding written out.
+  const std::string groups = R"(fn (%x: Tensor[(1, 4, 14, 14, 8), float32], %w: Tensor[(4, 1, 3, 3, 8, 8), float32]) {
+      %0 = nn.conv2d(%x, %w, groups=4, padding=[1, 1, 1, 1], data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c"); %0 })";
+  EXPECT_FALSE(params(groups).copy_padded);
+  EXPECT_TRUE(params(groups, kernels::kAvx2Config).copy_padded);
 }
 
 TEST(DenseStrategy, ConstantWeightsOfWholePanelsArePacked) {
