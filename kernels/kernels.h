@@ -201,8 +201,8 @@ constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, co
                 (p.out_channels / p.groups >= 16 || PairsOneBlockGroups(p, config));
   int lanes = paired ? 16 : ob;
   int64_t stride = p.gather_strided ? 1 : p.stride_w;  // the gathered copy is read at stride 1
-  if (lanes == 16 && stride == 1 && (p.in_block == 8 || p.in_block == 16)) {
-    return {ob, 0, static_cast<int>(p.in_block), 1, lanes};
+  if (lanes == 16 && (stride == 1 || stride == 2) && (p.in_block == 8 || p.in_block == 16)) {
+    return {ob, 0, static_cast<int>(p.in_block), static_cast<int>(stride), lanes};
   }
   if (lanes == 16 && stride == 2 && p.in_block == 1) return {ob, 0, 1, 2, lanes};
   return {ob, 0, 0, 1, lanes};

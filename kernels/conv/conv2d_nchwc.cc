@@ -398,9 +398,10 @@ KILN_CONV2D_NCHWC_SIGNATURE(KILN_INSTANTIATE);
 // Every variant that Conv2DNCHWcVariantOf returns on some instruction set (the kernel tests).
 namespace {
 constexpr Conv2DNCHWcVariant kVariants[] = {
-    {16, 0, 0, 1, 16}, {16, 0, 8, 1, 16}, {16, 0, 16, 1, 16}, {16, 0, 1, 2, 16}, {8, 0, 0, 1, 8},
-    {8, 0, 0, 1, 16},  {8, 0, 8, 1, 16},  {8, 0, 16, 1, 16},  {8, 0, 1, 2, 16},  {16, 1, 0, 1, 16},
-    {16, 2, 0, 1, 16}, {16, 4, 0, 1, 16}, {8, 1, 0, 1, 8},    {8, 2, 0, 1, 8},   {8, 4, 0, 1, 8}};
+    {16, 0, 0, 1, 16}, {16, 0, 8, 1, 16}, {16, 0, 16, 1, 16}, {16, 0, 8, 2, 16}, {16, 0, 16, 2, 16},
+    {16, 0, 1, 2, 16}, {8, 0, 0, 1, 8},   {8, 0, 0, 1, 16},   {8, 0, 8, 1, 16},  {8, 0, 16, 1, 16},
+    {8, 0, 8, 2, 16},  {8, 0, 16, 2, 16}, {8, 0, 1, 2, 16},   {16, 1, 0, 1, 16}, {16, 2, 0, 1, 16},
+    {16, 4, 0, 1, 16}, {8, 1, 0, 1, 8},   {8, 2, 0, 1, 8},    {8, 4, 0, 1, 8}};
 
 template <size_t... I>
 Conv2DNCHWcKernel VariantFor(const Conv2DNCHWcVariant& wanted, std::index_sequence<I...>) {

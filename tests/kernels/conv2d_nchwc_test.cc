@@ -178,9 +178,9 @@ TEST(Conv2DNCHWc, DepthwiseMatchesTheReferenceInParallel) { CheckRandomConvoluti
 TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReference) { CheckRandomConvolutions(false, false, 12, true); }
 TEST(Conv2DNCHWc, PairedEightChannelBlocksMatchTheReferenceInParallel) { CheckRandomConvolutions(false, true, 13, true); }
 
-// A convolution of one image into 8-channel output blocks with a bias, a residual and relu, by
+// A convolution of one image with a bias, a residual and relu, by
 // `kernel`, against the reference.
-void ExpectBiasResidualReluOfEightChannelBlocks(const Shape& s, Conv2DNCHWcKernel kernel, std::mt19937& rng) {
+void ExpectBiasResidualRelu(const Shape& s, Conv2DNCHWcKernel kernel, std::mt19937& rng) {
   std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * s.kh * s.kw, rng), bias = Random(s.o, rng);
   int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
   std::vector<float> residual = Random(out_size, rng);
@@ -192,9 +192,9 @@ void ExpectBiasResidualReluOfEightChannelBlocks(const Shape& s, Conv2DNCHWcKerne
                    steps.data(), static_cast<int>(steps.size())),
             0)
       << TVMGetLastError();
-  std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, 8);
+  std::vector<float> want = Block(ReferenceConv(x, w, s), 1, s.o, positions, s.ob);
   for (int64_t i = 0; i < out_size; ++i) {
-    want[i] = std::max(0.0f, want[i] + bias[i / (positions * 8) * 8 + i % 8] + residual[i]);
+    want[i] = std::max(0.0f, want[i] + bias[i / (positions * s.ob) * s.ob + i % s.ob] + residual[i]);
   }
   ExpectNear(out, want, s.Text() + (Params(s).flat_plane ? " flat_plane" : ""));
 }
@@ -206,7 +206,30 @@ TEST(Conv2DNCHWc, PairedPartialSumsAcrossInputChannelChunks) {
   std::mt19937 rng(14);
   for (int64_t o : {24, 40}) {
     Shape s{1, 128, 9, 13, o, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, 8, false};
-    ExpectBiasResidualReluOfEightChannelBlocks(s, PairedVariant(Params(s)), rng);
+    ExpectBiasResidualRelu(s, PairedVariant(Params(s)), rng);
+  }
+}
+
+// Stride 2 along the row with the input block compiled in (ResNet's 3x3 downsampling layers): 8-
+// and 16-channel input blocks, 8-channel output blocks paired and 16-channel ones, with and without
+// padding, rows of several tiles and of one, several input channel chunks, odd block counts.
+TEST(Conv2DNCHWc, StrideTwoWithTheInputBlockCompiledIn) {
+  std::mt19937 rng(15);
+  for (int64_t ib : {8, 16}) {
+    for (int64_t ob : {8, 16}) {
+      for (int64_t pad : {0, 1}) {
+        for (int64_t w : {9, 30}) {
+          Shape s{1, 128, 11, w, 3 * ob, 3, 3, 2, 2, 1, 1, pad, pad, pad, pad, ib, ob, false};
+          Conv2DNCHWcParams p = Params(s);
+          Conv2DNCHWcVariant v = Conv2DNCHWcVariantOf(p, kCompiledConfig);
+          if (kCompiledConfig.vector_floats == 16 || ob == 16) {
+            EXPECT_EQ(v.in_block, ib) << s.Text();
+            EXPECT_EQ(v.stride, 2) << s.Text();
+          }
+          ExpectBiasResidualRelu(s, &Conv2DNCHWcAnyVariant, rng);
+        }
+      }
+    }
   }
 }
 
@@ -439,7 +462,7 @@ TEST(Conv2DNCHWc, PointwiseLayersOfEightChannelOutputBlocks) {
     for (int64_t stride : {1, 2}) {
       for (int64_t side : {7, 23}) {
         Shape s{1, 3 * ib, side, side + 2, 40, 1, 1, stride, stride, 1, 1, 0, 0, 0, 0, ib, 8, false};
-        ExpectBiasResidualReluOfEightChannelBlocks(s, &Conv2DNCHWcAnyVariant, rng);
+        ExpectBiasResidualRelu(s, &Conv2DNCHWcAnyVariant, rng);
       }
     }
   }
