@@ -273,21 +273,19 @@ void EmitDynWindowShape(EmitContext& c) {
               ") != 0) return -1;");
 }
 
-// ONNX's windows, w(n) over N1 = the size (periodic) or the size - 1, computed in double.
+// ONNX's windows, w(n) over N1 = the size (periodic) or the size - 1 (kernels/elementwise/scalar_ops.h).
 void EmitDynWindow(EmitContext& c) {
   const ir::Attrs& attrs = c.call.attrs;
   CopyShape(c);
   const std::string& kind = attrs.GetString("kind");
-  std::string value = kind == "hann"      ? "std::pow(std::sin(n * pi / n1), 2)"
-                      : kind == "hamming" ? "25.0 / 46.0 - std::cos(n * pi * 2 / n1) * (21.0 / 46.0)"
-                                          : "std::cos(n * pi * 2 / n1) * -0.5 + 0.42 + std::cos(n * pi * 4 / n1) * 0.08";
+  std::string window = kind == "hann" ? "HannWindow" : kind == "hamming" ? "HammingWindow" : "BlackmanWindow";
   c.code.Open("");
-  c.code.Line("const double pi = 3.141592653589793;  // M_PI is POSIX's, not C++'s");
   c.code.Line("double n1 = static_cast<double>(" + c.outputs[1] + "[0]" + (attrs.GetInt("periodic") != 0 ? "" : " - 1") +
               ");");
   c.code.Open("for (int64_t i = 0; i < " + c.outputs[1] + "[0]; ++i)");
   c.code.Line("double n = static_cast<double>(i);");
-  c.code.Line(c.outputs[0] + "[i] = static_cast<" + CType(c.output_types[0].dtype) + ">(" + value + ");");
+  c.code.Line(c.outputs[0] + "[i] = static_cast<" + CType(c.output_types[0].dtype) + ">(kiln::kernels::scalar::" + window +
+              "(n, n1));");
   c.code.Close();
   c.code.Close();
 }

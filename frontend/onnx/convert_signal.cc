@@ -1,9 +1,8 @@
 // ONNX's signal ops whose results follow from constants: the Hann, Hamming and Blackman windows,
 // computed at import as ONNX's reference computes them, or as the graph runs when their size is
 // given then (dyn.window).
-#include <cmath>
-
 #include "frontend/onnx/converter.h"
+#include "kernels/elementwise/scalar_ops.h"
 #include "runtime/error.h"
 
 namespace kiln::frontend {
@@ -46,20 +45,11 @@ Outputs MakeWindow(const NodeContext& c, const char* kind, Window w) {
   return {c.Op(kCast, {Constant(values)}, MakeAttrs({{"dtype", runtime::DTypeToString(dtype)}}))};
 }
 
-Outputs HannWindow(const NodeContext& c) {
-  return MakeWindow(c, "hann", [](double n, double n1) { return std::pow(std::sin(n * M_PI / n1), 2); });
-}
+Outputs HannWindow(const NodeContext& c) { return MakeWindow(c, "hann", kernels::scalar::HannWindow); }
 
-Outputs HammingWindow(const NodeContext& c) {
-  return MakeWindow(c, "hamming",
-                    [](double n, double n1) { return 25.0 / 46.0 - std::cos(n * M_PI * 2 / n1) * (21.0 / 46.0); });
-}
+Outputs HammingWindow(const NodeContext& c) { return MakeWindow(c, "hamming", kernels::scalar::HammingWindow); }
 
-Outputs BlackmanWindow(const NodeContext& c) {
-  return MakeWindow(c, "blackman", [](double n, double n1) {
-    return std::cos(n * M_PI * 2 / n1) * -0.5 + 0.42 + std::cos(n * M_PI * 4 / n1) * 0.08;
-  });
-}
+Outputs BlackmanWindow(const NodeContext& c) { return MakeWindow(c, "blackman", kernels::scalar::BlackmanWindow); }
 
 }  // namespace
 

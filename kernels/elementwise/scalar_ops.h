@@ -338,4 +338,14 @@ T BatchNorm(T x, T gamma, T beta, T mean, T var, T epsilon) {
   return (x - mean) / std::sqrt(var + epsilon) * gamma + beta;
 }
 
+// ONNX's windows (HannWindow, HammingWindow, BlackmanWindow) at point n, N1 the size when periodic,
+// else the size - 1, in double: the importer fills a window of constant size with them, generated
+// code one whose size is given at run time.
+constexpr double kPi = 3.141592653589793;  // M_PI is POSIX's, not C++'s
+inline double HannWindow(double n, double n1) { return std::pow(std::sin(n * kPi / n1), 2); }
+inline double HammingWindow(double n, double n1) { return 25.0 / 46.0 - std::cos(n * kPi * 2 / n1) * (21.0 / 46.0); }
+inline double BlackmanWindow(double n, double n1) {
+  return std::cos(n * kPi * 2 / n1) * -0.5 + 0.42 + std::cos(n * kPi * 4 / n1) * 0.08;
+}
+
 }  // namespace kiln::kernels::scalar
