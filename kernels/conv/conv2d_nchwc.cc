@@ -57,14 +57,16 @@ template <int OB, int kLocalGroup, int L>
 constexpr bool kPairsGroups = OB == 8 && kLocalGroup == 0 && L == 16 && kCompiledConfig.vector_floats == 16;
 
 // kEdges: the tile's windows may reach past the row's ends (the input not copied with its padding
-// written out): input columns outside the row are skipped.
+// written out): input columns outside the row are skipped, and of the T positions computed the
+// tile's count are stored.
 template <int T, int S, bool kEdges>
 void PairedGroupTile(const Job& job, const Tile& tile) {
   using V = Vec<16>;
   constexpr int kWidth = 3, kInputs = S * (T - 1) + kWidth, kTaps = kWidth * 64;  // 64: an 8 x 8 tap
   const Conv2DNCHWcParams& p = *job.p;
   V acc[T];
-  float* out = TileStart<8, 1, T, 16>(job, tile, T, acc);
+  const int64_t count = kEdges ? tile.count : T;
+  float* out = TileStart<8, 1, T, 16>(job, tile, count, acc);
   const int64_t plane = job.in_plane, block_weights = p.kernel_height * kTaps;
   const bool pair = tile.blocks == 2;
   const float* x0 = job.data + (tile.n * job.in_blocks + tile.ocb) * plane;
@@ -98,25 +100,30 @@ void PairedGroupTile(const Job& job, const Tile& tile) {
       }
     }
   }
-  Finish<8, 1, T, 16>(job, tile, T, acc, out);
+  Finish<8, 1, T, 16>(job, tile, count, acc, out);
 }
 
-template <int S, bool kEdges, int... I>
+template <int S, int... I>
 std::array<TileFn, sizeof...(I)> PairedGroupTable(std::integer_sequence<int, I...>) {
-  return {&PairedGroupTile<kPairedGroupMinTile + I, S, kEdges>...};
+  return {&PairedGroupTile<kPairedGroupMinTile + I, S, false>...};
 }
 
 // Positions [ow_begin, ow_end) of the tile's row, for its pair of groups (as RunRow).
 template <int S>
 void RunPairedGroupRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
   constexpr int kMin = kPairedGroupMinTile, kMax = kPairedGroupMaxTile;
-  static const auto unchecked = PairedGroupTable<S, false>(std::make_integer_sequence<int, kMax - kMin + 1>());
-  static const auto edges = PairedGroupTable<S, true>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  static const auto unchecked = PairedGroupTable<S>(std::make_integer_sequence<int, kMax - kMin + 1>());
   ForEachTileOfRow<kMin, kMax>(
       *job.p, tile, ow_begin, ow_end, [&](int64_t count) { unchecked[count - kMin](job, tile); },
       [&] {
-        if (tile.count >= kMin) {  // at a row's end
-          edges[tile.count - kMin](job, tile);
+        // At a row's end: the tile of the narrowest or the widest width that holds it (rows of 7, 14,
+        // 28 and 56 positions fill them; edge tiles of every width doubled the kernel's compile time).
+        if (tile.count >= kMin) {
+          if (tile.count <= kMin) {
+            PairedGroupTile<kMin, S, true>(job, tile);
+          } else {
+            PairedGroupTile<kMax, S, true>(job, tile);
+          }
           return;
         }
         for (int64_t b = 0; b < tile.blocks; ++b) {
