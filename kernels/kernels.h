@@ -155,7 +155,8 @@ struct Conv2DNCHWcParams {
   // group), or one of groups of 2 or 4 channels (in_channels / groups), in and out.
   bool depthwise;
   // How the input is read, chosen with the implementation (strategy/conv2d.cc): copied first with
-  // its padding written out as zeros, so that no tile checks its taps (not depthwise); for a
+  // its padding written out as zeros, so that no tile checks its taps (not depthwise, nor groups of
+  // one 8-channel block paired on AVX-512, whose tiles at a row's ends skip the padding); for a
   // strided 1x1 convolution without padding, copied first with only the positions it reads;
   // for a 1x1 convolution with stride 1, the plane taken as one row when it is small (the kernel
   // decides by the extents it is called with, which a library with shape dimensions knows only
