@@ -137,8 +137,13 @@ struct Tile {
 
 // Taps k in [begin, end) with 0 <= start + k * step < size, for k < count.
 inline void ValidRange(int64_t start, int64_t step, int64_t size, int64_t count, int64_t* begin, int64_t* end) {
-  *begin = start >= 0 ? 0 : (-start + step - 1) / step;
-  *end = size - 1 - start < 0 ? 0 : std::min(count, (size - 1 - start) / step + 1);
+  if (step == 1) {
+    *begin = std::max<int64_t>(0, -start);
+    *end = std::max<int64_t>(0, std::min(count, size - start));
+  } else {
+    *begin = start >= 0 ? 0 : (-start + step - 1) / step;
+    *end = size - 1 - start < 0 ? 0 : std::min(count, (size - 1 - start) / step + 1);
+  }
   if (*begin > *end) *begin = *end;
 }
 
@@ -530,15 +535,13 @@ void DepthwiseRowTile(const Job& job, const Tile& tile) {
   const int64_t j_begin = kChecked ? std::max<int64_t>(0, -iw0) : 0;
   const int64_t j_end = kChecked ? std::min<int64_t>(kInputs, p.in_width - iw0) : kInputs;
   const float* w_block = job.weight + tile.ocb * p.kernel_height * KW * OB;
-  // The next tile's new input columns, asked for in each row this tile reads (see BlockLocalTile).
-#pragma GCC unroll 4
-  for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
-    const float* x_row = InputRow<OB>(job, tile.n, tile.ocb, ih0 + kh * p.dilation_h) + (iw0 + T * S + KW) * OB;
-#pragma GCC unroll 64
-    for (int j = 0; j < T * S * OB; j += 16) __builtin_prefetch(x_row + j, 0, 3);
-  }
   for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
     const float* x = InputRow<OB>(job, tile.n, tile.ocb, ih0 + kh * p.dilation_h) + iw0 * OB;
+    // The next tile's new input columns in this row (see BlockLocalTile).
+    const float* ahead = x + (T * S + KW) * OB;
+    asm("" : "+r"(ahead));
+#pragma GCC unroll 64
+    for (int j = 0; j < T * S * OB; j += 16) __builtin_prefetch(ahead + j, 0, 3);
     const float* w = w_block + kh * KW * OB;
     V wv[KW];
 #pragma GCC unroll 8
