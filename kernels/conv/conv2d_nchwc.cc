@@ -33,9 +33,13 @@ constexpr int64_t kPositionsPerItem = 64;         // output positions per work i
 constexpr int64_t kRowPartPositions = 512;        // rows wider than this are always split into parts
 // Work items a layer is split into at least, where its rows are wide enough for parts of
 // kMinPartPositions: a 1x1 layer of 5 or 7 output blocks on a 14x14 plane taken as one row
-// (EfficientNet's projections) was 5 or 7 items, which two threads share 3:2 or 4:3.
+// (EfficientNet's projections) was 5 or 7 items, which two threads share 3:2 or 4:3. With AVX-512
+// parts of 24 positions (kernel_config.h) let a 7x7 plane (49) take two: MobileNetV2's 960 -> 160
+// projection, 5 sets of two blocks, ran 43.8 us on two Zen 5 cores as one part each, 38.1 as two
+// (its 576 -> 160 29.0 -> 25.1, 38.7 -> 41.0 on one core), and RegNetY's 440 -> 440, tiles of 12
+// positions instead of 10, 106 -> 96 us on one core.
 constexpr int64_t kMinItems = 16;
-constexpr int64_t kMinPartPositions = 28;
+constexpr int64_t kMinPartPositions = kCompiledConfig.conv_min_part_positions;
 // Layers whose weights take at most this many bytes split their rows among threads (Run).
 constexpr int64_t kMaxPositionSplitWeightBytes = 256 * 1024;
 
