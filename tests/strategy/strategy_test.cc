@@ -54,7 +54,7 @@ TEST(KernelConfig, OnePerInstructionSet) {
   const KernelConfig& avx512 = ConfigFor(target::TargetFor("x86-64-v4", target::Isa::kAvx512));
   EXPECT_EQ(avx512.vector_floats, 16);
   EXPECT_EQ(avx512.conv_tile_16, 14);
-  EXPECT_EQ(avx512.conv_multi_tile_16 / avx512.conv_tile_blocks_16, 12);  // two blocks of 12 positions
+  EXPECT_EQ(avx512.conv_multi_tile_16 / avx512.conv_tile_blocks_16, 13);  // two blocks of up to 13 positions
   EXPECT_EQ(kernels::kBaselineConfig.conv_block, 8);
   EXPECT_EQ(&ConfigFor(target::HostTarget()), &ConfigFor(target::TargetFor("native", target::HostTarget().isa)));
 }
