@@ -165,7 +165,7 @@ TaskSplit SplitIntoTasks(const CodeWriter& code, const std::vector<int64_t>& sha
 }
 
 int OpenTaskLoops(CodeWriter& code, const std::vector<int64_t>& shape, const TaskSplit& split,
-                  const std::string& counter) {
+                  const std::string& counter, const std::function<void(int)>& at_index) {
   code.Open("for (int64_t task_ = begin_; task_ < end_; ++task_)");
   if (!counter.empty()) code.Line("int64_t " + counter + " = task_ * " + IntLiteral(split.inner) + ";");
   code.Line("int64_t rest_ = task_;");
@@ -173,10 +173,14 @@ int OpenTaskLoops(CodeWriter& code, const std::vector<int64_t>& shape, const Tas
     code.Line("const int64_t i" + std::to_string(d) + " = rest_ % " + IntLiteral(shape[d]) + ";");
     if (d > 0) code.Line("rest_ /= " + IntLiteral(shape[d]) + ";");
   }
+  if (at_index) {
+    for (int d = 0; d < split.first_inner; ++d) at_index(d);
+  }
   const int ndim = static_cast<int>(shape.size());
   for (int d = split.first_inner; d < ndim; ++d) {
     std::string i = "i" + std::to_string(d);
     code.Open("for (int64_t " + i + " = 0; " + i + " < " + IntLiteral(shape[d]) + "; ++" + i + ")");
+    if (at_index) at_index(d);
   }
   return ndim - split.first_inner + 1;
 }

@@ -3,6 +3,7 @@
 // as pointer expressions.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -123,9 +124,10 @@ struct TaskSplit {
 TaskSplit SplitIntoTasks(const CodeWriter& code, const std::vector<int64_t>& shape);
 // Inside OpenParallelFor's body: the loop over its tasks, each task's outer indices, and the inner
 // loops, declaring i0, i1, ... (and `counter`, the flat index of the task's first element, when
-// not empty). Returns how many CloseLoops closes.
+// not empty); `at_index(d)`, when given, writes what depends on indices 0..d only, once they are
+// declared. Returns how many CloseLoops closes.
 int OpenTaskLoops(CodeWriter& code, const std::vector<int64_t>& shape, const TaskSplit& split,
-                  const std::string& counter);
+                  const std::string& counter, const std::function<void(int)>& at_index = nullptr);
 
 // Opens loops i0, i1, ... over the output's shape in order, with `counter` (declared here) its flat
 // index; when c.parallel, the output is split across the runtime's threads in tasks of its inner

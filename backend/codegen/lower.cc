@@ -56,6 +56,7 @@ std::vector<TensorType> ResultTypes(const Expr& e) {
 // loops, whose inner loops need no division per element.
 constexpr int64_t kMinGatherRun = 8;
 
+const OpRef kConcatenate("concatenate");
 const OpRef kMultiply("multiply");
 const OpRef kSigmoid("sigmoid");
 
@@ -95,6 +96,10 @@ class Lowerer {
       const Expr& e = order_[position];
       if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kTuple || fused_.count(e.get()) != 0) continue;
       if (gathered_.count(e.get()) != 0) continue;  // computed by its tree's gather loop
+      if (std::optional<ElementwiseLoop::Operand> joined = JoinedInPlace(e)) {  // read where its parts lie
+        joined_in_place_.emplace(e.get(), std::move(*joined));
+        continue;
+      }
       if (auto root = gather_runs_.find(e.get()); root != gather_runs_.end()) {
         LowerGatherLoop(e, root->second);
         continue;
@@ -312,14 +317,20 @@ class Lowerer {
       if (fused_.count(e.get()) != 0) break;  // computed in an earlier kernel's epilogue
       if (!e->type().is_tensor() || e->type().tensor().shape != shape_type.shape) break;
       bool ready = true;
-      for (const Expr& arg : call->args)
-        ready = ready && (members.count(arg.get()) != 0 || values_.count(arg.get()) != 0);
+      for (const Expr& arg : call->args) {
+        ready = ready && (members.count(arg.get()) != 0 || values_.count(arg.get()) != 0 ||
+                          joined_in_place_.count(arg.get()) != 0);
+      }
       if (!ready) break;
       ElementwiseLoop::Member member{call, {}, std::nullopt};
       for (const Expr& arg : call->args) {
-        auto inside = members.find(arg.get());
-        member.operands.push_back(inside != members.end() ? ElementwiseLoop::Operand{inside->second, -1}
-                                                          : ElementwiseLoop::Operand{-1, values_.at(arg.get()).at(0)});
+        if (auto inside = members.find(arg.get()); inside != members.end()) {
+          member.operands.push_back(ElementwiseLoop::Operand{inside->second, -1, {}, -1});
+        } else if (auto joined = joined_in_place_.find(arg.get()); joined != joined_in_place_.end()) {
+          member.operands.push_back(joined->second);
+        } else {
+          member.operands.push_back(ElementwiseLoop::Operand{-1, values_.at(arg.get()).at(0), {}, -1});
+        }
       }
       members[e.get()] = static_cast<int>(loop.members.size());
       loop.members.push_back(std::move(member));
@@ -343,6 +354,41 @@ class Lowerer {
     loop.parallel = SplitAcrossThreads(shape_type);
     plan_.steps.push_back(std::move(loop));
     return end;
+  }
+
+  // A concatenation that elementwise loops read where its parts lie, as their operand: one not
+  // returned, whose readers are all elementwise ops of its shape (so each reads it element for
+  // element, never broadcast), joined along an axis other than the last (so the loops' inner runs
+  // lie in one part, the part chosen outside them), in a function of fixed extents (the parts'
+  // offsets along the axis are written as numbers); nullopt for any other value.
+  std::optional<ElementwiseLoop::Operand> JoinedInPlace(const Expr& e) const {
+    const auto* call = e->As<CallNode>();
+    if (plan_.extents_vary || call == nullptr || !kConcatenate.Is(call->op) || !e->type().is_tensor() ||
+        returned_.count(e.get()) != 0) {
+      return std::nullopt;
+    }
+    const std::vector<int64_t>& shape = e->type().tensor().shape;
+    const int ndim = static_cast<int>(shape.size());
+    int axis = static_cast<int>(call->attrs.GetInt("axis"));
+    if (axis < 0) axis += ndim;
+    if (axis < 0 || axis >= ndim - 1) return std::nullopt;
+    auto readers = readers_.find(e.get());
+    if (readers == readers_.end()) return std::nullopt;
+    for (const Expr& reader : readers->second) {
+      const auto* r = reader->As<CallNode>();
+      if (r == nullptr || r->op == nullptr || !FindLowering(*r->op)->elementwise() || !reader->type().is_tensor() ||
+          reader->type().tensor().shape != shape || fused_.count(reader.get()) != 0) {
+        return std::nullopt;
+      }
+    }
+    ElementwiseLoop::Operand joined;
+    joined.axis = axis;
+    for (const Expr& arg : call->args) {
+      auto value = values_.find(arg.get());
+      if (value == values_.end() || !arg->type().is_tensor()) return std::nullopt;
+      joined.parts.push_back(value->second.at(0));
+    }
+    return joined;
   }
 
   // ---- Gather loops ------------------------------------------------------------------------------
@@ -432,6 +478,8 @@ class Lowerer {
   std::set<const ExprNode*> fused_;  // ops computed in the epilogue of an earlier kernel
   std::unordered_map<const ExprNode*, int64_t> gather_runs_;  // roots of gather loops: their runs
   std::set<const ExprNode*> gathered_;  // ops inside a gather loop's tree, below its root
+  // Concatenations the elementwise loops read where their parts lie (JoinedInPlace).
+  std::unordered_map<const ExprNode*, ElementwiseLoop::Operand> joined_in_place_;
 };
 
 }  // namespace

@@ -64,12 +64,16 @@ struct KernelCall {
 };
 
 // Elementwise ops of one output shape computed in one loop over it, each element through every
-// member in order. A member reads buffers (broadcast to the shape) or earlier members' values
-// at the same element, and stores only when something outside the loop reads its value.
+// member in order. A member reads buffers (broadcast to the shape), a concatenation of buffers
+// where they lie (never written out: DenseNet's batch normalization of the features joined so far
+// read them through a copy, a pass over all of them per layer), or earlier members' values at the
+// same element, and stores only when something outside the loop reads its value.
 struct ElementwiseLoop {
   struct Operand {
     int member = -1;       // the member computing it, or -1
-    BufferId buffer = -1;  // otherwise: the buffer read
+    BufferId buffer = -1;  // otherwise: the buffer read, or -1
+    std::vector<BufferId> parts;  // otherwise: the buffers joined along `axis` of the loop's shape
+    int axis = -1;
   };
   struct Member {
     const ir::CallNode* call = nullptr;

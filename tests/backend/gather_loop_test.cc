@@ -2,7 +2,8 @@
 // the ops' evaluators compute, element for element: channel shuffles, slices joined and reshaped,
 // attention heads, strided and reversed slices, a member also returned, a computed value read by
 // two trees, joins on the last axis, integer tensors, odd extents, on one thread and split across
-// threads.
+// threads. So do elementwise loops that read a concatenation where its parts lie (lower.cc's
+// JoinedInPlace), and the loops of the joins that are written out.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -57,11 +58,12 @@ void SetElement(runtime::NDArray& array, int64_t i, int64_t value) {
 class GatherLoopTest : public BuildTest {
  protected:
   // Builds `text`, runs it on distinct values per element and compares the bytes of each output
-  // with the evaluators'. The generated source must hold a gather loop.
-  void ExpectGatherMatches(const std::string& text, int threads);
+  // with the evaluators'. The generated source must hold `marker` (a gather loop's by default).
+  void ExpectGatherMatches(const std::string& text, int threads,
+                           const std::string& marker = "const int64_t out_ = run_ *");
 };
 
-void GatherLoopTest::ExpectGatherMatches(const std::string& text, int threads) {
+void GatherLoopTest::ExpectGatherMatches(const std::string& text, int threads, const std::string& marker) {
   SCOPED_TRACE(text);
   ir::Expr function = ir::ParseFunction(text);
   const auto& f = *function->As<ir::FunctionNode>();
@@ -80,7 +82,7 @@ void GatherLoopTest::ExpectGatherMatches(const std::string& text, int threads) {
   std::vector<runtime::NDArray> want = EvaluateOutputs(f, inputs);
   std::string source;
   auto exec = BuildAndLoad(text, nullptr, &source);
-  EXPECT_THAT(source, ::testing::HasSubstr("const int64_t out_ = run_ *"));
+  EXPECT_THAT(source, ::testing::HasSubstr(marker));
   exec->SetNumThreads(threads);
   for (size_t i = 0; i < arrays.size(); ++i) exec->SetInput(static_cast<int>(i), *arrays[i].get());
   exec->Run();
@@ -161,6 +163,75 @@ TEST_F(GatherLoopTest, MatchesTheEvaluatorsOnOneThread) {
 
 TEST_F(GatherLoopTest, MatchesTheEvaluatorsSplitAcrossThreads) {
   for (const std::string& text : kCases) ExpectGatherMatches(text, 3);
+}
+
+// Concatenations that elementwise loops read where their parts lie (no copy: the source names the
+// chosen part's pointer, "j0_0"): DenseNet's features joined, scaled, shifted and rectified (shift
+// first: a multiply-add may be contracted into an FMA that the evaluators do not use), blocked
+// and plain, of many parts of odd extents; a batch of 2 (the parts' outer strides differ); an int32
+// join; a join read by two members of the loop.
+const std::vector<std::string> kJoinedInPlace = {
+    R"(fn (%a: Tensor[(1, 4, 5, 7, 16), float32], %b: Tensor[(1, 2, 5, 7, 16), float32], %s: Tensor[(1, 6, 1, 1, 16), float32], %t: Tensor[(1, 6, 1, 1, 16), float32]) {
+      %0 = concatenate(%a, %b, axis=1);
+      %1 = add(%0, %t);
+      %2 = multiply(%1, %s);
+      nn.relu(%2)
+    })",
+    R"(fn (%a: Tensor[(2, 3, 9, 11), float32], %b: Tensor[(2, 1, 9, 11), float32], %c: Tensor[(2, 5, 9, 11), float32], %d: Tensor[(2, 2, 9, 11), float32], %e: Tensor[(2, 1, 9, 11), float32], %s: Tensor[(12, 1, 1), float32]) {
+      %0 = concatenate(%a, %b, %c, %d, %e, axis=1);
+      %1 = multiply(%0, %s);
+      nn.relu(%1)
+    })",
+    R"(fn (%a: Tensor[(3, 4, 40), int32], %b: Tensor[(5, 4, 40), int32]) {
+      %0 = concatenate(%a, %b, axis=0);
+      %1 = add(%0, %0);
+      subtract(%1, %0)
+    })",
+    R"(fn (%a: Tensor[(1, 64, 28, 28), float32], %b: Tensor[(1, 32, 28, 28), float32], %c: Tensor[(1, 32, 28, 28), float32]) {
+      %0 = concatenate(%a, %b, %c, axis=1);
+      %1 = sigmoid(%0);
+      multiply(%0, %1)
+    })",
+};
+
+// The line that chooses the join's part (elementwise_emitter.cc).
+std::string ChoosesPart(const std::string& text) {
+  return text.find("int32") != std::string::npos ? "const int32_t* j0_0 = " : "const float* j0_0 = ";
+}
+
+TEST_F(GatherLoopTest, ElementwiseLoopsReadJoinsInPlaceOnOneThread) {
+  for (const std::string& text : kJoinedInPlace) ExpectGatherMatches(text, 1, ChoosesPart(text));
+}
+
+TEST_F(GatherLoopTest, ElementwiseLoopsReadJoinsInPlaceSplitAcrossThreads) {
+  for (const std::string& text : kJoinedInPlace) ExpectGatherMatches(text, 3, ChoosesPart(text));
+}
+
+// Joins that are written out: returned as well as read, joined on the last axis, or read by an op
+// other than an elementwise one of their shape (here one that broadcasts it to a larger shape).
+const std::vector<std::string> kJoinedWrittenOut = {
+    R"(fn (%a: Tensor[(2, 3, 8), float32], %b: Tensor[(2, 5, 8), float32]) {
+      %0 = concatenate(%a, %b, axis=1);
+      %1 = nn.relu(%0);
+      (%0, %1)
+    })",
+    R"(fn (%a: Tensor[(4, 6, 8), float32], %b: Tensor[(4, 6, 24), float32]) {
+      %0 = concatenate(%a, %b, axis=-1);
+      nn.relu(%0)
+    })",
+    R"(fn (%a: Tensor[(2, 3, 8), float32], %b: Tensor[(2, 5, 8), float32], %c: Tensor[(3, 2, 8, 8), float32]) {
+      %0 = concatenate(%a, %b, axis=1);
+      add(%0, %c)
+    })",
+};
+
+TEST_F(GatherLoopTest, JoinsThatCannotBeReadInPlaceAreWrittenOut) {
+  for (const std::string& text : kJoinedWrittenOut) {
+    ExpectGatherMatches(text, 1, "std::memcpy(");
+    std::string source;
+    BuildAndLoad(text, nullptr, &source);
+    EXPECT_THAT(source, ::testing::Not(::testing::HasSubstr(" j0_0 = "))) << text;
+  }
 }
 
 }  // namespace
