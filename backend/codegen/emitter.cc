@@ -186,7 +186,11 @@ int OpenTaskLoops(CodeWriter& code, const std::vector<int64_t>& shape, const Tas
 }
 
 OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter) {
-  const std::vector<int64_t>& shape = c.output_types[0].shape;
+  return OpenOutputLoops(c, counter, static_cast<int>(c.output_types[0].shape.size()));
+}
+
+OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter, int loop_dims) {
+  const std::vector<int64_t> shape(c.output_types[0].shape.begin(), c.output_types[0].shape.begin() + loop_dims);
   if (!c.parallel || shape.size() < 2 || c.output_types[0].NumElements() == 0) {
     c.code.Line("int64_t " + counter + " = 0;");
     return {OpenLoops(c.code, shape), false};

@@ -137,6 +137,9 @@ struct OutputLoops {
   bool parallel = false;
 };
 OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter);
+// The loops over the output's first `loop_dims` axes only (the body handles the axes after them
+// at once): `counter` counts those loops' steps.
+OutputLoops OpenOutputLoops(EmitContext& c, const std::string& counter, int loop_dims);
 void CloseOutputLoops(EmitContext& c, const OutputLoops& loops);
 
 // Declares int64_t `name` = `value`, counted from the end of an axis of length `extent` when

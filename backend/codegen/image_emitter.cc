@@ -1,6 +1,7 @@
 // image.resize as loops: the taps of each resized axis (kernels/image/resize_taps.h) become static tables of
 // input offsets and weights in the generated code; an output element is the weighted sum over the
-// product of its axes' taps, or a plain read when every axis has one tap of weight 1 (nearest).
+// product of its axes' taps, or a plain read when every axis has one tap of weight 1 (nearest),
+// a copy of the contiguous run of the axes after the last resized one where there is one.
 // In a function with shape dimensions an axis's table has the output's length, known at run time
 // only: nearest taps that read input o * in / out (an upsampling by a whole factor, and others)
 // are tabulated when the function runs; other taps are an Error there.
@@ -77,8 +78,29 @@ void EmitResize(EmitContext& c) {
     }
     axes.push_back(tables);
   }
+  // Nearest taps on every resized axis, and axes after the last resized one left as they are (the
+  // channels of a blocked layout): each step copies that run of contiguous elements at once (read
+  // element by element, GCC wrote the text detector's 2x upsampling of 96 channels, 160x160
+  // out, as scalar loads and stores: 557 us on one Zen 5 core).
+  int64_t run = 1;
+  int loop_dims = rank;
+  bool nearest = !c.code.extents_vary() && !axes.empty();
+  for (const AxisTables& a : axes) nearest = nearest && a.taps == 1 && a.weights.empty() && a.outside.empty();
+  if (nearest) {
+    loop_dims = axes.back().dim + 1;
+    for (int d = loop_dims; d < rank; ++d) run *= out[d];
+    if (run < 4) run = 1, loop_dims = rank;
+  }
+  if (run > 1) {
+    base = "0";
+    for (int d = 0; d < loop_dims; ++d) {
+      bool resized = false;
+      for (const AxisTables& a : axes) resized = resized || a.dim == d;
+      if (!resized) base += " + i" + std::to_string(d) + " * " + IntLiteral(strides[d]);
+    }
+  }
   std::string counter = c.code.Fresh("o");
-  OutputLoops loops = OpenOutputLoops(c, counter);
+  OutputLoops loops = OpenOutputLoops(c, counter, loop_dims);
   std::string target = c.outputs[0] + "[" + counter + "++]";
   std::string outside;
   for (const AxisTables& a : axes) {
@@ -104,7 +126,10 @@ void EmitResize(EmitContext& c) {
     if (!a.weights.empty()) weight += a.weights + "[" + at + "] * ";
   }
   std::string value = c.inputs[0] + "[" + offset + "]";
-  if (tap_loops == 0) {
+  if (run > 1) {
+    c.code.Line("std::memcpy(" + c.outputs[0] + " + " + counter + "++ * " + IntLiteral(run) + ", " + c.inputs[0] +
+                " + " + offset + ", " + IntLiteral(run) + " * sizeof(" + type + "));");
+  } else if (tap_loops == 0) {
     c.code.Line(target + " = " + (weight.empty() ? value : weight + value) + ";");
   } else {
     c.code.Line("sum += " + weight + value + ";");

@@ -82,7 +82,8 @@ TEST_F(BlockedBuildTest, LayoutTransformsMatchTheReference) {
 // Large data-movement loops run split across threads (lowering_test: tasks of inner dimensions):
 // layout transforms with rows of 16 and 8 elements, a transpose, a pad, a strided slice and
 // nearest and linear resizes, at 3 threads, equal the reference element by element (the linear
-// one within float rounding).
+// one within float rounding). So do nearest resizes that copy runs of the axes after the last
+// resized one (image_emitter.cc): a blocked tensor's 16 channels, a plain one's rows.
 TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReference) {
   constexpr int N = 2, C = 64, H = 30, W = 20;
   std::mt19937 rng(4);
@@ -100,7 +101,11 @@ TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReferen
                         coordinate_transformation_mode="asymmetric", rounding_method="floor");
       %6 = image.resize(%x, size=[2, 64, 60, 40], scales=[1.0, 1.0, 2.0, 2.0], method="linear",
                         coordinate_transformation_mode="asymmetric");
-      (%0, %1, %2, %3, %4, %5, %6)
+      %7 = image.resize(%0, size=[2, 4, 60, 40, 16], scales=[1.0, 1.0, 2.0, 2.0, 1.0], method="nearest_neighbor",
+                        coordinate_transformation_mode="asymmetric", rounding_method="floor");
+      %8 = image.resize(%x, size=[2, 64, 60, 20], scales=[1.0, 1.0, 2.0, 1.0], method="nearest_neighbor",
+                        coordinate_transformation_mode="asymmetric", rounding_method="floor");
+      (%0, %1, %2, %3, %4, %5, %6, %7, %8)
     })", 0, {}, {x});
   }
   using ir::Layout;
@@ -109,6 +114,8 @@ TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReferen
   EXPECT_EQ(test::ToVector(out[1]), test::ToVector(*ir::TransformLayout(x, nchw, Layout::Parse("NCHW8c"))));
   std::vector<float> in = test::ToVector(x), transposed = test::ToVector(out[2]), padded = test::ToVector(out[3]);
   std::vector<float> sliced = test::ToVector(out[4]), nearest = test::ToVector(out[5]), linear = test::ToVector(out[6]);
+  EXPECT_EQ(test::ToVector(out[7]), test::ToVector(*ir::TransformLayout(out[5], nchw, Layout::Parse("NCHW16c"))));
+  std::vector<float> rows = test::ToVector(out[8]);
   auto at = [&](int n, int c, int h, int w) { return in[((n * C + c) * H + h) * W + w]; };
   // Along a doubled axis, asymmetric: output o reads input o / 2, halfway to the next (the last
   // input repeated past the end) when o is odd.
@@ -131,6 +138,7 @@ TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReferen
             ASSERT_EQ(padded[((n * C + c) * (H + 3) + h) * (W + 4) + w], inside ? at(n, c, h - 2, w - 1) : 0.5f) << where;
           }
           if (h < H && w < W) ASSERT_EQ(transposed[((n * H + h) * W + w) * C + c], at(n, c, h, w)) << where;
+          if (w < W) ASSERT_EQ(rows[((n * C + c) * 2 * H + h) * W + w], at(n, c, h / 2, w)) << where;
           if (h < H / 2 && w < W) ASSERT_EQ(sliced[((n * C + c) * (H / 2) + h) * W + w], at(n, c, 2 * h + 1, w)) << where;
         }
       }
