@@ -33,15 +33,16 @@ struct KernelConfig {
 // registers of 8 floats with AVX2, 32 of 16 with AVX-512, 16 of 4 (SSE) otherwise. AVX-512's matrix
 // tile is 8 rows x 3 panels (24 accumulators, 3 panel vectors, 1 broadcast: measured against 14 x 1,
 // 12 x 2, 9 x 3, 6 x 4 and 7 x 4 on BERT's dense layers, gemm.cc). AVX-512's convolution tiles of
-// several blocks keep up to 26 accumulators, one broadcast feeding two FMAs: two 16-channel blocks
-// of 12 positions, on an AMD Zen 4 core 1x1 layers of 256-2048 input channels 9-11% faster than one
-// block of 14 positions, with the input channels of 64 KB of weights read at once (16 KB: 5% less);
-// of up to 13 (29 registers), on a Zen 5 core, rows of 13 and 26 positions and 7x7 and 14x14 planes
-// (49 and 196 positions, taken as one row) in fewer, wider tiles: one core, ResNet-50 3.4% faster,
+// several blocks keep up to 26 accumulators, one broadcast feeding two FMAs. Two 16-channel blocks
+// of 12 positions, on an AMD Zen 4 core, ran 1x1 layers of 256-2048 input channels 9-11% faster than
+// one block of 14 positions, with the input channels of 64 KB of weights read at once (16 KB: 5%
+// less; 32 KB and 128 KB on a Zen 5 core within 2% either way). Up to 13 positions (29 registers;
+// 14 left two accumulators on the stack) run rows of 13 and 26 and 7x7 and 14x14 planes (49 and 196
+// positions, taken as one row) in fewer, wider tiles: one Zen 5 core, ResNet-50 3.4% faster,
 // ResNeXt-50 2.2%, RegNetY-400MF 3%, DenseNet-121 1.9%, the others 0.5-1.4%. (Three blocks of 8
 // positions, on a Zen 5 core: ResNet-50 at one thread 3% faster, ResNeXt-50 6% slower.) 8-channel
-// blocks are computed two to a 16-lane vector (conv/nchwc_tiles.h), so AVX-512's 8-lane tiles are of one block
-// only (groups of 8 channels). One block keeps 14 (24 would be faster on wide rows but leaves the
+// blocks are computed two to a 16-lane vector (conv/nchwc_tiles.h), so AVX-512's 8-lane tiles are
+// of one block only (groups of 8 channels). One block keeps 14 (24 would be faster on wide rows but leaves the
 // tiles of 7x7 planes to the checked kernel). A 7x7 plane (49 positions, taken as one row) is split
 // into two parts of rows where AVX-512 has few sets of output blocks to share (parts of 24; see
 // kMinItems in conv2d_nchwc.cc); with AVX2's sets of one block there are twice as many sets, and

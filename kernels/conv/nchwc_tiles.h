@@ -537,7 +537,10 @@ void DepthwiseRowTile(const Job& job, const Tile& tile) {
   const float* w_block = job.weight + tile.ocb * p.kernel_height * KW * OB;
   for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
     const float* x = InputRow<OB>(job, tile.n, tile.ocb, ih0 + kh * p.dilation_h) + iw0 * OB;
-    // The next tile's new input columns in this row (see BlockLocalTile).
+    // The next tile's new input columns in this row (see BlockLocalTile), from the row's pointer
+    // made opaque: with the addresses computed from the tile's place in a loop of their own, GCC
+    // kept all 42 in vector registers and moved each back for its prefetch (195 vmovq in the tile;
+    // MobileNetV2 4% slower).
     const float* ahead = x + (T * S + KW) * OB;
     asm("" : "+r"(ahead));
 #pragma GCC unroll 64
