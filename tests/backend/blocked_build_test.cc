@@ -137,9 +137,15 @@ TEST_F(BlockedBuildTest, LargeDataMovementLoopsSplitAcrossThreadsMatchTheReferen
             bool inside = h >= 2 && h < H + 2 && w >= 1 && w < W + 1;
             ASSERT_EQ(padded[((n * C + c) * (H + 3) + h) * (W + 4) + w], inside ? at(n, c, h - 2, w - 1) : 0.5f) << where;
           }
-          if (h < H && w < W) ASSERT_EQ(transposed[((n * H + h) * W + w) * C + c], at(n, c, h, w)) << where;
-          if (w < W) ASSERT_EQ(rows[((n * C + c) * 2 * H + h) * W + w], at(n, c, h / 2, w)) << where;
-          if (h < H / 2 && w < W) ASSERT_EQ(sliced[((n * C + c) * (H / 2) + h) * W + w], at(n, c, 2 * h + 1, w)) << where;
+          if (h < H && w < W) {
+            ASSERT_EQ(transposed[((n * H + h) * W + w) * C + c], at(n, c, h, w)) << where;
+          }
+          if (w < W) {
+            ASSERT_EQ(rows[((n * C + c) * 2 * H + h) * W + w], at(n, c, h / 2, w)) << where;
+          }
+          if (h < H / 2 && w < W) {
+            ASSERT_EQ(sliced[((n * C + c) * (H / 2) + h) * W + w], at(n, c, 2 * h + 1, w)) << where;
+          }
         }
       }
     }

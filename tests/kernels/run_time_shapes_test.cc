@@ -33,7 +33,9 @@ TEST(RunTimeShapes, SliceClampsAsOnnxSays) {
     int64_t first[1], step[1], out[1];
     ASSERT_EQ(SliceAtRunTime(in, 1, starts, ends, axes, steps, 1, first, step, out, "slice"), 0) << TVMGetLastError();
     EXPECT_EQ(out[0], c.count) << c.extent << " " << c.start << ":" << c.end << ":" << c.step;
-    if (c.count > 0) EXPECT_EQ(first[0], c.first) << c.extent << " " << c.start << ":" << c.end << ":" << c.step;
+    if (c.count > 0) {
+      EXPECT_EQ(first[0], c.first) << c.extent << " " << c.start << ":" << c.end << ":" << c.step;
+    }
   }
 }
 
