@@ -27,6 +27,11 @@ struct KernelConfig {
   int gemm_tile_panels;         // panels of C it keeps for each row (columns: gemm_panel each)
   int64_t parallel_elements;    // elementwise and data-movement loops over fewer values run on
                                 // the calling thread
+  int attention_query_vectors;  // vectors of queries (lanes: queries) a block of fused attention
+                                // computes scores for at once (gemm/attention.cc)
+  int attention_key_rows;       // keys per scores tile: tile = key rows x query vectors
+  int attention_value_rows;     // queries per output tile: tile = query rows x value vectors
+  int attention_value_vectors;
 };
 
 // As many accumulators as the register file holds beside the weight vectors and a broadcast: 16
@@ -48,9 +53,9 @@ struct KernelConfig {
 // kMinItems in conv2d_nchwc.cc); with AVX2's sets of one block there are twice as many sets, and
 // parts of 24 made MobileNetV2's 960 -> 160 projection 5% slower on two threads (parts of 28 leave
 // the plane whole).
-inline constexpr KernelConfig kBaselineConfig{"baseline", 4, 8, 8, 4, 1, 1, 8, 4, 16 * 1024, 28, 16, 4, 1, 1 << 15};
-inline constexpr KernelConfig kAvx2Config{"avx2", 8, 16, 12, 6, 3, 1, 12, 6, 16 * 1024, 28, 16, 6, 1, 1 << 15};
-inline constexpr KernelConfig kAvx512Config{"avx512", 16, 16, 14, 14, 1, 2, 14, 26, 64 * 1024, 24, 16, 8, 3, 1 << 15};
+inline constexpr KernelConfig kBaselineConfig{"baseline", 4, 8, 8, 4, 1, 1, 8, 4, 16 * 1024, 28, 16, 4, 1, 1 << 15, 2, 6, 6, 2};
+inline constexpr KernelConfig kAvx2Config{"avx2", 8, 16, 12, 6, 3, 1, 12, 6, 16 * 1024, 28, 16, 6, 1, 1 << 15, 2, 6, 6, 2};
+inline constexpr KernelConfig kAvx512Config{"avx512", 16, 16, 14, 14, 1, 2, 14, 26, 64 * 1024, 24, 16, 8, 3, 1 << 15, 3, 8, 6, 4};
 
 #if defined(__AVX512F__)
 inline constexpr const KernelConfig& kCompiledConfig = kAvx512Config;

@@ -50,6 +50,32 @@ struct EpilogueStep;
 int GemmPacked(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b_packed, float* c,
                int64_t ldc, const EpilogueStep* epilogue, int epilogue_size);
 
+// Scaled dot-product attention, fused (gemm/attention.cc): for each batch b < batch and head n <
+// heads, out[s, :] = softmax_t(scale * q[s, :] . k[t, :] + bias[s, t]) * v[t, :] over queries s <
+// queries and keys t < keys; q and k rows of head_size, v and out rows of value_size. Each operand
+// is read (and out written) where it lies: element [b, n, i, j] of X at X + X_offset + b * X_b +
+// n * X_n + i * X_i + j * X_j (so the heads of a packed QKV projection, or keys laid out
+// transposed, need no copy; a stride of 0 broadcasts). The scores of a block of queries stay in
+// cache: they are never written out.
+struct AttentionParams {
+  int64_t batch, heads, queries, keys, head_size, value_size;
+  float scale;
+  int64_t q_offset, q_b, q_n, q_s, q_h;
+  int64_t k_offset, k_b, k_n, k_t, k_h;
+  int64_t v_offset, v_b, v_n, v_t, v_v;
+  int64_t bias_offset, bias_b, bias_n, bias_s, bias_t;
+  int64_t out_offset, out_b, out_n, out_s, out_v;
+  auto Fields() const {
+    return std::tie(batch, heads, queries, keys, head_size, value_size, scale, q_offset, q_b, q_n, q_s, q_h,
+                    k_offset, k_b, k_n, k_t, k_h, v_offset, v_b, v_n, v_t, v_v, bias_offset, bias_b, bias_n, bias_s, bias_t, out_offset, out_b, out_n, out_s, out_v);
+  }
+};
+// Returns non-zero (with the error message set) when its workspace is not available. out must not
+// overlap the inputs. Attention has no bias (its bias strides unread).
+int Attention(const AttentionParams& p, const float* q, const float* k, const float* v, float* out);
+int AttentionWithBias(const AttentionParams& p, const float* q, const float* k, const float* v, const float* bias,
+                      float* out);
+
 struct Conv2DParams {
   int64_t batch, in_channels, in_height, in_width;
   int64_t out_channels, kernel_height, kernel_width;

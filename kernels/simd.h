@@ -76,6 +76,29 @@ inline __m256 GroupBroadcast8(__m256 v) {
   return _mm256_permute_ps(v, kPermute);
 }
 
+// Rows [0, rows) (rows <= 8; the rest read as zeros) of the 8 x 8 floats at `in` (rows `in_stride`
+// apart) transposed: column c's 8 values stored at out + c * out_stride, for c = 0 to 7 in order
+// (so with out_stride < 8 each store overwrites the one before past out_stride).
+KILN_ALWAYS_INLINE void Transpose8x8(const float* in, int64_t in_stride, int64_t rows, float* out, int64_t out_stride) {
+  __m256 v[8];
+  for (int j = 0; j < 8; ++j) v[j] = j < rows ? _mm256_loadu_ps(in + j * in_stride) : _mm256_setzero_ps();
+  __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  // Column c: rows 0-3 from s[c % 4] (low or high half), rows 4-7 from s[4 + c % 4].
+  const __m256 columns[8] = {
+      _mm256_permute2f128_ps(s0, s4, 0x20), _mm256_permute2f128_ps(s1, s5, 0x20),
+      _mm256_permute2f128_ps(s2, s6, 0x20), _mm256_permute2f128_ps(s3, s7, 0x20),
+      _mm256_permute2f128_ps(s0, s4, 0x31), _mm256_permute2f128_ps(s1, s5, 0x31),
+      _mm256_permute2f128_ps(s2, s6, 0x31), _mm256_permute2f128_ps(s3, s7, 0x31)};
+  for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + c * out_stride, columns[c]);
+}
+
 template <>
 struct Vec<8> {
   __m256 v;

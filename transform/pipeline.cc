@@ -9,6 +9,7 @@
 #include "ir/text.h"
 #include "runtime/error.h"
 #include "transform/alter_op_layout.h"
+#include "transform/combine_attention.h"
 #include "transform/combine_gelu.h"
 #include "transform/combine_layer_norm.h"
 #include "transform/dead_code_elimination.h"
@@ -51,6 +52,7 @@ const std::vector<Pass>& BuildPipeline() {
       {"FoldConstant", 2, FoldConstant},
       {"AlterOpLayout", 3, AlterOpLayout},
       {"SimplifyExpr", 0, SimplifyExpr},
+      {"CombineAttention", 3, CombineAttention},
       {"FusePointwiseDepthwise", 3, FusePointwiseDepthwise},
       {"DeadCodeElimination", 1, DeadCodeElimination},
       {"FuseOps", 0, RunFuseOps},

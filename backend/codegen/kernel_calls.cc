@@ -158,6 +158,34 @@ KernelCall PlanLayerNorm(const KernelOperands& o) {
   return call;
 }
 
+// nn.attention's views (transform/combine_attention.cc) as AttentionParams, with a bias
+// (AttentionWithBias) or without (Attention); q, k and v may be one buffer (the heads of a packed
+// projection).
+KernelCall PlanAttention(const KernelOperands& o) {
+  RequireFloat32(o);
+  const ir::Attrs& attrs = o.call.attrs;
+  const std::vector<int64_t>& n = attrs.GetInts("sizes");
+  const std::vector<int64_t>& q = attrs.GetInts("q_view");
+  const std::vector<int64_t>& k = attrs.GetInts("k_view");
+  const std::vector<int64_t>& v = attrs.GetInts("v_view");
+  const std::vector<int64_t>& out = attrs.GetInts("out_view");
+  const bool has_bias = o.inputs.size() == 4;
+  const std::vector<int64_t> bias = has_bias ? attrs.GetInts("bias_view") : std::vector<int64_t>(5, 0);
+  KernelCall call;
+  call.kernel = has_bias ? "AttentionWithBias" : "Attention";
+  call.params = TypedParams(
+      "AttentionParams",
+      kernels::AttentionParams{n[0],    n[1],    n[2],    n[3],    n[4],    n[5],    static_cast<float>(attrs.GetFloat("scale")),
+                               q[0],    q[1],    q[2],    q[3],    q[4],    k[0],    k[1],
+                               k[2],    k[3],    k[4],    v[0],    v[1],    v[2],    v[3],
+                               v[4],    bias[0], bias[1], bias[2], bias[3], bias[4],
+                               out[0],  out[1],  out[2],  out[3],  out[4]});
+  call.args = {Buffer("q", o.inputs[0]), Buffer("k", o.inputs[1]), Buffer("v", o.inputs[2])};
+  if (has_bias) call.args.push_back(Buffer("bias", o.inputs[3]));
+  call.args.push_back(Buffer("out", o.outputs[0]));
+  return call;
+}
+
 KernelCall PlanTopk(const KernelOperands& o) {
   const auto& shape = o.input_types[0].shape;
   auto [axis, outer, inner] = ViewAroundAxis(o.call, shape);

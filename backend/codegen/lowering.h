@@ -116,5 +116,6 @@ KernelCall PlanGridSample(const KernelOperands& operands);
 KernelCall PlanRoiAlign(const KernelOperands& operands);
 KernelCall PlanDet(const KernelOperands& operands);
 KernelCall PlanLayerNorm(const KernelOperands& operands);
+KernelCall PlanAttention(const KernelOperands& operands);
 
 }  // namespace kiln::backend

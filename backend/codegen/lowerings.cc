@@ -175,6 +175,7 @@ const Entry kLowerings[] = {
     {"nn.max_pool2d_with_indices", Loops(EmitMaxPool2DWithIndices)},
     {"nn.softmax", Kernel(PlanSoftmax)},
     {"nn.layer_norm", Kernel(PlanLayerNorm)},
+    {"nn.attention", Kernel(PlanAttention)},
     {"transpose", Loops(EmitTranspose)},
     {"concatenate", Loops(EmitConcatenate)},
     {"strided_slice", Loops(EmitStridedSlice)},

@@ -256,6 +256,42 @@ Type LayerNorm(const std::vector<Type>& args, const Attrs& attrs) {
   return Type::Tensor(data);
 }
 
+// Fused attention (transform/combine_attention.cc): each operand read through a view [offset,
+// stride of b, n, row, column] of its tensor (kernels.h, AttentionParams), the output written through
+// one into a tensor of shape out_shape that the view covers exactly.
+Type Attention(const std::vector<Type>& args, const Attrs& attrs) {
+  const std::vector<int64_t>& sizes = attrs.GetInts("sizes");
+  Check(sizes.size() == 6, "sizes must be [batch, heads, queries, keys, head size, value size], it is ",
+        ShapeText(sizes));
+  for (int64_t size : sizes) Check(size >= 0, "sizes ", ShapeText(sizes), " must not be negative");
+  const int64_t batch = sizes[0], heads = sizes[1], queries = sizes[2], keys = sizes[3];
+  // The last element a view reaches must lie in its tensor; `what` names the view.
+  auto check_view = [&](const char* what, const std::vector<int64_t>& view, int64_t rows, int64_t columns,
+                        int64_t elements) {
+    Check(view.size() == 5, what, " must be [offset, batch, head, row and column strides], it is ", ShapeText(view));
+    for (int64_t x : view) Check(x >= 0, what, " ", ShapeText(view), " must not be negative");
+    if (batch * heads * rows * columns == 0) return;
+    int64_t last = view[0] + (batch - 1) * view[1] + (heads - 1) * view[2] + (rows - 1) * view[3] + (columns - 1) * view[4];
+    Check(last < elements, what, " ", ShapeText(view), " reaches element ", last, " of a tensor of ", elements);
+  };
+  const std::vector<std::string> names = {"q_view", "k_view", "v_view", "bias_view"};
+  const std::vector<int64_t> rows = {queries, keys, keys, queries}, columns = {sizes[4], sizes[4], sizes[5], keys};
+  Check(args.size() == 3 || args.size() == 4, "takes q, k, v and an optional bias");
+  for (size_t i = 0; i < args.size(); ++i) {
+    const TensorType& t = TensorArg(args, i);
+    Check(t.dtype == runtime::kFloat32, "argument ", i, " is ", runtime::DTypeToString(t.dtype), ", not float32");
+    check_view(names[i].c_str(), attrs.GetInts(names[i]), rows[i], columns[i], t.NumElements());
+  }
+  TensorType out{attrs.GetInts("out_shape"), runtime::kFloat32};
+  for (int64_t d : out.shape) Check(d >= 0, "out_shape ", ShapeText(out.shape), " must not be negative");
+  Check(out.NumElements() == batch * heads * queries * sizes[5], "out_shape ", ShapeText(out.shape), " holds ",
+        out.NumElements(), " elements, not batch x heads x queries x value size = ", batch * heads * queries * sizes[5]);
+  const std::vector<int64_t>& out_view = attrs.GetInts("out_view");
+  check_view("out_view", out_view, queries, sizes[5], out.NumElements());
+  Check(out_view[4] == 1, "out_view ", ShapeText(out_view), " must write each row's values contiguously");
+  return Type::Tensor(out);
+}
+
 // Layout "NCHW" or blocked "NCHW16c"; shapes are checked on the primal NCHW shape.
 Type Pool2D(const std::vector<Type>& args, const Attrs& attrs) {
   const std::string& layout = attrs.GetString("layout");
@@ -404,6 +440,16 @@ void RegisterNnOps(OpTable& table) {
               {{"axis", AttrKind::kInt, int64_t{-1}, "normalized axis"},
                {"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"}},
               OpPattern::kOpaque, LayerNorm, "layer norm over one axis (data, gamma, beta)"});
+  Add(table, {"nn.attention", 3, 4,
+              {{"sizes", AttrKind::kInts, {}, "batch, heads, queries, keys, head size, value size"},
+               {"scale", AttrKind::kFloat, 1.0, "multiplies the scores"},
+               {"q_view", AttrKind::kInts, {}, "offset, batch, head, query and head-size strides of q"},
+               {"k_view", AttrKind::kInts, {}, "offset, batch, head, key and head-size strides of k"},
+               {"v_view", AttrKind::kInts, {}, "offset, batch, head, key and value strides of v"},
+               {"bias_view", AttrKind::kInts, {}, "offset, batch, head, query and key strides of the bias"},
+               {"out_shape", AttrKind::kInts, {}, "the result's shape"},
+               {"out_view", AttrKind::kInts, {}, "offset, batch, head, query and value strides of the result"}},
+              OpPattern::kOpaque, Attention, "softmax(scale * q k^T + bias) v per batch and head, fused"});
   Add(table, {"nn.max_pool2d", 1, 1, PoolAttrs(false), OpPattern::kOutEWiseFusable, Pool2D, "2-D max pooling",
               nullptr, LayoutRule::kPool});
   std::vector<AttrSchema> with_indices = PoolAttrs(false);

@@ -247,25 +247,7 @@ void PackRows(const float* a, int64_t lda, int64_t r, int64_t k, float* packed) 
 #if defined(KILN_SIMD_AVX2)
   static_assert(kTileRows <= 8, "a tile's rows fit one 8 x 8 transpose");
   // The last column's store (8 floats from its place) may not reach past the tile's k * r.
-  for (; x + 8 <= k && (x + 7) * r + 8 <= k * r; x += 8) {
-    __m256 v[8];
-    for (int j = 0; j < 8; ++j) v[j] = j < r ? _mm256_loadu_ps(a + j * lda + x) : _mm256_setzero_ps();
-    __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-    __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-    __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-    __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    // Column x + c: rows 0-3 from s[c % 4] (low or high half), rows 4-7 from s[4 + c % 4].
-    const __m256 columns[8] = {
-        _mm256_permute2f128_ps(s0, s4, 0x20), _mm256_permute2f128_ps(s1, s5, 0x20),
-        _mm256_permute2f128_ps(s2, s6, 0x20), _mm256_permute2f128_ps(s3, s7, 0x20),
-        _mm256_permute2f128_ps(s0, s4, 0x31), _mm256_permute2f128_ps(s1, s5, 0x31),
-        _mm256_permute2f128_ps(s2, s6, 0x31), _mm256_permute2f128_ps(s3, s7, 0x31)};
-    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(packed + (x + c) * r, columns[c]);
-  }
+  for (; x + 8 <= k && (x + 7) * r + 8 <= k * r; x += 8) Transpose8x8(a + x, lda, r, packed + x * r, r);
 #endif
   for (; x < k; ++x) {
     for (int64_t j = 0; j < r; ++j) packed[x * r + j] = a[j * lda + x];
