@@ -309,10 +309,14 @@ class Combiner {
         scale *= factor->second;
         s = factor->first;
       } else if (const CallNode* add = CallOf(s, kAdd); add != nullptr && bias == nullptr) {
-        int scores = add->args[0]->type() == s->type() && BroadcastsTo(add->args[1], ShapeOf(s)) ? 0
-                     : add->args[1]->type() == s->type() && BroadcastsTo(add->args[0], ShapeOf(s)) ? 1
-                                                                                                  : -1;
-        if (scores < 0) return std::nullopt;
+        // The scores: the operand of the sum's own type that the other broadcasts to; of two such,
+        // the one computed by a call (a bias of the scores' full shape is usually a constant).
+        auto scores_at = [&](int i) {
+          return add->args[i]->type() == s->type() && BroadcastsTo(add->args[1 - i], ShapeOf(s));
+        };
+        const bool first = scores_at(0), second = scores_at(1);
+        if (!first && !second) return std::nullopt;
+        const int scores = first && second ? (add->args[0]->As<CallNode>() != nullptr ? 0 : 1) : (first ? 0 : 1);
         bias = add->args[1 - scores];
         bias_scores = ShapeOf(s);
         s = add->args[scores];

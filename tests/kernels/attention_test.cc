@@ -3,9 +3,10 @@
 // views leave them: heads of a packed QKV projection (one buffer, three offsets), keys stored
 // transposed, values and outputs in [batch, sequence, heads, size] order, a bias broadcast along
 // the heads and queries or varying along the queries, value sizes that are not whole vectors and
-// values read with a stride; numbers of queries and keys around the block (32 queries with
-// AVX-512) and the tiles (12 keys, 6 queries); serial and on the thread pool. A refused workspace
-// is an error. Compiled for AVX-512, AVX2 and baseline x86-64 (the portable path).
+// values read with a stride; numbers of queries and keys around the block (48 queries with AVX-512,
+// 24 with AVX2) and the tiles (8 and 4 keys, 6 and 4 queries); serial and on the thread pool. A
+// refused workspace is an error. Compiled for AVX-512, AVX2 and baseline x86-64 (the portable
+// path).
 #include <gtest/gtest.h>
 
 #include <cmath>
