@@ -40,7 +40,7 @@ struct GeneratedCode {
 
 GeneratedCode Generate(const ir::Expr& main, const BuildOptions& options, int num_dims, BuildReport& r,
                        std::ostream* log) {
-  transform::PassEnvironment environment{options.pass_context, options.target, num_dims > 0};
+  transform::PassEnvironment environment{options.pass_context, options.target};
   std::ostringstream discard;
   ir::Expr fused = transform::RunPipeline(main, environment, log != nullptr ? *log : discard, &r.pass_timings);
   GraphCodegenResult graph = runtime::ReportingBugsAt([] { return std::string("planning the graph"); },

@@ -67,7 +67,8 @@ struct AttentionParams {
   int64_t out_offset, out_b, out_n, out_s, out_v;
   auto Fields() const {
     return std::tie(batch, heads, queries, keys, head_size, value_size, scale, q_offset, q_b, q_n, q_s, q_h,
-                    k_offset, k_b, k_n, k_t, k_h, v_offset, v_b, v_n, v_t, v_v, bias_offset, bias_b, bias_n, bias_s, bias_t, out_offset, out_b, out_n, out_s, out_v);
+                    k_offset, k_b, k_n, k_t, k_h, v_offset, v_b, v_n, v_t, v_v, bias_offset, bias_b, bias_n, bias_s,
+                    bias_t, out_offset, out_b, out_n, out_s, out_v);
   }
 };
 // Returns non-zero (with the error message set) when its workspace is not available. out must not

@@ -10,7 +10,8 @@
 // views are known, is split into the kernel's batch and head dimensions. Whatever cannot be
 // expressed so stays a copy of its own (the view starts at that op's result), or, where the
 // softmax's operands are used elsewhere or the batch does not split, the attention stays unfused.
-// Not in functions whose shapes vary (a view's strides are numbers here).
+// In a library for many shapes the views are the same at every sample (its values are generic:
+// ir/dim_samples.h), their strides numbers that the samples fit as polynomials of the dimensions.
 #include "transform/combine_attention.h"
 
 #include <deque>
@@ -394,14 +395,15 @@ class Combiner {
 
 }  // namespace
 
-Expr CombineAttention(const Expr& main, const PassEnvironment& environment) {
-  if (environment.shapes_vary) return main;
+Expr CombineAttention(const Expr& main, const PassEnvironment&) {
   const auto* f = main->As<FunctionNode>();
   Combiner combiner(f->body);
   // Each attention's call, at the tensor it writes; its operands are rewritten before it.
   std::unordered_map<const ExprNode*, Expr> attention_at;
   for (const Expr& e : PostOrder(f->body)) {
-    if (std::optional<std::pair<Expr, Expr>> found = combiner.Combine(e)) attention_at[found->first.get()] = found->second;
+    if (std::optional<std::pair<Expr, Expr>> found = combiner.Combine(e)) {
+      attention_at[found->first.get()] = found->second;
+    }
   }
   if (attention_at.empty()) return main;
   std::unordered_map<const ExprNode*, Expr> rewritten;

@@ -15,7 +15,6 @@ namespace kiln::transform {
 struct PassEnvironment {
   const PassContext& context;
   target::Target target = target::HostTarget();  // what the build compiles for
-  bool shapes_vary = false;  // a library for many values of the model's shape dimensions (ir/dim_samples.h)
 };
 
 using PassFunction = ir::Expr (*)(const ir::Expr& main, const PassEnvironment& environment);

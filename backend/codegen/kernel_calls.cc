@@ -173,13 +173,13 @@ KernelCall PlanAttention(const KernelOperands& o) {
   const std::vector<int64_t> bias = has_bias ? attrs.GetInts("bias_view") : std::vector<int64_t>(5, 0);
   KernelCall call;
   call.kernel = has_bias ? "AttentionWithBias" : "Attention";
-  call.params = TypedParams(
-      "AttentionParams",
-      kernels::AttentionParams{n[0],    n[1],    n[2],    n[3],    n[4],    n[5],    static_cast<float>(attrs.GetFloat("scale")),
-                               q[0],    q[1],    q[2],    q[3],    q[4],    k[0],    k[1],
-                               k[2],    k[3],    k[4],    v[0],    v[1],    v[2],    v[3],
-                               v[4],    bias[0], bias[1], bias[2], bias[3], bias[4],
-                               out[0],  out[1],  out[2],  out[3],  out[4]});
+  const float scale = static_cast<float>(attrs.GetFloat("scale"));
+  call.params = TypedParams("AttentionParams",
+                            kernels::AttentionParams{n[0],    n[1],    n[2],    n[3],    n[4],    n[5],    scale,
+                                                     q[0],    q[1],    q[2],    q[3],    q[4],    k[0],    k[1],
+                                                     k[2],    k[3],    k[4],    v[0],    v[1],    v[2],    v[3],
+                                                     v[4],    bias[0], bias[1], bias[2], bias[3], bias[4], out[0],
+                                                     out[1],  out[2],  out[3],  out[4]});
   call.args = {Buffer("q", o.inputs[0]), Buffer("k", o.inputs[1]), Buffer("v", o.inputs[2])};
   if (has_bias) call.args.push_back(Buffer("bias", o.inputs[3]));
   call.args.push_back(Buffer("out", o.outputs[0]));

@@ -42,7 +42,7 @@ struct AttentionJob {
   int64_t key_tiles;      // ceil(keys / kKeyRows)
   float* packed_keys;     // per head: key_tiles tiles of [head_size][kKeyRows], zeros past the keys
   int64_t packed_keys_size;
-  float* values;          // per head: [keys][value_width]
+  float* values;          // per head: [keys][value_width], zeros past value_size
   int64_t value_width;    // value_size rounded up to whole vectors
   int64_t query_blocks;   // ceil(queries / kBlock)
   std::atomic<bool> out_of_memory{false};  // a task's buffers were not available
@@ -63,7 +63,9 @@ void Transpose(const float* in, int64_t in_stride, int64_t in_column, int64_t ro
 #if defined(KILN_SIMD_AVX2)
   for (; in_column == 1 && r0 + 8 <= rows; r0 += 8) {
     int64_t c = 0;
-    for (; c + 8 <= columns; c += 8) Transpose8x8(in + r0 * in_stride + c, in_stride, 8, out + c * out_stride + r0, out_stride);
+    for (; c + 8 <= columns; c += 8) {
+      Transpose8x8(in + r0 * in_stride + c, in_stride, 8, out + c * out_stride + r0, out_stride);
+    }
     for (; c < columns; ++c) {
       for (int64_t r = r0; r < r0 + 8; ++r) out[c * out_stride + r] = in[r * in_stride + c];
     }
@@ -88,7 +90,9 @@ void PackHeads(int64_t begin, int64_t end, void* context) {
       float* to = packed + tile * p.head_size * kKeyRows;
       const int64_t t0 = tile * kKeyRows, rows = std::min<int64_t>(kKeyRows, p.keys - t0);
       Transpose(k + t0 * p.k_t, p.k_t, p.k_h, rows, p.head_size, to, kKeyRows);
-      for (int64_t h = 0; rows < kKeyRows && h < p.head_size; ++h) std::fill(to + h * kKeyRows + rows, to + (h + 1) * kKeyRows, 0.0f);
+      for (int64_t h = 0; rows < kKeyRows && h < p.head_size; ++h) {
+        std::fill(to + h * kKeyRows + rows, to + (h + 1) * kKeyRows, 0.0f);
+      }
     }
     const float* v = HeadOf(g.v, p.v_offset, p.v_b, p.v_n, p.heads, head);
     float* copy = g.values + head * p.keys * g.value_width;
@@ -214,8 +218,8 @@ void AttendBlock(const AttentionJob& g, int64_t head, int64_t block, const Block
                                     w.scores + tile * kKeyRows * kBlock);
   }
   // Scale and bias, then the softmax down the keys, lane by lane.
-  const float* bias = g.bias != nullptr ? HeadOf(g.bias, p.bias_offset, p.bias_b, p.bias_n, p.heads, head) + s0 * p.bias_s
-                                        : nullptr;
+  const float* bias =
+      g.bias != nullptr ? HeadOf(g.bias, p.bias_offset, p.bias_b, p.bias_n, p.heads, head) + s0 * p.bias_s : nullptr;
   const bool bias_per_query = bias != nullptr && p.bias_s != 0;
   if (bias_per_query) Transpose(bias, p.bias_s, p.bias_t, count, p.keys, w.bias, kBlock);
   const V scale = V::Broadcast(&p.scale);

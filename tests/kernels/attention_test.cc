@@ -105,14 +105,18 @@ std::vector<double> Reference(const Layout& l) {
                    k[p.k_offset + b * p.k_b + n * p.k_n + t * p.k_t + h * p.k_h];
           }
           scores[t] = dot * p.scale;
-          if (!l.bias.empty()) scores[t] += l.bias[p.bias_offset + b * p.bias_b + n * p.bias_n + i * p.bias_s + t * p.bias_t];
+          if (!l.bias.empty()) {
+            scores[t] += l.bias[p.bias_offset + b * p.bias_b + n * p.bias_n + i * p.bias_s + t * p.bias_t];
+          }
           max = std::max(max, scores[t]);
         }
         double sum = 0;
         for (double& x : scores) sum += x = std::exp(x - max);
         for (int64_t j = 0; j < p.value_size; ++j) {
           double y = 0;
-          for (int64_t t = 0; t < p.keys; ++t) y += scores[t] * v[p.v_offset + b * p.v_b + n * p.v_n + t * p.v_t + j * p.v_v];
+          for (int64_t t = 0; t < p.keys; ++t) {
+            y += scores[t] * v[p.v_offset + b * p.v_b + n * p.v_n + t * p.v_t + j * p.v_v];
+          }
           out[p.out_offset + b * p.out_b + n * p.out_n + i * p.out_s + j] = y / sum;
         }
       }

@@ -43,13 +43,14 @@ MUST_FUSE = [name for name, case in CASES.items() if not case.get("scores_output
 
 def attention_model(path, batch, seq, heads, head, layout="bert", kv_seq=None, value_head=None, mask=None,
                     scale="div", softmax_axis=-1, computed_shapes=False, flat_merge=True, scores_output=False,
-                    seed=0):
+                    seed=0, seq_dim=None):
     """Writes the attention graph the options describe to `path`; returns (feeds, weights).
     layout "bert": x [B, S, E], Q, K, V projected apart (K and V from y [B, T, E] given kv_seq),
     heads [B, N, S, H]; "seq_first": x [S, B, E], one packed projection Sliced into q, k, v, heads
     [B*N, S, H], merged to [S*B, E] before the output projection (flat_merge) or to [S, B, E].
     mask: None, "input" (a 0/1 `mask` [B, T] made (1 - mask) * -10000) or "causal" (a constant
-    [S, S] of -1e9 above the diagonal). scale: "div" or "mul" after Q K^T, "div_q" on Q."""
+    [S, S] of -1e9 above the diagonal). scale: "div" or "mul" after Q K^T, "div_q" on Q. seq_dim: a
+    name the inputs' sequence axis has instead of its length (feeds still of length `seq`)."""
     rng = np.random.default_rng(seed)
     kv_seq, value_head = kv_seq or seq, value_head or head
     hidden, value_hidden = heads * head, heads * value_head
@@ -133,6 +134,10 @@ def attention_model(path, batch, seq, heads, head, layout="bert", kv_seq=None, v
         out = op("Reshape", [out, const("out_shape", x_shape)], "out")
     score_shape = [batch, heads, seq, kv_seq] if layout == "bert" else [batch * heads, seq, seq]
     outputs = [(out, x_shape)] + ([(scores, score_shape), (probs, score_shape)] if scores_output else [])
+    if seq_dim is not None:  # bert layout, self-attention: the sequence is axis 1 of every input and output
+        def named(pairs):
+            return [(n, [seq_dim if i == 1 else d for i, d in enumerate(shape)]) for n, shape in pairs]
+        inputs, outputs = named(inputs), named(outputs)
     graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
                               [helper.make_tensor_value_info(n, F, s) for n, s in outputs],
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
@@ -233,3 +238,19 @@ def test_attention_matches_onnxruntime(tmp_path, name):
         # The heads' split (slices, reshapes, transposes) and join are read and written in place.
         assert "nn.attention" in ops and not ops & {"nn.softmax", "nn.batch_matmul", "transpose", "strided_slice"}, \
             f"{name}: ops {', '.join(sorted(ops))}"
+
+
+def test_attention_of_any_sequence_length_in_one_library(tmp_path):
+    """BERT with a padding mask compiled once for S = 1..40 (`--dims`): fused, and against ONNX
+    Runtime at lengths from 1 to the max, the views' strides computed from S at run time."""
+    path = tmp_path / "dynamic.onnx"
+    attention_model(path, batch=2, seq=13, heads=3, head=8, mask="input", seq_dim="S")
+    library = tmp_path / "dynamic.so"
+    result = subprocess.run([KILN, "compile", str(path), "-O3", "--dims", "S=1..40", "-o", str(library)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "nn.attention" in fused_ops(library) and "transpose" not in fused_ops(library)
+    for seq in (40, 1, 7, 23):
+        feeds, _ = attention_model(tmp_path / f"s{seq}.onnx", batch=2, seq=seq, heads=3, head=8, mask="input",
+                                   seq_dim="S")  # the same seeded weights, inputs of this length
+        assert_close(kiln_outputs(tmp_path, library, feeds), onnxruntime_outputs(path, feeds), f"S = {seq}")
