@@ -231,6 +231,22 @@ bool PlainComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* 
   return false;
 }
 
+// Non-overlapping windows of at least 4x4 (a vision transformer's patch embedding, 16x16 at stride
+// 16): the im2col copy is then a permutation of the image, no element copied twice, and the
+// product runs at the matrix product's rate.
+bool PatchesApplies(const Conv2DProblem& p, const KernelConfig&) {
+  return p.float32 && p.groups == 1 && p.kernel_h >= 4 && p.kernel_w >= 4 &&
+         p.strides == std::vector<int64_t>{p.kernel_h, p.kernel_w} && p.dilation == std::vector<int64_t>{1, 1} &&
+         p.padding == std::vector<int64_t>{0, 0, 0, 0};
+}
+
+bool PatchesComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
+  if (!PlainComputes(p, l, why)) return false;
+  if (PatchesApplies(p, kernels::kBaselineConfig)) return true;
+  *why = "its windows overlap, are padded, grouped or smaller than 4x4";
+  return false;
+}
+
 bool PlainDepthwiseComputes(const Conv2DProblem& p, const Conv2DLayouts& l, std::string* why) {
   if (!PlainComputes(p, l, why)) return false;
   if (PlainDepthwiseApplies(p, kernels::kBaselineConfig)) return true;
@@ -286,6 +302,7 @@ const std::vector<Conv2DImplementation>& Conv2DImplementations() {
        SmallGroupsComputes},
       {"conv2d.nchwc_1x1", Conv2DKernel::kConv2DNCHWc, PointwiseApplies, DirectLayouts, PointwiseComputes},
       {kConv2DWinogradName, Conv2DKernel::kConv2DWinograd, WinogradApplies, WinogradLayouts, WinogradComputes},
+      {"conv2d.nchw_patches_gemm", Conv2DKernel::kConv2D, PatchesApplies, PlainLayouts, PatchesComputes},
       {"conv2d.nchwc_direct", Conv2DKernel::kConv2DNCHWc, DirectApplies, DirectLayouts, DirectComputes},
       {"conv2d.nchwc_grouped", Conv2DKernel::kConv2DNCHWc, GroupedApplies, GroupedLayouts, GroupedComputes},
       {"conv2d.nchw_depthwise", Conv2DKernel::kConv2DDepthwise, PlainDepthwiseApplies, PlainLayouts, PlainDepthwiseComputes},

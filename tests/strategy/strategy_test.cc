@@ -73,6 +73,13 @@ TEST(Conv2DStrategy, ChoosesByShapeGroupsAndType) {
   EXPECT_EQ(Chosen(Conv(32, 64, 3, "groups=8")), "conv2d.nchwc_grouped");  // 4 in, 8 out per group: not local
   EXPECT_EQ(Chosen(Conv(24, 24, 3, "groups=8")), "conv2d.nchw_im2col_gemm");     // 3 per group
   EXPECT_EQ(Chosen(Conv(16, 12, 3)), "conv2d.nchw_im2col_gemm");
+  // Non-overlapping windows (a patch embedding): im2col is a permutation; overlapping or padded
+  // ones, and small windows, stay direct.
+  EXPECT_EQ(Chosen(Conv(3, 32, 7, "strides=[7, 7]")), "conv2d.nchw_patches_gemm");
+  EXPECT_EQ(Chosen(Conv(16, 32, 4, "strides=[4, 4]")), "conv2d.nchw_patches_gemm");
+  EXPECT_EQ(Chosen(Conv(16, 32, 4, "strides=[2, 2]")), "conv2d.nchwc_direct");
+  EXPECT_EQ(Chosen(Conv(16, 32, 4, "strides=[4, 4], padding=[1, 1, 1, 1]")), "conv2d.nchwc_direct");
+  EXPECT_EQ(Chosen(Conv(16, 32, 2, "strides=[2, 2]")), "conv2d.nchwc_direct");
   EXPECT_EQ(Chosen(Conv(16, 32, 3, "", "float64")), "none");
   KernelConfig unblocked = kernels::kAvx2Config;
   unblocked.conv_block = 0;
@@ -198,6 +205,7 @@ TEST(Conv2DStrategy, LoweringFindsTheImplementationOfACallAsLaidOut) {
   EXPECT_EQ(of(with(", implementation=\"conv2d.nchwc_direct\"")), "conv2d.nchwc_direct");
   EXPECT_EQ(of(Conv(64, 64, 3, "groups=2")), "conv2d.nchw_im2col_gemm");  // plain layouts: no blocked kernel
   EXPECT_EQ(of(Conv(64, 64, 3, "groups=64")), "conv2d.nchw_depthwise");
+  EXPECT_EQ(of(Conv(3, 32, 7, "strides=[7, 7]")), "conv2d.nchw_patches_gemm");
   try {
     of(with(", implementation=\"conv2d.nchwc_depthwise\""));
     ADD_FAILURE() << "a depthwise implementation computed a dense convolution";
