@@ -1,6 +1,6 @@
 // Fused scaled dot-product attention (kernels.h, AttentionParams). Per (batch, head), the keys are
-// first packed into tiles of kKeyRows keys, [H][kKeyRows] each (and the values copied into rows of
-// whole vectors where theirs are not); then each block of kBlock queries (kQueryVectors vectors,
+// first packed into tiles of kKeyRows keys, [H][kKeyRows] each, and the values copied contiguous in
+// rows of whole vectors; then each block of kBlock queries (kQueryVectors vectors,
 // the queries in the lanes) computes its scores transposed, [keys][kBlock], in a buffer that stays
 // in L1/L2: a tile of kKeyRows keys x kQueryVectors vectors of queries walks the head size with one
 // load per query vector and one broadcast per key. The softmax then runs down the keys lane by
