@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ir/ops/infer_util.h"
 #include "ir/type.h"
 
 namespace kiln::transform {
@@ -114,37 +115,16 @@ std::optional<View> Reshaped(View view, const Ints& shape) {
   return view;
 }
 
-Ints TransposeAxes(const CallNode& call, size_t rank) {
-  Ints axes = call.attrs.GetInts("axes");
-  if (axes.empty()) {
-    for (size_t d = rank; d-- > 0;) axes.push_back(static_cast<int64_t>(d));
-  }
-  for (int64_t& a : axes) a = a < 0 ? a + static_cast<int64_t>(rank) : a;
-  return axes;
-}
-
-// `view` sliced as `slice` (unit steps) slices its input into `shape`.
-std::optional<View> Sliced(View view, const CallNode& slice, const Ints& in_shape, const Ints& shape) {
-  const Ints& begin = slice.attrs.GetInts("begin");
-  const Ints& steps = slice.attrs.GetInts("strides");
-  Ints axes = slice.attrs.GetInts("axes");
-  if (axes.empty()) {  // the first ones
-    for (size_t i = 0; i < begin.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  for (int64_t step : steps) {
-    if (step != 1) return std::nullopt;
-  }
-  if (begin.size() != axes.size()) return std::nullopt;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t axis = axes[i] < 0 ? axes[i] + static_cast<int64_t>(in_shape.size()) : axes[i];
-    const int64_t extent = in_shape[axis];
-    int64_t first = begin[i] < 0 ? begin[i] + extent : begin[i];
-    first = std::min(std::max<int64_t>(first, 0), extent);
-    Dim& dim = view.dims[axis];
-    if (shape[axis] == extent) continue;
+// `view` sliced as `slice` (unit steps, each sliced dimension one component) slices its input of
+// shape `in_shape`.
+std::optional<View> Sliced(View view, const CallNode& slice, const Ints& in_shape) {
+  for (const SlicedAxis& s : SlicedAxes(in_shape, slice.attrs)) {
+    if (s.step != 1) return std::nullopt;
+    if (s.length == in_shape[s.axis]) continue;
+    Dim& dim = view.dims[s.axis];
     if (dim.size() != 1) return std::nullopt;
-    view.offset += first * dim[0].stride;
-    dim = Simplified({{shape[axis], dim[0].stride}});
+    view.offset += s.first * dim[0].stride;
+    dim = Simplified({{s.length, dim[0].stride}});
   }
   return view;
 }
@@ -190,12 +170,12 @@ View ViewOf(const Expr& e, bool scaling) {
   if (kTranspose.Is(call->op)) {
     View in = ViewOf(call->args[0], scaling);
     View view = in;
-    Ints axes = TransposeAxes(*call, in.dims.size());
+    Ints axes = TransposeAxes(call->attrs, in.dims.size());
     for (size_t d = 0; d < axes.size(); ++d) view.dims[d] = in.dims[axes[d]];
     return view;
   }
   if (kStridedSlice.Is(call->op)) {
-    std::optional<View> view = Sliced(ViewOf(call->args[0], scaling), *call, ShapeOf(call->args[0]), ShapeOf(e));
+    std::optional<View> view = Sliced(ViewOf(call->args[0], scaling), *call, ShapeOf(call->args[0]));
     return view ? *view : Whole(e);
   }
   if (std::optional<std::pair<Expr, double>> factor = scaling ? ScalarFactor(e) : std::nullopt) {
@@ -217,7 +197,7 @@ std::optional<View> PlaceIn(const std::vector<Expr>& chain) {
       if (!reshaped) return std::nullopt;
       view = *reshaped;
     } else {  // transpose: input axis axes[d] is result axis d
-      Ints axes = TransposeAxes(*chain[i]->As<CallNode>(), view.dims.size());
+      Ints axes = TransposeAxes(chain[i]->As<CallNode>()->attrs, view.dims.size());
       View in = view;
       for (size_t d = 0; d < axes.size(); ++d) in.dims[axes[d]] = view.dims[d];
       view = in;

@@ -168,9 +168,6 @@ void EmitGatherLoop(CodeWriter& code, const GatherLoop& loop, const Plan& plan);
 // that a gather loop does not compute.
 int64_t GatherRunBound(const ir::CallNode& call);
 
-// The transpose's permutation, its default (reversed axes) filled in, negative axes counted from
-// the back.
-std::vector<int64_t> TransposeAxes(const ir::CallNode& call, size_t ndim);
 // Where a strided_slice of an input of shape `in` starts on each axis and its step there.
 struct SliceGeometry {
   std::vector<int64_t> start, step;

@@ -7,6 +7,7 @@
 
 #include "backend/codegen/lowering.h"
 #include "ir/layout.h"
+#include "ir/ops/infer_util.h"
 #include "runtime/error.h"
 
 namespace kiln::backend {
@@ -64,7 +65,7 @@ class GatherWriter {
     std::string source;
     auto add = [&](const std::string& term) { source += (source.empty() ? "" : " + ") + term; };
     if (kTranspose.Is(call.op)) {
-      std::vector<int64_t> axes = TransposeAxes(call, in.size());
+      std::vector<int64_t> axes = ir::TransposeAxes(call.attrs, in.size());
       for (size_t d = 0; d < axes.size(); ++d) {
         if (index[d] != "0") add(index[d] + " * " + IntLiteral(in_strides[axes[d]]));
       }
@@ -123,7 +124,7 @@ int64_t GatherRunBound(const ir::CallNode& call) {
   const std::vector<int64_t>& out = call.type().tensor().shape;
   if (lowering->copy) return Product(out);
   if (kTranspose.Is(call.op)) {
-    std::vector<int64_t> axes = TransposeAxes(call, out.size());
+    std::vector<int64_t> axes = ir::TransposeAxes(call.attrs, out.size());
     int64_t run = 1;
     for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0 && axes[d] == d; --d) run *= out[d];
     return run;

@@ -89,7 +89,10 @@ void EmitResize(EmitContext& c) {
   if (nearest) {
     loop_dims = axes.back().dim + 1;
     for (int d = loop_dims; d < rank; ++d) run *= out[d];
-    if (run < 4) run = 1, loop_dims = rank;
+    if (run < 4) {  // shorter runs stay element by element: a memcpy call costs more than 3 copies
+      run = 1;
+      loop_dims = rank;
+    }
   }
   if (run > 1) {
     base = "0";

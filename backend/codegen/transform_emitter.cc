@@ -25,15 +25,6 @@ std::string Index(size_t d) { return "i" + std::to_string(d); }
 
 }  // namespace
 
-std::vector<int64_t> TransposeAxes(const ir::CallNode& call, size_t ndim) {
-  std::vector<int64_t> axes = call.attrs.GetInts("axes");
-  if (axes.empty()) {
-    for (int64_t d = static_cast<int64_t>(ndim) - 1; d >= 0; --d) axes.push_back(d);
-  }
-  for (int64_t& axis : axes) axis = axis < 0 ? axis + static_cast<int64_t>(ndim) : axis;
-  return axes;
-}
-
 // A transpose whose output rows read the input at a stride (its last axis is not the input's):
 // blocks of kTransposeBlock x kTransposeBlock elements between the output axis that reads the
 // input's rows (`rows`) and the last, so that each block's reads and writes stay in L1 (element by
@@ -120,7 +111,7 @@ void EmitBlockedTranspose(EmitContext& c, const std::vector<int64_t>& axes, size
 
 void EmitTranspose(EmitContext& c) {
   const auto& in = c.input_types[0].shape;
-  std::vector<int64_t> axes = TransposeAxes(c.call, in.size());
+  std::vector<int64_t> axes = ir::TransposeAxes(c.call.attrs, in.size());
   const size_t last = in.size() - 1;
   // (Where extents vary, blocked whatever their values: the choice cannot depend on them.)
   bool long_axes = c.code.extents_vary() || (in[last] >= kMinTransposeBlock && in[axes[last]] >= kMinTransposeBlock);

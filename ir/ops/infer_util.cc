@@ -70,4 +70,13 @@ std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attr
 }
 
 
+std::vector<int64_t> TransposeAxes(const Attrs& attrs, size_t ndim) {
+  std::vector<int64_t> axes = attrs.GetInts("axes");
+  if (axes.empty()) {
+    for (int64_t d = static_cast<int64_t>(ndim) - 1; d >= 0; --d) axes.push_back(d);
+  }
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + static_cast<int64_t>(ndim) : axis;
+  return axes;
+}
+
 }  // namespace kiln::ir

@@ -26,6 +26,9 @@ struct SlicedAxis {
 };
 // The sliced axes of a strided_slice of `shape`; throws Error when the attributes do not fit.
 std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attrs& attrs);
+// A transpose's permutation of `ndim` axes: its default (reversed axes) filled in, negative axes
+// counted from the back.
+std::vector<int64_t> TransposeAxes(const Attrs& attrs, size_t ndim);
 
 
 }  // namespace kiln::ir

@@ -262,17 +262,20 @@ Type LayerNorm(const std::vector<Type>& args, const Attrs& attrs) {
 Type Attention(const std::vector<Type>& args, const Attrs& attrs) {
   const std::vector<int64_t>& sizes = attrs.GetInts("sizes");
   Check(sizes.size() == 6, "sizes must be [batch, heads, queries, keys, head size, value size], it is ",
-        ShapeText(sizes));
-  for (int64_t size : sizes) Check(size >= 0, "sizes ", ShapeText(sizes), " must not be negative");
+        AttrValueText(sizes));
+  for (int64_t size : sizes) Check(size >= 0, "sizes ", AttrValueText(sizes), " must not be negative");
   const int64_t batch = sizes[0], heads = sizes[1], queries = sizes[2], keys = sizes[3];
   // The last element a view reaches must lie in its tensor; `what` names the view.
   auto check_view = [&](const char* what, const std::vector<int64_t>& view, int64_t rows, int64_t columns,
                         int64_t elements) {
-    Check(view.size() == 5, what, " must be [offset, batch, head, row and column strides], it is ", ShapeText(view));
-    for (int64_t x : view) Check(x >= 0, what, " ", ShapeText(view), " must not be negative");
-    if (batch * heads * rows * columns == 0) return;
-    int64_t last = view[0] + (batch - 1) * view[1] + (heads - 1) * view[2] + (rows - 1) * view[3] + (columns - 1) * view[4];
-    Check(last < elements, what, " ", ShapeText(view), " reaches element ", last, " of a tensor of ", elements);
+    Check(view.size() == 5, what, " must be [offset, batch, head, row and column strides], it is ", AttrValueText(view));
+    for (int64_t x : view) Check(x >= 0, what, " ", AttrValueText(view), " must not be negative");
+    if (batch == 0 || heads == 0 || rows == 0 || columns == 0) return;
+    // Term by term in 128 bits (attributes from IR text may be any 64-bit numbers).
+    const int64_t counts[5] = {1, batch, heads, rows, columns};
+    __int128 last = 0;
+    for (int d = 0; d < 5 && last < elements; ++d) last += static_cast<__int128>(counts[d] - (d > 0)) * view[d];
+    Check(last < elements, what, " ", AttrValueText(view), " reaches past the ", elements, " elements of its tensor");
   };
   const std::vector<std::string> names = {"q_view", "k_view", "v_view", "bias_view"};
   const std::vector<int64_t> rows = {queries, keys, keys, queries}, columns = {sizes[4], sizes[4], sizes[5], keys};
@@ -284,11 +287,14 @@ Type Attention(const std::vector<Type>& args, const Attrs& attrs) {
   }
   TensorType out{attrs.GetInts("out_shape"), runtime::kFloat32};
   for (int64_t d : out.shape) Check(d >= 0, "out_shape ", ShapeText(out.shape), " must not be negative");
-  Check(out.NumElements() == batch * heads * queries * sizes[5], "out_shape ", ShapeText(out.shape), " holds ",
-        out.NumElements(), " elements, not batch x heads x queries x value size = ", batch * heads * queries * sizes[5]);
+  int64_t results = 0;
+  Check(!__builtin_mul_overflow(batch, heads, &results) && !__builtin_mul_overflow(results, queries, &results) &&
+            !__builtin_mul_overflow(results, sizes[5], &results) && out.NumElements() == results,
+        "out_shape ", ShapeText(out.shape), " holds ", out.NumElements(),
+        " elements, not batch x heads x queries x value size");
   const std::vector<int64_t>& out_view = attrs.GetInts("out_view");
   check_view("out_view", out_view, queries, sizes[5], out.NumElements());
-  Check(out_view[4] == 1, "out_view ", ShapeText(out_view), " must write each row's values contiguously");
+  Check(out_view[4] == 1, "out_view ", AttrValueText(out_view), " must write each row's values contiguously");
   return Type::Tensor(out);
 }
 
@@ -446,7 +452,7 @@ void RegisterNnOps(OpTable& table) {
                {"q_view", AttrKind::kInts, {}, "offset, batch, head, query and head-size strides of q"},
                {"k_view", AttrKind::kInts, {}, "offset, batch, head, key and head-size strides of k"},
                {"v_view", AttrKind::kInts, {}, "offset, batch, head, key and value strides of v"},
-               {"bias_view", AttrKind::kInts, {}, "offset, batch, head, query and key strides of the bias"},
+               {"bias_view", AttrKind::kInts, std::vector<int64_t>{}, "offset, batch, head, query and key strides of the bias; empty without one"},
                {"out_shape", AttrKind::kInts, {}, "the result's shape"},
                {"out_view", AttrKind::kInts, {}, "offset, batch, head, query and value strides of the result"}},
               OpPattern::kOpaque, Attention, "softmax(scale * q k^T + bias) v per batch and head, fused"});

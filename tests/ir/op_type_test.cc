@@ -197,6 +197,31 @@ TEST(OpType, Normalization) {
   EXPECT_THAT(ErrorOf("nn.softmax", {In({2, 3})}, A({{"axis", int64_t{2}}})), HasSubstr("axis 2 is out of range"));
 }
 
+// nn.attention (CombineAttention's): q, k, v of a packed QKV projection [S, 3 * N * H] read in
+// place, the result [S, N * Hv]; each view must stay inside its tensor, the result's view cover it.
+TEST(OpType, Attention) {
+  auto attrs = [](Ints q_view, Ints out_shape, Ints out_view) {
+    return A({{"sizes", Ints{1, 2, 5, 5, 4, 4}}, {"scale", 0.5}, {"q_view", q_view}, {"k_view", Ints{8, 0, 4, 24, 1}},
+              {"v_view", Ints{16, 0, 4, 24, 1}}, {"out_shape", out_shape}, {"out_view", out_view}});
+  };
+  const Ints q = {0, 0, 4, 24, 1}, out = {5, 8}, out_view = {0, 0, 4, 8, 1};
+  EXPECT_EQ(TypeOf("nn.attention", {In({5, 24}), In({5, 24}), In({5, 24})}, attrs(q, out, out_view)),
+            "Tensor[(5, 8), float32]");
+  EXPECT_THAT(ErrorOf("nn.attention", {In({5, 24}), In({5, 24}), In({5, 24})}, attrs({17, 0, 4, 24, 1}, out, out_view)),
+              HasSubstr("q_view [17, 0, 4, 24, 1] reaches past the 120 elements of its tensor"));
+  EXPECT_THAT(ErrorOf("nn.attention", {In({5, 24}), In({5, 24}), In({5, 24})},
+                      attrs({0, 0, int64_t{1} << 62, int64_t{1} << 62, 1}, out, out_view)),
+              HasSubstr("reaches past the 120 elements"));
+  EXPECT_THAT(ErrorOf("nn.attention", {In({5, 24}), In({5, 24}), In({5, 24})}, attrs(q, {5, 9}, out_view)),
+              HasSubstr("out_shape (5, 9) holds 45 elements, not batch x heads x queries x value size"));
+  EXPECT_THAT(ErrorOf("nn.attention", {In({5, 24}), In({5, 24}), In({5, 24})}, attrs(q, out, {0, 0, 1, 8, 2})),
+              HasSubstr("out_view [0, 0, 1, 8, 2] must write each row's values contiguously"));
+  EXPECT_THAT(ErrorOf("nn.attention", {In({5, 24}, "float64"), In({5, 24}), In({5, 24})}, attrs(q, out, out_view)),
+              HasSubstr("argument 0 is float64, not float32"));
+  EXPECT_THAT(ErrorOf("nn.attention", {In({5, 24}), In({5, 24}), In({5, 24}), In({5, 5})}, attrs(q, out, out_view)),
+              HasSubstr("bias_view must be [offset, batch, head, row and column strides], it is []"));
+}
+
 TEST(OpType, Transforms) {
   EXPECT_EQ(TypeOf("reshape", {In({1, 512, 1, 1})}, A({{"newshape", Ints{1, 512}}})), "Tensor[(1, 512), float32]");
   EXPECT_THAT(ErrorOf("reshape", {In({2, 3})}, A({{"newshape", Ints{4, 2}}})), HasSubstr("cannot reshape (2, 3)"));

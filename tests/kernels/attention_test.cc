@@ -169,6 +169,15 @@ TEST(Attention, NoKeysGiveZeros) {
   for (float x : out) EXPECT_EQ(x, 0.0f);
 }
 
+TEST(Attention, OutputValuesNotContiguousAreAnError) {
+  std::mt19937 rng(3);
+  Layout l = MakeLayout({1, 2, 5, 5, 8, 8, false, false, false, 0}, rng);
+  l.p.out_v = 2;
+  std::vector<float> out(2 * l.out_size, 0.0f);
+  EXPECT_NE(Attention(l.p, l.q.data(), l.k.data(), l.v.data(), out.data()), 0);
+  for (float x : out) EXPECT_EQ(x, 0.0f);  // nothing written
+}
+
 TEST(Attention, RefusedWorkspaceIsAnError) {
   std::mt19937 rng(7);
   Layout l = MakeLayout({1, 2, 40, 40, 16, 16, false, false, false, 0}, rng);
