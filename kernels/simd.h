@@ -4,7 +4,8 @@
 // compiler vectorizes as well as the target allows. Loads and stores are unaligned.
 //
 // Exp(x) is a vector exp where the target has one (about 2e-7 relative error).
-// LoadLanes(p, lo, hi) loads lanes [lo, hi) from p (the others zero, their addresses never read);
+// LoadLanes(p, lo, hi) loads lanes [lo, hi) from p (the others zero, their addresses never read),
+// LoadLanes(p, Lanes(lo, hi)) the same with the lane set made once (a mask register) for many loads;
 // StoreLanes(p, count) stores the first `count` lanes; EvenLanes(a, b) is a's even lanes then b's
 // (a stride-2 row's columns). The vector widths of the target have them (Vec<8> with AVX2,
 // Vec<16> with AVX-512, the portable form).
@@ -121,7 +122,10 @@ struct Vec<8> {
     return _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1)),
                             _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane));
   }
-  static Vec LoadLanes(const float* p, int lo, int hi) { return {_mm256_maskload_ps(p, LaneMask(lo, hi))}; }
+  using LaneSet = __m256i;
+  static LaneSet Lanes(int lo, int hi) { return LaneMask(lo, hi); }
+  static Vec LoadLanes(const float* p, LaneSet lanes) { return {_mm256_maskload_ps(p, lanes)}; }
+  static Vec LoadLanes(const float* p, int lo, int hi) { return LoadLanes(p, LaneMask(lo, hi)); }
   void StoreLanes(float* p, int count) const { _mm256_maskstore_ps(p, LaneMask(0, count), v); }
   static Vec EvenLanes(Vec a, Vec b) {  // [a0 a2 b0 b2 | a4 a6 b4 b6], 64-bit pairs reordered
     __m256 pairs = _mm256_shuffle_ps(a.v, b.v, _MM_SHUFFLE(2, 0, 2, 0));
@@ -171,7 +175,10 @@ struct Vec<16> {
   static __mmask16 LaneMask(int lo, int hi) {  // lanes [lo, hi)
     return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
   }
-  static Vec LoadLanes(const float* p, int lo, int hi) { return {_mm512_maskz_loadu_ps(LaneMask(lo, hi), p)}; }
+  using LaneSet = __mmask16;
+  static LaneSet Lanes(int lo, int hi) { return LaneMask(lo, hi); }
+  static Vec LoadLanes(const float* p, LaneSet lanes) { return {_mm512_maskz_loadu_ps(lanes, p)}; }
+  static Vec LoadLanes(const float* p, int lo, int hi) { return LoadLanes(p, LaneMask(lo, hi)); }
   void StoreLanes(float* p, int count) const { _mm512_mask_storeu_ps(p, LaneMask(0, count), v); }
   static Vec LoadHalves(const float* lo, const float* hi, bool with_hi) {
     __m256 upper = with_hi ? _mm256_loadu_ps(hi) : _mm256_setzero_ps();  // AVX512F alone: no masked ymm load
@@ -289,6 +296,11 @@ struct Vec {
     for (int i = 0; i < N; ++i) r.v[i] = a.v[i / G * G + C];
     return r;
   }
+  struct LaneSet {
+    int lo, hi;
+  };
+  static LaneSet Lanes(int lo, int hi) { return {lo, hi}; }
+  static Vec LoadLanes(const float* p, LaneSet lanes) { return LoadLanes(p, lanes.lo, lanes.hi); }
   static Vec LoadLanes(const float* p, int lo, int hi) {
     Vec r;
     for (int i = 0; i < N; ++i) r.v[i] = i >= lo && i < hi ? p[i] : 0.0f;

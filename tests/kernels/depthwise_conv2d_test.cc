@@ -19,7 +19,10 @@
 namespace kiln::kernels {
 namespace {
 
-Shape RandomDepthwiseShape(std::mt19937& rng) {
+// Any window (PickWindow), or 3x3 windows at dilation 1 and the same stride (1 or 2) both ways
+// over rows of at most two vectors of the widest instruction set: the sliding tiles' case, with
+// output heights over several of their tiles and every remainder.
+Shape RandomDepthwiseShape(std::mt19937& rng, bool sliding_3x3) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   Shape s{};
   s.depthwise = true;
@@ -27,16 +30,24 @@ Shape RandomDepthwiseShape(std::mt19937& rng) {
   s.c = pick(1, 13);
   s.o = s.c * pick(1, 3);
   PickWindow(rng, s);
+  if (sliding_3x3) {
+    s.kh = s.kw = 3;
+    s.dh = s.dw = 1;
+    s.sh = s.sw = pick(1, 2);
+    s.h = std::max(pick(1, 40), 3 - s.pt - s.pb);
+    s.w = std::max(pick(1, 32 * s.sw), 3 - s.pl - s.pr);
+    return s;
+  }
   s.h = std::max(pick(1, 19), (s.kh - 1) * s.dh + 1 - s.pt - s.pb);
   s.w = std::max(pick(1, 75), (s.kw - 1) * s.dw + 1 - s.pl - s.pr);
   return s;
 }
 
-void CheckRandomDepthwise(bool parallel, unsigned seed) {
+void CheckRandomDepthwise(bool parallel, unsigned seed, bool sliding_3x3 = false) {
   UseThreads(parallel);
   std::mt19937 rng(seed);
   for (int iteration = 0; iteration < 300; ++iteration) {
-    Shape s = RandomDepthwiseShape(rng);
+    Shape s = RandomDepthwiseShape(rng, sliding_3x3);
     // The input between guards of NaN: a lane read outside it (a mask off by one) poisons a sum.
     const int64_t guard = 64, input_size = s.n * s.c * s.h * s.w;
     std::vector<float> guarded(input_size + 2 * guard, NAN), w = Random(s.o * s.kh * s.kw, rng);
@@ -69,6 +80,7 @@ void CheckRandomDepthwise(bool parallel, unsigned seed) {
 
 TEST(DepthwiseConv2D, MatchesTheReferenceOnRandomShapes) { CheckRandomDepthwise(false, 11); }
 TEST(DepthwiseConv2D, MatchesTheReferenceOnRandomShapesInParallel) { CheckRandomDepthwise(true, 12); }
+TEST(DepthwiseConv2D, ThreeByThreeWindowsOverShortRowsMatchTheReference) { CheckRandomDepthwise(false, 13, true); }
 
 TEST(DepthwiseConv2D, RejectsAConvolutionThatIsNotDepthwise) {
   Conv2DParams p{1, 4, 5, 5, 4, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 2, true};
