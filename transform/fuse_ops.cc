@@ -1,6 +1,7 @@
 // FuseOps: greedy grouping over the dataflow graph in topological order.
 #include "transform/fuse_ops.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -12,6 +13,8 @@ namespace kiln::transform {
 using namespace ir;
 
 namespace {
+
+const OpRef kConcatenate("concatenate");
 
 bool IsOpCall(const Expr& e) {
   const auto* call = e->As<CallNode>();
@@ -66,6 +69,19 @@ std::vector<Expr> Diamond(const Expr& value, const std::vector<Expr>& order,
     open[e.get()] = readers->second;
   }
   return {};
+}
+
+// Whether concatenation `call` is its parts one after another in memory: its axes before the
+// joined one have extent 1.
+bool PartsFollowOneAnother(const CallNode& call, const TensorType& type) {
+  const int ndim = static_cast<int>(type.shape.size());
+  int64_t axis = call.attrs.GetInt("axis");
+  if (axis < 0) axis += ndim;
+  if (axis < 0 || axis >= ndim) return false;
+  for (int64_t d = 0; d < axis; ++d) {
+    if (type.shape[d] != 1) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -140,6 +156,45 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
         if (fits) diamond_group[d.get()] = joined;
       }
     }
+  }
+
+  // A concatenation alone in its group whose parts are each the result of a group of their own
+  // with a heavy op (a convolution and its epilogue), read only by it, takes those groups in:
+  // lowering then computes each part in its place in the concatenation's output, which copies
+  // nothing (backend/codegen/lower.cc, PlaceParts). Only where the parts follow one another in
+  // memory (the axes before the joined one of extent 1): SqueezeNet's fire modules, Inception's
+  // branches.
+  for (const Expr& e : order) {
+    if (!IsOpCall(e) || !kConcatenate.Is(e->As<CallNode>()->op) || !e->type().is_tensor()) continue;
+    const int joined = group_of.at(e.get());
+    if (groups[joined].members.size() != 1) continue;
+    const auto& call = *e->As<CallNode>();
+    if (!PartsFollowOneAnother(call, e->type().tensor())) continue;
+    std::vector<int> parts;
+    size_t size = 1;
+    bool ok = true;
+    for (const Expr& arg : call.args) {
+      auto it = group_of.find(arg.get());
+      ok = ok && it != group_of.end() && consumers[arg.get()] == 1 && outputs.count(arg.get()) == 0 &&
+           groups[it->second].members.back() == arg && groups[it->second].anchor == OpPattern::kOutEWiseFusable;
+      if (!ok) break;
+      parts.push_back(it->second);
+      size += groups[it->second].members.size();
+    }
+    if (!ok || parts.empty() || size > static_cast<size_t>(options.max_depth)) continue;
+    std::vector<Expr> members;
+    for (int part : parts) {
+      for (Expr& m : groups[part].members) {
+        group_of[m.get()] = joined;
+        members.push_back(std::move(m));
+      }
+      groups[part].members.clear();
+    }
+    std::sort(members.begin(), members.end(),
+              [&](const Expr& a, const Expr& b) { return position.at(a.get()) < position.at(b.get()); });
+    members.push_back(e);
+    groups[joined].members = std::move(members);
+    groups[joined].anchor = OpPattern::kOutEWiseFusable;
   }
 
   // Rebuild the main function with a primitive function per group.

@@ -10,7 +10,10 @@
 // producer is not a graph output, so every group has one result and no cycles can form. The one
 // exception is a diamond: when a group's result is read several times and all paths from it
 // meet again in one op within a few elementwise/broadcast ops (x * sigmoid(x)), those ops join
-// the group together.
+// the group together. And a concatenation alone in its group, whose parts are each the result of
+// a heavy op's group read only by it and lie one after another in its output (the axes before the
+// joined one of extent 1), takes those groups in: lowering computes each part in its place in
+// the concatenation's output (SqueezeNet's fire modules, Inception's branches).
 //
 // Calls of external functions (ir::IsExternal: handed to an external codegen) stay as they are;
 // nothing fuses into or across them.

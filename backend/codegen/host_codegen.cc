@@ -214,8 +214,9 @@ std::string GenerateOperatorSource(const Plan& plan, const std::vector<bool>& ba
     const PlanBuffer* root = &plan.buffers.at(b.view_of);
     while (root->view_of >= 0) root = &plan.buffers.at(root->view_of);
     std::string type = (root->kind == PlanBuffer::kParam ? "const " : "") + CType(b.type.dtype);
+    std::string offset = b.view_offset != 0 ? " + " + std::to_string(b.view_offset) + "LL" : "";
     code.Line(type + "* " + BufferName(b) + " = reinterpret_cast<" + type + "*>(" +
-              BufferName(plan.buffers.at(b.view_of)) + ");");
+              BufferName(plan.buffers.at(b.view_of)) + ")" + offset + ";");
   }
   for (const PlanStep& step : plan.steps) {
     code.Open("");  // a scope per step keeps the steps' local names apart

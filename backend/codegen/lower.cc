@@ -92,10 +92,15 @@ class Lowerer {
     for (const Expr& e : order_) {
       if (IsGatherOp(e) && !InsideGatherTree(e)) PlanGatherTree(e);
     }
+    for (const Expr& e : order_) PlaceParts(e);
     for (size_t position = 0; position < order_.size(); ++position) {
       const Expr& e = order_[position];
       if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kTuple || fused_.count(e.get()) != 0) continue;
       if (gathered_.count(e.get()) != 0) continue;  // computed by its tree's gather loop
+      if (PartsInPlace(e)) {  // its parts were computed where they lie in its output
+        values_[e.get()] = {output_slots_.at(std::make_pair(e.get(), size_t{0}))};
+        continue;
+      }
       if (std::optional<ElementwiseLoop::Operand> joined = JoinedInPlace(e)) {  // read where its parts lie
         joined_in_place_.emplace(e.get(), std::move(*joined));
         continue;
@@ -159,11 +164,15 @@ class Lowerer {
     return static_cast<BufferId>(plan_.buffers.size() - 1);
   }
 
-  // The buffer of result `result` of `value`: the output it is returned as, the output that the
-  // one reshape reading it is returned as (seen with its type), or new workspace.
+  // The buffer of result `result` of `value`: the output it is returned as, its place in a
+  // concatenation's output (PlaceParts), the output that the one reshape reading it is returned as
+  // (seen with its type), or new workspace.
   BufferId Allocate(const Expr& value, size_t result, const TensorType& type) {
     auto slot = output_slots_.find(std::make_pair(value.get(), result));
     if (slot != output_slots_.end()) return slot->second;
+    if (auto part = placed_.find(value.get()); part != placed_.end() && result == 0) {
+      return View(part->second.first, type, part->second.second);
+    }
     auto it = readers_.find(value.get());
     if (result == 0 && value->type().is_tensor() && it != readers_.end() && it->second.size() == 1) {
       const Expr& reader = it->second[0];
@@ -193,10 +202,11 @@ class Lowerer {
     return b;
   }
 
-  // A workspace buffer of `type` over the bytes of `base`.
-  BufferId View(BufferId base, const TensorType& type) {
+  // A workspace buffer of `type` over the bytes of `base`, from its element `offset` on.
+  BufferId View(BufferId base, const TensorType& type, int64_t offset = 0) {
     BufferId view = Add(PlanBuffer::kWorkspace, type);
     plan_.buffers[view].view_of = base;
+    plan_.buffers[view].view_offset = offset;
     return view;
   }
 
@@ -391,6 +401,59 @@ class Lowerer {
     return joined;
   }
 
+  // A returned concatenation whose axes before the joined one have extent 1 is its parts one after
+  // another in its output: where every part is computed by a step of this function that writes a
+  // buffer of its own (an op's result, read only by the concatenation and not returned; not a
+  // reshape's view), each part is given its range of the output as its buffer, and the
+  // concatenation copies nothing (FuseOps puts the convolutions whose results SqueezeNet's fire
+  // modules join in the function of their concatenation). Not in a function of varying extents.
+  void PlaceParts(const Expr& e) {
+    const auto* call = e->As<CallNode>();
+    if (plan_.extents_vary || call == nullptr || call->op == nullptr || !kConcatenate.Is(call->op) ||
+        !e->type().is_tensor() || gathered_.count(e.get()) != 0 || gather_runs_.count(e.get()) != 0) {
+      return;
+    }
+    auto slot = output_slots_.find(std::make_pair(e.get(), size_t{0}));
+    if (slot == output_slots_.end()) return;
+    const std::vector<int64_t>& shape = e->type().tensor().shape;
+    const int ndim = static_cast<int>(shape.size());
+    int64_t axis = call->attrs.GetInt("axis");
+    if (axis < 0) axis += ndim;
+    if (axis < 0 || axis >= ndim) return;
+    for (int64_t d = 0; d < axis; ++d) {
+      if (shape[d] != 1) return;
+    }
+    for (const Expr& arg : call->args) {
+      const auto* producer = arg->As<CallNode>();
+      auto readers = readers_.find(arg.get());
+      if (producer == nullptr || producer->op == nullptr || !arg->type().is_tensor() || readers == readers_.end() ||
+          readers->second.size() != 1 || returned_.count(arg.get()) != 0 || IsView(arg)) {
+        return;
+      }
+    }
+    int64_t offset = 0;
+    for (const Expr& arg : call->args) {
+      placed_[arg.get()] = {slot->second, offset};
+      offset += arg->type().tensor().NumElements();
+    }
+  }
+
+  // Whether concatenation `e`'s parts were computed in its output (PlaceParts).
+  bool PartsInPlace(const Expr& e) const {
+    const auto* call = e->As<CallNode>();
+    if (call == nullptr || call->op == nullptr || !kConcatenate.Is(call->op) || call->args.empty() ||
+        placed_.count(call->args[0].get()) == 0) {
+      return false;
+    }
+    for (const Expr& arg : call->args) {
+      const auto& [output, offset] = placed_.at(arg.get());
+      const PlanBuffer& buffer = plan_.buffers[values_.at(arg.get()).at(0)];
+      runtime::CheckInternal(buffer.view_of == output && buffer.view_offset == offset, "lowering ", plan_.symbol,
+                             ": a part of a concatenation was not computed in its place in the output");
+    }
+    return true;
+  }
+
   // ---- Gather loops ------------------------------------------------------------------------------
 
   // A data-movement op that a gather loop computes (GatherRunBound).
@@ -480,6 +543,8 @@ class Lowerer {
   std::set<const ExprNode*> gathered_;  // ops inside a gather loop's tree, below its root
   // Concatenations the elementwise loops read where their parts lie (JoinedInPlace).
   std::unordered_map<const ExprNode*, ElementwiseLoop::Operand> joined_in_place_;
+  // Parts of a concatenation computed in its output: the output and the part's offset (PlaceParts).
+  std::unordered_map<const ExprNode*, std::pair<BufferId, int64_t>> placed_;
 };
 
 }  // namespace

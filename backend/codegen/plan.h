@@ -24,9 +24,13 @@ struct PlanBuffer {
   int index = 0;  // among the buffers of its kind: p<index>, out<index>, t<index>
   ir::TensorType type;
   // A workspace buffer with no memory of its own: the bytes of an earlier buffer seen with this
-  // buffer's type (a reshape's result, or a value whose one reader is a reshape the function
-  // returns, written in place in that output).
+  // buffer's type (a reshape's result, a value whose one reader is a reshape the function
+  // returns, written in place in that output, or a part of a returned concatenation, computed in
+  // its place in the concatenation's output).
   int view_of = -1;
+  // Where the view starts in that buffer, in elements (a part of a concatenation computed in its
+  // place in the concatenation's output).
+  int64_t view_offset = 0;
   // An output whose storage the executor sizes as the graph runs (OpDef::sized_by_input): its
   // argument spec takes any extents.
   bool sized_at_run_time = false;

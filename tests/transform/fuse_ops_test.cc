@@ -195,6 +195,56 @@ TEST(FuseOps, InjectiveChainsFuseAndGraphOutputsStayVisible) {
   })");
 }
 
+// A concatenation whose parts are each a heavy op's group, read only by it, takes them in (its
+// parts are then computed in their places in its output): SqueezeNet's fire module. The
+// squeezed input both read stays one parameter.
+TEST(FuseOps, AConcatenationTakesInTheConvolutionsOfItsParts) {
+  ExpectFused(R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %a: Tensor[(3, 2, 1, 1), float32], %b: Tensor[(5, 2, 3, 3), float32]) {
+    %0 = nn.conv2d(%x, %a);
+    %1 = nn.relu(%0);
+    %2 = nn.conv2d(%x, %b, padding=[1, 1, 1, 1]);
+    %3 = nn.relu(%2);
+    %4 = concatenate(%1, %3, axis=1);
+    %4
+  })",
+              R"(fn (%x: Tensor[(1, 2, 4, 4), float32], %a: Tensor[(3, 2, 1, 1), float32], %b: Tensor[(5, 2, 3, 3), float32]) {
+    %f = fn [Primitive=1] (%p0: Tensor[(1, 2, 4, 4), float32], %p1: Tensor[(3, 2, 1, 1), float32], %p2: Tensor[(5, 2, 3, 3), float32]) {
+      %0 = nn.conv2d(%p0, %p1);
+      %1 = nn.relu(%0);
+      %2 = nn.conv2d(%p0, %p2, padding=[1, 1, 1, 1]);
+      %3 = nn.relu(%2);
+      %4 = concatenate(%1, %3, axis=1);
+      %4
+    };
+    %r = %f(%x, %a, %b);
+    %r
+  })");
+}
+
+// Not where the parts do not follow one another in memory (a batch of 2 before the joined axis),
+// nor where a part is read elsewhere too or is not a heavy op's group.
+TEST(FuseOps, AConcatenationTakesInNoPartsThatCannotBeWrittenInPlace) {
+  auto stays_apart = [](const std::string& concat_args, const std::string& shape, const std::string& outputs) {
+    std::string text = "fn (%x: Tensor[(" + shape + ", 2, 4, 4), float32], %a: Tensor[(3, 2, 1, 1), float32]) {\n"
+                       "  %0 = nn.conv2d(%x, %a);\n  %1 = nn.relu(%0);\n  %2 = exp(%x);\n  %4 = nn.conv2d(%x, %a);\n"
+                       "  %3 = concatenate(" + concat_args + ", axis=1);\n  " + outputs + "\n}";
+    std::string printed = ir::PrintFunction(FuseOps(ir::ParseFunction(text)));
+    // No primitive function holds both the convolution and the concatenation.
+    for (size_t at = printed.find("fn [Primitive=1]"); at != std::string::npos;) {
+      size_t next = printed.find("fn [Primitive=1]", at + 1);
+      std::string function = printed.substr(at, next == std::string::npos ? std::string::npos : next - at);
+      EXPECT_FALSE(function.find("nn.conv2d(") != std::string::npos && function.find("concatenate(") != std::string::npos)
+          << text << "\ngot:\n" << printed;
+      at = next;
+    }
+  };
+  stays_apart("%1, %1", "1", "%3");          // one part twice
+  stays_apart("%1, %x", "1", "%3");          // a parameter as a part
+  stays_apart("%1, %2", "1", "%3");          // an elementwise op's group as a part
+  stays_apart("%1, %4", "2", "%3");          // a batch of 2 before the joined axis
+  stays_apart("%1, %2", "1", "(%3, %1)");    // a part also a graph output
+}
+
 TEST(FuseOps, MaxDepthLimitsGroups) {
   const char* chain = R"(fn (%x: Tensor[(4), float32]) {
     %0 = exp(%x); %1 = negative(%0); %2 = abs(%1); %2
