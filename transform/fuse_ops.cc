@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/ops/infer_util.h"
 #include "ir/provenance.h"
 #include "runtime/error.h"
 
@@ -69,19 +70,6 @@ std::vector<Expr> Diamond(const Expr& value, const std::vector<Expr>& order,
     open[e.get()] = readers->second;
   }
   return {};
-}
-
-// Whether concatenation `call` is its parts one after another in memory: its axes before the
-// joined one have extent 1.
-bool PartsFollowOneAnother(const CallNode& call, const TensorType& type) {
-  const int ndim = static_cast<int>(type.shape.size());
-  int64_t axis = call.attrs.GetInt("axis");
-  if (axis < 0) axis += ndim;
-  if (axis < 0 || axis >= ndim) return false;
-  for (int64_t d = 0; d < axis; ++d) {
-    if (type.shape[d] != 1) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -169,7 +157,7 @@ Expr FuseOps(const Expr& main, const FuseOptions& options) {
     const int joined = group_of.at(e.get());
     if (groups[joined].members.size() != 1) continue;
     const auto& call = *e->As<CallNode>();
-    if (!PartsFollowOneAnother(call, e->type().tensor())) continue;
+    if (!PartsFollowOneAnother(e->type().tensor(), call.attrs)) continue;
     std::vector<int> parts;
     size_t size = 1;
     bool ok = true;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "backend/codegen/lowering.h"
+#include "ir/ops/infer_util.h"
 #include "runtime/error.h"
 #include "strategy/config.h"
 #include "transform/pattern.h"
@@ -414,15 +415,7 @@ class Lowerer {
       return;
     }
     auto slot = output_slots_.find(std::make_pair(e.get(), size_t{0}));
-    if (slot == output_slots_.end()) return;
-    const std::vector<int64_t>& shape = e->type().tensor().shape;
-    const int ndim = static_cast<int>(shape.size());
-    int64_t axis = call->attrs.GetInt("axis");
-    if (axis < 0) axis += ndim;
-    if (axis < 0 || axis >= ndim) return;
-    for (int64_t d = 0; d < axis; ++d) {
-      if (shape[d] != 1) return;
-    }
+    if (slot == output_slots_.end() || !PartsFollowOneAnother(e->type().tensor(), call->attrs)) return;
     for (const Expr& arg : call->args) {
       const auto* producer = arg->As<CallNode>();
       auto readers = readers_.find(arg.get());

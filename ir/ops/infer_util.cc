@@ -79,4 +79,15 @@ std::vector<int64_t> TransposeAxes(const Attrs& attrs, size_t ndim) {
   return axes;
 }
 
+bool PartsFollowOneAnother(const TensorType& type, const Attrs& attrs) {
+  const int64_t ndim = static_cast<int64_t>(type.shape.size());
+  int64_t axis = attrs.GetInt("axis");
+  if (axis < 0) axis += ndim;
+  if (axis < 0 || axis >= ndim) return false;
+  for (int64_t d = 0; d < axis; ++d) {
+    if (type.shape[d] != 1) return false;
+  }
+  return true;
+}
+
 }  // namespace kiln::ir

@@ -29,6 +29,8 @@ std::vector<SlicedAxis> SlicedAxes(const std::vector<int64_t>& shape, const Attr
 // A transpose's permutation of `ndim` axes: its default (reversed axes) filled in, negative axes
 // counted from the back.
 std::vector<int64_t> TransposeAxes(const Attrs& attrs, size_t ndim);
-
+// Whether a concatenation of result type `type` (attributes `attrs`) lays its parts one after
+// another in memory: its axes before the joined one have extent 1.
+bool PartsFollowOneAnother(const TensorType& type, const Attrs& attrs);
 
 }  // namespace kiln::ir
