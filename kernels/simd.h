@@ -11,7 +11,8 @@
 // Vec<16> with AVX-512, the portable form).
 // Vec<16>::LoadHalves(lo, hi, with_hi) is 8 floats from lo then 8 from hi (zeros, hi never read,
 // when not with_hi), StoreHalves its reverse: two blocks of 8 channels computed in one vector;
-// BroadcastHalves(lo, hi) is *lo in the first 8 lanes and *hi in the others.
+// BroadcastHalves(lo, hi) is *lo in the first 8 lanes and *hi in the others; JoinHalves(a, b) is
+// a's first 8 lanes and b's last 8.
 // GroupBroadcast<G, C>(x) fills each group of G lanes with the group's lane C (G = 2 or 4). Pin() keeps a loaded value in registers: compilers otherwise tend to fold a weight
 // vector into every FMA as a memory operand, which makes narrow tiles load-bound. The NaN behaviour follows the generated elementwise code: Max(a, b) and Min(a, b) return `b`
 // when either is NaN, so Max(x, 0) is relu's `x > 0 ? x : 0` and Max(lo, x) is
@@ -188,6 +189,7 @@ struct Vec<16> {
   static Vec BroadcastHalves(const float* lo, const float* hi) {
     return {_mm512_mask_broadcastss_ps(_mm512_set1_ps(*lo), 0xff00, _mm_load_ss(hi))};
   }
+  static Vec JoinHalves(Vec a, Vec b) { return {_mm512_mask_blend_ps(0xff00, a.v, b.v)}; }
   void StoreHalves(float* lo, float* hi, bool with_hi) const {
     _mm256_storeu_ps(lo, _mm512_castps512_ps256(v));
     if (with_hi) _mm256_storeu_ps(hi, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
@@ -228,6 +230,7 @@ struct Vec<16> {
   static Vec BroadcastHalves(const float* lo, const float* hi) {
     return {_mm256_broadcast_ss(lo), _mm256_broadcast_ss(hi)};
   }
+  static Vec JoinHalves(Vec a, Vec b) { return {a.lo, b.hi}; }
   void StoreHalves(float* lo_out, float* hi_out, bool with_hi) const {
     _mm256_storeu_ps(lo_out, lo);
     if (with_hi) _mm256_storeu_ps(hi_out, hi);
@@ -321,6 +324,10 @@ struct Vec {
     Vec r;
     for (int i = 0; i < N; ++i) r.v[i] = i < N / 2 ? *lo : *hi;
     return r;
+  }
+  static Vec JoinHalves(Vec a, Vec b) {
+    for (int i = N / 2; i < N; ++i) a.v[i] = b.v[i];
+    return a;
   }
   void StoreHalves(float* lo, float* hi, bool with_hi) const {
     for (int i = 0; i < N / 2; ++i) lo[i] = v[i];

@@ -221,6 +221,12 @@ void RunItems(int64_t begin, int64_t end, void* context) {
       }
       for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
         tile.oh = oh;
+        if constexpr (kThreeBlockTiles<OB, kLocalGroup, IB, L>) {
+          if (blocks == 3 && !job.weights_ahead) {  // (weights asked ahead: ConvTile's)
+            RunThreeBlockRow<IB, S>(job, tile, ow_begin, ow_end);
+            continue;
+          }
+        }
         static_assert(kTileVectors<L> >= 1 && kTileVectors<L> <= 3, "tiles of 1, 2 or 3 vectors are compiled");
         if constexpr (kLocalGroup == 0 && kTileVectors<L> >= 3) {
           if (vectors == 3) {

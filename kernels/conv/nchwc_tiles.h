@@ -183,6 +183,46 @@ KILN_ALWAYS_INLINE void StoreBlocks(Vec<L> v, float* p, int64_t block_stride, bo
   else v.StoreHalves(p, p + block_stride, second);
 }
 
+// The activation of an epilogue in registers over the K accumulators: relu, clip, and hard swish
+// where kHardSwishInRegisters (swish runs over the stored tile, ActivationOverTile).
+template <int K, int L>
+KILN_ALWAYS_INLINE void ActivateInRegisters(const RegisterEpilogue& r, Vec<L> (&acc)[K]) {
+  using V = Vec<L>;
+  if (r.activation == RegisterEpilogue::kRelu) {
+#pragma GCC unroll 32
+    for (int i = 0; i < K; ++i) acc[i] = scalar::Relu(acc[i]);
+  } else if (r.activation == RegisterEpilogue::kClip) {
+    V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
+#pragma GCC unroll 32
+    for (int i = 0; i < K; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
+  } else if constexpr (kHardSwishInRegisters) {
+    if (r.activation == RegisterEpilogue::kHardSwish) {
+#pragma GCC unroll 32
+      for (int i = 0; i < K; ++i) acc[i] = scalar::HardSwish(acc[i]);
+    }
+  }
+}
+
+// What the epilogue does after blocks [first_block, first_block + blocks) of a tile (count
+// positions from `out`, the first block's) are stored on the last chunk: swish or, without
+// AVX-512, hard swish over the stored tile when the epilogue is in registers, else each of its
+// steps. Out of line: inlined, it changed the tiles' register allocation (ConvTile of two 8-channel
+// pairs kept its accumulators in memory across the input channels).
+template <int OB>
+__attribute__((noinline)) void FinishBlocks(const Job& job, int64_t first_block, int64_t blocks, int64_t count,
+                                            float* out) {
+  const RegisterEpilogue& r = job.in_registers;
+  if (r.active) {
+    if (r.activation == RegisterEpilogue::kSwish) {
+      ActivationOverTile<RegisterEpilogue::kSwish>(out, job.out_plane, blocks, count * OB);
+    } else if (!kHardSwishInRegisters && r.activation == RegisterEpilogue::kHardSwish) {
+      ActivationOverTile<RegisterEpilogue::kHardSwish>(out, job.out_plane, blocks, count * OB);
+    }
+    return;
+  }
+  for (int64_t b = 0; b < blocks; ++b) ApplyEpilogue<OB>(job, first_block + b, count, out + b * job.out_plane);
+}
+
 // Stores the first `count` positions of each of the NB vectors of blocks (acc[b * T + t]: vector
 // b, position t) from `out`, the first block's, then (on the last chunk) applies the epilogue.
 template <int OB, int NB, int T, int L>
@@ -192,7 +232,6 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
   const RegisterEpilogue& r = job.in_registers;
   const bool last_full = LastVectorFull<OB, L, NB>(tile);
   if (tile.last && r.active) {
-    using V = Vec<L>;
     if (r.residual != nullptr) {
       const float* residual = r.residual + (out - job.out);
 #pragma GCC unroll 32
@@ -203,19 +242,7 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
         }
       }
     }
-    if (r.activation == RegisterEpilogue::kRelu) {
-#pragma GCC unroll 32
-      for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Relu(acc[i]);
-    } else if (r.activation == RegisterEpilogue::kClip) {
-      V lo = V::Broadcast(&r.lo), hi = V::Broadcast(&r.hi);
-#pragma GCC unroll 32
-      for (int i = 0; i < NB * T; ++i) acc[i] = scalar::Clip(acc[i], lo, hi);
-    } else if constexpr (kHardSwishInRegisters) {
-      if (r.activation == RegisterEpilogue::kHardSwish) {
-#pragma GCC unroll 32
-        for (int i = 0; i < NB * T; ++i) acc[i] = scalar::HardSwish(acc[i]);
-      }
-    }
+    ActivateInRegisters<NB * T>(r, acc);
   }
 #pragma GCC unroll 32
   for (int i = 0; i < NB * T; ++i) {
@@ -224,17 +251,9 @@ KILN_ALWAYS_INLINE void Finish(const Job& job, const Tile& tile, int64_t count, 
                          i / T < NB - 1 || last_full);
     }
   }
-  if (!tile.last || (!r.active && job.epilogue_size == 0)) return;
-  const int64_t blocks = std::min<int64_t>(NB * kPer, tile.blocks);
-  if (r.active) {
-    if (r.activation == RegisterEpilogue::kSwish) {
-      ActivationOverTile<RegisterEpilogue::kSwish>(out, block_stride, blocks, count * OB);
-    } else if (!kHardSwishInRegisters && r.activation == RegisterEpilogue::kHardSwish) {
-      ActivationOverTile<RegisterEpilogue::kHardSwish>(out, block_stride, blocks, count * OB);
-    }
-    return;
+  if (tile.last && (r.active || job.epilogue_size != 0)) {
+    FinishBlocks<OB>(job, tile.ocb, std::min<int64_t>(NB * kPer, tile.blocks), count, out);
   }
-  for (int64_t b = 0; b < blocks; ++b) ApplyEpilogue<OB>(job, tile.ocb + b, count, out + b * block_stride);
 }
 
 template <int OB, int NB, int T, int L>
@@ -399,6 +418,107 @@ __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const 
     }
   }
   Finish<OB, NB, T, L>(job, tile, count, acc, out);
+}
+
+// Three 8-channel output blocks on 16 lanes (a group of 24 output channels, as MobileNetV2's and
+// EfficientNet's 144 -> 24 projections have, or the last three blocks of a group), unchecked, the
+// input block IB and the stride S compiled in: blocks 0 and 1 a vector per position as in ConvTile,
+// block 2 a vector per two positions (lanes 0-7 position 2j, 8-15 position 2j + 1: 16 floats that
+// lie together in the blocked layout), its 8 weights in both halves and its input the two
+// positions' broadcasts joined. ConvTile gave the third block a vector of its own per position,
+// half of it empty: 2 FMAs per position and input channel where this takes 1.5, plus a blend per
+// pair (one Zen 5 core, alone: 144 -> 24 channels on 14x14 7.7 -> 6.5-6.9 us, 512 -> 24 25.5 ->
+// 22 us; in MobileNetV2, 144 -> 24 on 56x56 124 -> 107-115 us). With an odd T the last pair's
+// second half computes position T - 1 again and is not stored.
+template <int T, int IB, int S>
+__attribute__((optimize("ira-region=one"))) void ThreeBlockTile(const Job& job, const Tile& tile) {
+  static_assert(IB > 0, "the input block is compiled in");
+  using V = Vec<16>;
+  constexpr int kPairs = (T + 1) / 2;
+  constexpr bool kOdd = T % 2 == 1;
+  const Conv2DNCHWcParams& p = *job.p;
+  const int64_t width = p.in_width, x_step = S * IB, block_stride = job.out_plane;
+  V acc[T];        // blocks 0 and 1, position t
+  V pair[kPairs];  // block 2, positions 2j and 2j + 1
+  float* out = TileStart<8, 1, T, 16>(job, tile, T, acc);
+  float* out2 = out + 2 * block_stride;
+  const RegisterEpilogue& r = job.in_registers;
+  if (tile.first) {
+    const float* bias = r.active && r.bias != nullptr ? r.bias + (tile.ocb + 2) * 8 : nullptr;
+    const V start = bias != nullptr ? V::LoadHalves(bias, bias, true) : V::Zero();
+#pragma GCC unroll 16
+    for (int j = 0; j < kPairs; ++j) {
+      pair[j] = start;
+      __builtin_prefetch(out2 + (T + 2 * j) * 8, 0, 3);  // the next tile's, as TileStart's
+    }
+  } else {
+#pragma GCC unroll 16
+    for (int j = 0; j < kPairs; ++j) {
+      pair[j] = kOdd && j == kPairs - 1 ? V::LoadHalves(out2 + 16 * j, nullptr, false) : V::Load(out2 + 16 * j);
+    }
+  }
+  const int64_t ih0 = tile.oh * p.stride_h - p.pad_top, iw_first = tile.ow0 * S - p.pad_left;
+  int64_t kh_begin, kh_end;
+  ValidRange(ih0, p.dilation_h, p.in_height, p.kernel_height, &kh_begin, &kh_end);
+  constexpr int64_t w_tap = IB * 8;
+  const int64_t w_block_stride = job.group_in_blocks * p.kernel_height * p.kernel_width * w_tap;
+  const int64_t first_icb = tile.ocb / job.group_out_blocks * job.group_in_blocks;
+  const int64_t w_icb = p.kernel_height * p.kernel_width * w_tap;
+  for (int64_t icb = tile.icb_begin; icb < tile.icb_end; ++icb) {
+    const float* x_plane = job.data + (tile.n * job.in_blocks + first_icb + icb) * job.in_plane;
+    const float* w_block = job.weight + (tile.ocb * job.group_in_blocks + icb) * w_icb;
+    for (int64_t kh = kh_begin; kh < kh_end; ++kh) {
+      const float* x_row = x_plane + (ih0 + kh * p.dilation_h) * width * IB;
+      const float* w_row = w_block + kh * p.kernel_width * w_tap;
+      for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
+        const float* x = x_row + (iw_first + kw * p.dilation_w) * IB;
+        const float* w01 = w_row + kw * w_tap;
+        const float* w1 = w01 + w_block_stride;
+        const float* w2 = w01 + 2 * w_block_stride;
+        asm("" : "+r"(w01), "+r"(w1), "+r"(w2));  // each through a register of its own (ConvTile)
+#pragma GCC unroll 32
+        for (int ic = 0; ic < IB; ++ic) {
+          V w_first = V::LoadHalves(w01 + ic * 8, w1 + ic * 8, true);
+          V w_third = V::LoadHalves(w2 + ic * 8, w2 + ic * 8, true);
+          w_first.Pin();
+          w_third.Pin();
+#pragma GCC unroll 16
+          for (int j = 0; j < kPairs; ++j) {
+            V a = V::Broadcast(x + 2 * j * x_step + ic);
+            FmaInPlace(acc[2 * j], a, w_first);
+            if (kOdd && j == kPairs - 1) {
+              FmaInPlace(pair[j], a, w_third);
+            } else {
+              V b = V::Broadcast(x + (2 * j + 1) * x_step + ic);
+              FmaInPlace(acc[2 * j + 1], b, w_first);
+              FmaInPlace(pair[j], V::JoinHalves(a, b), w_third);
+            }
+          }
+        }
+      }
+    }
+  }
+  Finish<8, 1, T, 16>(job, tile, T, acc, out);  // blocks 0 and 1
+  if (tile.last && r.active) {
+    if (r.residual != nullptr) {
+      const float* residual = r.residual + (out2 - job.out);
+#pragma GCC unroll 16
+      for (int j = 0; j < kPairs; ++j) {
+        pair[j] = scalar::Add(pair[j], kOdd && j == kPairs - 1 ? V::LoadHalves(residual + 16 * j, nullptr, false)
+                                                             : V::Load(residual + 16 * j));
+      }
+    }
+    ActivateInRegisters<kPairs>(r, pair);
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < kPairs; ++j) {
+    if (kOdd && j == kPairs - 1) {
+      pair[j].StoreHalves(out2 + 16 * j, nullptr, false);
+    } else {
+      pair[j].Store(out2 + 16 * j);
+    }
+  }
+  if (tile.last && (r.active || job.epilogue_size != 0)) FinishBlocks<8>(job, tile.ocb + 2, 1, T, out2);
 }
 
 // A 1x1 convolution of planes of one position (squeeze-and-excitation's layers on [N, C, 1, 1]):
@@ -646,6 +766,33 @@ void RunRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
           kCheckedTile<OB, kLocalGroup, L>(job, vector);
         }
         tile.ahead_line += tile.ahead_lines;  // checked tiles ask for none: their share goes unasked
+      });
+}
+
+// Whether ThreeBlockTile computes the tiles of three blocks of the variant: 8-channel blocks on 16
+// lanes, the input block compiled in, with AVX-512 (whose tiles hold two vectors of blocks: with
+// AVX2 a tile of 8-channel blocks on 16 lanes holds two blocks at most).
+template <int OB, int kLocalGroup, int IB, int L>
+constexpr bool kThreeBlockTiles =
+    OB == 8 && kLocalGroup == 0 && IB > 0 && L == 16 && kCompiledConfig.vector_floats == 16;
+
+// Positions [ow_begin, ow_end) of the tile's row of three blocks (ThreeBlockTile), as RunRow.
+template <int IB, int S, int... I>
+std::array<TileFn, sizeof...(I)> ThreeBlockTable(std::integer_sequence<int, I...>) {
+  return {&ThreeBlockTile<kMinTile<16, 1> + I, IB, S>...};
+}
+template <int IB, int S>
+void RunThreeBlockRow(const Job& job, Tile& tile, int64_t ow_begin, int64_t ow_end) {
+  constexpr int kMin = kMinTile<16, 1>, kMax = kMaxTile<16, 1>;
+  static const auto unchecked = ThreeBlockTable<IB, S>(std::make_integer_sequence<int, kMax - kMin + 1>());
+  ForEachTileOfRow<kMin, kMax>(
+      *job.p, tile, ow_begin, ow_end, [&](int64_t count) { unchecked[count - kMin](job, tile); },
+      [&] {
+        Tile vector = tile;
+        for (int b = 0; b < 2; ++b, vector.ocb += 2) {
+          vector.blocks = b == 0 ? 2 : 1;
+          kCheckedTile<8, 0, 16>(job, vector);
+        }
       });
 }
 

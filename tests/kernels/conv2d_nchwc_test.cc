@@ -534,15 +534,18 @@ TEST(Conv2DNCHWc, LongRowsSplitAcrossWorkItems) {
 // Bias, residual and swish or hard swish of the epilogue a tile applies itself: the bias once (it
 // starts the sums of the first input chunk), the rest once all input channels are summed (320
 // channels of 3x3 taps, 1056 of 1x1, are several chunks of input blocks on every instruction set),
-// and only to the tile's positions; 1x1 and 3x3, both block widths, serial and parallel.
+// and only to the tile's positions; 1x1 and 3x3, both block widths, two and three output blocks
+// (three of 8 channels: ThreeBlockTile with AVX-512, in tiles of odd and even widths), serial and
+// parallel.
 TEST(Conv2DNCHWc, TileEpilogueOnceOverAllInputChunks) {
   std::mt19937 rng(9);
   for (EpilogueStep::Op activation : {EpilogueStep::kSwish, EpilogueStep::kHardSwish})
   for (int64_t k : {1, 3}) {
     for (int64_t ob : {8, 16}) {
+      for (int64_t blocks : {2, 3})
       for (bool parallel : {false, true}) {
         UseThreads(parallel);
-        Shape s{1, k == 1 ? 1056 : 320, 9, 11, 2 * ob, k, k, 1, 1, 1, 1, k / 2, k / 2, k / 2, k / 2, 16, ob, false};
+        Shape s{1, k == 1 ? 1056 : 320, 9, 11, blocks * ob, k, k, 1, 1, 1, 1, k / 2, k / 2, k / 2, k / 2, 16, ob, false};
         std::vector<float> x = Random(s.c * s.h * s.w, rng), w = Random(s.o * s.c * k * k, rng);
         int64_t positions = s.oh() * s.ow(), out_size = s.o * positions;
         std::vector<float> bias = Random(s.o, rng), residual = Random(out_size, rng);
