@@ -7,7 +7,10 @@
 // epilogue runs over it. Where a row's two column taps at stride 2 each reach every other element
 // (a kernel of width 2, the detectors' upsampling), the row is the two columns interleaved, in
 // vectors (a text detector's 24 -> 24 channels, 160x160 -> 320x320, one Intel Xeon core: 4.7 ->
-// 3.5 ms, its epilogue, a pass of its own before, included).
+// 3.5 ms, its epilogue, a pass of its own before, included). Where each output row comes from one
+// input row (kernel height = stride, no padding: the upsampling layers again), the image goes in
+// bands of input rows whose columns stay in cache between the product and the scatter (the text
+// detector's 24 -> 24 layer wrote and read back 9.8 MB of columns).
 #include <algorithm>
 
 #include "kernels/backend_api.h"
@@ -19,14 +22,22 @@ namespace {
 
 constexpr int kLanes = kCompiledConfig.vector_floats;
 
+// Columns of a band of input rows: the input's pixels from row first_ih on, column_pixels of them
+// (D * H * W when the band is the whole image), are the columns' rows; the scatter writes the
+// output rows [first_oh, first_oh + band_oh) of each (channel, depth).
 struct ScatterJob {
   const ConvTransposeParams* p;
-  const float* columns;  // [O * KD * KH * KW, D * H * W] of one image
+  const float* columns;  // [O * KD * KH * KW, column_pixels] of one image's band
+  int64_t column_pixels, first_ih;
   float* out;            // [O, OD, OH, OW] of that image
+  int64_t first_oh, band_oh;
   int64_t out_offset;    // out's place in the whole output (floats), where kTensor operands are read
   const EpilogueStep* epilogue;
   int epilogue_size;
 };
+
+// A band's columns take at most this many bytes (in L2 beside the band's input and output rows).
+constexpr int64_t kMaxBandColumnBytes = 256 * 1024;
 
 // The input index that reaches output index `o` through tap `k`, if one does:
 // o = i * stride - pad + k * dilation with 0 <= i < size.
@@ -37,17 +48,18 @@ inline bool SourceOf(int64_t o, int64_t k, int64_t stride, int64_t dilation, int
   return *i < size;
 }
 
-// Output rows [begin, end) of (channel, depth, height).
+// Output rows [begin, end) of (channel, depth, height in the band).
 void ScatterRows(int64_t begin, int64_t end, void* context) {
   const auto& job = *static_cast<const ScatterJob*>(context);
   const ConvTransposeParams& p = *job.p;
-  const int64_t plane = p.in_height * p.in_width, pixels = p.in_depth * plane;
+  const int64_t plane = p.in_height * p.in_width, pixels = job.column_pixels;
   // Each output column reached by exactly one tap of a kernel of width 2 at stride 2.
   const bool interleave = p.kernel_width == 2 && p.stride_w == 2 && p.dilation_w == 1 && p.pad_left == 0 &&
                           p.out_width == 2 * p.in_width;
   for (int64_t row = begin; row < end; ++row) {
-    int64_t oh = row % p.out_height, od = row / p.out_height % p.out_depth, oc = row / p.out_height / p.out_depth;
-    float* dst = job.out + row * p.out_width;
+    int64_t oh = job.first_oh + row % job.band_oh, od = row / job.band_oh % p.out_depth;
+    int64_t oc = row / job.band_oh / p.out_depth;
+    float* dst = job.out + ((oc * p.out_depth + od) * p.out_height + oh) * p.out_width;
     std::fill(dst, dst + p.out_width, 0.0f);
     for (int64_t kd = 0; kd < p.kernel_depth; ++kd) {
       int64_t id;
@@ -58,7 +70,7 @@ void ScatterRows(int64_t begin, int64_t end, void* context) {
         for (int64_t kw = 0; kw < p.kernel_width; ++kw) {
           int64_t tap = (kd * p.kernel_height + kh) * p.kernel_width + kw;
           const float* src = job.columns + (oc * p.kernel_depth * p.kernel_height * p.kernel_width + tap) * pixels +
-                             id * plane + ih * p.in_width;
+                             id * plane + (ih - job.first_ih) * p.in_width;
           if (interleave) {  // taps 0 and 1 together (tap 1's columns follow tap 0's)
             float* __restrict to = dst;
             const float* __restrict even = src;
@@ -84,8 +96,7 @@ void ScatterRows(int64_t begin, int64_t end, void* context) {
     }
     for (int s = 0; s < job.epilogue_size; ++s) {
       const EpilogueStep& step = job.epilogue[s];
-      const float* tensor =
-          step.operand == EpilogueStep::kTensor ? step.data + job.out_offset + row * p.out_width : nullptr;
+      const float* tensor = step.operand == EpilogueStep::kTensor ? step.data + job.out_offset + (dst - job.out) : nullptr;
       ApplyStepToFloats<kLanes>(step, dst, p.out_width, tensor, StepOperand(step, oc));
     }
   }
@@ -104,19 +115,31 @@ int ConvTranspose(const ConvTransposeParams& p, const float* data, const float* 
   const int64_t pixels = p.in_depth * p.in_height * p.in_width;
   const int64_t out_pixels = p.out_depth * p.out_height * p.out_width;
   const int64_t rows = out_per_group * taps;  // of one group's columns
-  Workspace columns(p.out_channels * taps * pixels * sizeof(float));
+  // Bands of input rows where output row oh comes from input row oh / stride_h alone.
+  const bool rows_apart = p.in_depth == 1 && p.out_depth == 1 && p.kernel_height == p.stride_h && p.pad_top == 0 &&
+                          p.in_height > 0 && p.out_height == p.in_height * p.stride_h;
+  const int64_t row_bytes = p.out_channels * taps * p.in_width * static_cast<int64_t>(sizeof(float));
+  const int64_t band_ih = rows_apart ? std::clamp<int64_t>(kMaxBandColumnBytes / row_bytes, 1, p.in_height) : p.in_height;
+  const int64_t band_pixels = rows_apart ? band_ih * p.in_width : pixels;
+  Workspace columns(p.out_channels * taps * band_pixels * sizeof(float));
   if (!columns.ok()) return Fail("ConvTranspose: out of workspace memory");
   for (int64_t n = 0; n < p.batch; ++n) {
-    // Group g: weight rows [g * C / groups, (g + 1) * C / groups) as [C / groups, rows], read
-    // transposed, times the group's input [C / groups, pixels].
-    if (BatchGemm(p.groups, rows, pixels, in_per_group, weight, rows, in_per_group * rows, true,
-                  data + n * p.in_channels * pixels, pixels, in_per_group * pixels, false, columns.as<float>(),
-                  pixels, rows * pixels) != 0) {
-      return -1;
+    for (int64_t ih = 0;; ih += band_ih) {
+      const int64_t band_rows = rows_apart ? std::min(band_ih, p.in_height - ih) : p.in_height;
+      const int64_t band = rows_apart ? band_rows * p.in_width : pixels;
+      // Group g: weight rows [g * C / groups, (g + 1) * C / groups) as [C / groups, rows], read
+      // transposed, times the group's input [C / groups, band's pixels].
+      if (BatchGemm(p.groups, rows, band, in_per_group, weight, rows, in_per_group * rows, true,
+                    data + n * p.in_channels * pixels + ih * p.in_width, pixels, in_per_group * pixels, false,
+                    columns.as<float>(), band, rows * band) != 0) {
+        return -1;
+      }
+      const int64_t band_oh = rows_apart ? band_rows * p.stride_h : p.out_height;
+      ScatterJob job{&p,         columns.as<float>(), band,    ih, out + n * p.out_channels * out_pixels, ih * p.stride_h,
+                     band_oh,    n * p.out_channels * out_pixels, epilogue, epilogue_size};
+      if (ParallelFor(p.out_channels * p.out_depth * band_oh, ScatterRows, &job) != 0) return -1;
+      if (!rows_apart || ih + band_ih >= p.in_height) break;  // (without bands: the whole image at once)
     }
-    ScatterJob job{&p, columns.as<float>(), out + n * p.out_channels * out_pixels, n * p.out_channels * out_pixels,
-                   epilogue, epilogue_size};
-    if (ParallelFor(p.out_channels * p.out_depth * p.out_height, ScatterRows, &job) != 0) return -1;
   }
   return 0;
 }

@@ -149,6 +149,18 @@ TEST(ConvTranspose, UpsamplingLayers) {
   }
 }
 
+// Upsampling layers whose columns do not fit one band (a kernel as tall as its stride, no padding:
+// the image goes in bands of input rows, kMaxBandColumnBytes of columns each), in rows that leave a
+// last band shorter than the others, with and without an epilogue.
+TEST(ConvTranspose, UpsamplingInBandsOfRows) {
+  std::mt19937 rng(31);
+  for (auto [c, o, k, height] : {std::array<int64_t, 4>{24, 24, 2, 47}, {16, 8, 2, 33}, {8, 4, 3, 29}}) {
+    ConvTransposeParams p{1, c, o, 1, 1, height, 100, 1, height * k, 100 * k, 1, k, k, 1, k, k, 1, 1, 1, 0, 0, 0};
+    ExpectMatches(p, rng);
+    ExpectMatches(p, rng, true);
+  }
+}
+
 TEST(ConvTranspose, RefusesChannelsThatDoNotDivideIntoTheGroups) {
   ConvTransposeParams p{1, 3, 4, 2, 1, 2, 2, 1, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0};
   std::vector<float> x(12), w(12), out(36);
