@@ -116,8 +116,8 @@ int ConvTranspose(const ConvTransposeParams& p, const float* data, const float* 
   const int64_t out_pixels = p.out_depth * p.out_height * p.out_width;
   const int64_t rows = out_per_group * taps;  // of one group's columns
   // Bands of input rows where output row oh comes from input row oh / stride_h alone.
-  const bool rows_apart = p.in_depth == 1 && p.out_depth == 1 && p.kernel_height == p.stride_h && p.pad_top == 0 &&
-                          p.in_height > 0 && p.out_height == p.in_height * p.stride_h;
+  const bool rows_apart = p.in_depth == 1 && p.out_depth == 1 && p.kernel_height == p.stride_h && p.dilation_h == 1 &&
+                          p.pad_top == 0 && p.in_height > 0 && p.out_height == p.in_height * p.stride_h;
   const int64_t row_bytes = p.out_channels * taps * p.in_width * static_cast<int64_t>(sizeof(float));
   const int64_t band_ih = rows_apart ? std::clamp<int64_t>(kMaxBandColumnBytes / row_bytes, 1, p.in_height) : p.in_height;
   const int64_t band_pixels = rows_apart ? band_ih * p.in_width : pixels;
