@@ -14,7 +14,10 @@ one, kiln's GFLOP/s (convolutions, transposed convolutions, matrix products: 2 f
 multiply-add) and its share of the FP32 FMA peak measured on the spot (scripts/benchmark/
 fma_peak.cc); per model: compile time, load time (library + executor, session, compiled model),
 the first run, anonymous resident memory after loading (RssAnon) and peak resident memory, and the
-largest difference between kiln's outputs and ONNX Runtime's.
+largest difference between kiln's outputs and ONNX Runtime's; before and after each model, the
+cores' distance (scripts/benchmark/core_distance.cc: how much slower a core reads what another
+wrote than the writer does; about 3 on a shared machine whose cores are far apart for a while,
+which slows every engine's two-thread runs, memory-bound models most).
 
 Throughput: --batch B gives every model's inputs batch B (the ONNX file rewritten, shapes inferred
 again); --executors K runs K executors of each engine at once in one process, each of the thread
@@ -90,6 +93,19 @@ def fma_peak(work, threads):
                         str(binary)], check=True)
     return max(float(subprocess.run([str(binary), str(threads), "0.5"], check=True, capture_output=True,
                                     text=True).stdout.split()[0]) for _ in range(3))
+
+
+def core_distance(work):
+    """How much slower a core reads what another core wrote than the writing core reads it
+    (scripts/benchmark/core_distance.cc): about 1 when the two cores are close, about 3 when they
+    are far apart, as this project's shared machine's are for minutes at a time; None on one core."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    binary = pathlib.Path(work) / "core_distance"
+    if not binary.exists():
+        subprocess.run(["g++", "-O2", "-pthread", str(ROOT / "scripts/benchmark/core_distance.cc"), "-o", str(binary)],
+                       check=True)
+    return float(subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.split()[0])
 
 
 def model_flops(model):
@@ -291,12 +307,20 @@ def main():
             title.append(f"ONNX Runtime {versions[0]}, OpenVINO {versions[1].split('-')[0]} (CPU, LATENCY, f32); kiln -O3; "
                          f"best of {args.repeats} processes' medians of {args.runs} runs each")
         print("\n".join(title) + "\n", flush=True)
-        results = []
+        results, distances = [], []
         for name in args.models:
+            before = core_distance(work)
             results.append(benchmark_model(args, name, work))
             r = results[-1]
             print(f"{name}: " + ", ".join(f"{e} {t}T {s * 1e3:.3g} ms" for (e, t), s in r["seconds"].items()), flush=True)
-        lines = title + [""] + latency_table(args, results, peaks) + [""] + resources_table(args, results)
+            if before is not None:
+                distances.append(f"{name} {before:.1f} / {core_distance(work):.1f}")
+        lines = title + [""] + latency_table(args, results, peaks)
+        if distances:
+            lines += ["", "cores' distance before / after each model (a core's read of what another wrote over "
+                      "the writer's own read; about 3: far apart, every engine's two-thread runs slower): "
+                      + ", ".join(distances)]
+        lines += [""] + resources_table(args, results)
     print("\n".join(lines[len(title):]))
     if args.markdown:
         pathlib.Path(args.markdown).write_text("\n".join(lines) + "\n")
