@@ -98,8 +98,9 @@ def fma_peak(work, threads):
 def core_distance(work):
     """How much slower a core reads what another core wrote than the writing core reads it
     (scripts/benchmark/core_distance.cc): about 1 when the two cores are close, about 3 when they
-    are far apart, as this project's shared machine's are for minutes at a time; None on one core."""
-    if (os.cpu_count() or 1) < 2:
+    are far apart, as this project's shared machine's are for minutes at a time; None where this
+    process may run on one core only."""
+    if len(os.sched_getaffinity(0)) < 2:
         return None
     binary = pathlib.Path(work) / "core_distance"
     if not binary.exists():

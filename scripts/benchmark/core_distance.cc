@@ -3,6 +3,7 @@
 // of A's (about 1: B reads what A wrote as fast as A does; about 3 on the project's shared machine
 // when its two cores are far apart, which slows every engine's two-thread runs).
 //   g++ -O2 -pthread core_distance.cc -o core_distance && ./core_distance [CORE_A CORE_B]
+// Without arguments, A and B are the first two cores this process may run on.
 #include <pthread.h>
 #include <sched.h>
 
@@ -47,7 +48,23 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int a = argc > 2 ? std::atoi(argv[1]) : 0, b = argc > 2 ? std::atoi(argv[2]) : 1;
+  int a = 0, b = 1;
+  if (argc > 2) {
+    a = std::atoi(argv[1]);
+    b = std::atoi(argv[2]);
+  } else {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2) {
+      std::fprintf(stderr, "core_distance: this process may run on fewer than two cores\n");
+      return 1;
+    }
+    std::vector<int> cores;
+    for (int c = 0; c < CPU_SETSIZE && cores.size() < 2; ++c) {
+      if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+    }
+    a = cores[0];
+    b = cores[1];
+  }
   std::vector<float> buffer(kFloats);
   volatile float sink = 0;
   auto write = [&](float value) { std::fill(buffer.begin(), buffer.end(), value); };
