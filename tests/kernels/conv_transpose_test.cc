@@ -151,13 +151,16 @@ TEST(ConvTranspose, UpsamplingLayers) {
 
 // Upsampling layers whose columns do not fit one band (a kernel as tall as its stride, no dilation
 // or padding: the image goes in bands of input rows, kMaxBandColumnBytes of columns each), in rows
-// that leave a last band shorter than the others, with and without an epilogue; and a dilated
-// kernel of the same extents, whose output rows each take two input rows (no bands).
+// that leave a last band shorter than the others, in a batch of two (each image's bands at its
+// place) and in two groups, with and without an epilogue; and a dilated kernel of the same
+// extents, whose output rows each take two input rows (no bands).
 TEST(ConvTranspose, UpsamplingInBandsOfRows) {
   std::mt19937 rng(31);
-  for (auto [c, o, k, height, dilation] : {std::array<int64_t, 5>{24, 24, 2, 47, 1}, {16, 8, 2, 33, 1},
-                                           {8, 4, 3, 29, 1}, {24, 24, 2, 47, 2}}) {
-    ConvTransposeParams p{1, c, o, 1, 1, height, 100, 1, height * k, 100 * k, 1, k, k, 1, k, k, 1, dilation, 1, 0, 0, 0};
+  for (auto [batch, c, o, groups, k, height, dilation] :
+       {std::array<int64_t, 7>{1, 24, 24, 1, 2, 47, 1}, {2, 16, 8, 1, 2, 33, 1}, {1, 16, 8, 2, 2, 33, 1},
+        {1, 8, 4, 1, 3, 29, 1}, {1, 24, 24, 1, 2, 47, 2}}) {
+    ConvTransposeParams p{batch, c, o, groups, 1, height, 100, 1, height * k, 100 * k, 1,
+                          k,     k, 1, k,      k, 1,      dilation, 1, 0, 0, 0};
     ExpectMatches(p, rng);
     ExpectMatches(p, rng, true);
   }
