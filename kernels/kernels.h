@@ -209,9 +209,11 @@ struct Conv2DNCHWcVariant {
   }
 };
 // The variant that computes `p` on an instruction set of `config`. Input blocks and strides are
-// compiled in for tiles of 16 lanes: blocks of 8 and 16 at stride 1, an image's plain channels at
-// stride 2 (the stems of ResNet, MobileNet, EfficientNet). (With AVX2's 16 registers, 8-lane
-// tiles with them compiled in ran out of registers and were slower.) With AVX-512, 8-channel
+// compiled in for tiles of 16 lanes, and with AVX2 for tiles of 8 too: blocks of 8 and 16 at stride
+// 1 and 2, an image's plain channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet).
+// (AVX2's 8-lane tiles with them compiled in once ran out of registers and were slower; with the
+// FMAs written to accumulate in place (nchwc_tiles.h, FmaInPlace) they fit, and RegNetY-400MF, whose
+// 1x1 layers are of 8-channel blocks, ran 9% faster on one Zen 3 core.) With AVX-512, 8-channel
 // output blocks of a group of two or more are computed two to a vector: one 16-lane FMA for two
 // 8-lane ones.
 // With AVX-512, groups of one 8-channel block in and out (RegNetY's) are computed two groups to a
@@ -229,7 +231,8 @@ constexpr Conv2DNCHWcVariant Conv2DNCHWcVariantOf(const Conv2DNCHWcParams& p, co
                 (p.out_channels / p.groups >= 16 || PairsOneBlockGroups(p, config));
   int lanes = paired ? 16 : ob;
   int64_t stride = p.gather_strided ? 1 : p.stride_w;  // the gathered copy is read at stride 1
-  if (lanes == 16 && (stride == 1 || stride == 2) && (p.in_block == 8 || p.in_block == 16)) {
+  const bool compiled_in = lanes == 16 || config.vector_floats == 8;  // (AVX2's 8-lane tiles too)
+  if (compiled_in && (stride == 1 || stride == 2) && (p.in_block == 8 || p.in_block == 16)) {
     return {ob, 0, static_cast<int>(p.in_block), static_cast<int>(stride), lanes};
   }
   if (lanes == 16 && stride == 2 && p.in_block == 1) return {ob, 0, 1, 2, lanes};
@@ -288,9 +291,9 @@ struct Conv2DPointwiseDepthwiseParams {
 // whether its window and channels are ones it computes: input block 8 or 16, expanded channels in
 // blocks of 16, pointwise weights of one tile (two blocks) of at most 64 KiB.
 constexpr bool PointwiseDepthwiseComputes(const Conv2DPointwiseDepthwiseParams& p, const KernelConfig& config) {
-  return config.vector_floats == 16 && (p.in_block == 8 || p.in_block == 16) && p.in_channels >= p.in_block &&
+  return config.vector_floats >= 8 && (p.in_block == 8 || p.in_block == 16) && p.in_channels >= p.in_block &&
          p.in_channels % p.in_block == 0 && p.channels >= 16 && p.channels % 16 == 0 &&
-         p.in_channels * 32 * 4 <= config.conv_chunk_bytes &&
+         p.in_channels * 16 * config.conv_tile_blocks_16 * 4 <= config.conv_chunk_bytes &&
          (p.kernel_width == 3 || p.kernel_width == 5) && (p.stride_w == 1 || p.stride_w == 2) && p.dilation_w == 1;
 }
 template <int IB>

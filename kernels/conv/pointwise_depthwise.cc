@@ -2,7 +2,7 @@
 // with the depthwise convolution after it (MobileNetV2's and EfficientNet's blocks; the pass
 // transform/fuse_pointwise_depthwise.cc): the expanded rows are computed band by band into a
 // buffer that stays in L2, and the depthwise tiles (nchwc_tiles.h) read them from there, so the
-// expanded tensor never goes to memory. AVX-512 only (PointwiseDepthwiseComputes).
+// expanded tensor never goes to memory. AVX2 and AVX-512 (PointwiseDepthwiseComputes).
 #include <algorithm>
 #include <atomic>
 
@@ -104,9 +104,9 @@ int Conv2DPointwiseDepthwise(const Conv2DPointwiseDepthwiseParams& p, const floa
                              const EpilogueStep* epilogue, int epilogue_size) {
   static_assert(IB == 8 || IB == 16, "input blocks of 8 or 16 are compiled in");
   if (!PointwiseDepthwiseComputes(p, kCompiledConfig) || p.in_block != IB) {
-    return Fail("Conv2DPointwiseDepthwise: the parameters are not a form this build computes (AVX-512; input block "
-                "of the variant, 8 or 16; expanded channels in blocks of 16; kernel width 3 or 5, stride 1 or 2 "
-                "along the row, no dilation there; pointwise weights of at most 64 KiB per two blocks)");
+    return Fail("Conv2DPointwiseDepthwise: the parameters are not a form this build computes (AVX2 or AVX-512; "
+                "input block of the variant, 8 or 16; expanded channels in blocks of 16; kernel width 3 or 5, stride "
+                "1 or 2 along the row, no dilation there; pointwise weights of one tile's blocks within a chunk)");
   }
   if (p.batch < 0 || p.height < 1 || p.width < 1 || p.out_height < 1 || p.out_width < 1 || p.kernel_height < 1 ||
       p.stride_h < 1 || p.dilation_h < 1) {
@@ -137,7 +137,6 @@ int Conv2DPointwiseDepthwise(const Conv2DPointwiseDepthwiseParams& p, const floa
   f.pointwise_registers.hi = p.hi;
   f.depthwise_registers = RegisterEpilogueOf(epilogue, epilogue_size, /*swish=*/true);
   f.depthwise_row = DepthwiseRowOf<OB>(f.depthwise);
-  if (f.depthwise_row == nullptr) return Fail("Conv2DPointwiseDepthwise: no depthwise row tile for the window");
   f.set_blocks = std::min<int64_t>(kTileVectors<16>, p.channels / OB);
   f.sets = (p.channels / OB + f.set_blocks - 1) / f.set_blocks;
   // Bands of as many output rows as the buffer holds the input rows of (at least one).

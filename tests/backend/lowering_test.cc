@@ -57,7 +57,7 @@ KernelArg::Value Int(int64_t v) { return v; }
 
 // With AVX-512, 8-channel output blocks are computed two to a 16-lane vector (the fifth template
 // argument), groups of one block too where a paired tile computes them; with AVX2, one block per
-// vector.
+// vector, the input block compiled in (the third).
 TEST(Lowering, EightChannelBlocksArePairedWithAvx512) {
   const std::string pointwise = R"(fn (%p0: Tensor[(1, 1, 5, 5, 8), float32], %p1: Tensor[(3, 1, 1, 1, 8, 8), float32]) {
     nn.conv2d(%p0, %p1, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c")
@@ -70,10 +70,10 @@ TEST(Lowering, EightChannelBlocksArePairedWithAvx512) {
     return StepAt<KernelCall>(plan, 0).kernel;
   };
   EXPECT_EQ(kernel(pointwise, target::Isa::kAvx512, "x86-64-v4"), "Conv2DNCHWc<8, 0, 8, 1, 16>");
-  EXPECT_EQ(kernel(pointwise, target::Isa::kAvx2, "x86-64-v3"), "Conv2DNCHWc<8, 0, 0, 1, 8>");
+  EXPECT_EQ(kernel(pointwise, target::Isa::kAvx2, "x86-64-v3"), "Conv2DNCHWc<8, 0, 8, 1, 8>");
   // Groups of one block in pairs, where a paired tile exists (3 taps wide); else one group per tile.
   EXPECT_EQ(kernel(groups_of_eight, target::Isa::kAvx512, "x86-64-v4"), "Conv2DNCHWc<8, 0, 8, 1, 16>");
-  EXPECT_EQ(kernel(groups_of_eight, target::Isa::kAvx2, "x86-64-v3"), "Conv2DNCHWc<8, 0, 0, 1, 8>");
+  EXPECT_EQ(kernel(groups_of_eight, target::Isa::kAvx2, "x86-64-v3"), "Conv2DNCHWc<8, 0, 8, 1, 8>");
   const std::string five_wide = R"(fn (%p0: Tensor[(1, 3, 5, 5, 8), float32], %p1: Tensor[(3, 1, 5, 5, 8, 8), float32]) {
     nn.conv2d(%p0, %p1, padding=[2, 2, 2, 2], groups=3, data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c")
   })";
