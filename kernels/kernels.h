@@ -272,7 +272,7 @@ int Conv2DNCHWcAnyVariant(const Conv2DNCHWcParams& p, const float* data, const f
 // v * sigmoid(v) of the sum v: EfficientNet's); depthwise weight
 // [E / 16, 1, KH, KW, 1, 16]; out [N, E / 16, OH, OW, 16] = epilogue(depthwise(expanded)). The
 // depthwise window: kernel width 3 or 5, stride 1 or 2 along the row, no dilation along it.
-// Computed with AVX-512 only (PointwiseDepthwiseComputes; elsewhere the call fails).
+// Computed with AVX2 and AVX-512 (PointwiseDepthwiseComputes; elsewhere the call fails).
 struct Conv2DPointwiseDepthwiseParams {
   int64_t batch, in_channels, in_block, height, width;  // the pointwise convolution's input
   int64_t channels;                                      // E, the expanded channels
@@ -286,10 +286,12 @@ struct Conv2DPointwiseDepthwiseParams {
                     out_width, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, swish, lo, hi);
   }
 };
-// Whether Conv2DPointwiseDepthwise computes layers on an instruction set of `config` (16-float
-// vectors: the pointwise tile of two blocks and the depthwise row tiles fit its registers), and
-// whether its window and channels are ones it computes: input block 8 or 16, expanded channels in
-// blocks of 16, pointwise weights of one tile (two blocks) of at most 64 KiB.
+// Whether Conv2DPointwiseDepthwise computes layers on an instruction set of `config` (AVX2 or
+// AVX-512: with AVX-512 the pointwise tile is of two blocks and the depthwise rows are
+// DepthwiseRowTile's; with AVX2 one block and BlockLocalTile's), and whether its window and
+// channels are ones it computes: input block 8 or 16, expanded channels in blocks of 16, the
+// pointwise weights of one tile's blocks within the configuration's chunk (AVX-512: 64 KiB for
+// two blocks; AVX2: 16 KiB for one).
 constexpr bool PointwiseDepthwiseComputes(const Conv2DPointwiseDepthwiseParams& p, const KernelConfig& config) {
   return config.vector_floats >= 8 && (p.in_block == 8 || p.in_block == 16) && p.in_channels >= p.in_block &&
          p.in_channels % p.in_block == 0 && p.channels >= 16 && p.channels % 16 == 0 &&

@@ -334,7 +334,7 @@ class WeightsAhead {
   int64_t block_stride_, block_lines_, step_, remaining_ = 0, block_ = 0, line_ = 0;
 };
 
-// acc += a * b, the sum written where acc is (with AVX-512: vfmadd231ps, see ConvTile).
+// acc += a * b, the sum written where acc is (vfmadd231ps with AVX-512 and AVX2, see ConvTile).
 template <int L>
 KILN_ALWAYS_INLINE void FmaInPlace(Vec<L>& acc, Vec<L> a, Vec<L> b) {
   if constexpr (L == 16 && kCompiledConfig.vector_floats == 16) {
@@ -371,7 +371,9 @@ KILN_ALWAYS_INLINE void FmaInPlace(Vec<L>& acc, Vec<L> a, Vec<L> b) {
 // (GCC otherwise kept one offset per input channel of the block, 16, in general registers
 // reloaded from the stack), and the FMA written to accumulate in place (`vfmadd231ps`; GCC
 // chose forms that wrote the sum into the broadcast's register, so that the accumulators moved
-// between registers from one iteration to the next and had to be put back on the stack).
+// between registers from one iteration to the next and had to be put back on the stack). With
+// AVX2 the same forms kept 2-6 accumulators of the 6-position tiles of one 16-channel block on
+// the stack: in place, none (tests/kernels/check_tile_registers.py).
 template <int OB, int NB, int T, bool kChecked, int IB, int S, int L>
 __attribute__((optimize("ira-region=one"))) void ConvTile(const Job& job, const Tile& tile) {
   static_assert(IB == 0 || !kChecked, "input blocks are compiled in for interior tiles");
