@@ -213,7 +213,7 @@ struct Conv2DNCHWcVariant {
 // 1 and 2, an image's plain channels at stride 2 (the stems of ResNet, MobileNet, EfficientNet).
 // (AVX2's 8-lane tiles with them compiled in once ran out of registers and were slower; with the
 // FMAs written to accumulate in place (nchwc_tiles.h, FmaInPlace) they fit, and RegNetY-400MF, whose
-// 1x1 layers are of 8-channel blocks, ran 9% faster on one Zen 3 core.) With AVX-512, 8-channel
+// 1x1 layers are of 8-channel blocks, ran 7% faster on one Zen 3 core.) With AVX-512, 8-channel
 // output blocks of a group of two or more are computed two to a vector: one 16-lane FMA for two
 // 8-lane ones.
 // With AVX-512, groups of one 8-channel block in and out (RegNetY's) are computed two groups to a

@@ -297,8 +297,7 @@ KILN_ALWAYS_INLINE float* TileStart(const Job& job, const Tile& tile, int64_t co
 }
 
 // The first input channel block of the group of output block ocb: without a division where the
-// layer is one group (a division per tile was a tenth of the tile's time in 1x1 layers of 24 input
-// channels on AVX2).
+// layer is one group (a 64-bit division per tile, before the tile's first load, in every layer).
 KILN_ALWAYS_INLINE int64_t GroupFirstInputBlock(const Job& job, int64_t ocb) {
   return job.group_out_blocks == job.out_blocks ? 0 : ocb / job.group_out_blocks * job.group_in_blocks;
 }
